@@ -1,0 +1,256 @@
+/* model.h - the analytic performance model of arXiv 2410.00273 (Subramanian et al.,
+ * "Comprehensive Performance Modeling and System Design Insights for Foundation Models").
+ *
+ * Contract
+ * - Owns: plain descriptions of a transformer (model_transformer_t) and of a GPU system
+ *   (model_system_t) with their presets; the per-layer cost table of one transformer block
+ *   (FLOPs, HBM bytes, collectives, activation and weight memory, roofline and collective times);
+ *   the two-tier collective formula; the closed-form iteration estimate; the layout search.
+ * - Knows nothing of the engine, graphs, JSON or the command line. Nothing here prints or exits.
+ * - Units follow the reference implementation and are carried by every name:
+ *   FLOPs in TFLOP (1e12), bytes in decimal GB (1e9), rates in TFLOP/s and GB/s, time in seconds
+ *   (double). Integer degrees and dimensions are int64_t; every local dimension is a floor
+ *   division, as in the reference (seed-model.md section 1).
+ * - compat: MODEL_COMPAT_REFERENCE reproduces the published model bit for bit in spirit (to
+ *   floating-point rounding), quirks included (seed-model.md section 12). MODEL_COMPAT_CORRECTED
+ *   (the default) fixes items 1-3 of section 12 and uses the calibrated collective model described
+ *   in docs/model.md.
+ * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
+ *   which allocates the result array that model_search_result_destroy frees.
+ * - Errors: fallible functions return MODEL_OK (0) or a negative model_status_t and never abort
+ *   on bad input. model_job_check explains the first invalid field of a job.
+ * - No globals, no I/O; all functions are reentrant.
+ */
+#ifndef STEPSIM_MODEL_H
+#define STEPSIM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum model_status {
+    MODEL_OK = 0,
+    MODEL_EINVAL = -1, /* the job violates a rule of model_job_check */
+    MODEL_ENOMEM = -2, /* allocation failed (search only) */
+    MODEL_ENOFIT = -3  /* search: no candidate fits in memory */
+} model_status_t;
+
+typedef enum model_compat { MODEL_COMPAT_CORRECTED = 0, MODEL_COMPAT_REFERENCE = 1 } model_compat_t;
+
+typedef enum model_strategy {
+    MODEL_STRATEGY_1D = 0,     /* Megatron TP + sequence parallelism, degree tp */
+    MODEL_STRATEGY_2D = 1,     /* 2D SUMMA GEMMs (m2 = tp2 rows, m1 = tp1 cols), panels nb */
+    MODEL_STRATEGY_2D_SEQP = 2 /* 1D weights on tp1, context (sequence) parallel on tp2 */
+} model_strategy_t;
+#define MODEL_STRATEGY_COUNT 3
+
+/* GPU system. Field names map onto seed-model.md section 2 (systems/*.json). */
+typedef struct model_system {
+    char name[32];
+    double matrix_tflop_per_s;      /* peak dense fp16/bf16 tensor-core rate per GPU */
+    double vector_tflop_per_s;      /* peak fp16 non-tensor rate per GPU */
+    double vector_fp32_tflop_per_s; /* informational; unused by the model (as in the reference) */
+    double hbm_gb_per_s;            /* HBM bandwidth */
+    double hbm_capacity_gb;         /* HBM size per GPU */
+    double nvlink_gb_per_s;         /* per-GPU NVLink bandwidth, one direction */
+    double nvlink_eff;              /* efficiency on NVLink, 0 < eff <= 1 */
+    double nvlink_latency_s;        /* per-hop NVLink latency */
+    double ib_gb_per_s;             /* per-NIC injection bandwidth of the scale-out network */
+    double ib_eff;                  /* efficiency on the scale-out network */
+    double ib_latency_s;            /* per-hop scale-out latency */
+    int64_t nvlink_size;            /* GPUs per NVLink domain ("NVS") */
+    int64_t nic_factor;             /* NICs per GPU */
+    double element_gb;              /* bytes of one activation/weight element, in GB (2e-9) */
+    double mask_element_gb;         /* bytes of one dropout-mask element, in GB (1e-9) */
+    double flop_efficiency;         /* fraction of peak reached by kernels (0.8) */
+    double kernel_overhead_s;       /* fixed per-kernel launch cost (20e-6) */
+} model_system_t;
+
+/* Transformer: only the blocks are modeled (no embedding or head), seed-model.md section 3. */
+typedef struct model_transformer {
+    char name[32];
+    int64_t seq_len;    /* l */
+    int64_t hidden;     /* e */
+    int64_t heads;      /* h */
+    int64_t layers;     /* D, transformer blocks */
+    int64_t ffn_hidden; /* f, 4e unless given */
+    int64_t vocab;      /* informational until the embedding is modeled; 0 if unknown */
+} model_transformer_t;
+
+/* A parallel layout. For 1d, tp1 == tp, tp2 == 1, nv_tp1 is the TP group's count per domain
+ * and nv_tp2 == 1. nb is used by 2d only (set it to 1 otherwise). nv_* say how many members of
+ * each group share one NVLink domain (seed-model.md section 9). */
+typedef struct model_parallel {
+    model_strategy_t strategy;
+    int64_t dp, tp, tp1, tp2, pp, mbs, nb;
+    int64_t nv_tp1, nv_tp2, nv_dp, nv_pp;
+} model_parallel_t;
+
+/* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
+typedef struct model_job {
+    model_transformer_t model;
+    model_system_t system;
+    int64_t gpus;
+    int64_t global_batch; /* sequences per iteration */
+    model_parallel_t par;
+    model_compat_t compat;
+} model_job_t;
+
+/* ---- presets ---------------------------------------------------------------------------- */
+
+/* Look a preset up by exact name. Return MODEL_OK and fill *out, or MODEL_EINVAL. */
+int model_system_preset(const char *name, model_system_t *out);
+int model_transformer_preset(const char *name, model_transformer_t *out);
+/* Preset names, for help text and did-you-mean: index 0..count-1, NULL past the end. */
+const char *model_system_preset_name(size_t index);
+const char *model_transformer_preset_name(size_t index);
+/* One line describing a preset (static storage), NULL if unknown. */
+const char *model_system_preset_summary(const char *name);
+const char *model_transformer_preset_summary(const char *name);
+
+const char *model_strategy_name(model_strategy_t s); /* "1d", "2d", "2d-seqp" */
+int model_strategy_parse(const char *name, model_strategy_t *out);
+const char *model_compat_name(model_compat_t c); /* "reference", "corrected" */
+int model_compat_parse(const char *name, model_compat_t *out);
+
+/* ---- validation ------------------------------------------------------------------------- */
+
+/* The first invalid field of a job: field is a scenario JSON path ("parallel.tp", "gpus",
+ * "system.hbm_capacity_gb", ...), value its offending value as text, allowed what would be valid. */
+typedef struct model_issue {
+    char field[48];
+    char value[48];
+    char allowed[160];
+} model_issue_t;
+
+/* Check a job against every rule the model needs: positive sizes and rates, tp dividing heads
+ * and hidden, dp*tp*pp == gpus (returns MODEL_EINVAL with field "parallel"), nv counts that
+ * divide their group and multiply to at most the NVLink domain, dp dividing the global batch,
+ * mbs dividing the local batch. Fill *issue (may be NULL) on failure. */
+int model_job_check(const model_job_t *job, model_issue_t *issue);
+
+/* ---- collectives ------------------------------------------------------------------------ */
+
+typedef enum model_coll_op {
+    MODEL_COLL_NONE = 0,
+    MODEL_COLL_ALLREDUCE,
+    MODEL_COLL_ALLGATHER,
+    MODEL_COLL_REDUCESCATTER,
+    MODEL_COLL_BROADCAST,
+    MODEL_COLL_REDUCE,
+    MODEL_COLL_P2P
+} model_coll_op_t;
+const char *model_coll_op_name(model_coll_op_t op); /* "allreduce", ..., "p2p", "none" */
+
+/* Which parallel group a collective runs in: the tensor group (1d: tp; 2d/2d-seqp: tp1 = m1),
+ * the second tensor group (tp2 = m2: SUMMA rows or the context-parallel sequence group), the
+ * data-parallel group, or the pipeline neighbours. */
+typedef enum model_group { MODEL_GROUP_TP1, MODEL_GROUP_TP2, MODEL_GROUP_DP, MODEL_GROUP_PP } model_group_t;
+
+/* Time of one collective, seed-model.md 4.2. volume_gb: the full (unsharded) buffer, as
+ * nccl-tests' "size". group_size n, per_domain t = members of the group in one NVLink domain
+ * (1 <= t <= n). Reference: the published two-tier ring formula. Corrected: see docs/model.md. */
+double model_collective_time_s(const model_system_t *sys, model_compat_t compat, model_coll_op_t op,
+                               double volume_gb, int64_t group_size, int64_t per_domain);
+
+/* ---- the layer table -------------------------------------------------------------------- */
+
+#define MODEL_MAX_COLLS 4
+#define MODEL_BLOCK_LAYERS 14
+
+typedef struct model_coll {
+    model_coll_op_t op;
+    model_group_t group;
+    double volume_gb;   /* full buffer of the whole collective (all SUMMA panels together) */
+    int64_t group_size;
+    int64_t per_domain;
+    double time_s;      /* model_collective_time_s of the whole volume (SUMMA: of one panel) */
+} model_coll_t;
+
+typedef struct model_pass {
+    double flops_tflop;
+    double hbm_gb;
+    model_coll_t colls[MODEL_MAX_COLLS];
+    int n_colls;
+    double comp_s;        /* kernel_overhead + F / (eff * rate) */
+    double mem_s;         /* HBM time M / bandwidth (not only the exposed part) */
+    double mem_exposed_s; /* max(mem_s - comp_s, 0) */
+    double comm_s;        /* exposed communication time charged to this pass */
+    double time_s;        /* comp_s + mem_exposed_s + comm_s */
+} model_pass_t;
+
+typedef enum model_module { MODEL_MODULE_SA, MODEL_MODULE_MLP } model_module_t;
+
+typedef struct model_layer {
+    const char *name;  /* "qkv", "fusedla", ..., "ln1" (static storage) */
+    model_module_t module;
+    int tensor_core;   /* 1: matrix rate; 0: vector rate */
+    int summa_overlap; /* 1: SUMMA panel pipelining rule for comm (5.3) */
+    double weights_gb;
+    double weight_grads_gb;
+    double activations_gb; /* kept for the backward pass, per microbatch */
+    model_pass_t fwd, bwd;
+} model_layer_t;
+
+typedef struct model_block {
+    model_layer_t layers[MODEL_BLOCK_LAYERS];
+    int n_layers;
+    double t_fwd_s, t_bwd_s; /* one block, one microbatch */
+    double flops_tflop;      /* fwd + bwd */
+    double activations_gb;   /* A_blk */
+    double weights_gb;       /* W_blk */
+} model_block_t;
+
+/* Build the layer table of one block for job->par (job must pass model_job_check, except that
+ * dp/pp/gpus/global_batch are not read). */
+void model_block_build(const model_job_t *job, model_block_t *block);
+
+/* ---- the iteration ---------------------------------------------------------------------- */
+
+typedef struct model_summary {
+    model_parallel_t par;
+    int64_t n_microbatches;
+    int64_t layers_per_stage;
+    double iteration_time_s;
+    double throughput_samples_per_s;
+    /* breakdown: adds up to iteration_time_s */
+    double compute_s, memory_s, tp_comm_s, pp_comm_s, dp_comm_s, bubble_s;
+    double flops_per_gpu_tflop;
+    /* data-parallel detail: one collective of W_blk, and the exposed totals */
+    double dp_allgather_one_s, dp_reducescatter_one_s;
+    double dp_allgather_s, dp_reducescatter_s;
+    /* pipeline detail */
+    double p2p_volume_gb, p2p_one_s, pp_fwd_s, pp_bwd_s;
+    /* memory per GPU */
+    double weights_gb, grads_gb, optimizer_gb, activations_gb, memory_gb;
+    int fits;
+    /* block summary */
+    double block_t_fwd_s, block_t_bwd_s, block_flops_tflop, block_activations_gb, block_weights_gb;
+} model_summary_t;
+
+typedef struct model_estimate {
+    model_block_t block;
+    model_summary_t summary;
+} model_estimate_t;
+
+/* Evaluate one job. Return MODEL_EINVAL (and nothing else filled) if model_job_check fails. */
+int model_estimate(const model_job_t *job, model_estimate_t *out);
+
+/* ---- search ----------------------------------------------------------------------------- */
+
+typedef struct model_search_result {
+    model_summary_t *results; /* best first; ties keep enumeration order */
+    int n_results;
+    int64_t candidates_evaluated;
+    int64_t candidates_feasible;
+} model_search_result_t;
+
+/* Enumerate the reference's search space (seed-model.md section 9) for every strategy whose bit
+ * (1 << strategy) is set in strategy_mask, for job->gpus GPUs, job->global_batch and
+ * job->system.nvlink_size, and keep the top_k feasible candidates by throughput. job->par is
+ * ignored. Memory: O(top_k), never every candidate. Return MODEL_OK (even with no feasible
+ * candidate: n_results == 0), MODEL_EINVAL for a bad model/system/size, MODEL_ENOMEM.
+ * Complexity: linear in the number of candidates. */
+int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, model_search_result_t *out);
+void model_search_result_destroy(model_search_result_t *res);
+
+#endif

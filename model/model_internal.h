@@ -1,0 +1,15 @@
+/* model_internal.h - declarations shared by the model/ sources; not part of the public API. */
+#ifndef STEPSIM_MODEL_INTERNAL_H
+#define STEPSIM_MODEL_INTERNAL_H
+
+#include "model.h"
+
+/* The published two-tier ring formula of seed-model.md 4.2, quirks included. */
+double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
+                                      int64_t n, int64_t per_domain);
+
+/* The corrected collective model (collective_corrected.c, documented in docs/model.md). */
+double model_i_collective_corrected_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
+                                      int64_t n, int64_t per_domain);
+
+#endif
