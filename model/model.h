@@ -43,7 +43,7 @@ typedef enum model_strategy {
 } model_strategy_t;
 #define MODEL_STRATEGY_COUNT 3
 
-/* GPU system. Field names map onto seed-model.md section 2 (systems/*.json). */
+/* GPU system. Field names map onto seed-model.md section 2 (the systems JSON files). */
 typedef struct model_system {
     char name[32];
     double matrix_tflop_per_s;      /* peak dense fp16/bf16 tensor-core rate per GPU */

@@ -12,4 +12,7 @@ double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t
 double model_i_collective_corrected_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
                                       int64_t n, int64_t per_domain);
 
+/* Fill the iteration summary of a job whose block table blk is built (iteration.c). */
+void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
+
 #endif

@@ -1,0 +1,167 @@
+/* check.c - validation of a job: every rule the model relies on, reported as the first invalid
+ * field with its value and what would be allowed (the tools layer adds file and option names). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model.h"
+
+static int fail(model_issue_t *is, const char *field, const char *value, const char *fmt, ...)
+{
+    if (is) {
+        snprintf(is->field, sizeof is->field, "%s", field);
+        snprintf(is->value, sizeof is->value, "%s", value);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(is->allowed, sizeof is->allowed, fmt, ap);
+        va_end(ap);
+    }
+    return MODEL_EINVAL;
+}
+
+static int fail_int(model_issue_t *is, const char *field, int64_t v, const char *fmt, int64_t arg)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    return fail(is, field, buf, fmt, (long long)arg);
+}
+
+/* A positive finite real quantity (a rate, a size, an efficiency's lower side). */
+static int check_pos(model_issue_t *is, const char *field, double v)
+{
+    char buf[32];
+    if (v > 0.0 && v < 1e300)
+        return MODEL_OK;
+    snprintf(buf, sizeof buf, "%g", v);
+    return fail(is, field, buf, "must be a positive number");
+}
+
+static int check_system(const model_system_t *s, model_issue_t *is)
+{
+    const struct {
+        const char *field;
+        double v;
+    } pos[] = {
+        {"system.matrix_flops_fp16", s->matrix_tflop_per_s}, {"system.vector_flops_fp16", s->vector_tflop_per_s},
+        {"system.hbm_bandwidth", s->hbm_gb_per_s},           {"system.hbm_capacity", s->hbm_capacity_gb},
+        {"system.nvlink_bandwidth", s->nvlink_gb_per_s},     {"system.nvlink_eff", s->nvlink_eff},
+        {"system.ib_bandwidth", s->ib_gb_per_s},             {"system.ib_eff", s->ib_eff},
+        {"system.element_size", s->element_gb},              {"system.mask_element_size", s->mask_element_gb},
+        {"system.flop_efficiency", s->flop_efficiency},
+    };
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (check_pos(is, pos[i].field, pos[i].v))
+            return MODEL_EINVAL;
+    char buf[32];
+    if (s->nvlink_eff > 1.0 || s->ib_eff > 1.0 || s->flop_efficiency > 1.0) {
+        snprintf(buf, sizeof buf, "%g", s->nvlink_eff > 1.0 ? s->nvlink_eff : s->ib_eff > 1.0 ? s->ib_eff : s->flop_efficiency);
+        return fail(is, s->nvlink_eff > 1.0 ? "system.nvlink_eff" : s->ib_eff > 1.0 ? "system.ib_eff" : "system.flop_efficiency",
+                    buf, "an efficiency must be in (0, 1]");
+    }
+    if (!(s->nvlink_latency_s >= 0.0) || !(s->ib_latency_s >= 0.0) || !(s->kernel_overhead_s >= 0.0)) {
+        snprintf(buf, sizeof buf, "%g", !(s->nvlink_latency_s >= 0.0) ? s->nvlink_latency_s : s->ib_latency_s);
+        return fail(is, !(s->nvlink_latency_s >= 0.0) ? "system.nvlink_latency" : "system.ib_latency", buf,
+                    "a latency must be >= 0 s");
+    }
+    if (s->nvlink_size < 1)
+        return fail_int(is, "nvlink_size", s->nvlink_size, "must be a positive integer (GPUs per NVLink domain)", 0);
+    if (s->nic_factor < 1)
+        return fail_int(is, "system.nic_factor", s->nic_factor, "must be a positive integer (NICs per GPU)", 0);
+    return MODEL_OK;
+}
+
+static int check_model(const model_transformer_t *m, model_issue_t *is)
+{
+    const struct {
+        const char *field;
+        int64_t v;
+    } pos[] = {{"model.seq_len", m->seq_len}, {"model.hidden", m->hidden}, {"model.heads", m->heads},
+               {"model.layers", m->layers},   {"model.ffn_hidden", m->ffn_hidden}};
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (pos[i].v < 1)
+            return fail_int(is, pos[i].field, pos[i].v, "must be a positive integer", 0);
+    if (m->hidden % m->heads != 0)
+        return fail_int(is, "model.heads", m->heads, "must divide hidden (%lld)", m->hidden);
+    return MODEL_OK;
+}
+
+/* Degrees: positive, tensor-parallel divisibility, and the product with the GPU count. */
+static int check_degrees(const model_job_t *job, model_issue_t *is)
+{
+    const model_parallel_t *p = &job->par;
+    const model_transformer_t *m = &job->model;
+    const int d1 = p->strategy == MODEL_STRATEGY_1D;
+    const struct {
+        const char *field;
+        int64_t v;
+    } pos[] = {{"parallel.dp", p->dp},   {"parallel.tp", p->tp},   {"parallel.tp1", p->tp1},
+               {"parallel.tp2", p->tp2}, {"parallel.pp", p->pp},   {"parallel.mbs", p->mbs},
+               {"parallel.nb", p->nb},   {"gpus", job->gpus},      {"global_batch", job->global_batch}};
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (pos[i].v < 1)
+            return fail_int(is, pos[i].field, pos[i].v, "must be a positive integer", 0);
+    const char *tp1 = d1 ? "parallel.tp" : "parallel.tp1";
+    if (d1 && p->tp2 != 1)
+        return fail_int(is, "parallel.tp2", p->tp2, "must be 1 for strategy 1d", 0);
+    if (p->tp != p->tp1 * p->tp2)
+        return fail_int(is, "parallel.tp", p->tp, "must equal tp1 x tp2 (%lld)", p->tp1 * p->tp2);
+    if (m->heads % p->tp1 != 0)
+        return fail_int(is, tp1, p->tp1, "does not divide heads (%lld)", m->heads);
+    if (m->hidden % p->tp1 != 0)
+        return fail_int(is, tp1, p->tp1, "does not divide hidden (%lld)", m->hidden);
+    if (p->strategy == MODEL_STRATEGY_2D && m->hidden % p->tp2 != 0)
+        return fail_int(is, "parallel.tp2", p->tp2, "does not divide hidden (%lld)", m->hidden);
+    if (m->layers % p->pp != 0)
+        return fail_int(is, "parallel.pp", p->pp, "does not divide the number of layers (%lld)", m->layers);
+    if (p->dp * p->tp * p->pp != job->gpus) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "dp*tp*pp = %lld", (long long)(p->dp * p->tp * p->pp));
+        return fail(is, "parallel", buf, "must equal gpus (%lld)", (long long)job->gpus);
+    }
+    if (job->global_batch % p->dp != 0)
+        return fail_int(is, "parallel.dp", p->dp, "does not divide global_batch (%lld)", job->global_batch);
+    if ((job->global_batch / p->dp) % p->mbs != 0)
+        return fail_int(is, "parallel.mbs", p->mbs, "does not divide the per-replica batch global_batch/dp (%lld)",
+                        job->global_batch / p->dp);
+    return MODEL_OK;
+}
+
+/* NVLink counts: each divides its group, and together they fit in one domain. */
+static int check_nv(const model_job_t *job, model_issue_t *is)
+{
+    const model_parallel_t *p = &job->par;
+    const int d1 = p->strategy == MODEL_STRATEGY_1D;
+    const struct {
+        const char *field;
+        int64_t nv, group;
+    } nv[] = {{d1 ? "parallel.nv.tp" : "parallel.nv.tp1", p->nv_tp1, d1 ? p->tp : p->tp1},
+              {"parallel.nv.tp2", p->nv_tp2, d1 ? 1 : p->tp2},
+              {"parallel.nv.dp", p->nv_dp, p->dp},
+              {"parallel.nv.pp", p->nv_pp, p->pp}};
+    int64_t product = 1;
+    for (size_t i = 0; i < sizeof nv / sizeof nv[0]; i++) {
+        if (nv[i].nv < 1)
+            return fail_int(is, nv[i].field, nv[i].nv, "must be a positive integer", 0);
+        if (nv[i].group % nv[i].nv != 0)
+            return fail_int(is, nv[i].field, nv[i].nv, "must divide its group's size (%lld)", nv[i].group);
+        product *= nv[i].nv;
+    }
+    if (product > job->system.nvlink_size) {
+        char buf[48];
+        snprintf(buf, sizeof buf, "product %lld", (long long)product);
+        return fail(is, "parallel.nv", buf, "the nv counts must multiply to at most nvlink_size (%lld)",
+                    (long long)job->system.nvlink_size);
+    }
+    return MODEL_OK;
+}
+
+int model_job_check(const model_job_t *job, model_issue_t *issue)
+{
+    if (job->par.strategy != MODEL_STRATEGY_1D && job->par.strategy != MODEL_STRATEGY_2D &&
+        job->par.strategy != MODEL_STRATEGY_2D_SEQP)
+        return fail(issue, "parallel.strategy", "?", "one of 1d, 2d, 2d-seqp");
+    if (check_system(&job->system, issue) || check_model(&job->model, issue) || check_degrees(job, issue) ||
+        check_nv(job, issue))
+        return MODEL_EINVAL;
+    return MODEL_OK;
+}

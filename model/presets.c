@@ -1,0 +1,149 @@
+/* presets.c - named GPU systems and transformer models (seed-model.md sections 2 and 3, and the
+ * DGX nodes and GPT models of shared/validation). Tables are const; lookups copy into the caller. */
+#include <string.h>
+
+#include "model.h"
+
+typedef struct {
+    model_system_t sys;
+    const char *summary;
+} system_preset_t;
+
+typedef struct {
+    model_transformer_t tf;
+    const char *summary;
+} transformer_preset_t;
+
+/* Fields: name, matrix, vector fp16, vector fp32 (TFLOP/s), HBM GB/s, HBM GB, NVLink GB/s, eff,
+ * latency s, IB GB/s, eff, latency s, NVLink domain, NICs per GPU, element GB, mask GB, FLOP
+ * efficiency, kernel overhead s. */
+#define SYS(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs)                                   \
+    {n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, 0.8, 20e-6}
+
+static const system_preset_t system_presets[] = {
+    {SYS("A100", 312, 78, 19.5, 1555, 80, 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 4),
+     "A100 of arXiv 2410.00273: 312 TFLOP/s, 1555 GB/s HBM, 80 GB, NVLink 300 GB/s, IB 25 GB/s"},
+    {SYS("H200", 989.4, 133.8, 66.9, 4800, 141, 450, 0.7, 2.5e-6, 50, 0.7, 5e-6, 64),
+     "H200 of arXiv 2410.00273: 989.4 TFLOP/s, 4800 GB/s HBM, 141 GB, NVLink 450 GB/s, IB 50 GB/s"},
+    {SYS("B200", 2500, 339, 169, 8000, 192, 900, 0.7, 2.5e-6, 100, 0.7, 5e-6, 4),
+     "B200 of arXiv 2410.00273: 2500 TFLOP/s, 8000 GB/s HBM, 192 GB, NVLink 900 GB/s, IB 100 GB/s"},
+    {SYS("B200-next", 3750, 508.5, 253.5, 16000, 384, 3600, 0.8, 5e-6, 200, 0.8, 1e-5, 64),
+     "extrapolated future GPU of arXiv 2410.00273: 3750 TFLOP/s, 16 TB/s HBM, 384 GB, NVLink 3.6 TB/s"},
+    {SYS("H100", 989.4, 133.8, 66.9, 3350, 80, 450, 0.7, 2.5e-6, 50, 0.7, 5e-6, 8),
+     "H100 SXM: 989.4 TFLOP/s, 3350 GB/s HBM, 80 GB, NVLink 450 GB/s, one 400 Gb/s NIC per GPU"},
+    {SYS("DGX-A100", 312, 78, 19.5, 2039, 80, 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 8),
+     "DGX A100 80GB node: 8 GPUs on NVSwitch (300 GB/s), 2039 GB/s HBM, 8 x 200 Gb/s HDR NICs"},
+    {SYS("DGX-H100", 989.4, 133.8, 66.9, 3350, 80, 450, 0.7, 2.5e-6, 50, 0.7, 5e-6, 8),
+     "DGX H100 node: 8 GPUs on NVSwitch (450 GB/s), 3350 GB/s HBM, 8 x 400 Gb/s NDR NICs"},
+};
+
+#define TF(n, l, e, h, d, f, v) {n, l, e, h, d, f, v}
+
+static const transformer_preset_t transformer_presets[] = {
+    {TF("gpt3", 2048, 12288, 96, 96, 49152, 50257), "GPT-3 175B: l 2048, e 12288, 96 heads, 96 layers"},
+    {TF("gpt3_1T", 2048, 25600, 160, 128, 102400, 51200), "GPT 1T: l 2048, e 25600, 160 heads, 128 layers"},
+    {TF("vit_era5", 64800, 12288, 64, 48, 49152, 0), "ViT on ERA5: l 64800, e 12288, 64 heads, 48 layers"},
+    {TF("GPT-1.7B", 2048, 2304, 24, 24, 9216, 51200), "Megatron GPT 1.7B (Narayanan 2021 Table 1)"},
+    {TF("GPT-3.6B", 2048, 3072, 32, 30, 12288, 51200), "Megatron GPT 3.6B (Narayanan 2021 Table 1)"},
+    {TF("GPT-7.5B", 2048, 4096, 32, 36, 16384, 51200), "Megatron GPT 7.5B (Narayanan 2021 Table 1)"},
+    {TF("GPT-18B", 2048, 6144, 48, 40, 24576, 51200), "Megatron GPT 18B (Narayanan 2021 Table 1)"},
+    {TF("GPT-39B", 2048, 8192, 64, 48, 32768, 51200), "Megatron GPT 39B (Narayanan 2021 Table 1)"},
+    {TF("GPT-76B", 2048, 10240, 80, 60, 40960, 51200), "Megatron GPT 76B (Narayanan 2021 Table 1)"},
+    {TF("GPT-145B", 2048, 12288, 96, 80, 49152, 51200), "Megatron GPT 145B (Narayanan 2021 Table 1)"},
+    {TF("GPT-310B", 2048, 16384, 128, 96, 65536, 51200), "Megatron GPT 310B (Narayanan 2021 Table 1)"},
+    {TF("GPT-530B", 2048, 20480, 128, 105, 81920, 51200), "Megatron GPT 530B (Narayanan 2021 Table 1)"},
+    {TF("GPT-1T", 2048, 25600, 160, 128, 102400, 51200), "Megatron GPT 1T (Narayanan 2021 Table 1)"},
+};
+
+#define N_SYSTEMS (sizeof system_presets / sizeof system_presets[0])
+#define N_TRANSFORMERS (sizeof transformer_presets / sizeof transformer_presets[0])
+
+static const system_preset_t *find_system(const char *name)
+{
+    for (size_t i = 0; name && i < N_SYSTEMS; i++)
+        if (strcmp(system_presets[i].sys.name, name) == 0)
+            return &system_presets[i];
+    return NULL;
+}
+
+static const transformer_preset_t *find_transformer(const char *name)
+{
+    for (size_t i = 0; name && i < N_TRANSFORMERS; i++)
+        if (strcmp(transformer_presets[i].tf.name, name) == 0)
+            return &transformer_presets[i];
+    return NULL;
+}
+
+int model_system_preset(const char *name, model_system_t *out)
+{
+    const system_preset_t *p = find_system(name);
+    if (!p)
+        return MODEL_EINVAL;
+    *out = p->sys;
+    return MODEL_OK;
+}
+
+int model_transformer_preset(const char *name, model_transformer_t *out)
+{
+    const transformer_preset_t *p = find_transformer(name);
+    if (!p)
+        return MODEL_EINVAL;
+    *out = p->tf;
+    return MODEL_OK;
+}
+
+const char *model_system_preset_name(size_t index)
+{
+    return index < N_SYSTEMS ? system_presets[index].sys.name : NULL;
+}
+
+const char *model_transformer_preset_name(size_t index)
+{
+    return index < N_TRANSFORMERS ? transformer_presets[index].tf.name : NULL;
+}
+
+const char *model_system_preset_summary(const char *name)
+{
+    const system_preset_t *p = find_system(name);
+    return p ? p->summary : NULL;
+}
+
+const char *model_transformer_preset_summary(const char *name)
+{
+    const transformer_preset_t *p = find_transformer(name);
+    return p ? p->summary : NULL;
+}
+
+static const char *const strategy_names[MODEL_STRATEGY_COUNT] = {"1d", "2d", "2d-seqp"};
+
+const char *model_strategy_name(model_strategy_t s)
+{
+    return (unsigned)s < MODEL_STRATEGY_COUNT ? strategy_names[s] : "?";
+}
+
+int model_strategy_parse(const char *name, model_strategy_t *out)
+{
+    for (int i = 0; name && i < MODEL_STRATEGY_COUNT; i++) {
+        if (strcmp(name, strategy_names[i]) == 0) {
+            *out = (model_strategy_t)i;
+            return MODEL_OK;
+        }
+    }
+    return MODEL_EINVAL;
+}
+
+const char *model_compat_name(model_compat_t c)
+{
+    return c == MODEL_COMPAT_REFERENCE ? "reference" : "corrected";
+}
+
+int model_compat_parse(const char *name, model_compat_t *out)
+{
+    if (name && strcmp(name, "reference") == 0)
+        *out = MODEL_COMPAT_REFERENCE;
+    else if (name && strcmp(name, "corrected") == 0)
+        *out = MODEL_COMPAT_CORRECTED;
+    else
+        return MODEL_EINVAL;
+    return MODEL_OK;
+}

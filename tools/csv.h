@@ -1,0 +1,25 @@
+/* csv.h - a small reader for the plain comma-separated tables stepsim consumes (reference results,
+ * measured runs): no quoting, one header row, fields looked up by column name.
+ * Contract: csv_load reads the whole file; csv_free releases it (NULL-safe). Fields are
+ * NUL-terminated strings owned by the table; a missing or empty cell reads as "". */
+#ifndef STEPSIM_CSV_H
+#define STEPSIM_CSV_H
+
+#include <stddef.h>
+
+typedef struct csv_table {
+    char *text;     /* the file's bytes, cut into fields in place */
+    char ***rows;   /* rows[r][c], r = 0 is the header */
+    size_t *widths; /* number of fields in each row */
+    size_t n_rows;  /* including the header */
+} csv_table_t;
+
+/* Load path. Return 0, or -1 with errno set (I/O) / EINVAL (no header). */
+int csv_load(const char *path, csv_table_t *t);
+void csv_free(csv_table_t *t);
+/* Column index of name in the header, or -1. */
+int csv_column(const csv_table_t *t, const char *name);
+/* Cell of data row r (1-based: row 1 is the first data row) in column c; "" if absent. */
+const char *csv_cell(const csv_table_t *t, size_t r, int c);
+
+#endif
