@@ -30,8 +30,7 @@
 typedef enum model_status {
     MODEL_OK = 0,
     MODEL_EINVAL = -1, /* the job violates a rule of model_job_check */
-    MODEL_ENOMEM = -2, /* allocation failed (search only) */
-    MODEL_ENOFIT = -3  /* search: no candidate fits in memory */
+    MODEL_ENOMEM = -2  /* allocation failed (search only) */
 } model_status_t;
 
 typedef enum model_compat { MODEL_COMPAT_CORRECTED = 0, MODEL_COMPAT_REFERENCE = 1 } model_compat_t;
