@@ -1,0 +1,53 @@
+/* output.h - what estimate and search print: a small streaming JSON writer and the shared blocks.
+ *
+ * Contract
+ * - json_writer_t is caller-allocated and writes to a caller-owned FILE; it allocates nothing.
+ *   Members are written in call order, indented by two spaces; doubles with "%.17g" (exact round
+ *   trip), non-finite doubles as null. The caller balances open/close calls; json_finish() ends the
+ *   document with a newline.
+ * - The output_* functions print the JSON shapes fixed by interfaces.md (breakdown_s, config, ...)
+ *   and the matching text. Write errors are left in the FILE's error flag for the caller to check.
+ */
+#ifndef STEPSIM_OUTPUT_H
+#define STEPSIM_OUTPUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "scenario.h"
+
+typedef struct json_writer {
+    FILE *f;
+    int depth;
+    int first; /* 1 until the current container has a member */
+} json_writer_t;
+
+void json_start(json_writer_t *w, FILE *f); /* opens the top-level object */
+void json_finish(json_writer_t *w);         /* closes it and writes "\n" */
+/* key is NULL inside arrays. */
+void json_open_object(json_writer_t *w, const char *key);
+void json_close_object(json_writer_t *w);
+void json_open_array(json_writer_t *w, const char *key);
+void json_close_array(json_writer_t *w);
+void json_number(json_writer_t *w, const char *key, double v);
+void json_int(json_writer_t *w, const char *key, int64_t v);
+void json_string(json_writer_t *w, const char *key, const char *s);
+void json_bool(json_writer_t *w, const char *key, int b);
+
+/* "breakdown_s": compute, memory, tp_comm, pp_comm, dp_comm, bubble (seconds). */
+void output_breakdown_json(json_writer_t *w, const model_summary_t *s);
+/* "config": strategy, degrees, nv counts (nv_tp = nv_tp1 * nv_tp2) and n_microbatches; with job
+ * (estimate) also gpus, nvlink_size, global_batch, model, system, compat. */
+void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job, const scenario_t *scn);
+/* "memory_gb_parts": weights, gradients, optimizer, activations (GB per GPU). */
+void output_memory_json(json_writer_t *w, const model_summary_t *s);
+
+/* "1d dp 16 tp 8 pp 32 ..." style text of a layout: "tp 8" or "tp 4x2 (tp1 x tp2)". */
+void output_layout_text(FILE *f, const model_parallel_t *p);
+/* "(tp 8, dp 1, pp 1)" or "(tp1 4, tp2 2, dp 1, pp 1)". */
+void output_nv_text(char *buf, size_t n, const model_parallel_t *p);
+/* One header line: model, system, GPUs, NVLink domain, global batch, compat. */
+void output_job_header(FILE *f, const char *command, const model_job_t *job, const scenario_t *scn);
+
+#endif

@@ -1,0 +1,135 @@
+/* scenario.h - one stepsim scenario: built-in defaults, overlaid by a JSON file, overlaid by options.
+ *
+ * Contract
+ * - scenario_t is caller-allocated. scenario_init() fills the built-in default scenario (gpt3_1T on
+ *   4096 A100 GPUs, NVLink domains of 8, global batch 4096, 1d, tp 8, pp 32, mbs 1; dp and the nv
+ *   counts derived). scenario_load_file() overlays a scenario JSON file, scenario_set_option() one
+ *   command-line option ("--tp", "8"); later calls win. scenario_resolve() derives the degrees that
+ *   were not given (the rules are in scenario_defaults_help()) and checks the job with
+ *   model_job_check(). scenario_destroy() frees the opaque topology; it accepts NULL and a scenario
+ *   whose scenario_init() was never completed, provided the struct was zeroed.
+ * - Every field remembers where it came from (default, file, option, derived), so that an error names
+ *   the file and JSON path ("run.json: parallel.tp: 6 does not divide heads (160)") or the option
+ *   ("--tp: ...").
+ * - Errors: functions return a stepsim exit code (CLI_OK, CLI_ERUNTIME, CLI_EUSAGE, CLI_ENORESULT) and
+ *   on failure fill a cli_diag_t with exactly one line of text (no newline). Nothing here prints or
+ *   exits.
+ * - Units: as model.h (GB, TFLOP/s, GB/s, seconds). The scenario JSON uses the reference's system keys
+ *   (seed-model.md section 2), so element_size is in GB per element (2e-9).
+ */
+#ifndef STEPSIM_SCENARIO_H
+#define STEPSIM_SCENARIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "model.h"
+
+/* Exit codes of every stepsim command (interfaces.md). */
+enum { CLI_OK = 0, CLI_ERUNTIME = 1, CLI_EUSAGE = 2, CLI_ENORESULT = 3 };
+
+/* One diagnostic line for stderr, without the trailing newline. */
+typedef struct cli_diag {
+    char msg[512];
+} cli_diag_t;
+
+/* Fill d->msg printf-style and return code (so callers can `return cli_fail(d, 2, ...)`). */
+int cli_fail(cli_diag_t *d, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The candidate of cands[0..n-1] closest to word (case-insensitive Levenshtein distance), or NULL
+ * when none is close enough to be a plausible typo. Complexity O(n * len^2). */
+const char *cli_suggest(const char *word, const char *const *cands, size_t n);
+
+/* Where a value came from. */
+typedef enum scenario_origin {
+    SCN_FROM_DEFAULT = 0,
+    SCN_FROM_FILE,
+    SCN_FROM_OPTION,
+    SCN_FROM_DERIVED
+} scenario_origin_t;
+
+/* Scenario fields that options and error messages address. */
+typedef enum scenario_field {
+    SCN_MODEL,
+    SCN_SYSTEM,
+    SCN_NVS,
+    SCN_GPUS,
+    SCN_GBS,
+    SCN_STRATEGY,
+    SCN_DP,
+    SCN_TP,
+    SCN_TP1,
+    SCN_TP2,
+    SCN_PP,
+    SCN_MBS,
+    SCN_NB,
+    SCN_NV_TP,
+    SCN_NV_TP1,
+    SCN_NV_TP2,
+    SCN_NV_DP,
+    SCN_NV_PP,
+    SCN_COMPAT,
+    SCN_TOPOLOGY,
+    SCN_FIELD_COUNT
+} scenario_field_t;
+
+/* parallel.strategy "all": every strategy (search only). */
+#define SCN_STRATEGY_ALL (-1)
+
+typedef struct scenario {
+    char file[256];        /* the scenario file as named by the user, "" if none */
+    char name[64];         /* "name" of the scenario file, "" if none */
+    char description[256]; /* "description", "" if none */
+    model_transformer_t model;
+    model_system_t system;
+    int strategy; /* model_strategy_t, or SCN_STRATEGY_ALL */
+    model_compat_t compat;
+    /* integer fields indexed by scenario_field_t (SCN_NVS..SCN_NV_PP); 0 = not given */
+    int64_t value[SCN_FIELD_COUNT];
+    scenario_origin_t origin[SCN_FIELD_COUNT];
+    int given[SCN_FIELD_COUNT]; /* 1 if the file or an option set the field */
+    cJSON *topology;            /* owned opaque copy of "topology" / --topology, NULL if none */
+} scenario_t;
+
+/* Fill the built-in default scenario. Returns CLI_OK, or CLI_ERUNTIME if a preset is missing. */
+int scenario_init(scenario_t *scn, cli_diag_t *diag);
+void scenario_destroy(scenario_t *scn);
+
+/* Overlay the JSON scenario file at path. CLI_EUSAGE for a missing file, broken JSON (with line and
+ * column), unknown keys, wrong types or bad values; CLI_ERUNTIME for a read error or no memory. */
+int scenario_load_file(scenario_t *scn, const char *path, cli_diag_t *diag);
+
+/* Overlay a parsed JSON object (the same keys as a file); source names it in messages. */
+int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, cli_diag_t *diag);
+
+/* Overlay one option. option is the long name with its dashes ("--tp"); value its text. Returns
+ * CLI_EUSAGE for a bad value or an option that is no scenario field. */
+int scenario_set_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag);
+
+/* Option name of a field ("--tp") and its scenario JSON path ("parallel.tp"). */
+const char *scenario_field_option(scenario_field_t f);
+const char *scenario_field_path(scenario_field_t f);
+
+/* Resolve to a job for estimate: derive missing degrees, check with model_job_check. Returns CLI_OK,
+ * CLI_EUSAGE (invalid), or CLI_ENORESULT (dp*tp*pp != gpus). */
+int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag);
+
+/* Resolve to a job for search (job->par is left all ones; the degrees of the scenario are ignored)
+ * and the strategy mask (1 << model_strategy_t): the scenario's parallel.strategy, or every strategy
+ * when it was not given or is "all". Checks the model and system with model_job_check. */
+int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, cli_diag_t *diag);
+
+/* A readable name of the model / system in effect: the preset or object name, or "custom". */
+const char *scenario_model_name(const scenario_t *scn);
+const char *scenario_system_name(const scenario_t *scn);
+
+/* Multi-line text: how missing degrees and nv counts are derived (for --help). Static storage. */
+const char *scenario_defaults_help(void);
+
+#endif
