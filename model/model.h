@@ -11,10 +11,10 @@
  *   FLOPs in TFLOP (1e12), bytes in decimal GB (1e9), rates in TFLOP/s and GB/s, time in seconds
  *   (double). Integer degrees and dimensions are int64_t; every local dimension is a floor
  *   division, as in the reference (seed-model.md section 1).
- * - compat: MODEL_COMPAT_REFERENCE reproduces the published model bit for bit in spirit (to
- *   floating-point rounding), quirks included (seed-model.md section 12). MODEL_COMPAT_CORRECTED
- *   (the default) fixes items 1-3 of section 12 and uses the calibrated collective model described
- *   in docs/model.md.
+ * - compat: MODEL_COMPAT_REFERENCE reproduces the published model to floating-point
+ *   rounding, quirks included (seed-model.md section 12). MODEL_COMPAT_CORRECTED (the default)
+ *   fixes items 1-3 of section 12 (docs/model.md) and uses the collective model of
+ *   docs/collectives.md, checked against measured NCCL runs.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
  *   which allocates the result array that model_search_result_destroy frees.
  * - Errors: fallible functions return MODEL_OK (0) or a negative model_status_t and never abort
@@ -147,7 +147,7 @@ typedef enum model_group { MODEL_GROUP_TP1, MODEL_GROUP_TP2, MODEL_GROUP_DP, MOD
 
 /* Time of one collective, seed-model.md 4.2. volume_gb: the full (unsharded) buffer, as
  * nccl-tests' "size". group_size n, per_domain t = members of the group in one NVLink domain
- * (1 <= t <= n). Reference: the published two-tier ring formula. Corrected: see docs/model.md. */
+ * (1 <= t <= n). Reference: the published two-tier ring formula. Corrected: see docs/collectives.md. */
 double model_collective_time_s(const model_system_t *sys, model_compat_t compat, model_coll_op_t op,
                                double volume_gb, int64_t group_size, int64_t per_domain);
 

@@ -8,7 +8,7 @@
 double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
                                       int64_t n, int64_t per_domain);
 
-/* The corrected collective model (collective_corrected.c, documented in docs/model.md). */
+/* The corrected collective model (collective_corrected.c, documented in docs/collectives.md). */
 double model_i_collective_corrected_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
                                       int64_t n, int64_t per_domain);
 
