@@ -35,7 +35,8 @@ static const cli_option_t OPTIONS[] = {
     {"--nvs", "N", CMD_BOTH, "8", "GPUs per NVLink domain (scenario: nvlink_size)"},
     {"--gpus", "N", CMD_BOTH, "4096", "total GPUs (scenario: gpus)"},
     {"--gbs", "N", CMD_BOTH, "4096", "global batch, in sequences (scenario: global_batch)"},
-    {"--strategy", "S", CMD_ESTIMATE, "1d", "1d, 2d (SUMMA) or 2d-seqp (context parallel) (parallel.strategy)"},
+    {"--strategy", "S", CMD_ESTIMATE, "1d",
+     "1d, 2d (SUMMA) or 2d-seqp (context parallel) (parallel.strategy)"},
     {"--strategy", "S", CMD_SEARCH, "all", "1d, 2d, 2d-seqp or all (parallel.strategy)"},
     {"--dp", "N", CMD_ESTIMATE, "gpus/(tp*pp)", "data-parallel degree (parallel.dp)"},
     {"--tp", "N", CMD_ESTIMATE, "8 (capped, see below)", "tensor-parallel degree; 2d: tp1*tp2 (parallel.tp)"},
@@ -49,8 +50,10 @@ static const cli_option_t OPTIONS[] = {
     {"--nv-tp2", "N", CMD_ESTIMATE, "derived", "2d: tp2 members per NVLink domain (parallel.nv.tp2)"},
     {"--nv-dp", "N", CMD_ESTIMATE, "derived", "DP members per NVLink domain (parallel.nv.dp)"},
     {"--nv-pp", "N", CMD_ESTIMATE, "derived", "PP members per NVLink domain (parallel.nv.pp)"},
-    {"--compat", "MODE", CMD_BOTH, "corrected", "reference (the published model, quirks included) or corrected"},
-    {"--topology", "NAME|JSON", CMD_BOTH, "none", "accepted and kept for run/compare; unused by this command"},
+    {"--compat", "MODE", CMD_BOTH, "corrected",
+     "reference (the published model, quirks included) or corrected"},
+    {"--topology", "NAME|JSON", CMD_BOTH, "none",
+     "accepted and kept for run/compare; unused by this command"},
     {"--top", "K", CMD_SEARCH, "10", "how many of the best configurations to print"},
     {"--layers", NULL, CMD_ESTIMATE, "off", "also print the per-layer table of one block"},
     {"--json", NULL, CMD_BOTH, "off", "print exactly one JSON object on stdout"},
@@ -75,11 +78,11 @@ static const struct {
 
 /* ---- help ------------------------------------------------------------------------------------ */
 
-static void print_usage(FILE *out)
-{
-    fprintf(out, "stepsim %s - performance model and simulator of distributed transformer training\n\n"
-                 "usage: stepsim <command> [SCENARIO.json] [--option value ...]\n"
-                 "       stepsim help [COMMAND] | stepsim --version\n\ncommands:\n",
+static void print_usage(FILE *out) {
+    fprintf(out,
+            "stepsim %s - performance model and simulator of distributed transformer training\n\n"
+            "usage: stepsim <command> [SCENARIO.json] [--option value ...]\n"
+            "       stepsim help [COMMAND] | stepsim --version\n\ncommands:\n",
             STEPSIM_VERSION);
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         fprintf(out, "  %-11s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
@@ -87,8 +90,7 @@ static void print_usage(FILE *out)
                  "2 bad usage or invalid input, 3 valid input with no result.\n");
 }
 
-static void print_presets(FILE *out)
-{
+static void print_presets(FILE *out) {
     fprintf(out, "\nsystem presets (--system, scenario \"system\"):\n");
     for (size_t i = 0; model_system_preset_name(i); i++) {
         const char *n = model_system_preset_name(i);
@@ -103,28 +105,29 @@ static void print_presets(FILE *out)
     }
 }
 
-static void print_scenario_help(FILE *out)
-{
-    fprintf(out, "\nscenario file (all keys optional; options override them):\n"
-                 "  {\"name\": \"..\", \"description\": \"..\", \"model\": PRESET | {seq_len, hidden, heads, layers,\n"
-                 "   ffn_hidden (4*hidden), vocab, base: PRESET}, \"system\": PRESET | {base: PRESET,\n"
-                 "   matrix_flops_fp16, vector_flops_fp16, vector_flops_fp32, hbm_bandwidth, hbm_capacity,\n"
-                 "   nvlink_bandwidth, nvlink_eff, nvlink_latency, ib_bandwidth, ib_eff, ib_latency,\n"
-                 "   nvlink_size, nic_factor, element_size (GB, 2e-9), mask_element_size (GB, 1e-9),\n"
-                 "   flop_efficiency (0.8), kernel_overhead (s, 20e-6)}, \"nvlink_size\": N, \"gpus\": N,\n"
-                 "   \"global_batch\": N, \"parallel\": {strategy, dp, tp, tp1, tp2, pp, mbs, nb,\n"
-                 "   nv: {tp, tp1, tp2, dp, pp}}, \"compat\": \"reference\"|\"corrected\", \"topology\": ..}\n"
-                 "  Units: TFLOP/s, GB/s, GB, seconds (seed-model.md section 2).\n");
+static void print_scenario_help(FILE *out) {
+    fprintf(
+        out,
+        "\nscenario file (all keys optional; options override them):\n"
+        "  {\"name\": \"..\", \"description\": \"..\", \"model\": PRESET | {seq_len, hidden, heads, layers,\n"
+        "   ffn_hidden (4*hidden), vocab, base: PRESET}, \"system\": PRESET | {base: PRESET,\n"
+        "   matrix_flops_fp16, vector_flops_fp16, vector_flops_fp32, hbm_bandwidth, hbm_capacity,\n"
+        "   nvlink_bandwidth, nvlink_eff, nvlink_latency, ib_bandwidth, ib_eff, ib_latency,\n"
+        "   nvlink_size, nic_factor, element_size (GB, 2e-9), mask_element_size (GB, 1e-9),\n"
+        "   flop_efficiency (0.8), kernel_overhead (s, 20e-6)}, \"nvlink_size\": N, \"gpus\": N,\n"
+        "   \"global_batch\": N, \"parallel\": {strategy, dp, tp, tp1, tp2, pp, mbs, nb,\n"
+        "   nv: {tp, tp1, tp2, dp, pp}}, \"compat\": \"reference\"|\"corrected\", \"topology\": ..}\n"
+        "  Units: TFLOP/s, GB/s, GB, seconds (seed-model.md section 2).\n");
 }
 
-static void print_command_help(FILE *out, unsigned cmd)
-{
+static void print_command_help(FILE *out, unsigned cmd) {
     const char *name = cmd == CMD_ESTIMATE ? "estimate" : "search";
     fprintf(out, "usage: stepsim %s [SCENARIO.json] [--option value ...]\n\n", name);
     if (cmd == CMD_ESTIMATE)
-        fprintf(out, "Evaluate one parallel configuration with the closed-form model: iteration time,\n"
-                     "throughput, memory per GPU and the time breakdown. A configuration that does not fit\n"
-                     "in memory is still evaluated (fits: false, exit 0).\n\noptions (default in brackets):\n");
+        fprintf(out,
+                "Evaluate one parallel configuration with the closed-form model: iteration time,\n"
+                "throughput, memory per GPU and the time breakdown. A configuration that does not fit\n"
+                "in memory is still evaluated (fits: false, exit 0).\n\noptions (default in brackets):\n");
     else
         fprintf(out, "Enumerate the reference's search space (dp, tp or tp1 x tp2, pp, mbs, nb, and the\n"
                      "NVLink assignment) for the GPU count, keep the configurations that fit in memory and\n"
@@ -137,7 +140,7 @@ static void print_command_help(FILE *out, unsigned cmd)
             continue;
         char left[48];
         snprintf(left, sizeof left, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        fprintf(out, "  %-20s %s", left, o->help);
+        fprintf(out, "  %-21s %s", left, o->help);
         fprintf(out, o->def[0] ? " [%s]\n" : "\n", o->def);
     }
     fprintf(out, "  Options also take the form --option=value.\n\n%s", scenario_defaults_help());
@@ -147,28 +150,27 @@ static void print_command_help(FILE *out, unsigned cmd)
 
 /* ---- option lookup --------------------------------------------------------------------------- */
 
-static const cli_option_t *find_option(const char *name, unsigned cmd)
-{
+static const cli_option_t *find_option(const char *name, unsigned cmd) {
     for (size_t i = 0; i < COUNT(OPTIONS); i++)
         if ((OPTIONS[i].cmds & cmd) && strcmp(OPTIONS[i].name, name) == 0)
             return &OPTIONS[i];
     return NULL;
 }
 
-static int unknown_option(const char *name, unsigned cmd, const char *cmd_name, cli_diag_t *d)
-{
+static int unknown_option(const char *name, unsigned cmd, const char *cmd_name, cli_diag_t *d) {
     const char *names[COUNT(OPTIONS)];
     size_t n = 0;
     for (size_t i = 0; i < COUNT(OPTIONS); i++)
         if (OPTIONS[i].cmds & cmd)
             names[n++] = OPTIONS[i].name;
     if (find_option(name, CMD_BOTH))
-        return cli_fail(d, CLI_EUSAGE, "%s: not an option of %s%s; allowed: see `stepsim %s --help`", name, cmd_name,
-                        cmd == CMD_SEARCH ? " (search chooses the degrees itself)" : "", cmd_name);
+        return cli_fail(d, CLI_EUSAGE, "%s: not an option of %s%s; allowed: see `stepsim %s --help`", name,
+                        cmd_name, cmd == CMD_SEARCH ? " (search chooses the degrees itself)" : "", cmd_name);
     const char *s = cli_suggest(name, names, n);
     if (s)
-        return cli_fail(d, CLI_EUSAGE, "%s: unknown option; did you mean %s? allowed: see `stepsim %s --help`", name,
-                        s, cmd_name);
+        return cli_fail(d, CLI_EUSAGE,
+                        "%s: unknown option (did you mean %s?); allowed: see `stepsim %s --help`", name, s,
+                        cmd_name);
     return cli_fail(d, CLI_EUSAGE, "%s: unknown option; allowed: see `stepsim %s --help`", name, cmd_name);
 }
 
@@ -188,8 +190,7 @@ typedef struct parsed_args {
 
 /* One "--name[=value]" argument at argv[*i]; consumes the value argument when needed. */
 static int parse_one(int argc, char **argv, int *i, unsigned cmd, const char *cmd_name, parsed_args_t *pa,
-                     cli_diag_t *d)
-{
+                     cli_diag_t *d) {
     char name[64];
     const char *arg = argv[*i];
     const char *eq = strchr(arg, '=');
@@ -206,15 +207,16 @@ static int parse_one(int argc, char **argv, int *i, unsigned cmd, const char *cm
     else if (o->arg)
         return cli_fail(d, CLI_EUSAGE, "%s: missing value; allowed: %s %s", name, name, o->arg);
     else if (eq)
-        return cli_fail(d, CLI_EUSAGE, "%s: takes no value (got \"%.60s\"); allowed: %s alone", name, eq + 1, name);
+        return cli_fail(d, CLI_EUSAGE, "%s: takes no value (got \"%.60s\"); allowed: %s alone", name, eq + 1,
+                        name);
     pa->opts[pa->n_opts].opt = o;
     pa->opts[pa->n_opts].value = value;
     pa->n_opts++;
     return CLI_OK;
 }
 
-static int parse_args(int argc, char **argv, unsigned cmd, const char *cmd_name, parsed_args_t *pa, cli_diag_t *d)
-{
+static int parse_args(int argc, char **argv, unsigned cmd, const char *cmd_name, parsed_args_t *pa,
+                      cli_diag_t *d) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         int rc = CLI_OK;
@@ -223,8 +225,9 @@ static int parse_args(int argc, char **argv, unsigned cmd, const char *cmd_name,
         else if (a[0] == '-' && a[1])
             rc = unknown_option(a, cmd, cmd_name, d);
         else if (pa->file)
-            rc = cli_fail(d, CLI_EUSAGE, "%s: unexpected argument (the scenario file is %s); allowed: one scenario file",
-                          a, pa->file);
+            rc = cli_fail(d, CLI_EUSAGE,
+                          "%s: unexpected argument (the scenario file is %s); allowed: one scenario file", a,
+                          pa->file);
         else
             pa->file = a;
         if (rc)
@@ -233,20 +236,19 @@ static int parse_args(int argc, char **argv, unsigned cmd, const char *cmd_name,
     return CLI_OK;
 }
 
-static int wants_help(int argc, char **argv)
-{
+static int wants_help(int argc, char **argv) {
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return 1;
     return 0;
 }
 
-static int parse_top(const char *value, int *top, cli_diag_t *d)
-{
+static int parse_top(const char *value, int *top, cli_diag_t *d) {
     char *end = NULL;
     long v = strtol(value, &end, 10);
     if (!value[0] || *end)
-        return cli_fail(d, CLI_EUSAGE, "--top: \"%.60s\" is not an integer; allowed: 1..%d", value, MAX_TOP_K);
+        return cli_fail(d, CLI_EUSAGE, "--top: \"%.60s\" is not an integer; allowed: 1..%d", value,
+                        MAX_TOP_K);
     if (v < 1 || v > MAX_TOP_K)
         return cli_fail(d, CLI_EUSAGE, "--top: %ld is out of range; allowed: 1..%d", v, MAX_TOP_K);
     *top = (int)v;
@@ -254,8 +256,7 @@ static int parse_top(const char *value, int *top, cli_diag_t *d)
 }
 
 /* Apply the collected options: flags to opts, the rest to the scenario (in command-line order). */
-static int apply_options(const parsed_args_t *pa, scenario_t *scn, cli_opts_t *opts, cli_diag_t *d)
-{
+static int apply_options(const parsed_args_t *pa, scenario_t *scn, cli_opts_t *opts, cli_diag_t *d) {
     for (int i = 0; i < pa->n_opts; i++) {
         const parsed_option_t *p = &pa->opts[i];
         const char *n = p->opt->name;
@@ -276,8 +277,7 @@ static int apply_options(const parsed_args_t *pa, scenario_t *scn, cli_opts_t *o
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
-static int run_loaded(unsigned cmd, const parsed_args_t *pa, FILE *out, cli_diag_t *d)
-{
+static int run_loaded(unsigned cmd, const parsed_args_t *pa, FILE *out, cli_diag_t *d) {
     scenario_t scn;
     cli_opts_t opts = {0, 0, 10};
     memset(&scn, 0, sizeof scn);
@@ -292,8 +292,7 @@ static int run_loaded(unsigned cmd, const parsed_args_t *pa, FILE *out, cli_diag
     return rc;
 }
 
-static int run_command(unsigned cmd, const char *cmd_name, int argc, char **argv, FILE *out, cli_diag_t *d)
-{
+static int run_command(unsigned cmd, const char *cmd_name, int argc, char **argv, FILE *out, cli_diag_t *d) {
     if (wants_help(argc, argv)) {
         print_command_help(out, cmd);
         return CLI_OK;
@@ -309,8 +308,7 @@ static int run_command(unsigned cmd, const char *cmd_name, int argc, char **argv
     return rc;
 }
 
-static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d)
-{
+static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d) {
     if (argc < 3) {
         print_usage(out);
         return CLI_OK;
@@ -327,15 +325,15 @@ static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d)
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         names[i] = COMMANDS[i].name;
     const char *s = cli_suggest(argv[2], names, COUNT(COMMANDS));
-    return cli_fail(d, CLI_EUSAGE, "help: unknown command \"%.60s\"%s%s%s; allowed: estimate, search", argv[2],
-                    s ? "; did you mean \"" : "", s ? s : "", s ? "\"?" : "");
+    return cli_fail(d, CLI_EUSAGE, "help: unknown command \"%.60s\"%s%s%s; allowed: estimate, search",
+                    argv[2], s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
 }
 
-static int dispatch(int argc, char **argv, FILE *out, cli_diag_t *d)
-{
+static int dispatch(int argc, char **argv, FILE *out, cli_diag_t *d) {
     if (argc < 2)
-        return cli_fail(d, CLI_EUSAGE, "missing command; allowed: estimate, search, help, --version "
-                                       "(see `stepsim help`)");
+        return cli_fail(d, CLI_EUSAGE,
+                        "missing command; allowed: estimate, search, help, --version "
+                        "(see `stepsim help`)");
     const char *c = argv[1];
     if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
         fprintf(out, "stepsim %s\n", STEPSIM_VERSION);
@@ -347,7 +345,8 @@ static int dispatch(int argc, char **argv, FILE *out, cli_diag_t *d)
         if (strcmp(c, COMMANDS[i].name) != 0)
             continue;
         if (!COMMANDS[i].id)
-            return cli_fail(d, CLI_EUSAGE, "%s: not available in this version; allowed: estimate, search, help", c);
+            return cli_fail(d, CLI_EUSAGE,
+                            "%s: not available in this version; allowed: estimate, search, help", c);
         return run_command(COMMANDS[i].id, c, argc, argv, out, d);
     }
     const char *names[COUNT(COMMANDS) + 1];
@@ -355,12 +354,11 @@ static int dispatch(int argc, char **argv, FILE *out, cli_diag_t *d)
         names[i] = COMMANDS[i].name;
     names[COUNT(COMMANDS)] = "--version";
     const char *s = cli_suggest(c, names, COUNT(names));
-    return cli_fail(d, CLI_EUSAGE, "%.60s: unknown command%s%s%s; allowed: estimate, search, help, --version", c,
-                    s ? "; did you mean \"" : "", s ? s : "", s ? "\"?" : "");
+    return cli_fail(d, CLI_EUSAGE, "%.60s: unknown command%s%s%s; allowed: estimate, search, help, --version",
+                    c, s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
 }
 
-int cli_main(int argc, char **argv, FILE *out, FILE *err)
-{
+int cli_main(int argc, char **argv, FILE *out, FILE *err) {
     cli_diag_t d;
     d.msg[0] = '\0';
     int rc = dispatch(argc, argv, out, &d);

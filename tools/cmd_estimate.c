@@ -8,8 +8,7 @@
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
-static void block_json(json_writer_t *w, const model_summary_t *s)
-{
+static void block_json(json_writer_t *w, const model_summary_t *s) {
     json_open_object(w, "block");
     json_number(w, "t_fwd_s", s->block_t_fwd_s);
     json_number(w, "t_bwd_s", s->block_t_bwd_s);
@@ -19,8 +18,7 @@ static void block_json(json_writer_t *w, const model_summary_t *s)
     json_close_object(w);
 }
 
-static void detail_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job)
-{
+static void detail_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job) {
     json_open_object(w, "detail");
     json_int(w, "layers_per_stage", s->layers_per_stage);
     json_number(w, "flops_per_gpu_tflop", s->flops_per_gpu_tflop);
@@ -36,14 +34,12 @@ static void detail_json(json_writer_t *w, const model_summary_t *s, const model_
     json_close_object(w);
 }
 
-static const char *group_name(model_group_t g)
-{
+static const char *group_name(model_group_t g) {
     static const char *const names[] = {"tp1", "tp2", "dp", "pp"};
     return (unsigned)g < 4 ? names[g] : "?";
 }
 
-static void pass_json(json_writer_t *w, const char *key, const model_pass_t *p)
-{
+static void pass_json(json_writer_t *w, const char *key, const model_pass_t *p) {
     json_open_object(w, key);
     json_number(w, "flops_tflop", p->flops_tflop);
     json_number(w, "hbm_gb", p->hbm_gb);
@@ -68,8 +64,7 @@ static void pass_json(json_writer_t *w, const char *key, const model_pass_t *p)
     json_close_object(w);
 }
 
-static void layers_json(json_writer_t *w, const model_block_t *b)
-{
+static void layers_json(json_writer_t *w, const model_block_t *b) {
     json_open_array(w, "layers");
     for (int i = 0; i < b->n_layers && i < MODEL_BLOCK_LAYERS; i++) {
         const model_layer_t *l = &b->layers[i];
@@ -88,8 +83,7 @@ static void layers_json(json_writer_t *w, const model_block_t *b)
 }
 
 static void estimate_json(FILE *out, const model_estimate_t *e, const model_job_t *job, const scenario_t *scn,
-                          int layers)
-{
+                          int layers) {
     const model_summary_t *s = &e->summary;
     json_writer_t w;
     json_start(&w, out);
@@ -111,18 +105,16 @@ static void estimate_json(FILE *out, const model_estimate_t *e, const model_job_
 
 /* ---- text ------------------------------------------------------------------------------------ */
 
-static void breakdown_row(FILE *out, const char *label, double t, double total)
-{
+static void breakdown_row(FILE *out, const char *label, double t, double total) {
     fprintf(out, "    %-26s %14.6f %9.2f\n", label, t, total > 0 ? 100.0 * t / total : 0.0);
 }
 
-static void summary_text(FILE *out, const model_summary_t *s, const model_job_t *job)
-{
+static void summary_text(FILE *out, const model_summary_t *s, const model_job_t *job) {
     double t = s->iteration_time_s;
     fprintf(out, "\n  %-30s %.6f s\n", "iteration time", t);
     fprintf(out, "  %-30s %.4f samples/s\n", "throughput", s->throughput_samples_per_s);
-    fprintf(out, "  %-30s %.3f GB of %.6g GB: %s\n", "memory per GPU", s->memory_gb, job->system.hbm_capacity_gb,
-            s->fits ? "fits" : "DOES NOT FIT");
+    fprintf(out, "  %-30s %.3f GB of %.6g GB: %s\n", "memory per GPU", s->memory_gb,
+            job->system.hbm_capacity_gb, s->fits ? "fits" : "DOES NOT FIT");
     fprintf(out, "  %-30s %.6g TFLOP\n", "FLOPs per GPU per iteration", s->flops_per_gpu_tflop);
     fprintf(out, "\n  %-30s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
     breakdown_row(out, "compute", s->compute_s, t);
@@ -138,8 +130,7 @@ static void summary_text(FILE *out, const model_summary_t *s, const model_job_t 
     fprintf(out, "    %-26s %14.6f\n", "activations", s->activations_gb);
 }
 
-static void block_text(FILE *out, const model_summary_t *s)
-{
+static void block_text(FILE *out, const model_summary_t *s) {
     fprintf(out, "\n  one block, one microbatch\n");
     fprintf(out, "    %-26s %14.6g s\n", "forward time", s->block_t_fwd_s);
     fprintf(out, "    %-26s %14.6g s\n", "backward time", s->block_t_bwd_s);
@@ -148,8 +139,7 @@ static void block_text(FILE *out, const model_summary_t *s)
     fprintf(out, "    %-26s %14.6g GB\n", "weights", s->block_weights_gb);
 }
 
-static const char *op_short(model_coll_op_t op)
-{
+static const char *op_short(model_coll_op_t op) {
     switch (op) {
     case MODEL_COLL_ALLREDUCE:
         return "AR";
@@ -169,13 +159,13 @@ static const char *op_short(model_coll_op_t op)
 }
 
 /* "AG 0.104858" or "AG+RS 0.2097" (total volume, GB) or "-". */
-static void comm_cell(char *buf, size_t n, const model_pass_t *p)
-{
+static void comm_cell(char *buf, size_t n, const model_pass_t *p) {
     double v = 0;
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < p->n_colls && i < MODEL_MAX_COLLS; i++) {
-        used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", i ? "+" : "", op_short(p->colls[i].op));
+        used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", i ? "+" : "",
+                                 op_short(p->colls[i].op));
         v += p->colls[i].volume_gb;
     }
     if (p->n_colls <= 0)
@@ -184,20 +174,21 @@ static void comm_cell(char *buf, size_t n, const model_pass_t *p)
         snprintf(buf + used, n - used, " %.6g", v);
 }
 
-static void pass_row(FILE *out, const char *name, const char *module, const char *pass, const model_pass_t *p)
-{
+static void pass_row(FILE *out, const char *name, const char *module, const char *pass,
+                     const model_pass_t *p) {
     char comm[48];
     comm_cell(comm, sizeof comm, p);
     fprintf(out, "  %-11s %-6s %-4s %12.6g %12.6g %-16s %12.6g %12.6g %12.6g %12.6g", name, module, pass,
             p->flops_tflop, p->hbm_gb, comm, p->time_s, p->comp_s, p->mem_exposed_s, p->comm_s);
 }
 
-static void layers_text(FILE *out, const model_block_t *b)
-{
-    fprintf(out, "\n  per-layer table: one block, one microbatch (comm: op and total volume; mem: exposed time)\n");
-    fprintf(out, "  %-11s %-6s %-4s %12s %12s %-16s %12s %12s %12s %12s %12s %12s\n", "layer", "module", "pass",
-            "F (TFLOP)", "HBM (GB)", "comm (GB)", "time (s)", "comp (s)", "mem (s)", "comm (s)", "act (GB)",
-            "weights (GB)");
+static void layers_text(FILE *out, const model_block_t *b) {
+    fprintf(
+        out,
+        "\n  per-layer table: one block, one microbatch (comm: op and total volume; mem: exposed time)\n");
+    fprintf(out, "  %-11s %-6s %-4s %12s %12s %-16s %12s %12s %12s %12s %12s %12s\n", "layer", "module",
+            "pass", "F (TFLOP)", "HBM (GB)", "comm (GB)", "time (s)", "comp (s)", "mem (s)", "comm (s)",
+            "act (GB)", "weights (GB)");
     for (int i = 0; i < b->n_layers && i < MODEL_BLOCK_LAYERS; i++) {
         const model_layer_t *l = &b->layers[i];
         const char *module = l->module == MODEL_MODULE_SA ? "SA" : "MLP";
@@ -211,13 +202,13 @@ static void layers_text(FILE *out, const model_block_t *b)
 }
 
 static void estimate_text(FILE *out, const model_estimate_t *e, const model_job_t *job, const scenario_t *scn,
-                          int layers)
-{
+                          int layers) {
     const model_summary_t *s = &e->summary;
     output_job_header(out, "estimate", job, scn);
     fprintf(out, "layout: ");
     output_layout_text(out, &s->par);
-    fprintf(out, "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
+    fprintf(out,
+            "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
             s->n_microbatches, s->par.mbs, s->layers_per_stage);
     summary_text(out, s, job);
     block_text(out, s);
@@ -225,8 +216,7 @@ static void estimate_text(FILE *out, const model_estimate_t *e, const model_job_
         layers_text(out, &e->block);
 }
 
-int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag)
-{
+int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag) {
     model_job_t job;
     int rc = scenario_resolve(scn, &job, diag);
     if (rc)
@@ -236,8 +226,10 @@ int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t 
         return cli_fail(diag, CLI_ERUNTIME, "out of memory");
     if (model_estimate(&job, e) != MODEL_OK) {
         free(e);
-        return cli_fail(diag, CLI_EUSAGE, "%s%sthe model rejected this configuration; allowed: a job that passes "
-                        "model_job_check", scn->file, scn->file[0] ? ": " : "");
+        return cli_fail(diag, CLI_EUSAGE,
+                        "%s%sthe model rejected this configuration; allowed: a job that passes "
+                        "model_job_check",
+                        scn->file, scn->file[0] ? ": " : "");
     }
     if (opts->json)
         estimate_json(out, e, &job, scn, opts->layers);

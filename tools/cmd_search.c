@@ -6,8 +6,7 @@
 #include "output.h"
 
 /* "1d, 2d, 2d-seqp" for a strategy mask. */
-static void mask_text(char *buf, size_t n, unsigned mask)
-{
+static void mask_text(char *buf, size_t n, unsigned mask) {
     buf[0] = '\0';
     for (int s = 0; s < MODEL_STRATEGY_COUNT; s++) {
         if (!(mask & (1u << s)))
@@ -17,9 +16,8 @@ static void mask_text(char *buf, size_t n, unsigned mask)
     }
 }
 
-static void search_json(FILE *out, const model_search_result_t *r, const model_job_t *job, const scenario_t *scn,
-                        unsigned mask)
-{
+static void search_json(FILE *out, const model_search_result_t *r, const model_job_t *job,
+                        const scenario_t *scn, unsigned mask) {
     json_writer_t w;
     json_start(&w, out);
     json_int(&w, "candidates_evaluated", r->candidates_evaluated);
@@ -52,24 +50,23 @@ static void search_json(FILE *out, const model_search_result_t *r, const model_j
     json_finish(&w);
 }
 
-static void result_row(FILE *out, int rank, const model_summary_t *s)
-{
+static void result_row(FILE *out, int rank, const model_summary_t *s) {
     const model_parallel_t *p = &s->par;
     char tp[48], nv[64];
     if (p->strategy == MODEL_STRATEGY_1D)
         snprintf(tp, sizeof tp, "%" PRId64, p->tp);
     else
         snprintf(tp, sizeof tp, "%" PRId64 " (%" PRId64 "x%" PRId64 ")", p->tp, p->tp1, p->tp2);
-    snprintf(nv, sizeof nv, "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ")", p->nv_tp1, p->nv_tp2, p->nv_dp,
-             p->nv_pp);
-    fprintf(out, "%4d %16.6f %14.6f %12.3f  %-8s %6" PRId64 " %-14s %5" PRId64 " %5" PRId64 " %5" PRId64 "  %s\n", rank,
-            s->throughput_samples_per_s, s->iteration_time_s, s->memory_gb, model_strategy_name(p->strategy), p->dp,
-            tp, p->pp, p->mbs, p->nb, nv);
+    snprintf(nv, sizeof nv, "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ")", p->nv_tp1, p->nv_tp2,
+             p->nv_dp, p->nv_pp);
+    fprintf(out,
+            "%4d %16.6f %14.6f %12.3f  %-8s %6" PRId64 " %-14s %5" PRId64 " %5" PRId64 " %5" PRId64 "  %s\n",
+            rank, s->throughput_samples_per_s, s->iteration_time_s, s->memory_gb,
+            model_strategy_name(p->strategy), p->dp, tp, p->pp, p->mbs, p->nb, nv);
 }
 
-static void search_text(FILE *out, const model_search_result_t *r, const model_job_t *job, const scenario_t *scn,
-                        unsigned mask)
-{
+static void search_text(FILE *out, const model_search_result_t *r, const model_job_t *job,
+                        const scenario_t *scn, unsigned mask) {
     char strategies[64];
     mask_text(strategies, sizeof strategies, mask);
     output_job_header(out, "search", job, scn);
@@ -77,14 +74,14 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
             strategies, r->candidates_evaluated, r->candidates_feasible, job->system.hbm_capacity_gb);
     if (r->n_results == 0)
         return;
-    fprintf(out, "\n%4s %16s %14s %12s  %-8s %6s %-14s %5s %5s %5s  %s\n", "rank", "thr (samples/s)", "iteration (s)",
-            "memory (GB)", "strategy", "dp", "tp (tp1xtp2)", "pp", "mbs", "nb", "nv (tp1,tp2,dp,pp)");
+    fprintf(out, "\n%4s %16s %14s %12s  %-8s %6s %-14s %5s %5s %5s  %s\n", "rank", "thr (samples/s)",
+            "iteration (s)", "memory (GB)", "strategy", "dp", "tp (tp1xtp2)", "pp", "mbs", "nb",
+            "nv (tp1,tp2,dp,pp)");
     for (int i = 0; i < r->n_results; i++)
         result_row(out, i, &r->results[i]);
 }
 
-int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag)
-{
+int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag) {
     model_job_t job;
     unsigned mask = 0;
     int rc = scenario_resolve_search(scn, &job, &mask, diag);
@@ -96,8 +93,10 @@ int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *d
     if (mrc == MODEL_ENOMEM)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory (--top %d)", opts->top_k);
     if (mrc == MODEL_EINVAL)
-        return cli_fail(diag, CLI_EUSAGE, "%s%sthe model or system cannot be searched; allowed: positive sizes and "
-                        "rates (see `stepsim search --help`)", scn->file, scn->file[0] ? ": " : "");
+        return cli_fail(diag, CLI_EUSAGE,
+                        "%s%sthe model or system cannot be searched; allowed: positive sizes and "
+                        "rates (see `stepsim search --help`)",
+                        scn->file, scn->file[0] ? ": " : "");
     if (mrc != MODEL_OK)
         return cli_fail(diag, CLI_ERUNTIME, "search failed (model status %d)", mrc);
     if (opts->json)
@@ -110,7 +109,8 @@ int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *d
         mask_text(strategies, sizeof strategies, mask);
         if (res.candidates_evaluated == 0)
             rc = cli_fail(diag, CLI_ENORESULT,
-                          "no configuration: no layout of %s exists for %s on %" PRId64 " GPUs with global batch "
+                          "no configuration: no layout of %s exists for %s on %" PRId64
+                          " GPUs with global batch "
                           "%" PRId64 "; try another GPU count or global batch",
                           strategies, scenario_model_name(scn), job.gpus, job.global_batch);
         else

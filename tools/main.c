@@ -3,7 +3,6 @@
 
 #include "cli.h"
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     return cli_main(argc, argv, stdout, stderr);
 }

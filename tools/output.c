@@ -7,15 +7,13 @@
 
 /* ---- JSON writer ----------------------------------------------------------------------------- */
 
-static void indent(json_writer_t *w)
-{
+static void indent(json_writer_t *w) {
     fputc('\n', w->f);
     for (int i = 0; i < w->depth; i++)
         fputs("  ", w->f);
 }
 
-static void write_escaped(FILE *f, const char *s)
-{
+static void write_escaped(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
         if (*p == '"' || *p == '\\')
@@ -29,8 +27,7 @@ static void write_escaped(FILE *f, const char *s)
 }
 
 /* Separator, newline and indentation, then "key": when key is given. */
-static void member(json_writer_t *w, const char *key)
-{
+static void member(json_writer_t *w, const char *key) {
     if (!w->first)
         fputc(',', w->f);
     w->first = 0;
@@ -41,16 +38,14 @@ static void member(json_writer_t *w, const char *key)
     }
 }
 
-static void open_container(json_writer_t *w, const char *key, char c)
-{
+static void open_container(json_writer_t *w, const char *key, char c) {
     member(w, key);
     fputc(c, w->f);
     w->depth++;
     w->first = 1;
 }
 
-static void close_container(json_writer_t *w, char c)
-{
+static void close_container(json_writer_t *w, char c) {
     w->depth--;
     if (!w->first)
         indent(w);
@@ -58,42 +53,35 @@ static void close_container(json_writer_t *w, char c)
     w->first = 0;
 }
 
-void json_start(json_writer_t *w, FILE *f)
-{
+void json_start(json_writer_t *w, FILE *f) {
     w->f = f;
     w->depth = 1;
     w->first = 1;
     fputc('{', f);
 }
 
-void json_finish(json_writer_t *w)
-{
+void json_finish(json_writer_t *w) {
     close_container(w, '}');
     fputc('\n', w->f);
 }
 
-void json_open_object(json_writer_t *w, const char *key)
-{
+void json_open_object(json_writer_t *w, const char *key) {
     open_container(w, key, '{');
 }
 
-void json_close_object(json_writer_t *w)
-{
+void json_close_object(json_writer_t *w) {
     close_container(w, '}');
 }
 
-void json_open_array(json_writer_t *w, const char *key)
-{
+void json_open_array(json_writer_t *w, const char *key) {
     open_container(w, key, '[');
 }
 
-void json_close_array(json_writer_t *w)
-{
+void json_close_array(json_writer_t *w) {
     close_container(w, ']');
 }
 
-void json_number(json_writer_t *w, const char *key, double v)
-{
+void json_number(json_writer_t *w, const char *key, double v) {
     member(w, key);
     if (isfinite(v))
         fprintf(w->f, "%.17g", v);
@@ -101,28 +89,24 @@ void json_number(json_writer_t *w, const char *key, double v)
         fputs("null", w->f);
 }
 
-void json_int(json_writer_t *w, const char *key, int64_t v)
-{
+void json_int(json_writer_t *w, const char *key, int64_t v) {
     member(w, key);
     fprintf(w->f, "%" PRId64, v);
 }
 
-void json_string(json_writer_t *w, const char *key, const char *s)
-{
+void json_string(json_writer_t *w, const char *key, const char *s) {
     member(w, key);
     write_escaped(w->f, s);
 }
 
-void json_bool(json_writer_t *w, const char *key, int b)
-{
+void json_bool(json_writer_t *w, const char *key, int b) {
     member(w, key);
     fputs(b ? "true" : "false", w->f);
 }
 
 /* ---- shared result blocks -------------------------------------------------------------------- */
 
-void output_breakdown_json(json_writer_t *w, const model_summary_t *s)
-{
+void output_breakdown_json(json_writer_t *w, const model_summary_t *s) {
     json_open_object(w, "breakdown_s");
     json_number(w, "compute", s->compute_s);
     json_number(w, "memory", s->memory_s);
@@ -133,8 +117,7 @@ void output_breakdown_json(json_writer_t *w, const model_summary_t *s)
     json_close_object(w);
 }
 
-void output_memory_json(json_writer_t *w, const model_summary_t *s)
-{
+void output_memory_json(json_writer_t *w, const model_summary_t *s) {
     json_open_object(w, "memory_gb_parts");
     json_number(w, "weights", s->weights_gb);
     json_number(w, "gradients", s->grads_gb);
@@ -143,8 +126,8 @@ void output_memory_json(json_writer_t *w, const model_summary_t *s)
     json_close_object(w);
 }
 
-void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job, const scenario_t *scn)
-{
+void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job,
+                        const scenario_t *scn) {
     const model_parallel_t *p = &s->par;
     json_open_object(w, "config");
     json_string(w, "strategy", model_strategy_name(p->strategy));
@@ -174,17 +157,15 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
 
 /* ---- text ------------------------------------------------------------------------------------ */
 
-void output_nv_text(char *buf, size_t n, const model_parallel_t *p)
-{
+void output_nv_text(char *buf, size_t n, const model_parallel_t *p) {
     if (p->strategy == MODEL_STRATEGY_1D)
         snprintf(buf, n, "(tp %" PRId64 ", dp %" PRId64 ", pp %" PRId64 ")", p->nv_tp1, p->nv_dp, p->nv_pp);
     else
-        snprintf(buf, n, "(tp1 %" PRId64 ", tp2 %" PRId64 ", dp %" PRId64 ", pp %" PRId64 ")", p->nv_tp1, p->nv_tp2,
-                 p->nv_dp, p->nv_pp);
+        snprintf(buf, n, "(tp1 %" PRId64 ", tp2 %" PRId64 ", dp %" PRId64 ", pp %" PRId64 ")", p->nv_tp1,
+                 p->nv_tp2, p->nv_dp, p->nv_pp);
 }
 
-void output_layout_text(FILE *f, const model_parallel_t *p)
-{
+void output_layout_text(FILE *f, const model_parallel_t *p) {
     char nv[96];
     output_nv_text(nv, sizeof nv, p);
     fprintf(f, "%s  dp %" PRId64 "  ", model_strategy_name(p->strategy), p->dp);
@@ -198,13 +179,13 @@ void output_layout_text(FILE *f, const model_parallel_t *p)
     fprintf(f, "  nv %s", nv);
 }
 
-void output_job_header(FILE *f, const char *command, const model_job_t *job, const scenario_t *scn)
-{
+void output_job_header(FILE *f, const char *command, const model_job_t *job, const scenario_t *scn) {
     fprintf(f, "stepsim %s", command);
     if (scn->name[0])
         fprintf(f, " [%s]", scn->name);
-    fprintf(f, ": model %s on %" PRId64 " x %s GPUs, NVLink domains of %" PRId64 ", global batch %" PRId64
-               " sequences, compat %s\n",
+    fprintf(f,
+            ": model %s on %" PRId64 " x %s GPUs, NVLink domains of %" PRId64 ", global batch %" PRId64
+            " sequences, compat %s\n",
             scenario_model_name(scn), job->gpus, scenario_system_name(scn), job->system.nvlink_size,
             job->global_batch, model_compat_name(job->compat));
 }

@@ -39,7 +39,8 @@ void json_bool(json_writer_t *w, const char *key, int b);
 void output_breakdown_json(json_writer_t *w, const model_summary_t *s);
 /* "config": strategy, degrees, nv counts (nv_tp = nv_tp1 * nv_tp2) and n_microbatches; with job
  * (estimate) also gpus, nvlink_size, global_batch, model, system, compat. */
-void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job, const scenario_t *scn);
+void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job,
+                        const scenario_t *scn);
 /* "memory_gb_parts": weights, gradients, optimizer, activations (GB per GPU). */
 void output_memory_json(json_writer_t *w, const model_summary_t *s);
 

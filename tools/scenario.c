@@ -18,8 +18,7 @@
 
 /* ---- diagnostics and did-you-mean ------------------------------------------------------------ */
 
-int cli_fail(cli_diag_t *d, int code, const char *fmt, ...)
-{
+int cli_fail(cli_diag_t *d, int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(d->msg, sizeof d->msg, fmt, ap);
@@ -32,8 +31,7 @@ int cli_fail(cli_diag_t *d, int code, const char *fmt, ...)
 }
 
 /* Case-insensitive Levenshtein distance, both strings at most 63 characters (longer: a large value). */
-static size_t edit_distance(const char *a, const char *b)
-{
+static size_t edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     size_t row[64];
     if (la > 63 || lb > 63)
@@ -58,8 +56,7 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
-const char *cli_suggest(const char *word, const char *const *cands, size_t n)
-{
+const char *cli_suggest(const char *word, const char *const *cands, size_t n) {
     const char *best = NULL;
     size_t best_d = (size_t)-1;
     for (size_t i = 0; i < n; i++) {
@@ -78,12 +75,11 @@ const char *cli_suggest(const char *word, const char *const *cands, size_t n)
     return NULL;
 }
 
-/* "; did you mean \"x\"?" or "" (static storage of the caller's buffer). */
-const char *scn_hint(char *buf, size_t n, const char *word, const char *const *cands, size_t count)
-{
+/* " (did you mean \"x\"?)" or "", written into the caller's buffer. */
+const char *scn_hint(char *buf, size_t n, const char *word, const char *const *cands, size_t count) {
     const char *s = cli_suggest(word, cands, count);
     if (s)
-        snprintf(buf, n, "; did you mean \"%s\"?", s);
+        snprintf(buf, n, " (did you mean \"%s\"?)", s);
     else
         buf[0] = '\0';
     return buf;
@@ -117,26 +113,22 @@ static const struct {
     [SCN_TOPOLOGY] = {"topology", "--topology"},
 };
 
-const char *scenario_field_option(scenario_field_t f)
-{
+const char *scenario_field_option(scenario_field_t f) {
     return (unsigned)f < SCN_FIELD_COUNT ? FIELDS[f].option : "?";
 }
 
-const char *scenario_field_path(scenario_field_t f)
-{
+const char *scenario_field_path(scenario_field_t f) {
     return (unsigned)f < SCN_FIELD_COUNT ? FIELDS[f].path : "?";
 }
 
-int scn_field_by_path(const char *path)
-{
+int scn_field_by_path(const char *path) {
     for (int f = 0; f < SCN_FIELD_COUNT; f++)
         if (strcmp(FIELDS[f].path, path) == 0)
             return f;
     return -1;
 }
 
-static int field_by_option(const char *option)
-{
+static int field_by_option(const char *option) {
     for (int f = 0; f < SCN_FIELD_COUNT; f++)
         if (strcmp(FIELDS[f].option, option) == 0)
             return f;
@@ -145,13 +137,13 @@ static int field_by_option(const char *option)
 
 /* ---- init / destroy -------------------------------------------------------------------------- */
 
-int scenario_init(scenario_t *scn, cli_diag_t *diag)
-{
+int scenario_init(scenario_t *scn, cli_diag_t *diag) {
     memset(scn, 0, sizeof *scn);
     if (model_transformer_preset(SCN_DEFAULT_MODEL, &scn->model) != MODEL_OK)
         return cli_fail(diag, CLI_ERUNTIME, "internal error: model preset %s is missing", SCN_DEFAULT_MODEL);
     if (model_system_preset(SCN_DEFAULT_SYSTEM, &scn->system) != MODEL_OK)
-        return cli_fail(diag, CLI_ERUNTIME, "internal error: system preset %s is missing", SCN_DEFAULT_SYSTEM);
+        return cli_fail(diag, CLI_ERUNTIME, "internal error: system preset %s is missing",
+                        SCN_DEFAULT_SYSTEM);
     scn->value[SCN_NVS] = SCN_DEFAULT_NVS;
     scn->value[SCN_GPUS] = SCN_DEFAULT_GPUS;
     scn->value[SCN_GBS] = SCN_DEFAULT_GBS;
@@ -160,29 +152,25 @@ int scenario_init(scenario_t *scn, cli_diag_t *diag)
     return CLI_OK;
 }
 
-void scenario_destroy(scenario_t *scn)
-{
+void scenario_destroy(scenario_t *scn) {
     if (!scn)
         return;
     cJSON_Delete(scn->topology);
     scn->topology = NULL;
 }
 
-const char *scenario_model_name(const scenario_t *scn)
-{
+const char *scenario_model_name(const scenario_t *scn) {
     return scn->model.name[0] ? scn->model.name : "custom";
 }
 
-const char *scenario_system_name(const scenario_t *scn)
-{
+const char *scenario_system_name(const scenario_t *scn) {
     return scn->system.name[0] ? scn->system.name : "custom";
 }
 
 /* ---- JSON value helpers ---------------------------------------------------------------------- */
 
 /* Describe a JSON value for a message: numbers and strings by value, the rest by type. */
-void scn_describe(const cJSON *v, char *buf, size_t n)
-{
+void scn_describe(const cJSON *v, char *buf, size_t n) {
     if (cJSON_IsNumber(v))
         snprintf(buf, n, "%.17g", v->valuedouble);
     else if (cJSON_IsString(v))
@@ -199,18 +187,17 @@ void scn_describe(const cJSON *v, char *buf, size_t n)
         snprintf(buf, n, "an invalid value");
 }
 
-int scn_json_int(const scn_src_t *src, const cJSON *v, const char *path, int64_t min, int64_t *out)
-{
+int scn_json_int(const scn_src_t *src, const cJSON *v, const char *path, int64_t min, int64_t *out) {
     char what[96];
     const char *allowed = min >= 1 ? "a positive integer" : "an integer >= 0";
     scn_describe(v, what, sizeof what);
     if (!cJSON_IsNumber(v))
-        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not a number; allowed: %s", src->prefix, path, what,
-                        allowed);
+        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not a number; allowed: %s", src->prefix, path,
+                        what, allowed);
     double d = v->valuedouble;
     if (!isfinite(d) || d != floor(d) || fabs(d) > 9.0e15)
-        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not an integer; allowed: %s", src->prefix, path, what,
-                        allowed);
+        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not an integer; allowed: %s", src->prefix, path,
+                        what, allowed);
     if (d < (double)min)
         return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is %s; allowed: %s", src->prefix, path, what,
                         d == 0 ? "zero" : "negative", allowed);
@@ -218,8 +205,7 @@ int scn_json_int(const scn_src_t *src, const cJSON *v, const char *path, int64_t
     return CLI_OK;
 }
 
-int scn_json_pos(const scn_src_t *src, const cJSON *v, const char *path, double max, double *out)
-{
+int scn_json_pos(const scn_src_t *src, const cJSON *v, const char *path, double max, double *out) {
     char what[96], allowed[64];
     scn_describe(v, what, sizeof what);
     if (max > 0)
@@ -227,35 +213,33 @@ int scn_json_pos(const scn_src_t *src, const cJSON *v, const char *path, double 
     else
         snprintf(allowed, sizeof allowed, "a number > 0");
     if (!cJSON_IsNumber(v))
-        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not a number; allowed: %s", src->prefix, path, what,
-                        allowed);
+        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not a number; allowed: %s", src->prefix, path,
+                        what, allowed);
     double d = v->valuedouble;
     if (!isfinite(d) || d <= 0 || (max > 0 && d > max))
-        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is out of range; allowed: %s", src->prefix, path, what,
-                        allowed);
+        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is out of range; allowed: %s", src->prefix, path,
+                        what, allowed);
     *out = d;
     return CLI_OK;
 }
 
 int scn_json_string(const scn_src_t *src, const cJSON *v, const char *path, const char *allowed,
-                    const char **out)
-{
+                    const char **out) {
     if (!cJSON_IsString(v) || !v->valuestring) {
         char what[96];
         scn_describe(v, what, sizeof what);
-        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not a string; allowed: %s", src->prefix, path, what,
-                        allowed);
+        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not a string; allowed: %s", src->prefix, path,
+                        what, allowed);
     }
     *out = v->valuestring;
     return CLI_OK;
 }
 
 /* Reject the first key of obj not in keys[0..n-1], with a did-you-mean. */
-int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, const char *const *keys, size_t n)
-{
+int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, const char *const *keys,
+                   size_t n) {
     const cJSON *it;
-    cJSON_ArrayForEach(it, obj)
-    {
+    cJSON_ArrayForEach(it, obj) {
         int known = 0;
         for (size_t i = 0; i < n && !known; i++)
             known = strcmp(it->string, keys[i]) == 0;
@@ -267,7 +251,7 @@ int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, con
             size_t used = strlen(list);
             snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", keys[i]);
         }
-        return cli_fail(src->diag, CLI_EUSAGE, "%s%s%s\"%.60s\": unknown key%s; allowed: %s", src->prefix, path,
+        return cli_fail(src->diag, CLI_EUSAGE, "%s%s%s%.60s: unknown key%s; allowed: %s", src->prefix, path,
                         path[0] ? "." : "", it->string, hint, list);
     }
     return CLI_OK;
@@ -276,8 +260,7 @@ int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, con
 /* ---- preset lookups -------------------------------------------------------------------------- */
 
 /* Collect preset names into names[0..cap-1]; return the count. */
-static size_t preset_names(int system, const char **names, size_t cap)
-{
+static size_t preset_names(int system, const char **names, size_t cap) {
     size_t n = 0;
     for (; n < cap; n++) {
         names[n] = system ? model_system_preset_name(n) : model_transformer_preset_name(n);
@@ -288,8 +271,7 @@ static size_t preset_names(int system, const char **names, size_t cap)
 }
 
 /* Comma-separated preset names into buf. */
-void scn_preset_list(int system, char *buf, size_t n)
-{
+void scn_preset_list(int system, char *buf, size_t n) {
     const char *names[64];
     size_t count = preset_names(system, names, 64);
     buf[0] = '\0';
@@ -299,8 +281,7 @@ void scn_preset_list(int system, char *buf, size_t n)
     }
 }
 
-int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const char *path, void *out)
-{
+int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const char *path, void *out) {
     int rc = system ? model_system_preset(name, out) : model_transformer_preset(name, out);
     if (rc == MODEL_OK)
         return CLI_OK;
@@ -309,15 +290,15 @@ int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const 
     char hint[96], list[320];
     scn_hint(hint, sizeof hint, name, names, count);
     scn_preset_list(system, list, sizeof list);
-    return cli_fail(src->diag, CLI_EUSAGE, "%s%s: unknown %s preset \"%.60s\"%s; allowed: %s%s", src->prefix, path,
-                    system ? "system" : "model", name, hint, list, system ? " or a system object" : " or a model object");
+    return cli_fail(src->diag, CLI_EUSAGE, "%s%s: unknown %s preset \"%.60s\"%s; allowed: %s%s", src->prefix,
+                    path, system ? "system" : "model", name, hint, list,
+                    system ? " or a system object" : " or a model object");
 }
 
 /* ---- options --------------------------------------------------------------------------------- */
 
 /* Parse an integer option value: digits only, >= 1. */
-static int option_int(const char *option, const char *value, int64_t *out, cli_diag_t *diag)
-{
+static int option_int(const char *option, const char *value, int64_t *out, cli_diag_t *diag) {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(value, &end, 10);
@@ -326,8 +307,8 @@ static int option_int(const char *option, const char *value, int64_t *out, cli_d
         if (value[0] && *end == '\0' && d != floor(d))
             return cli_fail(diag, CLI_EUSAGE, "%s: %s is not an integer; allowed: a positive integer", option,
                             value);
-        return cli_fail(diag, CLI_EUSAGE, "%s: \"%.60s\" is not an integer; allowed: a positive integer", option,
-                        value);
+        return cli_fail(diag, CLI_EUSAGE, "%s: \"%.60s\" is not an integer; allowed: a positive integer",
+                        option, value);
     }
     if (v <= 0)
         return cli_fail(diag, CLI_EUSAGE, "%s: %lld is %s; allowed: a positive integer", option, v,
@@ -338,8 +319,7 @@ static int option_int(const char *option, const char *value, int64_t *out, cli_d
 
 /* --model / --system: a preset name or an inline JSON object. */
 static int option_object(scenario_t *scn, scenario_field_t f, const char *option, const char *value,
-                         cli_diag_t *diag)
-{
+                         cli_diag_t *diag) {
     if (value[0] != '{') {
         scn_src_t psrc = {diag, "", SCN_FROM_OPTION};
         void *dst = f == SCN_MODEL ? (void *)&scn->model : (void *)&scn->system;
@@ -351,16 +331,17 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
     const char *end = NULL;
     cJSON *obj = cJSON_ParseWithOpts(value, &end, 1);
     if (!obj)
-        return cli_fail(diag, CLI_EUSAGE, "%s: invalid JSON at character %ld; allowed: a preset name or a JSON object",
-                        option, end ? (long)(end - value) + 1 : 0L);
-    int rc = f == SCN_MODEL ? scn_parse_model(scn, &src, obj, "model") : scn_parse_system(scn, &src, obj, "system");
+        return cli_fail(diag, CLI_EUSAGE,
+                        "%s: invalid JSON at character %ld; allowed: a preset name or a JSON object", option,
+                        end ? (long)(end - value) + 1 : 0L);
+    int rc = f == SCN_MODEL ? scn_parse_model(scn, &src, obj, "model")
+                            : scn_parse_system(scn, &src, obj, "system");
     cJSON_Delete(obj);
     return rc;
 }
 
 static int option_named(scenario_t *scn, scenario_field_t f, const char *option, const char *value,
-                        cli_diag_t *diag)
-{
+                        cli_diag_t *diag) {
     if (f == SCN_STRATEGY) {
         model_strategy_t s;
         if (strcmp(value, "all") == 0)
@@ -379,15 +360,14 @@ static int option_named(scenario_t *scn, scenario_field_t f, const char *option,
     /* --topology: kept opaque for run and compare; an inline object or a name/file. */
     cJSON *t = value[0] == '{' ? cJSON_Parse(value) : cJSON_CreateString(value);
     if (!t)
-        return cli_fail(diag, CLI_EUSAGE, "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object",
-                        option);
+        return cli_fail(diag, CLI_EUSAGE,
+                        "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", option);
     cJSON_Delete(scn->topology);
     scn->topology = t;
     return CLI_OK;
 }
 
-int scenario_set_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag)
-{
+int scenario_set_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag) {
     int f = field_by_option(option);
     if (f < 0)
         return cli_fail(diag, CLI_EUSAGE, "%s: not a scenario option", option);
@@ -407,20 +387,19 @@ int scenario_set_option(scenario_t *scn, const char *option, const char *value, 
 
 /* ---- shared messages ------------------------------------------------------------------------- */
 
-int scn_bad_strategy(cli_diag_t *diag, const char *where, const char *value)
-{
+int scn_bad_strategy(cli_diag_t *diag, const char *where, const char *value) {
     static const char *const names[] = {"1d", "2d", "2d-seqp", "all"};
     char hint[96];
     scn_hint(hint, sizeof hint, value, names, 4);
-    return cli_fail(diag, CLI_EUSAGE, "%s: unknown strategy \"%.60s\"%s; allowed: 1d, 2d, 2d-seqp (search also: all)",
-                    where, value, hint);
+    return cli_fail(diag, CLI_EUSAGE,
+                    "%s: unknown strategy \"%.60s\"%s; allowed: 1d, 2d, 2d-seqp (search also: all)", where,
+                    value, hint);
 }
 
-int scn_bad_compat(cli_diag_t *diag, const char *where, const char *value)
-{
+int scn_bad_compat(cli_diag_t *diag, const char *where, const char *value) {
     static const char *const names[] = {"reference", "corrected"};
     char hint[96];
     scn_hint(hint, sizeof hint, value, names, 2);
-    return cli_fail(diag, CLI_EUSAGE, "%s: unknown compat \"%.60s\"%s; allowed: reference, corrected", where, value,
-                    hint);
+    return cli_fail(diag, CLI_EUSAGE, "%s: unknown compat \"%.60s\"%s; allowed: reference, corrected", where,
+                    value, hint);
 }

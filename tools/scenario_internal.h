@@ -29,7 +29,8 @@ int scn_json_int(const scn_src_t *src, const cJSON *v, const char *path, int64_t
 int scn_json_pos(const scn_src_t *src, const cJSON *v, const char *path, double max, double *out);
 int scn_json_string(const scn_src_t *src, const cJSON *v, const char *path, const char *allowed,
                     const char **out);
-int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, const char *const *keys, size_t n);
+int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, const char *const *keys,
+                   size_t n);
 void scn_preset_list(int system, char *buf, size_t n);
 /* out is a model_system_t (system != 0) or a model_transformer_t. */
 int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const char *path, void *out);

@@ -13,27 +13,24 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static void set_given(scenario_t *scn, const scn_src_t *src, scenario_field_t f)
-{
+static void set_given(scenario_t *scn, const scn_src_t *src, scenario_field_t f) {
     scn->given[f] = 1;
     scn->origin[f] = src->origin;
 }
 
 /* path + "." + key into buf. */
-static const char *join(char *buf, size_t n, const char *path, const char *key)
-{
+static const char *join(char *buf, size_t n, const char *path, const char *key) {
     snprintf(buf, n, "%s%s%s", path, path[0] ? "." : "", key);
     return buf;
 }
 
 /* ---- model ----------------------------------------------------------------------------------- */
 
-static const char *const MODEL_KEYS[] = {"name",   "base",       "seq_len", "hidden", "heads",
-                                         "layers", "ffn_hidden", "vocab"};
+static const char *const MODEL_KEYS[] = {"name",  "base",   "seq_len",    "hidden",
+                                         "heads", "layers", "ffn_hidden", "vocab"};
 
 static int model_field(const scn_src_t *src, const cJSON *obj, const char *path, const char *key, int64_t min,
-                       int64_t *dst, int *seen)
-{
+                       int64_t *dst, int *seen) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     char p[96];
     if (!v)
@@ -42,20 +39,20 @@ static int model_field(const scn_src_t *src, const cJSON *obj, const char *path,
     return scn_json_int(src, v, join(p, sizeof p, path, key), min, dst);
 }
 
-static int model_wrong_type(const scn_src_t *src, const cJSON *v, const char *path)
-{
+static int model_wrong_type(const scn_src_t *src, const cJSON *v, const char *path) {
     char what[96], list[320];
     scn_describe(v, what, sizeof what);
     scn_preset_list(0, list, sizeof list);
-    return cli_fail(src->diag, CLI_EUSAGE,
-                    "%s%s: %s is not a preset name or an object; allowed: %s, or {seq_len, hidden, heads, layers, "
-                    "ffn_hidden, vocab}",
-                    src->prefix, path, what, list);
+    return cli_fail(
+        src->diag, CLI_EUSAGE,
+        "%s%s: %s is not a preset name or an object; allowed: %s, or {seq_len, hidden, heads, layers, "
+        "ffn_hidden, vocab}",
+        src->prefix, path, what, list);
 }
 
 /* "base": start from a preset. */
-static int model_base(const scn_src_t *src, const cJSON *obj, const char *path, model_transformer_t *m, int *has)
-{
+static int model_base(const scn_src_t *src, const cJSON *obj, const char *path, model_transformer_t *m,
+                      int *has) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(obj, "base");
     const char *name;
     char p[96];
@@ -67,8 +64,7 @@ static int model_base(const scn_src_t *src, const cJSON *obj, const char *path, 
     return rc ? rc : scn_preset_lookup(src, 0, name, p, m);
 }
 
-int scn_parse_model(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path)
-{
+int scn_parse_model(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path) {
     model_transformer_t m;
     memset(&m, 0, sizeof m);
     if (cJSON_IsString(v))
@@ -96,10 +92,11 @@ int scn_parse_model(scenario_t *scn, const scn_src_t *src, const cJSON *v, const
     static const char *const required[] = {"seq_len", "hidden", "heads", "layers"};
     for (size_t i = 0; i < COUNT(required) && !has_base; i++)
         if (!cJSON_GetObjectItemCaseSensitive(v, required[i]))
-            return cli_fail(src->diag, CLI_EUSAGE,
-                            "%s%s: missing key \"%s\"; allowed: an object with seq_len, hidden, heads, layers "
-                            "(ffn_hidden defaults to 4*hidden; vocab optional), or \"base\": a preset",
-                            src->prefix, path, required[i]);
+            return cli_fail(
+                src->diag, CLI_EUSAGE,
+                "%s%s: missing key \"%s\"; allowed: an object with seq_len, hidden, heads, layers "
+                "(ffn_hidden defaults to 4*hidden; vocab optional), or \"base\": a preset",
+                src->prefix, path, required[i]);
     if (!ffn_seen && (!has_base || cJSON_GetObjectItemCaseSensitive(v, "hidden")))
         m.ffn_hidden = 4 * m.hidden;
     if (changed || ffn_seen || !has_base)
@@ -143,14 +140,31 @@ static const struct {
     {"kernel_overhead", offsetof(model_system_t, kernel_overhead_s), 0, 1, 0},
 };
 
-static const char *const SYSTEM_KEYS[] = {
-    "name",          "base",       "matrix_flops_fp16", "vector_flops_fp16", "vector_flops_fp32", "hbm_bandwidth",
-    "hbm_capacity",  "nvlink_bandwidth", "nvlink_eff",  "nvlink_latency",    "ib_bandwidth",      "ib_eff",
-    "ib_latency",    "nvlink_size", "nic_factor",       "element_size",      "mask_element_size", "flop_efficiency",
-    "kernel_overhead", "empirical", "summa_nb",         "flops_units"};
+static const char *const SYSTEM_KEYS[] = {"name",
+                                          "base",
+                                          "matrix_flops_fp16",
+                                          "vector_flops_fp16",
+                                          "vector_flops_fp32",
+                                          "hbm_bandwidth",
+                                          "hbm_capacity",
+                                          "nvlink_bandwidth",
+                                          "nvlink_eff",
+                                          "nvlink_latency",
+                                          "ib_bandwidth",
+                                          "ib_eff",
+                                          "ib_latency",
+                                          "nvlink_size",
+                                          "nic_factor",
+                                          "element_size",
+                                          "mask_element_size",
+                                          "flop_efficiency",
+                                          "kernel_overhead",
+                                          "empirical",
+                                          "summa_nb",
+                                          "flops_units"};
 
-static int system_number(const scn_src_t *src, const cJSON *v, const char *path, size_t i, model_system_t *s)
-{
+static int system_number(const scn_src_t *src, const cJSON *v, const char *path, size_t i,
+                         model_system_t *s) {
     char p[96];
     double *dst = (double *)(void *)((char *)s + SYSTEM_NUMBERS[i].offset);
     join(p, sizeof p, path, SYSTEM_NUMBERS[i].key);
@@ -162,8 +176,7 @@ static int system_number(const scn_src_t *src, const cJSON *v, const char *path,
 }
 
 /* The keys that are accepted for compatibility with the reference's files but change nothing. */
-static int system_ignored(const scn_src_t *src, const cJSON *obj, const char *path)
-{
+static int system_ignored(const scn_src_t *src, const cJSON *obj, const char *path) {
     char p[96];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "empirical");
     if (v && !cJSON_IsFalse(v)) {
@@ -176,8 +189,8 @@ static int system_ignored(const scn_src_t *src, const cJSON *obj, const char *pa
     if (v && !(cJSON_IsNumber(v) && v->valuedouble == 1e-12)) {
         char what[96];
         scn_describe(v, what, sizeof what);
-        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not supported; allowed: 1e-12 (TFLOP)", src->prefix,
-                        join(p, sizeof p, path, "flops_units"), what);
+        return cli_fail(src->diag, CLI_EUSAGE, "%s%s: %s is not supported; allowed: 1e-12 (TFLOP)",
+                        src->prefix, join(p, sizeof p, path, "flops_units"), what);
     }
     int64_t ignored;
     v = cJSON_GetObjectItemCaseSensitive(obj, "summa_nb"); /* nb is a parallel degree here */
@@ -185,8 +198,7 @@ static int system_ignored(const scn_src_t *src, const cJSON *obj, const char *pa
 }
 
 static int system_ints(scenario_t *scn, const scn_src_t *src, const cJSON *obj, const char *path,
-                       model_system_t *s)
-{
+                       model_system_t *s) {
     char p[96];
     int rc = CLI_OK;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "nic_factor");
@@ -204,16 +216,16 @@ static int system_ints(scenario_t *scn, const scn_src_t *src, const cJSON *obj, 
 }
 
 static int system_fields(scenario_t *scn, const scn_src_t *src, const cJSON *obj, const char *path,
-                         model_system_t *s, int has_base)
-{
+                         model_system_t *s, int has_base) {
     int rc;
     for (size_t i = 0; i < COUNT(SYSTEM_NUMBERS); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, SYSTEM_NUMBERS[i].key);
         if (!v && SYSTEM_NUMBERS[i].required && !has_base)
-            return cli_fail(src->diag, CLI_EUSAGE,
-                            "%s%s: missing key \"%s\"; allowed: every key of a system (seed-model.md section 2), "
-                            "or \"base\": a preset plus the keys to change",
-                            src->prefix, path, SYSTEM_NUMBERS[i].key);
+            return cli_fail(
+                src->diag, CLI_EUSAGE,
+                "%s%s: missing key \"%s\"; allowed: every key of a system (seed-model.md section 2), "
+                "or \"base\": a preset plus the keys to change",
+                src->prefix, path, SYSTEM_NUMBERS[i].key);
         if (v && (rc = system_number(src, v, path, i, s)))
             return rc;
     }
@@ -223,8 +235,7 @@ static int system_fields(scenario_t *scn, const scn_src_t *src, const cJSON *obj
 }
 
 /* A system object without "base" starts from the reference's fixed constants. */
-static void system_blank(model_system_t *s)
-{
+static void system_blank(model_system_t *s) {
     memset(s, 0, sizeof *s);
     s->nvlink_size = SCN_DEFAULT_NVS;
     s->nic_factor = 1;
@@ -234,8 +245,7 @@ static void system_blank(model_system_t *s)
     s->kernel_overhead_s = 20e-6;
 }
 
-int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path)
-{
+int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path) {
     model_system_t s;
     char p[96];
     const char *name = NULL;
@@ -246,10 +256,11 @@ int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, cons
         char what[96], list[320];
         scn_describe(v, what, sizeof what);
         scn_preset_list(1, list, sizeof list);
-        return cli_fail(src->diag, CLI_EUSAGE,
-                        "%s%s: %s is not a preset name or an object; allowed: %s, or an object with the keys of "
-                        "seed-model.md section 2",
-                        src->prefix, path, what, list);
+        return cli_fail(
+            src->diag, CLI_EUSAGE,
+            "%s%s: %s is not a preset name or an object; allowed: %s, or an object with the keys of "
+            "seed-model.md section 2",
+            src->prefix, path, what, list);
     }
     if ((rc = scn_check_keys(src, v, path, SYSTEM_KEYS, COUNT(SYSTEM_KEYS))))
         return rc;
@@ -283,8 +294,7 @@ static const char *const NV_KEYS[] = {"tp", "tp1", "tp2", "dp", "pp"};
 
 /* Integer field f at its scenario path, if present in obj under key. */
 static int int_field(scenario_t *scn, const scn_src_t *src, const cJSON *obj, const char *key,
-                     scenario_field_t f)
-{
+                     scenario_field_t f) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return CLI_OK;
@@ -294,8 +304,7 @@ static int int_field(scenario_t *scn, const scn_src_t *src, const cJSON *obj, co
     return rc;
 }
 
-static int object_or_fail(const scn_src_t *src, const cJSON *v, const char *path, const char *allowed)
-{
+static int object_or_fail(const scn_src_t *src, const cJSON *v, const char *path, const char *allowed) {
     if (cJSON_IsObject(v))
         return CLI_OK;
     char what[96];
@@ -304,8 +313,7 @@ static int object_or_fail(const scn_src_t *src, const cJSON *v, const char *path
                     allowed);
 }
 
-static int parse_nv(scenario_t *scn, const scn_src_t *src, const cJSON *nv)
-{
+static int parse_nv(scenario_t *scn, const scn_src_t *src, const cJSON *nv) {
     static const scenario_field_t fields[] = {SCN_NV_TP, SCN_NV_TP1, SCN_NV_TP2, SCN_NV_DP, SCN_NV_PP};
     int rc = object_or_fail(src, nv, "parallel.nv", "an object with tp (1d) or tp1, tp2 (2d), dp, pp");
     if (!rc)
@@ -315,8 +323,7 @@ static int parse_nv(scenario_t *scn, const scn_src_t *src, const cJSON *nv)
     return rc;
 }
 
-static int parse_strategy(scenario_t *scn, const scn_src_t *src, const cJSON *v)
-{
+static int parse_strategy(scenario_t *scn, const scn_src_t *src, const cJSON *v) {
     const char *name;
     model_strategy_t s;
     int rc = scn_json_string(src, v, "parallel.strategy", "1d, 2d, 2d-seqp (search also: all)", &name);
@@ -335,10 +342,10 @@ static int parse_strategy(scenario_t *scn, const scn_src_t *src, const cJSON *v)
     return CLI_OK;
 }
 
-static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *par)
-{
+static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *par) {
     static const scenario_field_t fields[] = {SCN_DP, SCN_TP, SCN_TP1, SCN_TP2, SCN_PP, SCN_MBS, SCN_NB};
-    int rc = object_or_fail(src, par, "parallel", "an object with strategy, dp, tp, tp1, tp2, pp, mbs, nb, nv");
+    int rc =
+        object_or_fail(src, par, "parallel", "an object with strategy, dp, tp, tp1, tp2, pp, mbs, nb, nv");
     if (!rc)
         rc = scn_check_keys(src, par, "parallel", PARALLEL_KEYS, COUNT(PARALLEL_KEYS));
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(par, "strategy");
@@ -354,11 +361,10 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
 
 /* ---- top level ------------------------------------------------------------------------------- */
 
-static const char *const TOP_KEYS[] = {"name",         "description", "model",  "system", "nvlink_size",
-                                       "gpus",         "global_batch", "parallel", "compat", "topology"};
+static const char *const TOP_KEYS[] = {"name", "description",  "model",    "system", "nvlink_size",
+                                       "gpus", "global_batch", "parallel", "compat", "topology"};
 
-static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, char *dst, size_t n)
-{
+static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, char *dst, size_t n) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     const char *s;
     if (!v)
@@ -369,8 +375,7 @@ static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, 
     return rc;
 }
 
-static int parse_compat(scenario_t *scn, const scn_src_t *src, const cJSON *v)
-{
+static int parse_compat(scenario_t *scn, const scn_src_t *src, const cJSON *v) {
     const char *name;
     int rc = scn_json_string(src, v, "compat", "reference, corrected", &name);
     if (rc)
@@ -384,13 +389,14 @@ static int parse_compat(scenario_t *scn, const scn_src_t *src, const cJSON *v)
     return CLI_OK;
 }
 
-static int parse_topology(scenario_t *scn, const scn_src_t *src, const cJSON *v)
-{
+static int parse_topology(scenario_t *scn, const scn_src_t *src, const cJSON *v) {
     if (!cJSON_IsString(v) && !cJSON_IsObject(v)) {
         char what[96];
         scn_describe(v, what, sizeof what);
-        return cli_fail(src->diag, CLI_EUSAGE, "%stopology: %s is not a name or an object; allowed: a topology "
-                        "preset name or object", src->prefix, what);
+        return cli_fail(src->diag, CLI_EUSAGE,
+                        "%stopology: %s is not a name or an object; allowed: a topology "
+                        "preset name or object",
+                        src->prefix, what);
     }
     cJSON *copy = cJSON_Duplicate(v, 1);
     if (!copy)
@@ -401,8 +407,7 @@ static int parse_topology(scenario_t *scn, const scn_src_t *src, const cJSON *v)
     return CLI_OK;
 }
 
-static int parse_objects(scenario_t *scn, const scn_src_t *src, const cJSON *root)
-{
+static int parse_objects(scenario_t *scn, const scn_src_t *src, const cJSON *root) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "model");
     int rc = CLI_OK;
     if (v && !(rc = scn_parse_model(scn, src, v, "model")))
@@ -413,8 +418,7 @@ static int parse_objects(scenario_t *scn, const scn_src_t *src, const cJSON *roo
     return rc;
 }
 
-int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, cli_diag_t *diag)
-{
+int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, cli_diag_t *diag) {
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s: ", source);
     scn_src_t src = {diag, prefix, SCN_FROM_FILE};
@@ -450,12 +454,11 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
 /* ---- files ----------------------------------------------------------------------------------- */
 
 /* Read a whole file into a NUL-terminated buffer (caller frees). */
-static int read_file(const char *path, char **out, cli_diag_t *diag)
-{
+static int read_file(const char *path, char **out, cli_diag_t *diag) {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return cli_fail(diag, CLI_EUSAGE, "%s: cannot open scenario file: %s; allowed: a readable JSON file", path,
-                        strerror(errno));
+        return cli_fail(diag, CLI_EUSAGE, "%s: cannot open scenario file: %s; allowed: a readable JSON file",
+                        path, strerror(errno));
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -482,8 +485,7 @@ static int read_file(const char *path, char **out, cli_diag_t *diag)
 }
 
 /* One line "line L, column C" diagnostic for a JSON syntax error at err inside buf. */
-static int syntax_error(const char *path, const char *buf, const char *err, cli_diag_t *diag)
-{
+static int syntax_error(const char *path, const char *buf, const char *err, cli_diag_t *diag) {
     long line = 1, col = 1;
     if (!err || err < buf)
         err = buf;
@@ -501,14 +503,16 @@ static int syntax_error(const char *path, const char *buf, const char *err, cli_
         near[n++] = (*p == '\t') ? ' ' : *p;
     near[n] = '\0';
     if (n == 0)
-        return cli_fail(diag, CLI_EUSAGE, "%s: line %ld, column %ld: invalid JSON: unexpected end of %s; allowed: "
-                        "one JSON object", path, line, col, *err ? "line" : "file");
-    return cli_fail(diag, CLI_EUSAGE, "%s: line %ld, column %ld: invalid JSON near \"%s\"; allowed: one JSON object",
-                    path, line, col, near);
+        return cli_fail(diag, CLI_EUSAGE,
+                        "%s: line %ld, column %ld: invalid JSON: unexpected end of %s; allowed: "
+                        "one JSON object",
+                        path, line, col, *err ? "line" : "file");
+    return cli_fail(diag, CLI_EUSAGE,
+                    "%s: line %ld, column %ld: invalid JSON near '%s'; allowed: one JSON object", path, line,
+                    col, near);
 }
 
-int scenario_load_file(scenario_t *scn, const char *path, cli_diag_t *diag)
-{
+int scenario_load_file(scenario_t *scn, const char *path, cli_diag_t *diag) {
     char *buf = NULL;
     int rc = read_file(path, &buf, diag);
     if (rc)

@@ -12,8 +12,7 @@
 #include "scenario_internal.h"
 
 /* Largest d <= cap dividing n, and a and b when they are > 0; at least 1. */
-static int64_t largest_divisor(int64_t n, int64_t cap, int64_t a, int64_t b)
-{
+static int64_t largest_divisor(int64_t n, int64_t cap, int64_t a, int64_t b) {
     for (int64_t d = cap < n ? cap : n; d > 1; d--)
         if (n % d == 0 && (a <= 0 || a % d == 0) && (b <= 0 || b % d == 0))
             return d;
@@ -21,8 +20,7 @@ static int64_t largest_divisor(int64_t n, int64_t cap, int64_t a, int64_t b)
 }
 
 /* Set a field that the user did not give. */
-static void derive(scenario_t *s, scenario_field_t f, int64_t v, scenario_origin_t o)
-{
+static void derive(scenario_t *s, scenario_field_t f, int64_t v, scenario_origin_t o) {
     if (s->given[f])
         return;
     s->value[f] = v;
@@ -31,8 +29,7 @@ static void derive(scenario_t *s, scenario_field_t f, int64_t v, scenario_origin
 
 /* Where a value came from, for the start of a message: "run.json: parallel.tp", "--tp",
  * "parallel.dp (derived; set it with --dp)". path overrides the field's own path (model.heads). */
-static const char *where(const scenario_t *s, scenario_field_t f, const char *path, char *buf, size_t n)
-{
+static const char *where(const scenario_t *s, scenario_field_t f, const char *path, char *buf, size_t n) {
     const char *p = path ? path : scenario_field_path(f);
     switch (s->origin[f]) {
     case SCN_FROM_FILE:
@@ -55,47 +52,48 @@ static const char *where(const scenario_t *s, scenario_field_t f, const char *pa
 }
 
 /* A field that the strategy does not use must be absent or 1. */
-static int unused_field(const scenario_t *s, scenario_field_t f, const char *used_by, cli_diag_t *d)
-{
+static int unused_field(const scenario_t *s, scenario_field_t f, const char *used_by, cli_diag_t *d) {
     char w[320];
     if (!s->given[f] || s->value[f] == 1)
         return CLI_OK;
-    return cli_fail(d, CLI_EUSAGE, "%s: %lld is only used by strategy %s; allowed: 1 or absent with strategy %s",
+    return cli_fail(d, CLI_EUSAGE,
+                    "%s: %lld is only used by strategy %s; allowed: 1 or absent with strategy %s",
                     where(s, f, NULL, w, sizeof w), (long long)s->value[f], used_by,
                     model_strategy_name((model_strategy_t)s->strategy));
 }
 
 /* For 1d, tp1 is another name of tp (and nv.tp1 of nv.tp). */
-static int alias_field(scenario_t *s, scenario_field_t alias, scenario_field_t f, cli_diag_t *d)
-{
+static int alias_field(scenario_t *s, scenario_field_t alias, scenario_field_t f, cli_diag_t *d) {
     char w[320];
     if (!s->given[alias])
         return CLI_OK;
     if (s->given[f] && s->value[f] != s->value[alias])
         return cli_fail(d, CLI_EUSAGE, "%s: %lld differs from %s (%lld); allowed: with strategy 1d, %s is %s",
-                        where(s, alias, NULL, w, sizeof w), (long long)s->value[alias], scenario_field_path(f),
-                        (long long)s->value[f], scenario_field_path(alias), scenario_field_path(f));
+                        where(s, alias, NULL, w, sizeof w), (long long)s->value[alias],
+                        scenario_field_path(f), (long long)s->value[f], scenario_field_path(alias),
+                        scenario_field_path(f));
     s->value[f] = s->value[alias];
     s->given[f] = 1;
     s->origin[f] = s->origin[alias];
     return CLI_OK;
 }
 
-static int strategy_fields(scenario_t *s, cli_diag_t *d)
-{
+static int strategy_fields(scenario_t *s, cli_diag_t *d) {
     char w[320];
     int rc = CLI_OK;
     if (s->strategy == SCN_STRATEGY_ALL)
         return cli_fail(d, CLI_EUSAGE, "%s: all is only valid for search; allowed: 1d, 2d, 2d-seqp",
                         where(s, SCN_STRATEGY, NULL, w, sizeof w));
     if (s->strategy == MODEL_STRATEGY_1D) {
-        if (!(rc = unused_field(s, SCN_TP2, "2d or 2d-seqp", d)) && !(rc = unused_field(s, SCN_NV_TP2, "2d or 2d-seqp", d)) &&
+        if (!(rc = unused_field(s, SCN_TP2, "2d or 2d-seqp", d)) &&
+            !(rc = unused_field(s, SCN_NV_TP2, "2d or 2d-seqp", d)) &&
             !(rc = unused_field(s, SCN_NB, "2d", d)) && !(rc = alias_field(s, SCN_TP1, SCN_TP, d)))
             rc = alias_field(s, SCN_NV_TP1, SCN_NV_TP, d);
         return rc;
     }
     if (s->given[SCN_NV_TP])
-        return cli_fail(d, CLI_EUSAGE, "%s: %lld is only used by strategy 1d; allowed: nv.tp1 and nv.tp2 with strategy %s",
+        return cli_fail(d, CLI_EUSAGE,
+                        "%s: %lld is only used by strategy 1d; allowed: nv.tp1 and nv.tp2 with strategy %s",
                         where(s, SCN_NV_TP, NULL, w, sizeof w), (long long)s->value[SCN_NV_TP],
                         model_strategy_name((model_strategy_t)s->strategy));
     if (s->strategy == MODEL_STRATEGY_2D_SEQP)
@@ -104,8 +102,7 @@ static int strategy_fields(scenario_t *s, cli_diag_t *d)
 }
 
 /* 2d: complete tp1/tp2 from tp when one or both are missing. */
-static int tensor_2d(scenario_t *s, cli_diag_t *d)
-{
+static int tensor_2d(scenario_t *s, cli_diag_t *d) {
     int64_t *v = s->value;
     int g1 = s->given[SCN_TP1], g2 = s->given[SCN_TP2], gt = s->given[SCN_TP];
     char w[320];
@@ -128,8 +125,7 @@ static int tensor_2d(scenario_t *s, cli_diag_t *d)
 }
 
 /* The tensor degree T = tp (1d) or tp1*tp2, derived when nothing gives it. */
-static int tensor_degree(scenario_t *s, cli_diag_t *d)
-{
+static int tensor_degree(scenario_t *s, cli_diag_t *d) {
     int64_t *v = s->value, gpus = v[SCN_GPUS];
     int rc = s->strategy == MODEL_STRATEGY_1D ? CLI_OK : tensor_2d(s, d);
     if (rc)
@@ -144,7 +140,8 @@ static int tensor_degree(scenario_t *s, cli_diag_t *d)
     if (s->given[SCN_DP] && s->given[SCN_PP] && gpus % rest == 0)
         T = gpus / rest;
     else
-        T = largest_divisor(gpus % rest == 0 ? gpus / rest : 1, SCN_DEFAULT_TP_CAP, s->model.heads, s->model.hidden);
+        T = largest_divisor(gpus % rest == 0 ? gpus / rest : gpus, SCN_DEFAULT_TP_CAP, s->model.heads,
+                            s->model.hidden);
     scenario_origin_t o = s->given[SCN_DP] && s->given[SCN_PP] ? SCN_FROM_DERIVED : SCN_FROM_DEFAULT;
     derive(s, SCN_TP, T, o);
     derive(s, SCN_TP1, T, o);
@@ -154,14 +151,14 @@ static int tensor_degree(scenario_t *s, cli_diag_t *d)
 
 /* pp and dp: one missing is derived from the others; pp defaults to a capped divisor. Sets *no_dp
  * when dp cannot be derived (the product check reports it). */
-static void pipeline_and_data(scenario_t *s, int *no_dp)
-{
+static void pipeline_and_data(scenario_t *s, int *no_dp) {
     int64_t *v = s->value, gpus = v[SCN_GPUS], T = v[SCN_TP];
     if (!s->given[SCN_PP]) {
         if (s->given[SCN_DP] && gpus % (v[SCN_DP] * T) == 0)
             derive(s, SCN_PP, gpus / (v[SCN_DP] * T), SCN_FROM_DERIVED);
         else
-            derive(s, SCN_PP, largest_divisor(gpus % T == 0 ? gpus / T : 1, SCN_DEFAULT_PP_CAP, s->model.layers, 0),
+            derive(s, SCN_PP,
+                   largest_divisor(gpus % T == 0 ? gpus / T : gpus, SCN_DEFAULT_PP_CAP, s->model.layers, 0),
                    SCN_FROM_DEFAULT);
     }
     *no_dp = 0;
@@ -175,8 +172,7 @@ static void pipeline_and_data(scenario_t *s, int *no_dp)
 }
 
 /* nv counts: whole groups when the job fits in one domain, else fill the domain innermost-first. */
-static void nvlink_counts(scenario_t *s)
-{
+static void nvlink_counts(scenario_t *s) {
     int64_t *v = s->value;
     int one_d = s->strategy == MODEL_STRATEGY_1D;
     scenario_field_t nv[4] = {one_d ? SCN_NV_TP : SCN_NV_TP1, SCN_NV_TP2, SCN_NV_DP, SCN_NV_PP};
@@ -199,8 +195,7 @@ static void nvlink_counts(scenario_t *s)
         v[SCN_NV_TP1] = v[SCN_NV_TP], v[SCN_NV_TP2] = 1, s->origin[SCN_NV_TP1] = s->origin[SCN_NV_TP];
 }
 
-static void fill_job(const scenario_t *s, model_job_t *job)
-{
+static void fill_job(const scenario_t *s, model_job_t *job) {
     const int64_t *v = s->value;
     memset(job, 0, sizeof *job);
     job->model = s->model;
@@ -217,8 +212,7 @@ static void fill_job(const scenario_t *s, model_job_t *job)
 }
 
 /* Which scenario field a model_issue_t field names (-1: none). Accepts "parallel.nv_tp1" spellings. */
-static int issue_field(const scenario_t *s, const char *field)
-{
+static int issue_field(const scenario_t *s, const char *field) {
     char norm[64];
     snprintf(norm, sizeof norm, "%s", field);
     char *nv = strstr(norm, "nv_");
@@ -241,9 +235,71 @@ static int issue_field(const scenario_t *s, const char *field)
     return -1;
 }
 
+/* The common divisors of a and b (b <= 0: of a alone), at most 16 of them, as "1, 2, 4, ...". */
+static void divisor_list(char *buf, size_t n, int64_t a, int64_t b) {
+    size_t used = 0;
+    int shown = 0;
+    buf[0] = '\0';
+    for (int64_t d = 1; d <= a && used < n; d++) {
+        if (a % d != 0 || (b > 0 && b % d != 0))
+            continue;
+        if (shown == 16) {
+            snprintf(buf + used, n - used, ", ...");
+            return;
+        }
+        used += (size_t)snprintf(buf + used, n - used, "%s%lld", shown ? ", " : "", (long long)d);
+        shown++;
+    }
+}
+
+/* "; allowed: 1, 2, 4, ..." for a divisibility rule on field f, or "" when none applies. */
+static void allowed_values(const scenario_t *s, int f, char *buf, size_t n) {
+    const int64_t *v = s->value;
+    int64_t a = 0, b = 0;
+    int one_d = s->strategy == MODEL_STRATEGY_1D;
+    switch (f) {
+    case SCN_TP:
+    case SCN_TP1:
+        a = s->model.heads, b = s->model.hidden;
+        break;
+    case SCN_TP2:
+        a = s->model.hidden;
+        break;
+    case SCN_PP:
+        a = s->model.layers;
+        break;
+    case SCN_DP:
+        a = v[SCN_GBS];
+        break;
+    case SCN_MBS:
+        a = v[SCN_DP] > 0 ? v[SCN_GBS] / v[SCN_DP] : 0;
+        break;
+    case SCN_NV_TP:
+    case SCN_NV_TP1:
+        a = one_d ? v[SCN_TP] : v[SCN_TP1];
+        break;
+    case SCN_NV_TP2:
+        a = v[SCN_TP2];
+        break;
+    case SCN_NV_DP:
+        a = v[SCN_DP];
+        break;
+    case SCN_NV_PP:
+        a = v[SCN_PP];
+        break;
+    default:
+        break;
+    }
+    buf[0] = '\0';
+    if (a > 0 && a < 100000000) {
+        char list[160];
+        divisor_list(list, sizeof list, a, b);
+        snprintf(buf, n, "; allowed: %s", list);
+    }
+}
+
 /* The model's complaint as one line; "parallel" (degrees vs gpus) is exit 3, the rest exit 2. */
-static int report_issue(const scenario_t *s, const model_issue_t *is, cli_diag_t *d)
-{
+static int report_issue(const scenario_t *s, const model_issue_t *is, cli_diag_t *d) {
     char w[320];
     int f = issue_field(s, is->field);
     int code = strcmp(is->field, "parallel") == 0 ? CLI_ENORESULT : CLI_EUSAGE;
@@ -253,12 +309,14 @@ static int report_issue(const scenario_t *s, const model_issue_t *is, cli_diag_t
         where(s, (scenario_field_t)f, f == SCN_MODEL || f == SCN_SYSTEM ? is->field : NULL, w, sizeof w);
     /* The model phrases rules as predicates ("does not divide heads (160)", "must be ..."). */
     int predicate = strncmp(is->allowed, "must ", 5) == 0 || strncmp(is->allowed, "does ", 5) == 0;
-    return cli_fail(d, code, "%s: %s%s %s", w, is->value, predicate ? "" : ";", is->allowed);
+    char values[200] = "";
+    if (strstr(is->allowed, "divide"))
+        allowed_values(s, f, values, sizeof values);
+    return cli_fail(d, code, "%s: %s%s %s%s", w, is->value, predicate ? "" : ";", is->allowed, values);
 }
 
 /* "run.json: parallel" or "parallel" for the product messages. */
-static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d)
-{
+static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d) {
     const int64_t *v = s->value;
     char tp[96];
     if (s->strategy == MODEL_STRATEGY_1D)
@@ -268,20 +326,20 @@ static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d)
     const char *file = s->file[0] ? s->file : "";
     const char *sep = s->file[0] ? ": " : "";
     if (no_dp)
-        return cli_fail(d, CLI_ENORESULT,
-                        "%s%sparallel.dp: cannot be derived: %s x pp (%lld) = %lld does not divide gpus (%lld); "
-                        "allowed: degrees with dp x tp x pp = gpus (or try `stepsim search`)",
-                        file, sep, tp, (long long)v[SCN_PP], (long long)(v[SCN_TP] * v[SCN_PP]),
-                        (long long)v[SCN_GPUS]);
-    return cli_fail(d, CLI_ENORESULT,
-                    "%s%sparallel: dp (%lld) x %s x pp (%lld) = %lld does not equal gpus (%lld); allowed: degrees "
-                    "with dp x tp x pp = gpus",
-                    file, sep, (long long)v[SCN_DP], tp, (long long)v[SCN_PP],
-                    (long long)(v[SCN_DP] * v[SCN_TP] * v[SCN_PP]), (long long)v[SCN_GPUS]);
+        return cli_fail(
+            d, CLI_ENORESULT,
+            "%s%sparallel.dp: cannot be derived: %s x pp (%lld) = %lld does not divide gpus (%lld); "
+            "allowed: degrees with dp x tp x pp = gpus (or try `stepsim search`)",
+            file, sep, tp, (long long)v[SCN_PP], (long long)(v[SCN_TP] * v[SCN_PP]), (long long)v[SCN_GPUS]);
+    return cli_fail(
+        d, CLI_ENORESULT,
+        "%s%sparallel: dp (%lld) x %s x pp (%lld) = %lld does not equal gpus (%lld); allowed: degrees "
+        "with dp x tp x pp = gpus",
+        file, sep, (long long)v[SCN_DP], tp, (long long)v[SCN_PP],
+        (long long)(v[SCN_DP] * v[SCN_TP] * v[SCN_PP]), (long long)v[SCN_GPUS]);
 }
 
-int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag)
-{
+int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag) {
     int no_dp = 0;
     model_issue_t issue;
     int rc = strategy_fields(scn, diag);
@@ -306,8 +364,7 @@ int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag)
     return CLI_OK;
 }
 
-int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, cli_diag_t *diag)
-{
+int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, cli_diag_t *diag) {
     model_issue_t issue;
     int s = scn->given[SCN_STRATEGY] ? scn->strategy : SCN_STRATEGY_ALL;
     *mask = s == SCN_STRATEGY_ALL ? (1u << MODEL_STRATEGY_COUNT) - 1u : 1u << s;
@@ -323,8 +380,7 @@ int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, c
     return CLI_OK;
 }
 
-const char *scenario_defaults_help(void)
-{
+const char *scenario_defaults_help(void) {
     return "Defaults (the built-in scenario: gpt3_1T on 4096 A100 GPUs, NVLink domains of 8, global batch\n"
            "4096, strategy 1d, compat corrected; a scenario file or an option replaces any of them):\n"
            "  nvlink_size  8, unless given by nvlink_size/--nvs or by a system object's nvlink_size key\n"
