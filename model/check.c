@@ -6,8 +6,7 @@
 
 #include "model.h"
 
-static int fail(model_issue_t *is, const char *field, const char *value, const char *fmt, ...)
-{
+static int fail(model_issue_t *is, const char *field, const char *value, const char *fmt, ...) {
     if (is) {
         snprintf(is->field, sizeof is->field, "%s", field);
         snprintf(is->value, sizeof is->value, "%s", value);
@@ -19,16 +18,14 @@ static int fail(model_issue_t *is, const char *field, const char *value, const c
     return MODEL_EINVAL;
 }
 
-static int fail_int(model_issue_t *is, const char *field, int64_t v, const char *fmt, int64_t arg)
-{
+static int fail_int(model_issue_t *is, const char *field, int64_t v, const char *fmt, int64_t arg) {
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", (long long)v);
     return fail(is, field, buf, fmt, (long long)arg);
 }
 
 /* A positive finite real quantity (a rate, a size, an efficiency's lower side). */
-static int check_pos(model_issue_t *is, const char *field, double v)
-{
+static int check_pos(model_issue_t *is, const char *field, double v) {
     char buf[32];
     if (v > 0.0 && v < 1e300)
         return MODEL_OK;
@@ -36,17 +33,21 @@ static int check_pos(model_issue_t *is, const char *field, double v)
     return fail(is, field, buf, "must be a positive number");
 }
 
-static int check_system(const model_system_t *s, model_issue_t *is)
-{
+static int check_system(const model_system_t *s, model_issue_t *is) {
     const struct {
         const char *field;
         double v;
     } pos[] = {
-        {"system.matrix_flops_fp16", s->matrix_tflop_per_s}, {"system.vector_flops_fp16", s->vector_tflop_per_s},
-        {"system.hbm_bandwidth", s->hbm_gb_per_s},           {"system.hbm_capacity", s->hbm_capacity_gb},
-        {"system.nvlink_bandwidth", s->nvlink_gb_per_s},     {"system.nvlink_eff", s->nvlink_eff},
-        {"system.ib_bandwidth", s->ib_gb_per_s},             {"system.ib_eff", s->ib_eff},
-        {"system.element_size", s->element_gb},              {"system.mask_element_size", s->mask_element_gb},
+        {"system.matrix_flops_fp16", s->matrix_tflop_per_s},
+        {"system.vector_flops_fp16", s->vector_tflop_per_s},
+        {"system.hbm_bandwidth", s->hbm_gb_per_s},
+        {"system.hbm_capacity", s->hbm_capacity_gb},
+        {"system.nvlink_bandwidth", s->nvlink_gb_per_s},
+        {"system.nvlink_eff", s->nvlink_eff},
+        {"system.ib_bandwidth", s->ib_gb_per_s},
+        {"system.ib_eff", s->ib_eff},
+        {"system.element_size", s->element_gb},
+        {"system.mask_element_size", s->mask_element_gb},
         {"system.flop_efficiency", s->flop_efficiency},
     };
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
@@ -54,29 +55,40 @@ static int check_system(const model_system_t *s, model_issue_t *is)
             return MODEL_EINVAL;
     char buf[32];
     if (s->nvlink_eff > 1.0 || s->ib_eff > 1.0 || s->flop_efficiency > 1.0) {
-        snprintf(buf, sizeof buf, "%g", s->nvlink_eff > 1.0 ? s->nvlink_eff : s->ib_eff > 1.0 ? s->ib_eff : s->flop_efficiency);
-        return fail(is, s->nvlink_eff > 1.0 ? "system.nvlink_eff" : s->ib_eff > 1.0 ? "system.ib_eff" : "system.flop_efficiency",
+        snprintf(buf, sizeof buf, "%g",
+                 s->nvlink_eff > 1.0 ? s->nvlink_eff
+                 : s->ib_eff > 1.0   ? s->ib_eff
+                                     : s->flop_efficiency);
+        return fail(is,
+                    s->nvlink_eff > 1.0 ? "system.nvlink_eff"
+                    : s->ib_eff > 1.0   ? "system.ib_eff"
+                                        : "system.flop_efficiency",
                     buf, "an efficiency must be in (0, 1]");
     }
     if (!(s->nvlink_latency_s >= 0.0) || !(s->ib_latency_s >= 0.0) || !(s->kernel_overhead_s >= 0.0)) {
-        snprintf(buf, sizeof buf, "%g", !(s->nvlink_latency_s >= 0.0) ? s->nvlink_latency_s : s->ib_latency_s);
+        snprintf(buf, sizeof buf, "%g",
+                 !(s->nvlink_latency_s >= 0.0) ? s->nvlink_latency_s : s->ib_latency_s);
         return fail(is, !(s->nvlink_latency_s >= 0.0) ? "system.nvlink_latency" : "system.ib_latency", buf,
                     "a latency must be >= 0 s");
     }
     if (s->nvlink_size < 1)
-        return fail_int(is, "nvlink_size", s->nvlink_size, "must be a positive integer (GPUs per NVLink domain)", 0);
+        return fail_int(is, "nvlink_size", s->nvlink_size,
+                        "must be a positive integer (GPUs per NVLink domain)", 0);
     if (s->nic_factor < 1)
-        return fail_int(is, "system.nic_factor", s->nic_factor, "must be a positive integer (NICs per GPU)", 0);
+        return fail_int(is, "system.nic_factor", s->nic_factor, "must be a positive integer (NICs per GPU)",
+                        0);
     return MODEL_OK;
 }
 
-static int check_model(const model_transformer_t *m, model_issue_t *is)
-{
+static int check_model(const model_transformer_t *m, model_issue_t *is) {
     const struct {
         const char *field;
         int64_t v;
-    } pos[] = {{"model.seq_len", m->seq_len}, {"model.hidden", m->hidden}, {"model.heads", m->heads},
-               {"model.layers", m->layers},   {"model.ffn_hidden", m->ffn_hidden}};
+    } pos[] = {{"model.seq_len", m->seq_len},
+               {"model.hidden", m->hidden},
+               {"model.heads", m->heads},
+               {"model.layers", m->layers},
+               {"model.ffn_hidden", m->ffn_hidden}};
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
         if (pos[i].v < 1)
             return fail_int(is, pos[i].field, pos[i].v, "must be a positive integer", 0);
@@ -86,17 +98,16 @@ static int check_model(const model_transformer_t *m, model_issue_t *is)
 }
 
 /* Degrees: positive, tensor-parallel divisibility, and the product with the GPU count. */
-static int check_degrees(const model_job_t *job, model_issue_t *is)
-{
+static int check_degrees(const model_job_t *job, model_issue_t *is) {
     const model_parallel_t *p = &job->par;
     const model_transformer_t *m = &job->model;
     const int d1 = p->strategy == MODEL_STRATEGY_1D;
     const struct {
         const char *field;
         int64_t v;
-    } pos[] = {{"parallel.dp", p->dp},   {"parallel.tp", p->tp},   {"parallel.tp1", p->tp1},
-               {"parallel.tp2", p->tp2}, {"parallel.pp", p->pp},   {"parallel.mbs", p->mbs},
-               {"parallel.nb", p->nb},   {"gpus", job->gpus},      {"global_batch", job->global_batch}};
+    } pos[] = {{"parallel.dp", p->dp},   {"parallel.tp", p->tp}, {"parallel.tp1", p->tp1},
+               {"parallel.tp2", p->tp2}, {"parallel.pp", p->pp}, {"parallel.mbs", p->mbs},
+               {"parallel.nb", p->nb},   {"gpus", job->gpus},    {"global_batch", job->global_batch}};
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
         if (pos[i].v < 1)
             return fail_int(is, pos[i].field, pos[i].v, "must be a positive integer", 0);
@@ -121,14 +132,14 @@ static int check_degrees(const model_job_t *job, model_issue_t *is)
     if (job->global_batch % p->dp != 0)
         return fail_int(is, "parallel.dp", p->dp, "does not divide global_batch (%lld)", job->global_batch);
     if ((job->global_batch / p->dp) % p->mbs != 0)
-        return fail_int(is, "parallel.mbs", p->mbs, "does not divide the per-replica batch global_batch/dp (%lld)",
+        return fail_int(is, "parallel.mbs", p->mbs,
+                        "does not divide the per-replica batch global_batch/dp (%lld)",
                         job->global_batch / p->dp);
     return MODEL_OK;
 }
 
 /* NVLink counts: each divides its group, and together they fit in one domain. */
-static int check_nv(const model_job_t *job, model_issue_t *is)
-{
+static int check_nv(const model_job_t *job, model_issue_t *is) {
     const model_parallel_t *p = &job->par;
     const int d1 = p->strategy == MODEL_STRATEGY_1D;
     const struct {
@@ -155,8 +166,7 @@ static int check_nv(const model_job_t *job, model_issue_t *is)
     return MODEL_OK;
 }
 
-int model_job_check(const model_job_t *job, model_issue_t *issue)
-{
+int model_job_check(const model_job_t *job, model_issue_t *issue) {
     if (job->par.strategy != MODEL_STRATEGY_1D && job->par.strategy != MODEL_STRATEGY_2D &&
         job->par.strategy != MODEL_STRATEGY_2D_SEQP)
         return fail(issue, "parallel.strategy", "?", "one of 1d, 2d, 2d-seqp");

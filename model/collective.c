@@ -4,16 +4,22 @@
 
 #include "model_internal.h"
 
-const char *model_coll_op_name(model_coll_op_t op)
-{
+const char *model_coll_op_name(model_coll_op_t op) {
     switch (op) {
-    case MODEL_COLL_ALLREDUCE: return "allreduce";
-    case MODEL_COLL_ALLGATHER: return "allgather";
-    case MODEL_COLL_REDUCESCATTER: return "reducescatter";
-    case MODEL_COLL_BROADCAST: return "broadcast";
-    case MODEL_COLL_REDUCE: return "reduce";
-    case MODEL_COLL_P2P: return "p2p";
-    case MODEL_COLL_NONE: break;
+    case MODEL_COLL_ALLREDUCE:
+        return "allreduce";
+    case MODEL_COLL_ALLGATHER:
+        return "allgather";
+    case MODEL_COLL_REDUCESCATTER:
+        return "reducescatter";
+    case MODEL_COLL_BROADCAST:
+        return "broadcast";
+    case MODEL_COLL_REDUCE:
+        return "reduce";
+    case MODEL_COLL_P2P:
+        return "p2p";
+    case MODEL_COLL_NONE:
+        break;
     }
     return "none";
 }
@@ -21,8 +27,7 @@ const char *model_coll_op_name(model_coll_op_t op)
 /* Quirk (seed-model.md 12 item 3): allreduce costs the same as an allgather unless the group spans
  * several NVLink domains with more than one member in each. */
 double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
-                                      int64_t n, int64_t per_domain)
-{
+                                      int64_t n, int64_t per_domain) {
     if (volume_gb == 0.0 || isnan(volume_gb) || n <= 1 || op == MODEL_COLL_NONE)
         return 0.0;
     const double fast_gb_per_s = sys->nvlink_gb_per_s * sys->nvlink_eff;
@@ -34,7 +39,8 @@ double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t
     if (op == MODEL_COLL_P2P)
         return t == 1 ? slow_lat_s + volume_gb / slow_gb_per_s : fast_lat_s + volume_gb / fast_gb_per_s;
 
-    const int ring = op == MODEL_COLL_ALLREDUCE || op == MODEL_COLL_ALLGATHER || op == MODEL_COLL_REDUCESCATTER;
+    const int ring =
+        op == MODEL_COLL_ALLREDUCE || op == MODEL_COLL_ALLGATHER || op == MODEL_COLL_REDUCESCATTER;
     const double c = ring ? (double)(n - 1) / (double)n : 1.0;
     if (t == 1)
         return slow_lat_s * (double)(n - 1) + c * volume_gb / slow_gb_per_s;
@@ -49,8 +55,7 @@ double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t
 }
 
 double model_collective_time_s(const model_system_t *sys, model_compat_t compat, model_coll_op_t op,
-                               double volume_gb, int64_t group_size, int64_t per_domain)
-{
+                               double volume_gb, int64_t group_size, int64_t per_domain) {
     if (compat == MODEL_COMPAT_REFERENCE)
         return model_i_collective_reference_s(sys, op, volume_gb, group_size, per_domain);
     return model_i_collective_corrected_s(sys, op, volume_gb, group_size, per_domain);

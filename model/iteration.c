@@ -8,13 +8,13 @@
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
  * layer; only the first is fully exposed, the rest by what exceeds one layer's compute. */
-static void data_parallel(const model_job_t *job, const model_block_t *blk, model_summary_t *out)
-{
+static void data_parallel(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
     const int64_t g = p->dp * (seqp ? p->tp2 : 1), t = p->nv_dp * (seqp ? p->nv_tp2 : 1);
     const double n_l = (double)out->layers_per_stage;
-    const double ag_s = model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, blk->weights_gb, g, t);
+    const double ag_s =
+        model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, blk->weights_gb, g, t);
     const double rs_s =
         model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, blk->weights_gb, g, t);
     out->dp_allgather_one_s = ag_s;
@@ -26,8 +26,7 @@ static void data_parallel(const model_job_t *job, const model_block_t *blk, mode
 
 /* 7.2: the activation of the block's last LayerNorm crosses each stage boundary, once per
  * microbatch and direction. Reference quirk 12.2: hops that leave the NVLink domain cost zero. */
-static void pipeline(const model_job_t *job, const model_block_t *blk, model_summary_t *out)
-{
+static void pipeline(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_system_t *sys = &job->system;
     const int64_t pp = job->par.pp, t = job->par.nv_pp;
     const double v_gb = blk->layers[blk->n_layers - 1].activations_gb;
@@ -47,8 +46,7 @@ static void pipeline(const model_job_t *job, const model_block_t *blk, model_sum
     out->pp_comm_s = out->pp_fwd_s + out->pp_bwd_s;
 }
 
-static void memory(const model_job_t *job, const model_block_t *blk, model_summary_t *out)
-{
+static void memory(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const double n_l = (double)out->layers_per_stage;
     const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
@@ -61,8 +59,7 @@ static void memory(const model_job_t *job, const model_block_t *blk, model_summa
     out->fits = out->memory_gb <= job->system.hbm_capacity_gb;
 }
 
-static void breakdown(const model_block_t *blk, double scale, model_summary_t *out)
-{
+static void breakdown(const model_block_t *blk, double scale, model_summary_t *out) {
     double comp = 0.0, mem = 0.0, comm = 0.0, flops = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {
         const model_layer_t *ly = &blk->layers[i];
@@ -78,8 +75,7 @@ static void breakdown(const model_block_t *blk, double scale, model_summary_t *o
 }
 
 /* Assemble the summary of a job whose block table is built. */
-static void summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out)
-{
+static void summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     memset(out, 0, sizeof *out);
     out->par = *p;
@@ -102,13 +98,11 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
     out->block_weights_gb = blk->weights_gb;
 }
 
-void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out)
-{
+void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     summarize(job, blk, out);
 }
 
-int model_estimate(const model_job_t *job, model_estimate_t *out)
-{
+int model_estimate(const model_job_t *job, model_estimate_t *out) {
     if (model_job_check(job, NULL) != MODEL_OK)
         return MODEL_EINVAL;
     model_block_build(job, &out->block);

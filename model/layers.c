@@ -23,8 +23,7 @@ typedef struct {
     model_group_t id;
 } grp_t;
 
-static void add_coll(model_pass_t *p, model_coll_op_t op, double volume_gb, grp_t g)
-{
+static void add_coll(model_pass_t *p, model_coll_op_t op, double volume_gb, grp_t g) {
     if (g.size <= 1 || volume_gb == 0.0)
         return;
     model_coll_t *c = &p->colls[p->n_colls++];
@@ -35,8 +34,8 @@ static void add_coll(model_pass_t *p, model_coll_op_t op, double volume_gb, grp_
     c->per_domain = g.per_domain;
 }
 
-static model_layer_t *new_layer(model_block_t *blk, const char *name, model_module_t module, int tensor_core)
-{
+static model_layer_t *new_layer(model_block_t *blk, const char *name, model_module_t module,
+                                int tensor_core) {
     model_layer_t *ly = &blk->layers[blk->n_layers++];
     memset(ly, 0, sizeof *ly);
     ly->name = name;
@@ -49,9 +48,8 @@ static model_layer_t *new_layer(model_block_t *blk, const char *name, model_modu
 
 /* Linear / LinearSeqp (5.1, 5.2): Y = X W with W (e_in, f_out); m_row shards e_in, m_col shards
  * f_out, the sequence is split over m_seq (1 for plain Linear). comm over the weight group tp. */
-static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_out, int64_t m_row, int64_t m_col,
-                   int64_t m_seq, grp_t tp)
-{
+static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_out, int64_t m_row,
+                   int64_t m_col, int64_t m_seq, grp_t tp) {
     const double s = c->s_gb;
     const double b = (double)c->job->par.mbs, l = (double)(c->job->model.seq_len / m_seq);
     const double el = (double)(e_in / m_row), fl = (double)(f_out / m_col);
@@ -68,8 +66,7 @@ static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_ou
 }
 
 /* LinearSumma (5.3): grid m2 (rows, group g2) x m1 (columns, group g1), nb panels. */
-static void linear_summa(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_out, grp_t g1, grp_t g2)
-{
+static void linear_summa(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_out, grp_t g1, grp_t g2) {
     const double s = c->s_gb, nb = (double)c->job->par.nb;
     const double b = (double)c->job->par.mbs, ein = (double)e_in;
     const double ll = (double)(c->job->model.seq_len / g2.size), fl = (double)(f_out / g1.size);
@@ -82,7 +79,8 @@ static void linear_summa(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_
     add_coll(&ly->fwd, MODEL_COLL_BROADCAST, b * ll * ein * s, g1);
     add_coll(&ly->fwd, MODEL_COLL_BROADCAST, ein * fl * s, g2);
     ly->bwd.flops_tflop = (b * ll * ein * (2.0 * fl - 1.0) + ein * fl * (2.0 * b * ll - 1.0)) * TFLOP;
-    ly->bwd.hbm_gb = (fl * ein + nb * b * ll * fl + b * ll * ein) * s + (ein * b * ll + nb * b * ll * fl + ein * fl) * s;
+    ly->bwd.hbm_gb =
+        (fl * ein + nb * b * ll * fl + b * ll * ein) * s + (ein * b * ll + nb * b * ll * fl + ein * fl) * s;
     add_coll(&ly->bwd, MODEL_COLL_BROADCAST, ein * fl * s, g2);
     add_coll(&ly->bwd, MODEL_COLL_REDUCE, b * ll * ein * s, g1);
     add_coll(&ly->bwd, MODEL_COLL_BROADCAST, b * ll * ein * s, g1);
@@ -90,8 +88,7 @@ static void linear_summa(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_
 }
 
 /* Bias (5.4) on a (b, l/m2, f/m1) tile. */
-static void bias(const ctx_t *c, model_layer_t *ly, int64_t l, int64_t f, int64_t m2, int64_t m1)
-{
+static void bias(const ctx_t *c, model_layer_t *ly, int64_t l, int64_t f, int64_t m2, int64_t m1) {
     const double s = c->s_gb, b = (double)c->job->par.mbs;
     const double ll = (double)(l / m2), fl = (double)(f / m1);
     ly->fwd.flops_tflop = ly->bwd.flops_tflop = b * ll * fl * TFLOP;
@@ -100,8 +97,7 @@ static void bias(const ctx_t *c, model_layer_t *ly, int64_t l, int64_t f, int64_
 }
 
 /* GeLU (5.5) on m local elements. */
-static void gelu(const ctx_t *c, model_layer_t *ly, double m)
-{
+static void gelu(const ctx_t *c, model_layer_t *ly, double m) {
     ly->fwd.flops_tflop = 8.0 * m * TFLOP;
     ly->fwd.hbm_gb = 2.0 * m * c->s_gb;
     ly->activations_gb = m * c->s_gb;
@@ -110,16 +106,14 @@ static void gelu(const ctx_t *c, model_layer_t *ly, double m)
 }
 
 /* Dropout (5.6) on m local elements: only the 1-byte mask is kept. */
-static void dropout(const ctx_t *c, model_layer_t *ly, double m)
-{
+static void dropout(const ctx_t *c, model_layer_t *ly, double m) {
     ly->fwd.flops_tflop = ly->bwd.flops_tflop = m * TFLOP;
     ly->fwd.hbm_gb = ly->bwd.hbm_gb = m * c->s_gb + m * c->sm_gb + m * c->s_gb;
     ly->activations_gb = m * c->sm_gb;
 }
 
 /* LayerNorm statistics on a (b, ll, el) tile: FLOPs, traffic, activations, weights. */
-static void norm_costs(const ctx_t *c, model_layer_t *ly, double ll, double el)
-{
+static void norm_costs(const ctx_t *c, model_layer_t *ly, double ll, double el) {
     const double s = c->s_gb, b = (double)c->job->par.mbs;
     ly->fwd.flops_tflop = 9.0 * b * ll * el * TFLOP;
     ly->fwd.hbm_gb = (b * ll * el + 2.0 * b * ll + b * ll * el + 2.0 * el) * s;
@@ -130,8 +124,7 @@ static void norm_costs(const ctx_t *c, model_layer_t *ly, double ll, double el)
 }
 
 /* LayerNorm, sequence-parallel (5.7) over group g: AG before, RS in the backward. */
-static void layernorm(const ctx_t *c, model_layer_t *ly, int64_t l, grp_t g)
-{
+static void layernorm(const ctx_t *c, model_layer_t *ly, int64_t l, grp_t g) {
     const double e = (double)c->job->model.hidden, b = (double)c->job->par.mbs;
     norm_costs(c, ly, (double)(l / g.size), e);
     add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, b * (double)l * e * c->s_gb, g);
@@ -139,8 +132,7 @@ static void layernorm(const ctx_t *c, model_layer_t *ly, int64_t l, grp_t g)
 }
 
 /* LayerNorm2D (5.8) on a (b, l/m2, e/m1) tile; reference quirk: local width l//m1. */
-static void layernorm_2d(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2)
-{
+static void layernorm_2d(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden;
     const double b = (double)c->job->par.mbs, s = c->s_gb;
     const int64_t width = c->job->compat == MODEL_COMPAT_REFERENCE ? l : e;
@@ -152,24 +144,24 @@ static void layernorm_2d(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2)
 }
 
 /* Softmax and dropout FLOPs of attention for rows x cols scores (scaled by tcf). */
-static double softmax_flops(const ctx_t *c, double bh, double rows, double cols)
-{
+static double softmax_flops(const ctx_t *c, double bh, double rows, double cols) {
     return c->tcf * (2.0 * bh * rows * cols + bh * rows * (cols - 1.0)) + c->tcf * bh * rows * cols;
 }
 
 /* Fused (flash) attention (5.9, 5.10): queries sharded over g2 (1 for 1D), heads over g1. K and V
  * are all-gathered over g2. With g2 of size 1 this is exactly FusedLA. */
-static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2)
-{
+static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2) {
     const model_transformer_t *m = &c->job->model;
     const double s = c->s_gb, b = (double)c->job->par.mbs;
     const double l = (double)m->seq_len, q = (double)(m->hidden / m->heads);
     const double ll = (double)(m->seq_len / g2.size), bh = b * (double)(m->heads / g1.size);
-    const double fwd_core = bh * ll * l * (2.0 * q - 1.0) + softmax_flops(c, bh, ll, l) + bh * ll * q * (2.0 * l - 1.0);
+    const double fwd_core =
+        bh * ll * l * (2.0 * q - 1.0) + softmax_flops(c, bh, ll, l) + bh * ll * q * (2.0 * l - 1.0);
     ly->fwd.flops_tflop = fwd_core * TFLOP;
     ly->fwd.hbm_gb = (bh * ll * q + 2.0 * bh * l * q + bh * ll + bh * ll * q) * s;
     ly->activations_gb = (3.0 * bh * ll * q + bh * ll + bh * ll + bh * ll * q) * s;
-    const double softmax_bwd = c->tcf * (2.0 * bh * ll * l + bh * ll * (l - 1.0) + bh * ll * l) + c->tcf * bh * ll * l;
+    const double softmax_bwd =
+        c->tcf * (2.0 * bh * ll * l + bh * ll * (l - 1.0) + bh * ll * l) + c->tcf * bh * ll * l;
     const double recompute = bh * ll * l * (2.0 * q - 1.0) + softmax_flops(c, bh, ll, l);
     ly->bwd.flops_tflop = (bh * ll * q * (2.0 * l - 1.0) + bh * l * q * (2.0 * ll - 1.0) + softmax_bwd +
                            bh * ll * l * (2.0 * q - 1.0) + bh * l * q * (2.0 * ll - 1.0) + recompute) *
@@ -184,8 +176,7 @@ static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g
 /* ---- times ------------------------------------------------------------------------------ */
 
 /* Roofline plus collectives (4.1), or the SUMMA panel-pipelining rule (5.3). */
-static void finish_pass(const ctx_t *c, model_pass_t *p, int tensor_core, int summa)
-{
+static void finish_pass(const ctx_t *c, model_pass_t *p, int tensor_core, int summa) {
     const model_system_t *sys = &c->job->system;
     const double rate = tensor_core ? sys->matrix_tflop_per_s : sys->vector_tflop_per_s;
     p->comp_s = sys->kernel_overhead_s + p->flops_tflop / (sys->flop_efficiency * rate);
@@ -207,8 +198,7 @@ static void finish_pass(const ctx_t *c, model_pass_t *p, int tensor_core, int su
 
 /* ---- modules (section 6) ---------------------------------------------------------------- */
 
-static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp)
-{
+static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m = tp.size, b = c->job->par.mbs;
     const grp_t none = {1, 1, MODEL_GROUP_TP2};
@@ -229,8 +219,7 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp)
 }
 
 /* 2D SUMMA GEMMs with context-parallel attention (reference quirk 12.4: execute_2d uses sa_2d_seqp). */
-static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2)
-{
+static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
     linear_summa(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, g1, g2);
@@ -250,8 +239,7 @@ static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2)
 }
 
 /* 1D weights on g1 (Megatron), context parallel on g2, Megatron-SP over g1 inside each slice. */
-static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2)
-{
+static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
     linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, 1, m1, m2, g1);
@@ -270,10 +258,10 @@ static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l / m2, g1);
 }
 
-void model_block_build(const model_job_t *job, model_block_t *blk)
-{
+void model_block_build(const model_job_t *job, model_block_t *blk) {
     const model_system_t *sys = &job->system;
-    const ctx_t c = {job, sys->element_gb, sys->mask_element_gb, sys->matrix_tflop_per_s / sys->vector_tflop_per_s};
+    const ctx_t c = {job, sys->element_gb, sys->mask_element_gb,
+                     sys->matrix_tflop_per_s / sys->vector_tflop_per_s};
     const model_parallel_t *p = &job->par;
     const grp_t g1 = {p->strategy == MODEL_STRATEGY_1D ? p->tp : p->tp1, p->nv_tp1, MODEL_GROUP_TP1};
     const grp_t g2 = {p->strategy == MODEL_STRATEGY_1D ? 1 : p->tp2, p->nv_tp2, MODEL_GROUP_TP2};

@@ -159,10 +159,10 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
 typedef struct model_coll {
     model_coll_op_t op;
     model_group_t group;
-    double volume_gb;   /* full buffer of the whole collective (all SUMMA panels together) */
+    double volume_gb; /* full buffer of the whole collective (all SUMMA panels together) */
     int64_t group_size;
     int64_t per_domain;
-    double time_s;      /* model_collective_time_s of the whole volume (SUMMA: of one panel) */
+    double time_s; /* model_collective_time_s of the whole volume (SUMMA: of one panel) */
 } model_coll_t;
 
 typedef struct model_pass {
@@ -180,7 +180,7 @@ typedef struct model_pass {
 typedef enum model_module { MODEL_MODULE_SA, MODEL_MODULE_MLP } model_module_t;
 
 typedef struct model_layer {
-    const char *name;  /* "qkv", "fusedla", ..., "ln1" (static storage) */
+    const char *name; /* "qkv", "fusedla", ..., "ln1" (static storage) */
     model_module_t module;
     int tensor_core;   /* 1: matrix rate; 0: vector rate */
     int summa_overlap; /* 1: SUMMA panel pipelining rule for comm (5.3) */

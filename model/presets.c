@@ -17,8 +17,8 @@ typedef struct {
 /* Fields: name, matrix, vector fp16, vector fp32 (TFLOP/s), HBM GB/s, HBM GB, NVLink GB/s, eff,
  * latency s, IB GB/s, eff, latency s, NVLink domain, NICs per GPU, element GB, mask GB, FLOP
  * efficiency, kernel overhead s. */
-#define SYS(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs)                                   \
-    {n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, 0.8, 20e-6}
+#define SYS(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs)                                 \
+    { n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, 0.8, 20e-6 }
 
 static const system_preset_t system_presets[] = {
     {SYS("A100", 312, 78, 19.5, 1555, 80, 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 4),
@@ -37,7 +37,8 @@ static const system_preset_t system_presets[] = {
      "DGX H100 node: 8 GPUs on NVSwitch (450 GB/s), 3350 GB/s HBM, 8 x 400 Gb/s NDR NICs"},
 };
 
-#define TF(n, l, e, h, d, f, v) {n, l, e, h, d, f, v}
+#define TF(n, l, e, h, d, f, v)                                                                              \
+    { n, l, e, h, d, f, v }
 
 static const transformer_preset_t transformer_presets[] = {
     {TF("gpt3", 2048, 12288, 96, 96, 49152, 50257), "GPT-3 175B: l 2048, e 12288, 96 heads, 96 layers"},
@@ -58,24 +59,21 @@ static const transformer_preset_t transformer_presets[] = {
 #define N_SYSTEMS (sizeof system_presets / sizeof system_presets[0])
 #define N_TRANSFORMERS (sizeof transformer_presets / sizeof transformer_presets[0])
 
-static const system_preset_t *find_system(const char *name)
-{
+static const system_preset_t *find_system(const char *name) {
     for (size_t i = 0; name && i < N_SYSTEMS; i++)
         if (strcmp(system_presets[i].sys.name, name) == 0)
             return &system_presets[i];
     return NULL;
 }
 
-static const transformer_preset_t *find_transformer(const char *name)
-{
+static const transformer_preset_t *find_transformer(const char *name) {
     for (size_t i = 0; name && i < N_TRANSFORMERS; i++)
         if (strcmp(transformer_presets[i].tf.name, name) == 0)
             return &transformer_presets[i];
     return NULL;
 }
 
-int model_system_preset(const char *name, model_system_t *out)
-{
+int model_system_preset(const char *name, model_system_t *out) {
     const system_preset_t *p = find_system(name);
     if (!p)
         return MODEL_EINVAL;
@@ -83,8 +81,7 @@ int model_system_preset(const char *name, model_system_t *out)
     return MODEL_OK;
 }
 
-int model_transformer_preset(const char *name, model_transformer_t *out)
-{
+int model_transformer_preset(const char *name, model_transformer_t *out) {
     const transformer_preset_t *p = find_transformer(name);
     if (!p)
         return MODEL_EINVAL;
@@ -92,37 +89,31 @@ int model_transformer_preset(const char *name, model_transformer_t *out)
     return MODEL_OK;
 }
 
-const char *model_system_preset_name(size_t index)
-{
+const char *model_system_preset_name(size_t index) {
     return index < N_SYSTEMS ? system_presets[index].sys.name : NULL;
 }
 
-const char *model_transformer_preset_name(size_t index)
-{
+const char *model_transformer_preset_name(size_t index) {
     return index < N_TRANSFORMERS ? transformer_presets[index].tf.name : NULL;
 }
 
-const char *model_system_preset_summary(const char *name)
-{
+const char *model_system_preset_summary(const char *name) {
     const system_preset_t *p = find_system(name);
     return p ? p->summary : NULL;
 }
 
-const char *model_transformer_preset_summary(const char *name)
-{
+const char *model_transformer_preset_summary(const char *name) {
     const transformer_preset_t *p = find_transformer(name);
     return p ? p->summary : NULL;
 }
 
 static const char *const strategy_names[MODEL_STRATEGY_COUNT] = {"1d", "2d", "2d-seqp"};
 
-const char *model_strategy_name(model_strategy_t s)
-{
+const char *model_strategy_name(model_strategy_t s) {
     return (unsigned)s < MODEL_STRATEGY_COUNT ? strategy_names[s] : "?";
 }
 
-int model_strategy_parse(const char *name, model_strategy_t *out)
-{
+int model_strategy_parse(const char *name, model_strategy_t *out) {
     for (int i = 0; name && i < MODEL_STRATEGY_COUNT; i++) {
         if (strcmp(name, strategy_names[i]) == 0) {
             *out = (model_strategy_t)i;
@@ -132,13 +123,11 @@ int model_strategy_parse(const char *name, model_strategy_t *out)
     return MODEL_EINVAL;
 }
 
-const char *model_compat_name(model_compat_t c)
-{
+const char *model_compat_name(model_compat_t c) {
     return c == MODEL_COMPAT_REFERENCE ? "reference" : "corrected";
 }
 
-int model_compat_parse(const char *name, model_compat_t *out)
-{
+int model_compat_parse(const char *name, model_compat_t *out) {
     if (name && strcmp(name, "reference") == 0)
         *out = MODEL_COMPAT_REFERENCE;
     else if (name && strcmp(name, "corrected") == 0)

@@ -25,8 +25,7 @@ typedef struct {
 } search_t;
 
 /* All divisors of x in ascending order, in O(sqrt x). */
-static void divisors(int64_t x, divs_t *d)
-{
+static void divisors(int64_t x, divs_t *d) {
     int64_t high[MAX_DIVISORS];
     int n_high = 0;
     d->n = 0;
@@ -42,9 +41,9 @@ static void divisors(int64_t x, divs_t *d)
         d->v[d->n++] = high[--n_high];
 }
 
-static void keep(search_t *s, const model_summary_t *cand)
-{
-    if (s->n_top == s->top_k && !(cand->throughput_samples_per_s > s->top[s->n_top - 1].throughput_samples_per_s))
+static void keep(search_t *s, const model_summary_t *cand) {
+    if (s->n_top == s->top_k &&
+        !(cand->throughput_samples_per_s > s->top[s->n_top - 1].throughput_samples_per_s))
         return;
     int i = s->n_top < s->top_k ? s->n_top++ : s->top_k - 1;
     while (i > 0 && cand->throughput_samples_per_s > s->top[i - 1].throughput_samples_per_s) {
@@ -54,8 +53,7 @@ static void keep(search_t *s, const model_summary_t *cand)
     s->top[i] = *cand;
 }
 
-static void evaluate(search_t *s)
-{
+static void evaluate(search_t *s) {
     model_summary_t sum;
     model_i_summarize(&s->job, &s->block, &sum);
     s->evaluated++;
@@ -67,8 +65,7 @@ static void evaluate(search_t *s)
 
 /* The NVLink tuple: with the whole job in one domain every group gets its full size; otherwise
  * every ordered tuple of divisors of the degrees whose product is exactly the domain size. */
-static void nv_tuples(search_t *s)
-{
+static void nv_tuples(search_t *s) {
     model_parallel_t *p = &s->job.par;
     const int64_t nvs = s->job.system.nvlink_size;
     const int two_d = p->strategy != MODEL_STRATEGY_1D;
@@ -110,8 +107,7 @@ static void nv_tuples(search_t *s)
 
 /* SUMMA panel counts (section 9): start = max(tp1, tp2), doubling while k < log2(e // start);
  * with e / start < 512 only start itself, else the divisors of e leaving panels >= 512 wide. */
-static void panels(search_t *s)
-{
+static void panels(search_t *s) {
     model_parallel_t *p = &s->job.par;
     const int64_t e = s->job.model.hidden, start = p->tp1 > p->tp2 ? p->tp1 : p->tp2;
     if ((double)e / (double)start < 512.0) {
@@ -130,8 +126,7 @@ static void panels(search_t *s)
 }
 
 /* pp, dp and mbs for a fixed tensor layout. */
-static void outer_degrees(search_t *s, int64_t mbs_divisor)
-{
+static void outer_degrees(search_t *s, int64_t mbs_divisor) {
     model_parallel_t *p = &s->job.par;
     const int64_t n = s->job.gpus, gbs = s->job.global_batch, depth = s->job.model.layers;
     const int64_t tp = p->tp1 * p->tp2;
@@ -161,8 +156,7 @@ static void outer_degrees(search_t *s, int64_t mbs_divisor)
     }
 }
 
-static void search_1d(search_t *s)
-{
+static void search_1d(search_t *s) {
     const model_transformer_t *m = &s->job.model;
     model_parallel_t *p = &s->job.par;
     divs_t dt;
@@ -177,8 +171,7 @@ static void search_1d(search_t *s)
     }
 }
 
-static void search_2d(search_t *s, int seqp)
-{
+static void search_2d(search_t *s, int seqp) {
     const model_transformer_t *m = &s->job.model;
     model_parallel_t *p = &s->job.par;
     divs_t d1, d2;
@@ -200,11 +193,11 @@ static void search_2d(search_t *s, int seqp)
     }
 }
 
-int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, model_search_result_t *out)
-{
+int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, model_search_result_t *out) {
     memset(out, 0, sizeof *out);
-    if (top_k < 1 || job->gpus < 1 || job->global_batch < 1 || job->model.heads < 1 || job->model.hidden < 1 ||
-        job->model.layers < 1 || job->model.seq_len < 1 || job->system.nvlink_size < 1)
+    if (top_k < 1 || job->gpus < 1 || job->global_batch < 1 || job->model.heads < 1 ||
+        job->model.hidden < 1 || job->model.layers < 1 || job->model.seq_len < 1 ||
+        job->system.nvlink_size < 1)
         return MODEL_EINVAL;
     search_t *s = calloc(1, sizeof *s);
     model_summary_t *top = calloc((size_t)top_k, sizeof *top);
@@ -233,8 +226,7 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
     return MODEL_OK;
 }
 
-void model_search_result_destroy(model_search_result_t *res)
-{
+void model_search_result_destroy(model_search_result_t *res) {
     if (!res)
         return;
     free(res->results);

@@ -5,29 +5,25 @@
 
 #include "ref_cases.h"
 
-double ref_num(const csv_table_t *t, size_t r, const char *column)
-{
+double ref_num(const csv_table_t *t, size_t r, const char *column) {
     const char *cell = csv_cell(t, r, csv_column(t, column));
     if (!*cell)
         return NAN;
     return strtod(cell, NULL);
 }
 
-static int64_t num_or(const csv_table_t *t, size_t r, const char *column, int64_t dflt)
-{
+static int64_t num_or(const csv_table_t *t, size_t r, const char *column, int64_t dflt) {
     double v = ref_num(t, r, column);
     return isnan(v) ? dflt : (int64_t)v;
 }
 
-int ref_close(double a, double b, double rel)
-{
+int ref_close(double a, double b, double rel) {
     if (a == b)
         return 1;
     return fabs(a - b) <= rel * fmax(fabs(a), fabs(b));
 }
 
-int ref_case_job(const csv_table_t *t, size_t r, model_job_t *job)
-{
+int ref_case_job(const csv_table_t *t, size_t r, model_job_t *job) {
     memset(job, 0, sizeof *job);
     if (model_system_preset(csv_cell(t, r, csv_column(t, "system")), &job->system) ||
         model_transformer_preset(csv_cell(t, r, csv_column(t, "model")), &job->model) ||

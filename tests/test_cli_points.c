@@ -17,8 +17,7 @@
 #define REL 1e-9
 
 /* Run stepsim with argv; return its stdout (caller frees) and exit code. */
-static char *run_cli(int argc, char **argv, int *code)
-{
+static char *run_cli(int argc, char **argv, int *code) {
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
@@ -31,8 +30,7 @@ static char *run_cli(int argc, char **argv, int *code)
     return buf;
 }
 
-static double json_num(const cJSON *root, const char *a, const char *b)
-{
+static double json_num(const cJSON *root, const char *a, const char *b) {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, a);
     if (b)
         n = cJSON_GetObjectItemCaseSensitive(n, b);
@@ -43,19 +41,27 @@ static double json_num(const cJSON *root, const char *a, const char *b)
 }
 
 /* argv for one point case: every degree and NVLink count given explicitly. */
-static int case_argv(const csv_table_t *t, size_t r, char store[][40], char **argv)
-{
+static int case_argv(const csv_table_t *t, size_t r, char store[][40], char **argv) {
     const char *strategy = csv_cell(t, r, csv_column(t, "strategy"));
     const int d1 = strcmp(strategy, "1d") == 0;
     const struct {
         const char *opt, *col;
     } map[] = {
-        {"--model", "model"},   {"--system", "system"}, {"--nvs", "nvs"},
-        {"--gpus", "n_gpus"},   {"--gbs", "global_batch_size"}, {"--strategy", "strategy"},
-        {"--dp", "dp"},         {"--pp", "pp"},         {"--mbs", "mbs"},
-        {d1 ? "--tp" : "--tp1", d1 ? "tp" : "tp1"},     {d1 ? NULL : "--tp2", "tp2"},
-        {d1 ? NULL : "--nb", "nb"},                     {d1 ? "--nv-tp" : "--nv-tp1", "nv_tp1"},
-        {d1 ? NULL : "--nv-tp2", "nv_tp2"},             {"--nv-dp", "nv_dp"},
+        {"--model", "model"},
+        {"--system", "system"},
+        {"--nvs", "nvs"},
+        {"--gpus", "n_gpus"},
+        {"--gbs", "global_batch_size"},
+        {"--strategy", "strategy"},
+        {"--dp", "dp"},
+        {"--pp", "pp"},
+        {"--mbs", "mbs"},
+        {d1 ? "--tp" : "--tp1", d1 ? "tp" : "tp1"},
+        {d1 ? NULL : "--tp2", "tp2"},
+        {d1 ? NULL : "--nb", "nb"},
+        {d1 ? "--nv-tp" : "--nv-tp1", "nv_tp1"},
+        {d1 ? NULL : "--nv-tp2", "nv_tp2"},
+        {"--nv-dp", "nv_dp"},
         {"--nv-pp", "nv_pp"},
     };
     int argc = 0;
@@ -75,8 +81,7 @@ static int case_argv(const csv_table_t *t, size_t r, char store[][40], char **ar
     return argc;
 }
 
-static void test_point_cases_through_cli(void **state)
-{
+static void test_point_cases_through_cli(void **state) {
     (void)state;
     csv_table_t t;
     assert_int_equal(csv_load(STEPSIM_DATA_DIR "/point-cases.csv", &t), 0);
@@ -93,16 +98,24 @@ static void test_point_cases_through_cli(void **state)
         const struct {
             const char *a, *b, *col;
         } fields[] = {
-            {"iteration_time_s", NULL, "t_iter_s"},   {"throughput_samples_per_s", NULL, "throughput"},
-            {"memory_gb", NULL, "mem_GB"},            {"fits", NULL, "fits"},
-            {"breakdown_s", "compute", "t_comp"},     {"breakdown_s", "memory", "t_mem"},
-            {"breakdown_s", "tp_comm", "t_tp_comm"},  {"breakdown_s", "pp_comm", "t_pp_comm"},
-            {"breakdown_s", "dp_comm", "t_dp_comm"},  {"breakdown_s", "bubble", "t_bubble"},
-            {"memory_gb_parts", "weights", "wts_mem"}, {"memory_gb_parts", "gradients", "wts_grad_mem"},
+            {"iteration_time_s", NULL, "t_iter_s"},
+            {"throughput_samples_per_s", NULL, "throughput"},
+            {"memory_gb", NULL, "mem_GB"},
+            {"fits", NULL, "fits"},
+            {"breakdown_s", "compute", "t_comp"},
+            {"breakdown_s", "memory", "t_mem"},
+            {"breakdown_s", "tp_comm", "t_tp_comm"},
+            {"breakdown_s", "pp_comm", "t_pp_comm"},
+            {"breakdown_s", "dp_comm", "t_dp_comm"},
+            {"breakdown_s", "bubble", "t_bubble"},
+            {"memory_gb_parts", "weights", "wts_mem"},
+            {"memory_gb_parts", "gradients", "wts_grad_mem"},
             {"memory_gb_parts", "optimizer", "wts_optimizer_states_mem"},
             {"memory_gb_parts", "activations", "acts_mem"},
-            {"block", "t_fwd_s", "block_t_fwd"},      {"block", "t_bwd_s", "block_t_bwd"},
-            {"block", "flops_tflop", "block_flops"},  {"block", "activations_gb", "block_acts_GB"},
+            {"block", "t_fwd_s", "block_t_fwd"},
+            {"block", "t_bwd_s", "block_t_bwd"},
+            {"block", "flops_tflop", "block_flops"},
+            {"block", "activations_gb", "block_acts_GB"},
             {"block", "weights_gb", "block_wts_GB"},
         };
         for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
@@ -121,8 +134,7 @@ static void test_point_cases_through_cli(void **state)
     assert_int_equal(failures, 0);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_point_cases_through_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

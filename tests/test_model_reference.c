@@ -14,16 +14,14 @@
 
 #define REL 1e-9
 
-static int check(const char *what, int row_case, double got, double want)
-{
+static int check(const char *what, int row_case, double got, double want) {
     if (ref_close(got, want, REL))
         return 0;
     print_error("case %d: %s = %.17g, reference %.17g\n", row_case, what, got, want);
     return 1;
 }
 
-static void test_point_cases(void **state)
-{
+static void test_point_cases(void **state) {
     (void)state;
     csv_table_t t;
     assert_int_equal(csv_load(STEPSIM_DATA_DIR "/point-cases.csv", &t), 0);
@@ -72,7 +70,8 @@ static void test_point_cases(void **state)
         for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
             failures += check(cols[c].col, id, cols[c].got, ref_num(&t, r, cols[c].col));
         /* the breakdown adds up to the iteration time */
-        const double sum = s->compute_s + s->memory_s + s->tp_comm_s + s->pp_comm_s + s->dp_comm_s + s->bubble_s;
+        const double sum =
+            s->compute_s + s->memory_s + s->tp_comm_s + s->pp_comm_s + s->dp_comm_s + s->bubble_s;
         failures += check("sum of breakdown", id, sum, s->iteration_time_s);
     }
     csv_free(&t);
@@ -80,8 +79,7 @@ static void test_point_cases(void **state)
 }
 
 /* Sum of the ';'-separated volumes of a comm cell. */
-static double volume_sum(const char *cell)
-{
+static double volume_sum(const char *cell) {
     double sum = 0.0;
     for (const char *p = cell; *p;) {
         char *end;
@@ -91,29 +89,35 @@ static double volume_sum(const char *cell)
     return sum;
 }
 
-static double pass_volume(const model_pass_t *p)
-{
+static double pass_volume(const model_pass_t *p) {
     double v = 0.0;
     for (int i = 0; i < p->n_colls; i++)
         v += p->colls[i].volume_gb;
     return v;
 }
 
-static int check_layer(const csv_table_t *t, size_t r, int id, const model_layer_t *ly)
-{
+static int check_layer(const csv_table_t *t, size_t r, int id, const model_layer_t *ly) {
     const struct {
         const char *col;
         double got;
     } cols[] = {
-        {"weights_mem", ly->weights_gb},    {"weights_grad_mem", ly->weight_grads_gb},
+        {"weights_mem", ly->weights_gb},
+        {"weights_grad_mem", ly->weight_grads_gb},
         {"activation_buffer", ly->activations_gb},
-        {"flops_fwd", ly->fwd.flops_tflop}, {"flops_bwd", ly->bwd.flops_tflop},
-        {"t_fwd", ly->fwd.time_s},          {"t_fwd_comp", ly->fwd.comp_s},
-        {"t_fwd_mem", ly->fwd.mem_exposed_s}, {"t_fwd_comm", ly->fwd.comm_s},
-        {"t_bwd", ly->bwd.time_s},          {"t_bwd_comp", ly->bwd.comp_s},
-        {"t_bwd_mem", ly->bwd.mem_exposed_s}, {"t_bwd_comm", ly->bwd.comm_s},
-        {"mem_fwd_GB", ly->fwd.hbm_gb},     {"mem_bwd_GB", ly->bwd.hbm_gb},
-        {"intensity_fwd", ly->fwd.comp_s / ly->fwd.mem_s}, {"intensity_bwd", ly->bwd.comp_s / ly->bwd.mem_s},
+        {"flops_fwd", ly->fwd.flops_tflop},
+        {"flops_bwd", ly->bwd.flops_tflop},
+        {"t_fwd", ly->fwd.time_s},
+        {"t_fwd_comp", ly->fwd.comp_s},
+        {"t_fwd_mem", ly->fwd.mem_exposed_s},
+        {"t_fwd_comm", ly->fwd.comm_s},
+        {"t_bwd", ly->bwd.time_s},
+        {"t_bwd_comp", ly->bwd.comp_s},
+        {"t_bwd_mem", ly->bwd.mem_exposed_s},
+        {"t_bwd_comm", ly->bwd.comm_s},
+        {"mem_fwd_GB", ly->fwd.hbm_gb},
+        {"mem_bwd_GB", ly->bwd.hbm_gb},
+        {"intensity_fwd", ly->fwd.comp_s / ly->fwd.mem_s},
+        {"intensity_bwd", ly->bwd.comp_s / ly->bwd.mem_s},
     };
     int failures = 0;
     char what[96];
@@ -129,20 +133,20 @@ static int check_layer(const csv_table_t *t, size_t r, int id, const model_layer
 }
 
 /* The dp and pp pseudo-layers: volumes and exposed times. */
-static int check_pseudo(const csv_table_t *t, size_t r, int id, const model_summary_t *s)
-{
+static int check_pseudo(const csv_table_t *t, size_t r, int id, const model_summary_t *s) {
     const int dp = strcmp(csv_cell(t, r, csv_column(t, "module")), "dp") == 0;
     int failures = 0;
-    failures += check(dp ? "dp.t_fwd" : "pp.t_fwd", id, dp ? s->dp_allgather_s : s->pp_fwd_s, ref_num(t, r, "t_fwd"));
-    failures += check(dp ? "dp.t_bwd" : "pp.t_bwd", id, dp ? s->dp_reducescatter_s : s->pp_bwd_s, ref_num(t, r, "t_bwd"));
+    failures +=
+        check(dp ? "dp.t_fwd" : "pp.t_fwd", id, dp ? s->dp_allgather_s : s->pp_fwd_s, ref_num(t, r, "t_fwd"));
+    failures += check(dp ? "dp.t_bwd" : "pp.t_bwd", id, dp ? s->dp_reducescatter_s : s->pp_bwd_s,
+                      ref_num(t, r, "t_bwd"));
     failures += check(dp ? "dp.comm_fwd" : "pp.comm_fwd", id, dp ? s->block_weights_gb : s->p2p_volume_gb,
                       ref_num(t, r, "comm_fwd"));
     return failures;
 }
 
 /* layer-cases.csv has no gpus/dp/pp columns: take them from the same case of point-cases.csv. */
-static void test_layer_cases(void **state)
-{
+static void test_layer_cases(void **state) {
     (void)state;
     csv_table_t lt, pt;
     assert_int_equal(csv_load(STEPSIM_DATA_DIR "/layer-cases.csv", &lt), 0);
@@ -176,8 +180,7 @@ static void test_layer_cases(void **state)
     assert_int_equal(failures, 0);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_point_cases),
         cmocka_unit_test(test_layer_cases),

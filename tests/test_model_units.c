@@ -12,8 +12,7 @@
 #include "model.h"
 
 /* The worked example of seed-model.md section 11: gpt3_1T, A100, NVS 8, 1d tp 8, dp 16, pp 32. */
-static model_job_t worked_example(model_compat_t compat)
-{
+static model_job_t worked_example(model_compat_t compat) {
     model_job_t j;
     memset(&j, 0, sizeof j);
     assert_int_equal(model_transformer_preset("gpt3_1T", &j.model), MODEL_OK);
@@ -27,8 +26,7 @@ static model_job_t worked_example(model_compat_t compat)
 }
 
 /* gpt3_1T on H200, 2D SUMMA 4 x 2 over 1024 GPUs (point case 21), NVLink domain 8. */
-static model_job_t summa_example(model_compat_t compat)
-{
+static model_job_t summa_example(model_compat_t compat) {
     model_job_t j = worked_example(compat);
     assert_int_equal(model_system_preset("H200", &j.system), MODEL_OK);
     j.system.nvlink_size = 8;
@@ -37,8 +35,7 @@ static model_job_t summa_example(model_compat_t compat)
     return j;
 }
 
-static void test_worked_example_hand_checks(void **state)
-{
+static void test_worked_example_hand_checks(void **state) {
     (void)state;
     model_job_t j = worked_example(MODEL_COMPAT_REFERENCE);
     model_estimate_t e;
@@ -55,8 +52,7 @@ static void test_worked_example_hand_checks(void **state)
     assert_float_equal(e.summary.p2p_one_s, 5e-6 + 0.0131072 / 17.5, 1e-12);
 }
 
-static void test_reference_collective_branches(void **state)
-{
+static void test_reference_collective_branches(void **state) {
     (void)state;
     model_system_t a100;
     assert_int_equal(model_system_preset("A100", &a100), MODEL_OK);
@@ -77,8 +73,7 @@ static void test_reference_collective_branches(void **state)
 }
 
 /* Fix 1: LayerNorm2D's local width is e/m1, so its activation and the p2p volume use e. */
-static void test_corrected_layernorm_2d_width(void **state)
-{
+static void test_corrected_layernorm_2d_width(void **state) {
     (void)state;
     model_estimate_t ref, cor;
     model_job_t jr = summa_example(MODEL_COMPAT_REFERENCE), jc = summa_example(MODEL_COMPAT_CORRECTED);
@@ -94,8 +89,7 @@ static void test_corrected_layernorm_2d_width(void **state)
 }
 
 /* Fix 2: a pipeline partly inside NVLink domains pays its scale-out hops. */
-static void test_corrected_pipeline_slow_links(void **state)
-{
+static void test_corrected_pipeline_slow_links(void **state) {
     (void)state;
     model_job_t j = worked_example(MODEL_COMPAT_REFERENCE);
     j.gpus = 512;
@@ -117,8 +111,7 @@ static void test_corrected_pipeline_slow_links(void **state)
 }
 
 /* Fix 3: allreduce is a reduce-scatter plus an all-gather in every branch. */
-static void test_corrected_allreduce_doubled(void **state)
-{
+static void test_corrected_allreduce_doubled(void **state) {
     (void)state;
     model_system_t a100;
     assert_int_equal(model_system_preset("A100", &a100), MODEL_OK);
@@ -141,27 +134,58 @@ typedef struct {
     const char *field;
 } bad_case_t;
 
-static void tp_not_heads(model_job_t *j) { j->par.tp = j->par.tp1 = 6, j->par.dp = 4096 / 6; }
-static void product_wrong(model_job_t *j) { j->par.dp = 8; }
-static void pp_not_layers(model_job_t *j) { j->par.pp = 3; }
-static void mbs_not_batch(model_job_t *j) { j->par.mbs = 3; }
-static void nv_not_dividing(model_job_t *j) { j->par.nv_dp = 3; }
-static void nv_too_many(model_job_t *j) { j->par.nv_dp = 2; }
-static void zero_dp(model_job_t *j) { j->par.dp = 0; }
-static void neg_hbm(model_job_t *j) { j->system.hbm_gb_per_s = -1.0; }
-static void eff_above_one(model_job_t *j) { j->system.ib_eff = 1.5; }
-static void zero_layers(model_job_t *j) { j->model.layers = 0; }
-static void dp_not_gbs(model_job_t *j) { j->global_batch = 4100; }
-static void tp2_in_1d(model_job_t *j) { j->par.tp2 = 2; }
+static void tp_not_heads(model_job_t *j) {
+    j->par.tp = j->par.tp1 = 6, j->par.dp = 4096 / 6;
+}
+static void product_wrong(model_job_t *j) {
+    j->par.dp = 8;
+}
+static void pp_not_layers(model_job_t *j) {
+    j->par.pp = 3;
+}
+static void mbs_not_batch(model_job_t *j) {
+    j->par.mbs = 3;
+}
+static void nv_not_dividing(model_job_t *j) {
+    j->par.nv_dp = 3;
+}
+static void nv_too_many(model_job_t *j) {
+    j->par.nv_dp = 2;
+}
+static void zero_dp(model_job_t *j) {
+    j->par.dp = 0;
+}
+static void neg_hbm(model_job_t *j) {
+    j->system.hbm_gb_per_s = -1.0;
+}
+static void eff_above_one(model_job_t *j) {
+    j->system.ib_eff = 1.5;
+}
+static void zero_layers(model_job_t *j) {
+    j->model.layers = 0;
+}
+static void dp_not_gbs(model_job_t *j) {
+    j->global_batch = 4100;
+}
+static void tp2_in_1d(model_job_t *j) {
+    j->par.tp2 = 2;
+}
 
-static void test_job_check(void **state)
-{
+static void test_job_check(void **state) {
     (void)state;
     const bad_case_t cases[] = {
-        {tp_not_heads, "parallel.tp"},    {product_wrong, "parallel"},      {pp_not_layers, "parallel.pp"},
-        {mbs_not_batch, "parallel.mbs"},  {nv_not_dividing, "parallel.nv.dp"}, {nv_too_many, "parallel.nv"},
-        {zero_dp, "parallel.dp"},         {neg_hbm, "system.hbm_bandwidth"}, {eff_above_one, "system.ib_eff"},
-        {zero_layers, "model.layers"},    {dp_not_gbs, "parallel.dp"},     {tp2_in_1d, "parallel.tp2"},
+        {tp_not_heads, "parallel.tp"},
+        {product_wrong, "parallel"},
+        {pp_not_layers, "parallel.pp"},
+        {mbs_not_batch, "parallel.mbs"},
+        {nv_not_dividing, "parallel.nv.dp"},
+        {nv_too_many, "parallel.nv"},
+        {zero_dp, "parallel.dp"},
+        {neg_hbm, "system.hbm_bandwidth"},
+        {eff_above_one, "system.ib_eff"},
+        {zero_layers, "model.layers"},
+        {dp_not_gbs, "parallel.dp"},
+        {tp2_in_1d, "parallel.tp2"},
     };
     model_job_t good = worked_example(MODEL_COMPAT_CORRECTED);
     model_issue_t is;
@@ -178,8 +202,7 @@ static void test_job_check(void **state)
     }
 }
 
-static void test_search_properties(void **state)
-{
+static void test_search_properties(void **state) {
     (void)state;
     model_job_t j = worked_example(MODEL_COMPAT_REFERENCE);
     model_search_result_t top10, top1, all;
@@ -188,7 +211,8 @@ static void test_search_properties(void **state)
     assert_int_equal(top10.candidates_evaluated, 2544);
     assert_int_equal(top10.n_results, 10);
     assert_int_equal(top1.n_results, 1);
-    assert_float_equal(top1.results[0].throughput_samples_per_s, top10.results[0].throughput_samples_per_s, 0.0);
+    assert_float_equal(top1.results[0].throughput_samples_per_s, top10.results[0].throughput_samples_per_s,
+                       0.0);
     for (int i = 0; i < top10.n_results; i++) {
         const model_summary_t *s = &top10.results[i];
         assert_true(s->fits && s->memory_gb <= 80.0);
@@ -216,8 +240,7 @@ static void test_search_properties(void **state)
     model_search_result_destroy(NULL);
 }
 
-static void test_search_nothing_fits(void **state)
-{
+static void test_search_nothing_fits(void **state) {
     (void)state;
     model_job_t j = worked_example(MODEL_COMPAT_REFERENCE);
     j.gpus = 8; /* a 1T model cannot fit on 8 A100s */
@@ -230,8 +253,7 @@ static void test_search_nothing_fits(void **state)
     assert_int_equal(model_search_run(&j, 7u, 0, &r), MODEL_EINVAL);
 }
 
-static void test_presets(void **state)
-{
+static void test_presets(void **state) {
     (void)state;
     const char *systems[] = {"A100", "H200", "B200", "B200-next", "H100", "DGX-A100", "DGX-H100"};
     const char *models[] = {"gpt3", "gpt3_1T", "vit_era5", "GPT-1.7B", "GPT-1T"};
@@ -252,13 +274,16 @@ static void test_presets(void **state)
     assert_int_equal(model_strategy_parse("3d", &st), MODEL_EINVAL);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_worked_example_hand_checks), cmocka_unit_test(test_reference_collective_branches),
-        cmocka_unit_test(test_corrected_layernorm_2d_width), cmocka_unit_test(test_corrected_pipeline_slow_links),
-        cmocka_unit_test(test_corrected_allreduce_doubled),  cmocka_unit_test(test_job_check),
-        cmocka_unit_test(test_search_properties),           cmocka_unit_test(test_search_nothing_fits),
+        cmocka_unit_test(test_worked_example_hand_checks),
+        cmocka_unit_test(test_reference_collective_branches),
+        cmocka_unit_test(test_corrected_layernorm_2d_width),
+        cmocka_unit_test(test_corrected_pipeline_slow_links),
+        cmocka_unit_test(test_corrected_allreduce_doubled),
+        cmocka_unit_test(test_job_check),
+        cmocka_unit_test(test_search_properties),
+        cmocka_unit_test(test_search_nothing_fits),
         cmocka_unit_test(test_presets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,21 +9,18 @@
 
 #include "model.h"
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const int repeats = argc > 1 ? atoi(argv[1]) : 7;
     if (repeats < 1 || repeats > 1000) {
         fprintf(stderr, "bench_search: REPEATS: '%s' must be an integer in 1..1000\n", argv[1]);

@@ -19,24 +19,20 @@ typedef struct {
     int groups, failures, rows;
 } tally_t;
 
-static double cell_num(const csv_table_t *t, size_t r, const char *col)
-{
+static double cell_num(const csv_table_t *t, size_t r, const char *col) {
     const char *c = csv_cell(t, r, csv_column(t, col));
     return *c ? strtod(c, NULL) : NAN;
 }
 
-static const char *cell(const csv_table_t *t, size_t r, const char *col)
-{
+static const char *cell(const csv_table_t *t, size_t r, const char *col) {
     return csv_cell(t, r, csv_column(t, col));
 }
 
-static int close_rel(double a, double b)
-{
+static int close_rel(double a, double b) {
     return a == b || fabs(a - b) <= REL * fmax(fabs(a), fabs(b));
 }
 
-static int same_group(const csv_table_t *t, size_t a, size_t b)
-{
+static int same_group(const csv_table_t *t, size_t a, size_t b) {
     static const char *const keys[] = {"strategy", "model", "system", "n_gpus"};
     for (size_t i = 0; i < 4; i++)
         if (strcmp(cell(t, a, keys[i]), cell(t, b, keys[i])) != 0)
@@ -45,8 +41,7 @@ static int same_group(const csv_table_t *t, size_t a, size_t b)
 }
 
 /* Build the job of a group from its first row. */
-static int group_job(const csv_table_t *t, size_t r, model_job_t *job, unsigned *mask)
-{
+static int group_job(const csv_table_t *t, size_t r, model_job_t *job, unsigned *mask) {
     char sys[64];
     snprintf(sys, sizeof sys, "%s", cell(t, r, "system"));
     char *dash = strstr(sys, "-NVS");
@@ -54,7 +49,8 @@ static int group_job(const csv_table_t *t, size_t r, model_job_t *job, unsigned 
         *dash = '\0';
     model_strategy_t st;
     memset(job, 0, sizeof *job);
-    if (model_system_preset(sys, &job->system) || model_transformer_preset(cell(t, r, "model"), &job->model) ||
+    if (model_system_preset(sys, &job->system) ||
+        model_transformer_preset(cell(t, r, "model"), &job->model) ||
         model_strategy_parse(cell(t, r, "strategy"), &st))
         return -1;
     job->system.nvlink_size = (int64_t)cell_num(t, r, "nvs");
@@ -65,23 +61,23 @@ static int group_job(const csv_table_t *t, size_t r, model_job_t *job, unsigned 
     return 0;
 }
 
-static int check_rank0(const csv_table_t *t, size_t r, const model_summary_t *s)
-{
+static int check_rank0(const csv_table_t *t, size_t r, const model_summary_t *s) {
     const model_parallel_t *p = &s->par;
     const int d1 = p->strategy == MODEL_STRATEGY_1D;
-    int ok = close_rel(s->iteration_time_s, cell_num(t, r, "st_t")) && close_rel(s->memory_gb, cell_num(t, r, "mem_GB"));
+    int ok = close_rel(s->iteration_time_s, cell_num(t, r, "st_t")) &&
+             close_rel(s->memory_gb, cell_num(t, r, "mem_GB"));
     ok = ok && p->dp == (int64_t)cell_num(t, r, "cfg_dp") && p->tp == (int64_t)cell_num(t, r, "cfg_tp");
     ok = ok && p->pp == (int64_t)cell_num(t, r, "cfg_pp") && p->mbs == (int64_t)cell_num(t, r, "cfg_mbs");
     if (!d1)
-        ok = ok && p->tp1 == (int64_t)cell_num(t, r, "cfg_tp1") && p->tp2 == (int64_t)cell_num(t, r, "cfg_tp2");
+        ok = ok && p->tp1 == (int64_t)cell_num(t, r, "cfg_tp1") &&
+             p->tp2 == (int64_t)cell_num(t, r, "cfg_tp2");
     if (p->strategy == MODEL_STRATEGY_2D)
         ok = ok && p->nb == (int64_t)cell_num(t, r, "cfg_nb");
     return ok;
 }
 
 /* Check the group starting at row r (n rows). Return the number of failures (0 or 1). */
-static int check_group(const csv_table_t *t, size_t r, size_t n)
-{
+static int check_group(const csv_table_t *t, size_t r, size_t n) {
     model_job_t job;
     unsigned mask;
     model_search_result_t res;
@@ -93,20 +89,20 @@ static int check_group(const csv_table_t *t, size_t r, size_t n)
     const int want = feasible ? (int)n : 0;
     int ok = res.n_results == want;
     for (int i = 0; ok && i < want; i++)
-        ok = close_rel(res.results[i].throughput_samples_per_s, cell_num(t, r + (size_t)i, "throughput_samples_per_s"));
+        ok = close_rel(res.results[i].throughput_samples_per_s,
+                       cell_num(t, r + (size_t)i, "throughput_samples_per_s"));
     if (ok && want > 0)
         ok = check_rank0(t, r, &res.results[0]);
     if (!ok)
         fprintf(stderr, "MISMATCH %s %s %s n=%s: %d results (want %d), rank 0 %.12g samples/s (want %s)\n",
-                cell(t, r, "strategy"), cell(t, r, "model"), cell(t, r, "system"), cell(t, r, "n_gpus"), res.n_results,
-                want, res.n_results ? res.results[0].throughput_samples_per_s : 0.0,
+                cell(t, r, "strategy"), cell(t, r, "model"), cell(t, r, "system"), cell(t, r, "n_gpus"),
+                res.n_results, want, res.n_results ? res.results[0].throughput_samples_per_s : 0.0,
                 cell(t, r, "throughput_samples_per_s"));
     model_search_result_destroy(&res);
     return !ok;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *path = "tests/data/search-outputs.csv";
     int every = 1;
     for (int i = 1; i < argc; i++) {
@@ -117,7 +113,8 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "check_search: unknown option '%s' (usage: check_search [--every K] [CSV])\n", argv[i]);
+            fprintf(stderr, "check_search: unknown option '%s' (usage: check_search [--every K] [CSV])\n",
+                    argv[i]);
             return 2;
         } else {
             path = argv[i];

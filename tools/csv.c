@@ -7,8 +7,7 @@
 
 #include "csv.h"
 
-static char *slurp(const char *path)
-{
+static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -44,8 +43,7 @@ static char *slurp(const char *path)
 }
 
 /* Split one line in place into fields; return the count, fill *out (allocated). */
-static size_t split(char *line, char ***out)
-{
+static size_t split(char *line, char ***out) {
     size_t n = 1;
     for (char *p = line; *p; p++)
         n += *p == ',';
@@ -64,8 +62,7 @@ static size_t split(char *line, char ***out)
     return n;
 }
 
-int csv_load(const char *path, csv_table_t *t)
-{
+int csv_load(const char *path, csv_table_t *t) {
     memset(t, 0, sizeof *t);
     if (!(t->text = slurp(path)))
         return -1;
@@ -104,8 +101,7 @@ int csv_load(const char *path, csv_table_t *t)
     return 0;
 }
 
-void csv_free(csv_table_t *t)
-{
+void csv_free(csv_table_t *t) {
     if (!t)
         return;
     for (size_t r = 0; t->rows && r < t->n_rows; r++)
@@ -116,16 +112,14 @@ void csv_free(csv_table_t *t)
     memset(t, 0, sizeof *t);
 }
 
-int csv_column(const csv_table_t *t, const char *name)
-{
+int csv_column(const csv_table_t *t, const char *name) {
     for (size_t c = 0; t->n_rows > 0 && c < t->widths[0]; c++)
         if (strcmp(t->rows[0][c], name) == 0)
             return (int)c;
     return -1;
 }
 
-const char *csv_cell(const csv_table_t *t, size_t r, int c)
-{
+const char *csv_cell(const csv_table_t *t, size_t r, int c) {
     if (r >= t->n_rows || c < 0 || (size_t)c >= t->widths[r])
         return "";
     return t->rows[r][c];
