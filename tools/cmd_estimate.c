@@ -82,8 +82,8 @@ static void layers_json(json_writer_t *w, const model_block_t *b) {
     json_close_array(w);
 }
 
-static void estimate_json(FILE *out, const model_estimate_t *e, const model_job_t *job, const scenario_t *scn,
-                          int layers) {
+static int estimate_json(FILE *out, const model_estimate_t *e, const model_job_t *job, const scenario_t *scn,
+                         int layers) {
     const model_summary_t *s = &e->summary;
     json_writer_t w;
     json_start(&w, out);
@@ -100,7 +100,7 @@ static void estimate_json(FILE *out, const model_estimate_t *e, const model_job_
         json_string(&w, "scenario", scn->name);
     if (layers)
         layers_json(&w, &e->block);
-    json_finish(&w);
+    return json_finish(&w);
 }
 
 /* ---- text ------------------------------------------------------------------------------------ */
@@ -231,10 +231,13 @@ int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t 
                         "model_job_check",
                         scn->file, scn->file[0] ? ": " : "");
     }
+    int json_rc = 0;
     if (opts->json)
-        estimate_json(out, e, &job, scn, opts->layers);
+        json_rc = estimate_json(out, e, &job, scn, opts->layers);
     else
         estimate_text(out, e, &job, scn, opts->layers);
     free(e);
+    if (json_rc != 0)
+        return cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
     return CLI_OK;
 }

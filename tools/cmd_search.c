@@ -16,8 +16,8 @@ static void mask_text(char *buf, size_t n, unsigned mask) {
     }
 }
 
-static void search_json(FILE *out, const model_search_result_t *r, const model_job_t *job,
-                        const scenario_t *scn, unsigned mask) {
+static int search_json(FILE *out, const model_search_result_t *r, const model_job_t *job,
+                       const scenario_t *scn, unsigned mask) {
     json_writer_t w;
     json_start(&w, out);
     json_int(&w, "candidates_evaluated", r->candidates_evaluated);
@@ -47,7 +47,7 @@ static void search_json(FILE *out, const model_search_result_t *r, const model_j
         json_close_object(&w);
     }
     json_close_array(&w);
-    json_finish(&w);
+    return json_finish(&w);
 }
 
 static void result_row(FILE *out, int rank, const model_summary_t *s) {
@@ -99,9 +99,11 @@ int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *d
                         scn->file, scn->file[0] ? ": " : "");
     if (mrc != MODEL_OK)
         return cli_fail(diag, CLI_ERUNTIME, "search failed (model status %d)", mrc);
-    if (opts->json)
-        search_json(out, &res, &job, scn, mask);
-    else
+    if (opts->json && search_json(out, &res, &job, scn, mask) != 0) {
+        model_search_result_destroy(&res);
+        return cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+    }
+    if (!opts->json)
         search_text(out, &res, &job, scn, mask);
     rc = CLI_OK;
     if (res.n_results == 0) {

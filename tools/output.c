@@ -1,107 +1,99 @@
-/* output.c - a streaming JSON writer (exact doubles) and the result blocks shared by estimate and search. */
+/* output.c - a JSON writer over cJSON (exact doubles) and the result blocks shared by estimate and search. */
 #include "output.h"
 
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
 /* ---- JSON writer ----------------------------------------------------------------------------- */
 
-static void indent(json_writer_t *w) {
-    fputc('\n', w->f);
-    for (int i = 0; i < w->depth; i++)
-        fputs("  ", w->f);
-}
+/* The writer builds a cJSON tree in call order and cJSON prints it at json_finish(): cJSON owns the
+ * escaping and the number format (shortest form that round-trips the double exactly). A failed
+ * allocation marks the writer; json_finish() then prints nothing and reports it. */
 
-static void write_escaped(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
+static void attach(json_writer_t *w, const char *key, cJSON *item) {
+    cJSON *parent = w->depth > 0 ? w->stack[w->depth - 1] : NULL;
+    if (!item || !parent || w->failed) {
+        cJSON_Delete(item);
+        w->failed = 1;
+        return;
     }
-    fputc('"', f);
+    if (cJSON_IsArray(parent))
+        cJSON_AddItemToArray(parent, item);
+    else
+        cJSON_AddItemToObject(parent, key ? key : "", item);
 }
 
-/* Separator, newline and indentation, then "key": when key is given. */
-static void member(json_writer_t *w, const char *key) {
-    if (!w->first)
-        fputc(',', w->f);
-    w->first = 0;
-    indent(w);
-    if (key) {
-        write_escaped(w->f, key);
-        fputs(": ", w->f);
+static void open_container(json_writer_t *w, const char *key, cJSON *c) {
+    if (!w->failed && c && w->depth < JSON_MAX_DEPTH) {
+        attach(w, key, c);
+        w->stack[w->depth++] = c;
+        return;
     }
+    cJSON_Delete(c);
+    w->failed = 1;
+    w->unpushed++; /* so that the matching close pops nothing */
 }
 
-static void open_container(json_writer_t *w, const char *key, char c) {
-    member(w, key);
-    fputc(c, w->f);
-    w->depth++;
-    w->first = 1;
-}
-
-static void close_container(json_writer_t *w, char c) {
-    w->depth--;
-    if (!w->first)
-        indent(w);
-    fputc(c, w->f);
-    w->first = 0;
+static void close_container(json_writer_t *w) {
+    if (w->unpushed > 0)
+        w->unpushed--;
+    else if (w->depth > 1)
+        w->depth--;
 }
 
 void json_start(json_writer_t *w, FILE *f) {
+    memset(w, 0, sizeof *w);
     w->f = f;
+    w->stack[0] = cJSON_CreateObject();
     w->depth = 1;
-    w->first = 1;
-    fputc('{', f);
+    w->failed = w->stack[0] == NULL;
 }
 
-void json_finish(json_writer_t *w) {
-    close_container(w, '}');
+int json_finish(json_writer_t *w) {
+    char *text = w->failed ? NULL : cJSON_Print(w->stack[0]);
+    cJSON_Delete(w->stack[0]);
+    w->stack[0] = NULL;
+    w->depth = 0;
+    if (!text)
+        return -1;
+    fputs(text, w->f);
     fputc('\n', w->f);
+    cJSON_free(text);
+    return 0;
 }
 
 void json_open_object(json_writer_t *w, const char *key) {
-    open_container(w, key, '{');
+    open_container(w, key, cJSON_CreateObject());
 }
 
 void json_close_object(json_writer_t *w) {
-    close_container(w, '}');
+    close_container(w);
 }
 
 void json_open_array(json_writer_t *w, const char *key) {
-    open_container(w, key, '[');
+    open_container(w, key, cJSON_CreateArray());
 }
 
 void json_close_array(json_writer_t *w) {
-    close_container(w, ']');
+    close_container(w);
 }
 
 void json_number(json_writer_t *w, const char *key, double v) {
-    member(w, key);
-    if (isfinite(v))
-        fprintf(w->f, "%.17g", v);
-    else
-        fputs("null", w->f);
+    attach(w, key, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
 }
 
 void json_int(json_writer_t *w, const char *key, int64_t v) {
-    member(w, key);
-    fprintf(w->f, "%" PRId64, v);
+    attach(w, key, cJSON_CreateNumber((double)v));
 }
 
 void json_string(json_writer_t *w, const char *key, const char *s) {
-    member(w, key);
-    write_escaped(w->f, s);
+    attach(w, key, cJSON_CreateString(s ? s : ""));
 }
 
 void json_bool(json_writer_t *w, const char *key, int b) {
-    member(w, key);
-    fputs(b ? "true" : "false", w->f);
+    attach(w, key, cJSON_CreateBool(b));
 }
 
 /* ---- shared result blocks -------------------------------------------------------------------- */

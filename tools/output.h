@@ -1,10 +1,11 @@
-/* output.h - what estimate and search print: a small streaming JSON writer and the shared blocks.
+/* output.h - what estimate and search print: a small JSON writer (over cJSON) and the shared blocks.
  *
  * Contract
- * - json_writer_t is caller-allocated and writes to a caller-owned FILE; it allocates nothing.
- *   Members are written in call order, indented by two spaces; doubles with "%.17g" (exact round
- *   trip), non-finite doubles as null. The caller balances open/close calls; json_finish() ends the
- *   document with a newline.
+ * - json_writer_t is caller-allocated and writes to a caller-owned FILE. It builds a cJSON tree in
+ *   call order (members keep their order) and json_finish() prints it with cJSON_Print, frees it and
+ *   ends the document with a newline; it returns -1 (printing nothing) if an allocation failed.
+ *   Doubles round-trip exactly (cJSON prints 17 significant digits when 15 do not suffice);
+ *   non-finite doubles print as null. The caller balances open/close calls (depth <= 16).
  * - The output_* functions print the JSON shapes fixed by interfaces.md (breakdown_s, config, ...)
  *   and the matching text. Write errors are left in the FILE's error flag for the caller to check.
  */
@@ -17,14 +18,19 @@
 #include "model.h"
 #include "scenario.h"
 
+#define JSON_MAX_DEPTH 16
+
+struct cJSON;
 typedef struct json_writer {
     FILE *f;
+    struct cJSON *stack[JSON_MAX_DEPTH]; /* stack[0] is the document, stack[depth-1] the open container */
     int depth;
-    int first; /* 1 until the current container has a member */
+    int failed;   /* an allocation failed, or nesting exceeded JSON_MAX_DEPTH */
+    int unpushed; /* containers opened after a failure, not on the stack */
 } json_writer_t;
 
 void json_start(json_writer_t *w, FILE *f); /* opens the top-level object */
-void json_finish(json_writer_t *w);         /* closes it and writes "\n" */
+int json_finish(json_writer_t *w);          /* prints the document and "\n"; -1 if out of memory */
 /* key is NULL inside arrays. */
 void json_open_object(json_writer_t *w, const char *key);
 void json_close_object(json_writer_t *w);
