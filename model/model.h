@@ -121,10 +121,13 @@ typedef struct model_issue {
     char allowed[160];
 } model_issue_t;
 
-/* Check a job against every rule the model needs: positive sizes and rates, tp dividing heads
- * and hidden, dp*tp*pp == gpus (returns MODEL_EINVAL with field "parallel"), nv counts that
- * divide their group and multiply to at most the NVLink domain, dp dividing the global batch,
- * mbs dividing the local batch. Fill *issue (may be NULL) on failure. */
+/* Check a job against every rule the model needs, in this order: the system (positive rates and
+ * sizes, efficiencies in (0, 1], latencies >= 0), the model (positive sizes, heads dividing
+ * hidden), the degrees (positive; tp = tp1 x tp2; tp1 dividing heads and hidden; 2d: tp2 dividing
+ * hidden; pp dividing layers), dp*tp*pp == gpus (MODEL_EINVAL with field "parallel": the caller
+ * may treat it as "no result" rather than bad input), dp dividing the global batch, mbs dividing
+ * global_batch/dp, then the nv counts (each divides its group; their product is at most
+ * nvlink_size). Fill *issue (may be NULL) with the first failure. */
 int model_job_check(const model_job_t *job, model_issue_t *issue);
 
 /* ---- collectives ------------------------------------------------------------------------ */
