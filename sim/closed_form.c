@@ -1,0 +1,237 @@
+/* closed_form.c - alpha-beta times of every collective decomposition on an idle network
+ * (network-and-des.md section 4), NCCL's double binary tree shape, and the `auto` choice.
+ *
+ * Each formula is the exact idle-network time of the decomposition coll_algos.c simulates (so the
+ * property tests can hold the simulator to 0.1%): alpha is one step's latency, beta = 1 / bandwidth
+ * of a step's slowest link, n ranks, M = size_bytes (docs/engine.md has the derivations).
+ *   ring   AR 2(n-1)(a + M/n b)      RS, AG (n-1)(a + M/n b)
+ *   hd     AR 2 log2(n) a + 2 (n-1)/n M b      RS, AG log2(n) a + (n-1)/n M b
+ *   chain  (n + k - 2)(a + c b), k = ceil(M / chunk) chunks of c = M / k
+ *   tree   (k + 2D - 1)(a + L c b), both trees carry M/2 in k chunks of c = M / (2k); D the depth and
+ *          L the per-rank link load of the two trees (sim_dbtree_shape); L = 4 gives 2 M b for large M
+ *   hier   ring phases: AR = RS(M, g, intra) + AR(M/g, n/g, inter) + AG(M, g, intra), etc.
+ *   direct a + M b */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+static const char *const op_names[SIM_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter",
+                                                        "broadcast", "reduce",    "sendrecv"};
+static const char *const algo_names[SIM_COLL_ALGO_COUNT] = {
+    "auto", "ring", "tree", "hierarchical", "halving-doubling", "chain", "direct"};
+
+const char *sim_coll_op_name(sim_coll_op_t op) {
+    return (unsigned)op < SIM_COLL_OP_COUNT ? op_names[op] : "unknown";
+}
+
+const char *sim_coll_algo_name(sim_coll_algo_t algo) {
+    return (unsigned)algo < SIM_COLL_ALGO_COUNT ? algo_names[algo] : "unknown";
+}
+
+int sim_coll_op_parse(const char *name, sim_coll_op_t *out) {
+    for (int i = 0; i < SIM_COLL_OP_COUNT; i++)
+        if (name && strcmp(name, op_names[i]) == 0) {
+            *out = (sim_coll_op_t)i;
+            return SIM_OK;
+        }
+    return SIM_EINVAL;
+}
+
+int sim_coll_algo_parse(const char *name, sim_coll_algo_t *out) {
+    for (int i = 0; i < SIM_COLL_ALGO_COUNT; i++)
+        if (name && strcmp(name, algo_names[i]) == 0) {
+            *out = (sim_coll_algo_t)i;
+            return SIM_OK;
+        }
+    return SIM_EINVAL;
+}
+
+/* NCCL's binary tree (src/graph/trees.c, ncclGetBtree): rank r's parent and children in an
+ * in-order tree over 0..n-1 in which leaves and internal nodes alternate. */
+static void btree(int32_t n, int32_t r, int32_t *up, int32_t *d0, int32_t *d1) {
+    int32_t bit = 1;
+    while (bit < n && !(bit & r))
+        bit <<= 1;
+    if (r == 0) {
+        *up = -1;
+        *d0 = -1;
+        *d1 = n > 1 ? bit >> 1 : -1;
+        return;
+    }
+    int32_t u = (r ^ bit) | (bit << 1);
+    if (u >= n)
+        u = r ^ bit;
+    *up = u;
+    int32_t low = bit >> 1;
+    *d0 = low == 0 ? -1 : r - low;
+    int32_t down1 = low == 0 ? -1 : r + low;
+    while (down1 >= n) {
+        low >>= 1;
+        down1 = low == 0 ? -1 : r + low;
+    }
+    *d1 = down1;
+}
+
+/* Both trees (ncclGetDtree): tree 1 mirrors tree 0 for even n and shifts it by one for odd n.
+ * parent[t * n + r]; child[(t * n + r) * 2 + i], -1 where absent. Return 0. */
+int sim_i_dbtree_build(int32_t n, int32_t *parent, int32_t *child) {
+    for (int32_t r = 0; r < n; r++) {
+        int32_t u, d0, d1;
+        btree(n, r, &u, &d0, &d1);
+        parent[r] = u;
+        child[2 * r] = d0;
+        child[2 * r + 1] = d1;
+        const int32_t s = n % 2 ? (r - 1 + n) % n : n - 1 - r; /* rank r plays s in tree 0 */
+        btree(n, s, &u, &d0, &d1);
+#define MAP(x) ((x) < 0 ? -1 : (n % 2 ? ((x) + 1) % n : n - 1 - (x)))
+        parent[n + r] = MAP(u);
+        child[2 * (n + r)] = MAP(d0);
+        child[2 * (n + r) + 1] = MAP(d1);
+#undef MAP
+    }
+    return 0;
+}
+
+void sim_dbtree_shape(int32_t n, int32_t *depth, int32_t *load) {
+    *depth = 0;
+    *load = 0;
+    if (n < 2)
+        return;
+    int32_t *parent = malloc((size_t)n * 2 * sizeof *parent);
+    int32_t *child = malloc((size_t)n * 4 * sizeof *child);
+    if (!parent || !child) {
+        free(parent);
+        free(child);
+        *depth = *load = -1;
+        return;
+    }
+    sim_i_dbtree_build(n, parent, child);
+    for (int32_t r = 0; r < n; r++) {
+        int32_t l = 0;
+        for (int t = 0; t < 2; t++) {
+            int32_t d = 0;
+            for (int32_t v = r; parent[t * n + v] >= 0 && d <= n; v = parent[t * n + v])
+                d++;
+            if (d > *depth)
+                *depth = d;
+            l += (parent[t * n + r] >= 0) + (child[2 * (t * n + r)] >= 0) + (child[2 * (t * n + r) + 1] >= 0);
+        }
+        if (l > *load)
+            *load = l;
+    }
+    free(parent);
+    free(child);
+}
+
+static int is_pow2(int32_t n) {
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+static double ring_s(sim_coll_op_t op, double m, int32_t n, double a, double bw) {
+    if (n < 2)
+        return 0.0;
+    const double steps = (op == SIM_COLL_ALLREDUCE ? 2.0 : 1.0) * (n - 1);
+    return steps * (a + m / n / bw);
+}
+
+static int64_t chunks(double bytes, double chunk) {
+    const double k = ceil(bytes / chunk);
+    return k < 1.0 ? 1 : (int64_t)k;
+}
+
+static double hier_s(sim_coll_op_t op, double m, int32_t n, const sim_ab_params_t *p) {
+    const int32_t g = p->per_domain, nd = n / g;
+    const double ia = p->intra_alpha_s, ib = p->intra_bytes_per_s, a = p->alpha_s, b = p->bytes_per_s;
+    switch (op) {
+    case SIM_COLL_ALLREDUCE:
+        return ring_s(SIM_COLL_REDUCESCATTER, m, g, ia, ib) + ring_s(SIM_COLL_ALLREDUCE, m / g, nd, a, b) +
+               ring_s(SIM_COLL_ALLGATHER, m, g, ia, ib);
+    case SIM_COLL_REDUCESCATTER:
+        return ring_s(op, m, g, ia, ib) + ring_s(op, m / g, nd, a, b);
+    case SIM_COLL_ALLGATHER:
+        return ring_s(op, m / g, nd, a, b) + ring_s(op, m, g, ia, ib);
+    default:
+        return -1.0;
+    }
+}
+
+static double hd_s(sim_coll_op_t op, double m, int32_t n, double a, double bw) {
+    const double lg = log2((double)n), bwt = (double)(n - 1) / n * m / bw;
+    switch (op) {
+    case SIM_COLL_ALLREDUCE:
+        return 2.0 * (lg * a + bwt);
+    case SIM_COLL_ALLGATHER:
+    case SIM_COLL_REDUCESCATTER:
+        return lg * a + bwt;
+    default:
+        return -1.0;
+    }
+}
+
+double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n,
+                         const sim_ab_params_t *p) {
+    if (n < 1 || !(m >= 0.0))
+        return -1.0;
+    if (n == 1 || m == 0.0)
+        return 0.0;
+    const double a = p->alpha_s, b = p->bytes_per_s;
+    switch (algo) {
+    case SIM_ALGO_RING:
+        if (op == SIM_COLL_BROADCAST || op == SIM_COLL_REDUCE)
+            return sim_closed_form_s(op, SIM_ALGO_CHAIN, m, n, p);
+        return op <= SIM_COLL_REDUCESCATTER ? ring_s(op, m, n, a, b) : -1.0;
+    case SIM_ALGO_HALVING_DOUBLING:
+        return is_pow2(n) ? hd_s(op, m, n, a, b) : -1.0;
+    case SIM_ALGO_HIERARCHICAL:
+        return p->per_domain >= 1 && n % p->per_domain == 0 ? hier_s(op, m, n, p) : -1.0;
+    case SIM_ALGO_CHAIN: {
+        if (op != SIM_COLL_BROADCAST && op != SIM_COLL_REDUCE)
+            return -1.0;
+        const int64_t k = chunks(m, p->chunk_bytes);
+        return (double)(n + k - 2) * (a + m / (double)k / b);
+    }
+    case SIM_ALGO_TREE: {
+        if (op != SIM_COLL_ALLREDUCE)
+            return -1.0;
+        int32_t depth, load;
+        sim_dbtree_shape(n, &depth, &load);
+        const int64_t k = chunks(m / 2.0, p->chunk_bytes);
+        const double c = m / 2.0 / (double)k;
+        return (double)(k + 2 * depth - 1) * (a + load * c / b);
+    }
+    case SIM_ALGO_DIRECT:
+        return op == SIM_COLL_SENDRECV ? a + m / b : -1.0;
+    case SIM_ALGO_AUTO:
+        return sim_closed_form_s(op, sim_coll_algo_choose(op, m, n, p), m, n, p);
+    }
+    return -1.0;
+}
+
+/* NCCL's tuner (src/graph/tuning.cc) predicts each enabled (algorithm, protocol) pair's time from
+ * its latency and bandwidth model and takes the minimum. We do the same over the decompositions we
+ * simulate, with their closed forms as the model: allreduce weighs the ring (or, across several
+ * multi-GPU domains, the hierarchical ring that stands for NCCL's rail-aligned multi-channel ring)
+ * against the double binary tree; allgather and reducescatter use the ring; broadcast and reduce
+ * the pipelined chain (NCCL's ring broadcast); sendrecv one direct flow. Halving-doubling is never
+ * chosen: NCCL does not implement it. Ties go to the ring. */
+sim_coll_algo_t sim_coll_algo_choose(sim_coll_op_t op, double m, int32_t n, const sim_ab_params_t *p) {
+    switch (op) {
+    case SIM_COLL_SENDRECV:
+        return SIM_ALGO_DIRECT;
+    case SIM_COLL_BROADCAST:
+    case SIM_COLL_REDUCE:
+        return SIM_ALGO_CHAIN;
+    default:
+        break;
+    }
+    const int32_t g = p->per_domain;
+    const int multi = g > 1 && n > g && n % g == 0;
+    const sim_coll_algo_t ring = multi ? SIM_ALGO_HIERARCHICAL : SIM_ALGO_RING;
+    if (op != SIM_COLL_ALLREDUCE || n <= 2)
+        return ring;
+    const double t_ring = sim_closed_form_s(op, ring, m, n, p);
+    const double t_tree = sim_closed_form_s(op, SIM_ALGO_TREE, m, n, p);
+    return t_tree >= 0.0 && t_tree < t_ring ? SIM_ALGO_TREE : ring;
+}

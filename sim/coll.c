@@ -1,0 +1,598 @@
+/* coll.c - collective instances: validation, the algorithm choice, the plan (which (src, dst)
+ * pairs, their routes, which phases), the barrier start, analytic timing, and the results.
+ *
+ * Routes are looked up once, when the collective is added, and kept per pair, so the run never
+ * calls the route function. The phases' state machines are in coll_algos.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+void sim_i_coll_destroy(sim_coll_t *c) {
+    free(c->gpus);
+    free(c->member_ops);
+    free(c->pairs);
+    free(c->routes);
+    free(c->st);
+    free(c->mask);
+    free(c->tree_parent);
+    free(c->tree_child);
+    memset(c, 0, sizeof *c);
+}
+
+static int is_pow2(int32_t n) {
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+static int64_t n_chunks(double bytes, double chunk) {
+    const double k = ceil(bytes / chunk);
+    return k < 1.0 ? 1 : (int64_t)k;
+}
+
+/* ---- pairs and routes --------------------------------------------------------------------------- */
+
+static int pairs_alloc(sim_engine_t *e, sim_coll_t *c, int32_t n_pairs) {
+    free(c->pairs);
+    free(c->routes);
+    c->routes = NULL;
+    c->pairs = calloc((size_t)n_pairs, sizeof *c->pairs);
+    c->n_pairs = n_pairs;
+    if (!c->pairs)
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for %d pairs", n_pairs);
+    for (int32_t i = 0; i < n_pairs; i++)
+        c->pairs[i].src = c->pairs[i].dst = -1;
+    return SIM_OK;
+}
+
+static void pair_set(sim_coll_t *c, int32_t i, int32_t src_rank, int32_t dst_rank) {
+    c->pairs[i].src = c->gpus[src_rank];
+    c->pairs[i].dst = c->gpus[dst_rank];
+}
+
+/* Look every used pair's route up and record its latency and narrowest link. */
+static int pairs_route(sim_engine_t *e, sim_coll_t *c) {
+    int64_t used = 0, cap = 0;
+    const sim_time_ps_t overhead = sim_s_to_ps(e->cfg.step_overhead_s);
+    for (int32_t i = 0; i < c->n_pairs; i++) {
+        sim_pair_t *p = &c->pairs[i];
+        if (p->src < 0)
+            continue;
+        int32_t buf[SIM_ROUTE_MAX];
+        const int len = e->route(e->route_ctx, p->src, p->dst, buf, SIM_ROUTE_MAX);
+        if (len < 1 || len > SIM_ROUTE_MAX)
+            return sim_i_fail(e, SIM_EINVAL, "collective: no route from gpu %d to gpu %d", p->src, p->dst);
+        if (sim_i_grow((void **)&c->routes, &cap, used + len, sizeof *c->routes))
+            return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for routes");
+        p->route_off = (int32_t)used;
+        p->route_len = len;
+        p->lat_ps = overhead;
+        p->min_cap = INFINITY;
+        for (int j = 0; j < len; j++) {
+            if (buf[j] < 0 || buf[j] >= e->net.n_links)
+                return sim_i_fail(e, SIM_EINVAL, "collective: route %d -> %d has link %d, not in 0..%d",
+                                  p->src, p->dst, buf[j], e->net.n_links - 1);
+            for (int k = 0; k < j; k++)
+                if (buf[k] == buf[j])
+                    return sim_i_fail(e, SIM_EINVAL, "collective: route %d -> %d repeats link %d", p->src,
+                                      p->dst, buf[j]);
+            c->routes[used + j] = buf[j];
+            p->lat_ps += e->net.links[buf[j]].lat_ps;
+            p->min_cap = fmin(p->min_cap, e->net.links[buf[j]].cap);
+        }
+        used += len;
+    }
+    return SIM_OK;
+}
+
+/* Slowest latency and narrowest bandwidth over pairs [lo, hi). */
+static void pairs_ab(const sim_coll_t *c, int32_t lo, int32_t hi, double *alpha_s, double *bytes_per_s) {
+    sim_time_ps_t lat = 0;
+    double bw = INFINITY;
+    for (int32_t i = lo; i < hi; i++) {
+        if (c->pairs[i].src < 0)
+            continue;
+        if (c->pairs[i].lat_ps > lat)
+            lat = c->pairs[i].lat_ps;
+        bw = fmin(bw, c->pairs[i].min_cap);
+    }
+    *alpha_s = sim_ps_to_s(lat);
+    *bytes_per_s = isfinite(bw) ? bw : 1.0;
+}
+
+/* ---- plans -------------------------------------------------------------------------------------- */
+
+static void add_ring_phase(sim_coll_t *c, int32_t n_rings, int32_t len, int32_t pair0, int32_t steps,
+                           double chunk) {
+    if (steps <= 0)
+        return;
+    c->phases[c->n_phases++] = (sim_phase_t){.kind = SIM_PH_RING,
+                                             .steps = steps,
+                                             .chunk_bytes = chunk,
+                                             .n_rings = n_rings,
+                                             .ring_len = len,
+                                             .pair0 = pair0};
+}
+
+static int plan_ring(sim_engine_t *e, sim_coll_t *c) {
+    const int32_t n = c->n;
+    if (pairs_alloc(e, c, n))
+        return SIM_ENOMEM;
+    for (int32_t i = 0; i < n; i++)
+        pair_set(c, i, i, (i + 1) % n);
+    add_ring_phase(c, 1, n, 0, (c->op == SIM_COLL_ALLREDUCE ? 2 : 1) * (n - 1), c->size_bytes / n);
+    return SIM_OK;
+}
+
+/* Members grouped by domain in order of first appearance: order[d * g + l] is the l-th member of
+ * the d-th domain. Return g (members per domain), or 0 if domains hold different counts. */
+static int32_t domain_order(const sim_engine_t *e, const sim_coll_t *c, int32_t *order) {
+    const int32_t n = c->n, gpd = e->gpus_per_domain;
+    int32_t *dom = malloc((size_t)n * sizeof *dom), *cnt = calloc((size_t)n, sizeof *cnt);
+    int32_t nd = 0, g = 0;
+    if (!dom || !cnt)
+        goto out;
+    for (int32_t i = 0; i < n; i++) { /* domain index of member i: O(n^2 / g) is fine at add time */
+        dom[i] = -1;
+        for (int32_t j = 0; j < i && dom[i] < 0; j++)
+            if (c->gpus[j] / gpd == c->gpus[i] / gpd)
+                dom[i] = dom[j];
+        if (dom[i] < 0)
+            dom[i] = nd++;
+        cnt[dom[i]]++;
+    }
+    g = cnt[0];
+    for (int32_t d = 0; d < nd; d++)
+        if (cnt[d] != g)
+            g = 0;
+    if (g > 0) {
+        memset(cnt, 0, (size_t)n * sizeof *cnt);
+        for (int32_t i = 0; i < n; i++)
+            order[dom[i] * g + cnt[dom[i]]++] = i;
+    }
+out:
+    free(dom);
+    free(cnt);
+    return g;
+}
+
+static int plan_hier(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
+    const int32_t n = c->n, nd = n / g;
+    const double m = c->size_bytes;
+    if (pairs_alloc(e, c, 2 * n))
+        return SIM_ENOMEM;
+    for (int32_t d = 0; d < nd; d++)
+        for (int32_t l = 0; l < g; l++) {
+            pair_set(c, d * g + l, order[d * g + l], order[d * g + (l + 1) % g]);         /* intra ring d */
+            pair_set(c, n + l * nd + d, order[d * g + l], order[((d + 1) % nd) * g + l]); /* rail ring l */
+        }
+    switch (c->op) {
+    case SIM_COLL_ALLREDUCE:
+        add_ring_phase(c, nd, g, 0, g - 1, m / g);
+        add_ring_phase(c, g, nd, n, 2 * (nd - 1), m / g / nd);
+        add_ring_phase(c, nd, g, 0, g - 1, m / g);
+        break;
+    case SIM_COLL_REDUCESCATTER:
+        add_ring_phase(c, nd, g, 0, g - 1, m / g);
+        add_ring_phase(c, g, nd, n, nd - 1, m / g / nd);
+        break;
+    default: /* allgather */
+        add_ring_phase(c, g, nd, n, nd - 1, m / g / nd);
+        add_ring_phase(c, nd, g, 0, g - 1, m / g);
+        break;
+    }
+    return SIM_OK;
+}
+
+static int plan_hd(sim_engine_t *e, sim_coll_t *c) {
+    const int32_t n = c->n;
+    int32_t m = 0;
+    while ((1 << m) < n)
+        m++;
+    if (pairs_alloc(e, c, m * n))
+        return SIM_ENOMEM;
+    for (int32_t j = 0; j < m; j++)
+        for (int32_t r = 0; r < n; r++)
+            pair_set(c, j * n + r, r, r ^ (1 << j));
+    const int rs = c->op != SIM_COLL_ALLGATHER, ag = c->op != SIM_COLL_REDUCESCATTER;
+    c->phases[c->n_phases++] = (sim_phase_t){.kind = SIM_PH_HD,
+                                             .steps = (rs + ag) * m,
+                                             .chunk_bytes = c->size_bytes,
+                                             .hd_rs_steps = rs ? m : 0,
+                                             .hd_ag_steps = ag ? m : 0};
+    return SIM_OK;
+}
+
+static int plan_chain(sim_engine_t *e, sim_coll_t *c) {
+    const int32_t n = c->n;
+    if (pairs_alloc(e, c, n - 1))
+        return SIM_ENOMEM;
+    for (int32_t j = 0; j + 1 < n; j++) {
+        const int32_t a = (c->root + j) % n, b = (c->root + j + 1) % n;
+        if (c->op == SIM_COLL_BROADCAST)
+            pair_set(c, j, a, b);
+        else /* reduce: edge j carries data from the far end towards the root */
+            pair_set(c, j, (c->root + n - 1 - j) % n, (c->root + n - 2 - j) % n);
+    }
+    const int64_t k = n_chunks(c->size_bytes, e->cfg.chunk_bytes);
+    c->phases[c->n_phases++] =
+        (sim_phase_t){.kind = SIM_PH_CHAIN, .steps = (int32_t)k, .chunk_bytes = c->size_bytes / (double)k};
+    return SIM_OK;
+}
+
+static int plan_tree(sim_engine_t *e, sim_coll_t *c) {
+    const int32_t n = c->n;
+    c->tree_parent = malloc((size_t)n * 2 * sizeof *c->tree_parent);
+    c->tree_child = malloc((size_t)n * 4 * sizeof *c->tree_child);
+    if (!c->tree_parent || !c->tree_child || pairs_alloc(e, c, 4 * n))
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for the tree");
+    sim_i_dbtree_build(n, c->tree_parent, c->tree_child);
+    sim_dbtree_shape(n, &c->tree_depth, &c->tree_load);
+    for (int t = 0; t < 2; t++)
+        for (int32_t v = 0; v < n; v++) {
+            const int32_t p = c->tree_parent[t * n + v];
+            if (p < 0)
+                continue;
+            pair_set(c, (2 * t) * n + v, v, p);     /* up: child -> parent */
+            pair_set(c, (2 * t + 1) * n + v, p, v); /* down: parent -> child */
+        }
+    const int64_t k = n_chunks(c->size_bytes / 2.0, e->cfg.chunk_bytes);
+    c->phases[c->n_phases++] = (sim_phase_t){
+        .kind = SIM_PH_TREE, .steps = (int32_t)k, .chunk_bytes = c->size_bytes / 2.0 / (double)k};
+    return SIM_OK;
+}
+
+static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
+    c->n_phases = 0;
+    if (c->n < 2 || c->size_bytes == 0.0)
+        return pairs_alloc(e, c, 0);
+    switch (c->algo) {
+    case SIM_ALGO_RING:
+        return plan_ring(e, c);
+    case SIM_ALGO_HIERARCHICAL:
+        return plan_hier(e, c, order, g);
+    case SIM_ALGO_HALVING_DOUBLING:
+        return plan_hd(e, c);
+    case SIM_ALGO_CHAIN:
+        return plan_chain(e, c);
+    case SIM_ALGO_TREE:
+        return plan_tree(e, c);
+    default: /* direct */
+        if (pairs_alloc(e, c, 1))
+            return SIM_ENOMEM;
+        pair_set(c, 0, 0, 1);
+        c->phases[c->n_phases++] =
+            (sim_phase_t){.kind = SIM_PH_P2P, .steps = 1, .chunk_bytes = c->size_bytes};
+        return SIM_OK;
+    }
+}
+
+/* Alpha-beta parameters from the routed pairs of the current plan. */
+static void plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab_params_t *p) {
+    memset(p, 0, sizeof *p);
+    p->chunk_bytes = e->cfg.chunk_bytes;
+    p->per_domain = 1;
+    if (c->algo == SIM_ALGO_HIERARCHICAL && c->n_pairs == 2 * c->n) {
+        p->per_domain = g;
+        pairs_ab(c, 0, c->n, &p->intra_alpha_s, &p->intra_bytes_per_s);
+        pairs_ab(c, c->n, 2 * c->n, &p->alpha_s, &p->bytes_per_s);
+        return;
+    }
+    pairs_ab(c, 0, c->n_pairs, &p->alpha_s, &p->bytes_per_s);
+    p->intra_alpha_s = p->alpha_s;
+    p->intra_bytes_per_s = p->bytes_per_s;
+}
+
+/* ---- validation and the algorithm ----------------------------------------------------------------- */
+
+static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
+    const char *why = NULL;
+    const int ring_op = c->op <= SIM_COLL_REDUCESCATTER;
+    switch (c->algo) {
+    case SIM_ALGO_RING:
+        why = ring_op ? NULL : "ring applies to allreduce, allgather, reducescatter";
+        break;
+    case SIM_ALGO_TREE:
+        why = c->op == SIM_COLL_ALLREDUCE ? NULL : "tree applies to allreduce only";
+        break;
+    case SIM_ALGO_HIERARCHICAL:
+        why = !ring_op ? "hierarchical applies to allreduce, allgather, reducescatter"
+              : g < 1  ? "hierarchical needs the same number of members in every domain"
+                       : NULL;
+        break;
+    case SIM_ALGO_HALVING_DOUBLING:
+        why = !ring_op         ? "halving-doubling applies to allreduce, allgather, reducescatter"
+              : !is_pow2(c->n) ? "halving-doubling needs a power-of-two group"
+                               : NULL;
+        break;
+    case SIM_ALGO_CHAIN:
+        why = c->op == SIM_COLL_BROADCAST || c->op == SIM_COLL_REDUCE ? NULL
+                                                                      : "chain applies to broadcast, reduce";
+        break;
+    case SIM_ALGO_DIRECT:
+        why = c->op == SIM_COLL_SENDRECV ? NULL : "direct applies to sendrecv";
+        break;
+    default:
+        why = "unknown algorithm";
+        break;
+    }
+    if (why)
+        return sim_i_fail(e, SIM_EINVAL, "collective: algo %s with op %s and %d gpus: %s",
+                          sim_coll_algo_name(c->algo), sim_coll_op_name(c->op), c->n, why);
+    return SIM_OK;
+}
+
+/* Resolve auto (and the ring's stand-ins), plan, route, and compute the closed form. */
+static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
+    int32_t *order = malloc((size_t)c->n * sizeof *order);
+    if (!order)
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    const int32_t g = domain_order(e, c, order);
+    const int multi = g > 1 && c->n > g;
+    if (c->op == SIM_COLL_SENDRECV && (c->algo == SIM_ALGO_AUTO || c->algo == SIM_ALGO_RING))
+        c->algo = SIM_ALGO_DIRECT;
+    if ((c->op == SIM_COLL_BROADCAST || c->op == SIM_COLL_REDUCE) && c->algo == SIM_ALGO_RING)
+        c->algo = SIM_ALGO_CHAIN;
+    int rc = SIM_OK;
+    sim_ab_params_t ab;
+    if (c->algo == SIM_ALGO_AUTO) { /* route the ring-like candidate, then let the closed forms choose */
+        c->algo = c->op <= SIM_COLL_REDUCESCATTER ? (multi ? SIM_ALGO_HIERARCHICAL : SIM_ALGO_RING)
+                  : c->op == SIM_COLL_SENDRECV    ? SIM_ALGO_DIRECT
+                                                  : SIM_ALGO_CHAIN;
+        if ((rc = plan(e, c, order, g)) || (rc = pairs_route(e, c)))
+            goto out;
+        plan_ab(e, c, g, &ab);
+        ab.per_domain = multi ? g : 1;
+        c->algo = sim_coll_algo_choose(c->op, c->size_bytes, c->n, &ab);
+    }
+    if ((rc = algo_valid(e, c, g)) || (rc = plan(e, c, order, g)) || (rc = pairs_route(e, c)))
+        goto out;
+    plan_ab(e, c, g, &ab);
+    c->closed_form_s = sim_closed_form_s(c->op, c->algo, c->size_bytes, c->n, &ab);
+out:
+    free(order);
+    return rc;
+}
+
+static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
+    if (e->started)
+        return sim_i_fail(e, SIM_ESTATE, "collectives cannot be added after the run has started");
+    if ((unsigned)d->op >= SIM_COLL_OP_COUNT || (unsigned)d->algo >= SIM_COLL_ALGO_COUNT)
+        return sim_i_fail(e, SIM_EINVAL, "collective: op %d / algo %d unknown", (int)d->op, (int)d->algo);
+    if (!d->gpus || d->n_gpus < 1 || d->n_gpus > e->n_gpus)
+        return sim_i_fail(e, SIM_EINVAL, "collective: n_gpus %d must be in 1..%d", d->n_gpus, e->n_gpus);
+    if (d->op == SIM_COLL_SENDRECV && d->n_gpus != 2)
+        return sim_i_fail(e, SIM_EINVAL, "collective: sendrecv needs 2 gpus, got %d", d->n_gpus);
+    if (!(d->size_bytes >= 0.0) || !isfinite(d->size_bytes))
+        return sim_i_fail(e, SIM_EINVAL, "collective: size_bytes %g must be >= 0 and finite", d->size_bytes);
+    if ((d->op == SIM_COLL_BROADCAST || d->op == SIM_COLL_REDUCE) && (d->root < 0 || d->root >= d->n_gpus))
+        return sim_i_fail(e, SIM_EINVAL, "collective: root %d is not in 0..%d", d->root, d->n_gpus - 1);
+    if (d->stream < 1 || d->stream >= e->streams_per_gpu)
+        return sim_i_fail(e, SIM_EINVAL, "collective: stream %d is not a communication stream (1..%d)",
+                          d->stream, e->streams_per_gpu - 1);
+    unsigned char *seen = calloc((size_t)e->n_gpus, 1);
+    if (!seen)
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    int rc = SIM_OK;
+    for (int32_t i = 0; i < d->n_gpus && !rc; i++) {
+        const int32_t g = d->gpus[i];
+        if (g < 0 || g >= e->n_gpus)
+            rc = sim_i_fail(e, SIM_EINVAL, "collective: gpus[%d] = %d is not in 0..%d", i, g, e->n_gpus - 1);
+        else if (seen[g]++)
+            rc = sim_i_fail(e, SIM_EINVAL, "collective: gpus[%d] = %d appears twice", i, g);
+    }
+    free(seen);
+    return rc;
+}
+
+static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) {
+    int64_t cap = e->cap_colls;
+    if (sim_i_grow((void **)&e->colls, &cap, (int64_t)e->n_colls + 1, sizeof *e->colls))
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    e->cap_colls = (int32_t)cap;
+    const int32_t id = e->n_colls;
+    sim_coll_t *c = &e->colls[id];
+    memset(c, 0, sizeof *c);
+    c->op = d->op;
+    c->algo = d->algo;
+    c->fidelity = d->fidelity == SIM_FIDELITY_DEFAULT ? e->cfg.fidelity : d->fidelity;
+    c->mode = d->use_default_mode ? e->cfg.comm_mode : d->mode;
+    c->size_bytes = d->size_bytes;
+    c->n = d->n_gpus;
+    c->root = d->root;
+    c->stream = d->stream;
+    c->name = d->name;
+    c->start_ps = c->end_ps = SIM_TIME_NEVER;
+    c->gpus = malloc((size_t)c->n * sizeof *c->gpus);
+    c->member_ops = malloc((size_t)c->n * sizeof *c->member_ops);
+    if (!c->gpus || !c->member_ops) {
+        sim_i_coll_destroy(c);
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    }
+    memcpy(c->gpus, d->gpus, (size_t)c->n * sizeof *c->gpus);
+    *id_out = id;
+    return SIM_OK;
+}
+
+/* Per-member operations on their streams (all or nothing). */
+static int add_members(sim_engine_t *e, int32_t id, const sim_coll_desc_t *d, int32_t stream_dst) {
+    sim_coll_t *c = &e->colls[id];
+    /* Reserve every member's slot first: with gpus and streams checked, sim_i_op_new cannot fail
+     * below, so no half-added collective is ever left on the streams. */
+    int64_t cap = e->cap_ops;
+    if (sim_i_grow((void **)&e->ops, &cap, (int64_t)e->n_ops + c->n, sizeof *e->ops))
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    e->cap_ops = (int32_t)cap;
+    for (int32_t i = 0; i < c->n; i++) {
+        sim_op_kind_t kind = SIM_OP_COLLECTIVE;
+        int32_t stream = c->stream;
+        if (c->op == SIM_COLL_SENDRECV) {
+            kind = i == 0 ? SIM_OP_SEND : SIM_OP_RECV;
+            stream = i == 0 ? d->stream : stream_dst;
+        }
+        const int rc = sim_i_op_new(e, kind, c->gpus[i], stream, 0, id, i, d->name, &c->member_ops[i]);
+        if (rc)
+            return rc;
+    }
+    return SIM_OK;
+}
+
+static int coll_add(sim_engine_t *e, const sim_coll_desc_t *d, int32_t stream_dst, sim_op_id_t *member_ops,
+                    sim_coll_id_t *out) {
+    int rc = check_desc(e, d);
+    if (rc)
+        return rc;
+    if (d->op == SIM_COLL_SENDRECV && (stream_dst < 1 || stream_dst >= e->streams_per_gpu))
+        return sim_i_fail(e, SIM_EINVAL, "sendrecv: dst stream %d is not a communication stream", stream_dst);
+    int32_t id = -1;
+    if ((rc = new_coll(e, d, &id)))
+        return rc;
+    sim_coll_t *c = &e->colls[id];
+    if (c->mode == SIM_COMM_ANALYTIC) {
+        if (!e->cfg.has_system)
+            rc = sim_i_fail(e, SIM_EINVAL, "collective: analytic mode needs config.system (has_system = 0)");
+        if (c->algo == SIM_ALGO_AUTO || c->op == SIM_COLL_SENDRECV)
+            c->algo = c->op == SIM_COLL_SENDRECV ? SIM_ALGO_DIRECT : SIM_ALGO_RING;
+    } else {
+        rc = resolve_and_plan(e, c);
+    }
+    if (!rc) {
+        int64_t ni = 0, nm = 0;
+        sim_i_phase_state_size(c, &ni, &nm);
+        c->st = calloc((size_t)ni + 1, sizeof *c->st);
+        c->mask = calloc((size_t)nm + 1, sizeof *c->mask);
+        if (!c->st || !c->mask)
+            rc = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    }
+    if (!rc)
+        rc = add_members(e, id, d, stream_dst);
+    if (rc) {
+        sim_i_coll_destroy(c);
+        return rc;
+    }
+    e->n_colls++;
+    if (member_ops)
+        memcpy(member_ops, c->member_ops, (size_t)c->n * sizeof *member_ops);
+    if (out)
+        *out = id;
+    return SIM_OK;
+}
+
+int sim_coll_add(sim_engine_t *e, const sim_coll_desc_t *d, sim_op_id_t *member_ops, sim_coll_id_t *out) {
+    if (d && d->op == SIM_COLL_SENDRECV)
+        return coll_add(e, d, d->stream, member_ops, out);
+    return d ? coll_add(e, d, 0, member_ops, out) : sim_i_fail(e, SIM_EINVAL, "sim_coll_add: desc is NULL");
+}
+
+int sim_p2p_add(sim_engine_t *e, int32_t src_gpu, int32_t src_stream, int32_t dst_gpu, int32_t dst_stream,
+                double bytes, const char *name, sim_op_id_t *send_op, sim_op_id_t *recv_op) {
+    const int32_t gpus[2] = {src_gpu, dst_gpu};
+    const sim_coll_desc_t d = {.op = SIM_COLL_SENDRECV,
+                               .algo = SIM_ALGO_DIRECT,
+                               .use_default_mode = 1,
+                               .size_bytes = bytes,
+                               .gpus = gpus,
+                               .n_gpus = 2,
+                               .stream = src_stream,
+                               .name = name};
+    sim_op_id_t ops[2];
+    const int rc = coll_add(e, &d, dst_stream, ops, NULL);
+    if (rc)
+        return rc;
+    if (send_op)
+        *send_op = ops[0];
+    if (recv_op)
+        *recv_op = ops[1];
+    return SIM_OK;
+}
+
+/* ---- running ------------------------------------------------------------------------------------ */
+
+static model_coll_op_t model_op(sim_coll_op_t op) {
+    switch (op) {
+    case SIM_COLL_ALLREDUCE:
+        return MODEL_COLL_ALLREDUCE;
+    case SIM_COLL_ALLGATHER:
+        return MODEL_COLL_ALLGATHER;
+    case SIM_COLL_REDUCESCATTER:
+        return MODEL_COLL_REDUCESCATTER;
+    case SIM_COLL_BROADCAST:
+        return MODEL_COLL_BROADCAST;
+    case SIM_COLL_REDUCE:
+        return MODEL_COLL_REDUCE;
+    default:
+        return MODEL_COLL_P2P;
+    }
+}
+
+/* Analytic duration: the model's two-tier formula; per_domain = members sharing gpus[0]'s domain. */
+static double analytic_s(const sim_engine_t *e, const sim_coll_t *c) {
+    int32_t per_domain = 0;
+    for (int32_t i = 0; i < c->n; i++)
+        per_domain += c->gpus[i] / e->gpus_per_domain == c->gpus[0] / e->gpus_per_domain;
+    return model_collective_time_s(&e->cfg.system, e->cfg.compat, model_op(c->op), c->size_bytes * 1e-9, c->n,
+                                   per_domain);
+}
+
+static void coll_start(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    c->state = SIM_COLL_RUNNING;
+    c->start_ps = e->now;
+    c->phase = 0;
+    if (c->mode == SIM_COMM_ANALYTIC) {
+        const double t = analytic_s(e, c);
+        c->closed_form_s = t;
+        if (sim_i_schedule(e, e->now + sim_s_to_ps(t), SIM_EV_COLL_DONE, id, 0))
+            e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        return;
+    }
+    if (c->n_phases == 0) { /* nothing to move: end through the queue, not by recursion */
+        if (sim_i_schedule(e, e->now, SIM_EV_COLL_DONE, id, 0))
+            e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        return;
+    }
+    sim_i_phase_begin(e, id);
+}
+
+void sim_i_coll_arrive(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    if (++c->arrived == c->n)
+        coll_start(e, id);
+}
+
+static void coll_finish(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    c->state = SIM_COLL_DONE;
+    c->end_ps = e->now;
+    for (int32_t i = 0; i < c->n; i++)
+        sim_i_op_end(e, e->colls[id].member_ops[i]);
+}
+
+void sim_i_coll_done_event(sim_engine_t *e, int32_t id) {
+    coll_finish(e, id);
+}
+
+void sim_i_coll_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
+    sim_coll_t *c = &e->colls[id];
+    sim_i_phase_flow_done(e, id, tag);
+    if (c->pending > 0)
+        return;
+    if (++c->phase < c->n_phases)
+        sim_i_phase_begin(e, id);
+    else
+        coll_finish(e, id);
+}
+
+int sim_coll_result(const sim_engine_t *e, sim_coll_id_t id, sim_coll_result_t *out) {
+    if (id < 0 || id >= e->n_colls)
+        return SIM_EINVAL;
+    const sim_coll_t *c = &e->colls[id];
+    out->algo = c->algo;
+    out->fidelity = c->fidelity;
+    out->mode = c->mode;
+    out->start_ps = c->start_ps;
+    out->end_ps = c->end_ps;
+    out->closed_form_s = c->closed_form_s;
+    out->flows = c->flows;
+    return SIM_OK;
+}

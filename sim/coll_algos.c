@@ -1,0 +1,340 @@
+/* coll_algos.c - the state machines that turn one phase of a collective into flows.
+ *
+ * Step fidelity: every step of every rank is a flow of its own, started as soon as its inputs are
+ * there (a rank's step s waits for its own step s-1 and for the data its step s forwards), so
+ * skew and contention propagate as in the real algorithm. Fast fidelity: a ring, chain or tree
+ * becomes one coflow: a single max-min variable whose route is the union of its members' routes
+ * (a link crossed by c members carries c units), which is exactly "every member capped at the
+ * slowest member's rate" (network-and-des.md 3.3 item 5). It carries one member's whole volume and
+ * pays all its per-step latencies up front: steps x (slowest member's latency). On an idle network
+ * both give the closed form of closed_form.c; under contention fast mode loses the skew between
+ * members. Halving-doubling and sendrecv have O(log n) and 1 steps and always run step-exact.
+ *
+ * State (c->st, ints): ring: sent, received, busy per member; halving-doubling: sent, busy per
+ * rank plus a received-steps bit mask; chain: sent, busy per edge; tree: up-sent, up-busy,
+ * down-sent, down-busy per (tree, rank). */
+#include <math.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_masks) {
+    *n_ints = 8 * (int64_t)c->n;
+    *n_masks = c->n;
+    return SIM_OK;
+}
+
+static void start_pair(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_pair_t *p = &c->pairs[pair];
+    const int32_t slot = sim_i_flow_start(e, &c->routes[p->route_off], NULL, p->route_len, bytes, 1.0,
+                                          INFINITY, p->lat_ps, id, tag, p->src, p->dst);
+    if (slot < 0)
+        e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a flow");
+    c->flows++;
+}
+
+/* One coflow over pairs [lo, hi) (skipping unused pairs): `units` steps of `chunk` bytes each, and
+ * `units` times the slowest pair's latency. */
+static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, int64_t units, double chunk,
+                         int32_t tag) {
+    sim_coll_t *c = &e->colls[id];
+    sim_time_ps_t lat = 0;
+    int32_t src = -1, dst = -1;
+    sim_i_net_merge_begin(e);
+    for (int32_t i = lo; i < hi; i++) {
+        const sim_pair_t *p = &c->pairs[i];
+        if (p->src < 0)
+            continue;
+        if (sim_i_net_merge_add(e, &c->routes[p->route_off], p->route_len)) {
+            e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory merging routes");
+            return;
+        }
+        lat = p->lat_ps > lat ? p->lat_ps : lat;
+        src = src == -1 ? p->src : -2;
+        dst = p->dst;
+    }
+    const sim_net_t *n = &e->net;
+    const int32_t slot =
+        sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, (double)units * chunk, 1.0, INFINITY,
+                         units * lat, id, tag, src < 0 ? -1 : src, src < 0 ? -1 : dst);
+    if (slot < 0)
+        e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a coflow");
+    c->flows++;
+}
+
+static const sim_phase_t *cur(const sim_engine_t *e, int32_t id) {
+    const sim_coll_t *c = &e->colls[id];
+    return &c->phases[c->phase];
+}
+
+/* ---- ring --------------------------------------------------------------------------------------- */
+
+static int32_t ring_next(const sim_phase_t *ph, int32_t i) {
+    return (i / ph->ring_len) * ph->ring_len + (i + 1) % ph->ring_len;
+}
+
+static void ring_try(sim_engine_t *e, int32_t id, int32_t i) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_phase_t *ph = cur(e, id);
+    const int32_t m = ph->n_rings * ph->ring_len;
+    int32_t *sent = c->st, *recvd = c->st + m, *busy = c->st + 2 * m;
+    if (busy[i] || sent[i] >= ph->steps || recvd[i] < sent[i])
+        return;
+    busy[i] = 1;
+    start_pair(e, id, ph->pair0 + i, ph->chunk_bytes, i);
+}
+
+static void ring_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_phase_t *ph = cur(e, id);
+    const int32_t m = ph->n_rings * ph->ring_len;
+    if (c->fidelity == SIM_FIDELITY_FAST) {
+        c->pending = ph->n_rings;
+        for (int32_t j = 0; j < ph->n_rings; j++)
+            start_coflow(e, id, ph->pair0 + j * ph->ring_len, ph->pair0 + (j + 1) * ph->ring_len, ph->steps,
+                         ph->chunk_bytes, j);
+        return;
+    }
+    memset(c->st, 0, 3 * (size_t)m * sizeof *c->st);
+    c->pending = (int64_t)m * ph->steps;
+    for (int32_t i = 0; i < m; i++)
+        ring_try(e, id, i);
+}
+
+static void ring_done(sim_engine_t *e, int32_t id, int32_t i) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_phase_t *ph = cur(e, id);
+    const int32_t m = ph->n_rings * ph->ring_len, j = ring_next(ph, i);
+    c->pending--;
+    if (c->fidelity == SIM_FIDELITY_FAST)
+        return;
+    c->st[i]++;           /* sent */
+    c->st[m + j]++;       /* received by the next member */
+    c->st[2 * m + i] = 0; /* not busy */
+    ring_try(e, id, i);
+    ring_try(e, id, j);
+}
+
+/* ---- halving-doubling --------------------------------------------------------------------------- */
+
+/* Step s: halving steps exchange M / 2^(s+1) with the partner at distance 2^(log n - 1 - s); then
+ * doubling steps exchange 2^a M / n at distance 2^a. */
+static void hd_step(const sim_coll_t *c, const sim_phase_t *ph, int32_t s, int32_t *bit, double *bytes) {
+    int32_t lg = 0;
+    while ((1 << lg) < c->n)
+        lg++;
+    if (s < ph->hd_rs_steps) {
+        *bit = lg - 1 - s;
+        *bytes = c->size_bytes / ldexp(1.0, s + 1);
+    } else {
+        const int32_t a = s - ph->hd_rs_steps;
+        *bit = a;
+        *bytes = ldexp(c->size_bytes, a) / c->n;
+    }
+}
+
+static void hd_try(sim_engine_t *e, int32_t id, int32_t r) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_phase_t *ph = cur(e, id);
+    int32_t *sent = c->st, *busy = c->st + c->n;
+    const int32_t s = sent[r];
+    if (busy[r] || s >= ph->steps || (s > 0 && !((c->mask[r] >> (s - 1)) & 1)))
+        return;
+    int32_t bit;
+    double bytes;
+    hd_step(c, ph, s, &bit, &bytes);
+    busy[r] = 1;
+    start_pair(e, id, bit * c->n + r, bytes, r);
+}
+
+static void hd_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    memset(c->st, 0, 2 * (size_t)c->n * sizeof *c->st);
+    memset(c->mask, 0, (size_t)c->n * sizeof *c->mask);
+    c->pending = (int64_t)c->n * cur(e, id)->steps;
+    for (int32_t r = 0; r < c->n; r++)
+        hd_try(e, id, r);
+}
+
+static void hd_done(sim_engine_t *e, int32_t id, int32_t r) {
+    sim_coll_t *c = &e->colls[id];
+    const int32_t s = c->st[r];
+    int32_t bit;
+    double bytes;
+    hd_step(c, cur(e, id), s, &bit, &bytes);
+    const int32_t p = r ^ (1 << bit);
+    c->st[r]++;
+    c->st[c->n + r] = 0;
+    c->mask[p] |= (uint64_t)1 << s;
+    c->pending--;
+    hd_try(e, id, r);
+    hd_try(e, id, p);
+}
+
+/* ---- pipelined chain ---------------------------------------------------------------------------- */
+
+static void chain_try(sim_engine_t *e, int32_t id, int32_t j) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_phase_t *ph = cur(e, id);
+    int32_t *sent = c->st, *busy = c->st + c->n;
+    if (j >= c->n - 1 || busy[j] || sent[j] >= ph->steps || (j > 0 && sent[j - 1] <= sent[j]))
+        return;
+    busy[j] = 1;
+    start_pair(e, id, j, ph->chunk_bytes, j);
+}
+
+static void chain_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_phase_t *ph = cur(e, id);
+    if (c->fidelity == SIM_FIDELITY_FAST) {
+        c->pending = 1;
+        start_coflow(e, id, 0, c->n_pairs, (int64_t)ph->steps + c->n - 2, ph->chunk_bytes, 0);
+        return;
+    }
+    memset(c->st, 0, 2 * (size_t)c->n * sizeof *c->st);
+    c->pending = (int64_t)(c->n - 1) * ph->steps;
+    chain_try(e, id, 0);
+}
+
+static void chain_done(sim_engine_t *e, int32_t id, int32_t j) {
+    sim_coll_t *c = &e->colls[id];
+    c->pending--;
+    if (c->fidelity == SIM_FIDELITY_FAST)
+        return;
+    c->st[j]++;
+    c->st[c->n + j] = 0;
+    chain_try(e, id, j);
+    chain_try(e, id, j + 1);
+}
+
+/* ---- double binary tree ------------------------------------------------------------------------- */
+
+/* Per (tree t, rank v): up-sent, up-busy (edge v -> parent), down-sent, down-busy (parent -> v). */
+static int32_t *tree_st(sim_coll_t *c, int field, int t, int32_t v) {
+    return &c->st[(2 * field + t) * c->n + v];
+}
+
+/* Rank v of tree t holds chunk i fully reduced from its subtree. */
+static int tree_has_reduced(sim_coll_t *c, int t, int32_t v, int32_t i) {
+    for (int k = 0; k < 2; k++) {
+        const int32_t ch = c->tree_child[2 * (t * c->n + v) + k];
+        if (ch >= 0 && *tree_st(c, 0, t, ch) <= i)
+            return 0;
+    }
+    return 1;
+}
+
+static void tree_up_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
+    sim_coll_t *c = &e->colls[id];
+    const int32_t i = *tree_st(c, 0, t, v);
+    if (c->tree_parent[t * c->n + v] < 0 || *tree_st(c, 1, t, v) || i >= cur(e, id)->steps ||
+        !tree_has_reduced(c, t, v, i))
+        return;
+    *tree_st(c, 1, t, v) = 1;
+    start_pair(e, id, 2 * t * c->n + v, cur(e, id)->chunk_bytes, 2 * t * c->n + v);
+}
+
+/* Edge parent -> v sends chunk i once the parent has its final value: the root after reducing, any
+ * other rank after receiving it from its own parent. */
+static void tree_down_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
+    sim_coll_t *c = &e->colls[id];
+    const int32_t p = v >= 0 ? c->tree_parent[t * c->n + v] : -1;
+    if (p < 0)
+        return;
+    const int32_t i = *tree_st(c, 2, t, v);
+    if (*tree_st(c, 3, t, v) || i >= cur(e, id)->steps)
+        return;
+    const int root = c->tree_parent[t * c->n + p] < 0;
+    if (root ? !tree_has_reduced(c, t, p, i) : *tree_st(c, 2, t, p) <= i)
+        return;
+    *tree_st(c, 3, t, v) = 1;
+    start_pair(e, id, (2 * t + 1) * c->n + v, cur(e, id)->chunk_bytes, (2 * t + 1) * c->n + v);
+}
+
+static void tree_down_children(sim_engine_t *e, int32_t id, int t, int32_t v) {
+    const sim_coll_t *c = &e->colls[id];
+    for (int k = 0; k < 2; k++)
+        tree_down_try(e, id, t, c->tree_child[2 * (t * c->n + v) + k]);
+}
+
+static void tree_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    const sim_phase_t *ph = cur(e, id);
+    if (c->fidelity == SIM_FIDELITY_FAST) {
+        c->pending = 1;
+        start_coflow(e, id, 0, c->n_pairs, (int64_t)ph->steps + 2 * c->tree_depth - 1, ph->chunk_bytes, 0);
+        return;
+    }
+    memset(c->st, 0, 8 * (size_t)c->n * sizeof *c->st);
+    c->pending = 4 * (int64_t)(c->n - 1) * ph->steps;
+    for (int t = 0; t < 2; t++)
+        for (int32_t v = 0; v < c->n; v++)
+            tree_up_try(e, id, t, v);
+}
+
+static void tree_done(sim_engine_t *e, int32_t id, int32_t tag) {
+    sim_coll_t *c = &e->colls[id];
+    c->pending--;
+    if (c->fidelity == SIM_FIDELITY_FAST)
+        return;
+    const int32_t n = c->n, v = tag % n, t = tag / (2 * n), down = (tag / n) % 2;
+    if (!down) {
+        ++*tree_st(c, 0, t, v);
+        *tree_st(c, 1, t, v) = 0;
+        const int32_t p = c->tree_parent[t * n + v];
+        tree_up_try(e, id, t, v);
+        tree_up_try(e, id, t, p);
+        if (c->tree_parent[t * n + p] < 0)
+            tree_down_children(e, id, t, p);
+    } else {
+        ++*tree_st(c, 2, t, v);
+        *tree_st(c, 3, t, v) = 0;
+        tree_down_try(e, id, t, v);
+        tree_down_children(e, id, t, v);
+    }
+}
+
+/* ---- dispatch ----------------------------------------------------------------------------------- */
+
+void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = &e->colls[id];
+    switch (cur(e, id)->kind) {
+    case SIM_PH_RING:
+        ring_begin(e, id);
+        break;
+    case SIM_PH_HD:
+        hd_begin(e, id);
+        break;
+    case SIM_PH_CHAIN:
+        chain_begin(e, id);
+        break;
+    case SIM_PH_TREE:
+        tree_begin(e, id);
+        break;
+    case SIM_PH_P2P:
+        c->pending = 1;
+        start_pair(e, id, 0, c->size_bytes, 0);
+        break;
+    }
+}
+
+void sim_i_phase_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
+    switch (cur(e, id)->kind) {
+    case SIM_PH_RING:
+        ring_done(e, id, tag);
+        break;
+    case SIM_PH_HD:
+        hd_done(e, id, tag);
+        break;
+    case SIM_PH_CHAIN:
+        chain_done(e, id, tag);
+        break;
+    case SIM_PH_TREE:
+        tree_done(e, id, tag);
+        break;
+    case SIM_PH_P2P:
+        e->colls[id].pending--;
+        break;
+    }
+}

@@ -1,0 +1,247 @@
+/* engine.c - the engine object and its main loop.
+ *
+ * The loop takes the earliest item of two heaps, the event queue (operation ends, collective
+ * timers, delayed flow starts) and the flow heap (latency ends, completions), ordered by (time,
+ * seq) with seq drawn from one per-engine counter. It processes every item of one timestamp, then
+ * runs one batched max-min re-solve if any link changed, and moves on. Nothing here depends on
+ * pointer values or hash order, so the same input gives the same run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+const char *sim_status_name(int status) {
+    switch (status) {
+    case SIM_OK:
+        return "ok";
+    case SIM_EINVAL:
+        return "invalid argument";
+    case SIM_ENOMEM:
+        return "out of memory";
+    case SIM_ESTATE:
+        return "not allowed in this state";
+    case SIM_EDEADLOCK:
+        return "deadlock";
+    default:
+        return "unknown status";
+    }
+}
+
+sim_time_ps_t sim_s_to_ps(double s) {
+    const double ps = nearbyint(s * (double)SIM_PS_PER_S);
+    if (!(ps < 9.2e18))
+        return SIM_TIME_NEVER;
+    return (sim_time_ps_t)ps;
+}
+
+double sim_ps_to_s(sim_time_ps_t ps) {
+    return (double)ps / (double)SIM_PS_PER_S;
+}
+
+int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->err, sizeof e->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* Grow *arr to hold at least `need` elements, doubling; new memory is zeroed. */
+int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
+    if (need <= *cap)
+        return SIM_OK;
+    int64_t c = *cap > 0 ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return SIM_ENOMEM;
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
+    *arr = p;
+    *cap = c;
+    return SIM_OK;
+}
+
+int sim_i_schedule(sim_engine_t *e, sim_time_ps_t t, int32_t kind, int32_t a, int64_t b) {
+    const sim_event_t ev = {.time_ps = t, .seq = e->seq++, .kind = kind, .a = a, .b = b};
+    return sim_i_queue_push_seq(e->q, &ev);
+}
+
+void sim_config_default(sim_config_t *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->comm_streams = 2;
+    cfg->seed = 1;
+    cfg->chunk_bytes = 512.0 * 1024.0;
+    cfg->fidelity = SIM_FIDELITY_FAST;
+    cfg->comm_mode = SIM_COMM_NETWORK;
+    cfg->compat = MODEL_COMPAT_CORRECTED;
+}
+
+static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_network_desc_t *net) {
+    if (c->comm_streams < 1 || c->comm_streams > 64)
+        return sim_i_fail(e, SIM_EINVAL, "config: comm_streams %d must be in 1..64", c->comm_streams);
+    if (!(c->step_overhead_s >= 0.0) || !isfinite(c->step_overhead_s))
+        return sim_i_fail(e, SIM_EINVAL, "config: step_overhead_s %g must be >= 0", c->step_overhead_s);
+    if (!(c->chunk_bytes >= 1.0) || !isfinite(c->chunk_bytes))
+        return sim_i_fail(e, SIM_EINVAL, "config: chunk_bytes %g must be >= 1", c->chunk_bytes);
+    if (c->fidelity != SIM_FIDELITY_STEP && c->fidelity != SIM_FIDELITY_FAST)
+        return sim_i_fail(e, SIM_EINVAL, "config: fidelity %d must be step or fast", (int)c->fidelity);
+    if (!net || net->n_gpus < 1 || net->n_links < 0 || (net->n_links > 0 && !net->capacity_bytes_per_s) ||
+        (net->n_links > 0 && !net->latency_s) || !net->route)
+        return sim_i_fail(e, SIM_EINVAL,
+                          "network: n_gpus %d must be >= 1 with link arrays and a route function",
+                          net ? net->n_gpus : 0);
+    if (net->gpus_per_domain < 0)
+        return sim_i_fail(e, SIM_EINVAL, "network: gpus_per_domain %d must be >= 1", net->gpus_per_domain);
+    return SIM_OK;
+}
+
+int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_engine_t **out) {
+    *out = NULL;
+    sim_engine_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return SIM_ENOMEM;
+    sim_config_t def;
+    sim_config_default(&def);
+    e->cfg = cfg ? *cfg : def;
+    int rc = check_config(e, &e->cfg, net);
+    if (rc)
+        goto fail;
+    e->n_gpus = net->n_gpus;
+    e->gpus_per_domain = net->gpus_per_domain > 0 ? net->gpus_per_domain : 1;
+    e->streams_per_gpu = 1 + e->cfg.comm_streams;
+    e->route = net->route;
+    e->route_ctx = net->route_ctx;
+    e->rng = e->cfg.seed;
+    e->q = sim_queue_new(1024);
+    e->streams = calloc((size_t)e->n_gpus * (size_t)e->streams_per_gpu, sizeof *e->streams);
+    if (!e->q || !e->streams) {
+        rc = SIM_ENOMEM;
+        goto fail;
+    }
+    for (int64_t i = 0; i < (int64_t)e->n_gpus * e->streams_per_gpu; i++)
+        e->streams[i].head = e->streams[i].tail = -1;
+    rc = sim_i_net_init(e, net);
+    if (rc)
+        goto fail;
+    *out = e;
+    return SIM_OK;
+fail:
+    sim_engine_free(e);
+    return rc;
+}
+
+void sim_engine_free(sim_engine_t *e) {
+    if (!e)
+        return;
+    sim_queue_free(e->q);
+    sim_i_net_destroy(&e->net);
+    for (int32_t i = 0; i < e->n_colls; i++)
+        sim_i_coll_destroy(&e->colls[i]);
+    free(e->colls);
+    free(e->ops);
+    free(e->edges);
+    free(e->succ_off);
+    free(e->succ);
+    free(e->streams);
+    free(e);
+}
+
+const char *sim_engine_last_error(const sim_engine_t *e) {
+    return e->err;
+}
+
+sim_time_ps_t sim_engine_now(const sim_engine_t *e) {
+    return e->now;
+}
+
+uint64_t sim_engine_rand(sim_engine_t *e) {
+    uint64_t z = (e->rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void sim_engine_set_observer(sim_engine_t *e, const sim_observer_t *obs) {
+    if (obs) {
+        e->obs = *obs;
+        e->has_obs = 1;
+    } else {
+        memset(&e->obs, 0, sizeof e->obs);
+        e->has_obs = 0;
+    }
+}
+
+void sim_engine_stats(const sim_engine_t *e, sim_engine_stats_t *out) {
+    *out = e->stats;
+}
+
+static void dispatch(sim_engine_t *e, const sim_event_t *ev) {
+    e->stats.events++;
+    switch (ev->kind) {
+    case SIM_EV_OP_END:
+        sim_i_op_end(e, ev->a);
+        break;
+    case SIM_EV_COLL_DONE:
+        sim_i_coll_done_event(e, ev->a);
+        break;
+    case SIM_EV_FLOW_START: {
+        const sim_flow_t *f = &e->net.flows[ev->a];
+        if (f->state == SIM_FLOW_PENDING && f->gen == (uint32_t)ev->b &&
+            sim_i_flow_activate_pending(e, ev->a))
+            e->fatal = sim_i_fail(e, SIM_ENOMEM, "network: out of memory starting a flow");
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Pop and process the earliest item if its time is `t`; return 0 when none is left at t. */
+static int step_at(sim_engine_t *e, sim_time_ps_t t) {
+    const sim_event_t *top = sim_queue_peek(e->q);
+    uint64_t fseq = 0;
+    const sim_time_ps_t ft = sim_i_net_next_time(e, &fseq);
+    const int q_here = top && top->time_ps == t;
+    const int f_here = ft == t;
+    if (!q_here && !f_here)
+        return 0;
+    if (q_here && (!f_here || top->seq < fseq)) {
+        sim_event_t ev;
+        sim_queue_pop(e->q, &ev);
+        dispatch(e, &ev);
+    } else {
+        sim_i_net_pop(e);
+    }
+    return 1;
+}
+
+int sim_engine_run_until(sim_engine_t *e, sim_time_ps_t limit) {
+    if (!e->started) {
+        const int rc = sim_i_exec_start(e);
+        if (rc)
+            return rc;
+    }
+    while (!e->fatal) {
+        const sim_event_t *top = sim_queue_peek(e->q);
+        uint64_t fseq = 0;
+        sim_time_ps_t t = sim_i_net_next_time(e, &fseq);
+        if (top && top->time_ps < t)
+            t = top->time_ps;
+        if (t == SIM_TIME_NEVER || t > limit)
+            break;
+        e->now = t;
+        while (!e->fatal && step_at(e, t))
+            ;
+        if (sim_i_net_dirty(e))
+            sim_i_net_solve(e);
+    }
+    return e->fatal;
+}
+
+int sim_engine_run(sim_engine_t *e) {
+    const int rc = sim_engine_run_until(e, SIM_TIME_NEVER - 1);
+    return rc ? rc : sim_i_exec_check(e);
+}

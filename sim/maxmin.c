@@ -1,0 +1,191 @@
+/* maxmin.c - exact weighted max-min fair rates by progressive filling, bottleneck first
+ * (network-and-des.md section 3.2; the same algorithm as SimGrid's lmm MaxMin solver).
+ *
+ * Every unfrozen flow f grows at rate s * w_f as a common level s rises. Link j saturates at
+ * s_j = rem_j / sum over unfrozen f on j of use_fj * w_f, where rem_j is its capacity minus what frozen
+ * flows use. The link with the smallest s_j is the next bottleneck: its unfrozen flows freeze at
+ * s_j * w_f, which lowers rem and the weight sums of their other links. A bounded flow is a
+ * bottleneck of its own at level bound_f / w_f. Links sit in a min-heap keyed by (share, link id)
+ * with lazy deletion (a version per link); bounded flows in a second heap keyed by bound / w.
+ * Cost: O(sum of route lengths x log(links)) per solve, over the component given only.
+ * Ties are broken by link id, so the result never depends on heap layout. */
+#include <math.h>
+
+#include "sim_internal.h"
+
+static int lh_less(const sim_lheap_ent_t *a, const sim_lheap_ent_t *b) {
+    return a->share < b->share || (a->share == b->share && a->link < b->link);
+}
+
+static void lh_push(sim_lheap_ent_t *h, int32_t *n, sim_lheap_ent_t x) {
+    int32_t i = (*n)++;
+    while (i > 0) {
+        const int32_t p = (i - 1) / 2;
+        if (!lh_less(&x, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static void lh_pop(sim_lheap_ent_t *h, int32_t *n) {
+    const sim_lheap_ent_t x = h[--*n];
+    int32_t i = 0;
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && lh_less(&h[c + 1], &h[c]))
+            c++;
+        if (!lh_less(&h[c], &x))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = x;
+}
+
+static int bh_less(const sim_bheap_ent_t *a, const sim_bheap_ent_t *b) {
+    return a->ratio < b->ratio || (a->ratio == b->ratio && a->flow < b->flow);
+}
+
+static void bh_push(sim_bheap_ent_t *h, int32_t *n, sim_bheap_ent_t x) {
+    int32_t i = (*n)++;
+    while (i > 0) {
+        const int32_t p = (i - 1) / 2;
+        if (!bh_less(&x, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static void bh_pop(sim_bheap_ent_t *h, int32_t *n) {
+    const sim_bheap_ent_t x = h[--*n];
+    int32_t i = 0;
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && bh_less(&h[c + 1], &h[c]))
+            c++;
+        if (!bh_less(&h[c], &x))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = x;
+}
+
+typedef struct solver {
+    sim_net_t *net;
+    int32_t n_lh, n_bh;
+} solver_t;
+
+static void push_link(solver_t *s, int32_t id) {
+    const sim_link_t *l = &s->net->links[id];
+    const double share = l->wsum > 0.0 ? l->rem / l->wsum : 0.0;
+    lh_push(s->net->lheap, &s->n_lh, (sim_lheap_ent_t){share, id, l->ver});
+}
+
+/* Freeze flow `slot` at rate x and take its use off every link of its route. */
+static void freeze(solver_t *s, int32_t slot, double x) {
+    sim_net_t *n = s->net;
+    sim_flow_t *f = &n->flows[slot];
+    f->frozen = 1;
+    f->new_rate = x;
+    for (int32_t i = 0; i < f->n_hops; i++) {
+        const sim_hop_t *h = &n->hops[f->hop_off + i];
+        sim_link_t *l = &n->links[h->link];
+        l->rem -= h->use * x;
+        if (l->rem < 0.0)
+            l->rem = 0.0;
+        l->wsum -= h->use * f->weight;
+        l->ver++;
+        if (--l->n_unfrozen > 0)
+            push_link(s, h->link);
+    }
+}
+
+/* Scratch for the heaps: at most one entry per link plus one per (flow, hop) freeze. */
+static int reserve(sim_net_t *n, int32_t nf, int32_t nl) {
+    int64_t hops = nl;
+    for (int32_t i = 0; i < nf; i++)
+        hops += n->flows[n->comp_flows[i]].n_hops;
+    int64_t cap = n->cap_lheap;
+    if (hops > INT32_MAX || sim_i_grow((void **)&n->lheap, &cap, hops, sizeof *n->lheap))
+        return SIM_ENOMEM;
+    n->cap_lheap = (int32_t)cap;
+    cap = n->cap_bheap;
+    if (sim_i_grow((void **)&n->bheap, &cap, nf, sizeof *n->bheap))
+        return SIM_ENOMEM;
+    n->cap_bheap = (int32_t)cap;
+    return SIM_OK;
+}
+
+static void init_state(solver_t *s, int32_t nf, int32_t nl) {
+    sim_net_t *n = s->net;
+    for (int32_t i = 0; i < nl; i++) {
+        sim_link_t *l = &n->links[n->comp_links[i]];
+        l->rem = l->cap;
+        l->wsum = 0.0;
+        l->n_unfrozen = 0;
+        l->ver++;
+    }
+    for (int32_t i = 0; i < nf; i++) {
+        const int32_t slot = n->comp_flows[i];
+        sim_flow_t *f = &n->flows[slot];
+        f->frozen = 0;
+        for (int32_t h = 0; h < f->n_hops; h++) {
+            sim_link_t *l = &n->links[n->hops[f->hop_off + h].link];
+            l->wsum += n->hops[f->hop_off + h].use * f->weight;
+            l->n_unfrozen++;
+        }
+        if (isfinite(f->bound))
+            bh_push(n->bheap, &s->n_bh, (sim_bheap_ent_t){f->bound / f->weight, slot});
+    }
+    for (int32_t i = 0; i < nl; i++)
+        if (n->links[n->comp_links[i]].n_unfrozen > 0)
+            push_link(s, n->comp_links[i]);
+}
+
+int sim_i_maxmin_solve(sim_net_t *n, int32_t nf, int32_t nl) {
+    if (reserve(n, nf, nl))
+        return SIM_ENOMEM;
+    solver_t s = {n, 0, 0};
+    init_state(&s, nf, nl);
+    for (;;) {
+        while (s.n_lh > 0) {
+            const sim_lheap_ent_t *t = &n->lheap[0];
+            const sim_link_t *l = &n->links[t->link];
+            if (t->ver == l->ver && l->n_unfrozen > 0)
+                break;
+            lh_pop(n->lheap, &s.n_lh);
+        }
+        while (s.n_bh > 0 && n->flows[n->bheap[0].flow].frozen)
+            bh_pop(n->bheap, &s.n_bh);
+        if (s.n_lh == 0 && s.n_bh == 0)
+            break;
+        if (s.n_bh > 0 && (s.n_lh == 0 || n->bheap[0].ratio <= n->lheap[0].share)) {
+            const int32_t slot = n->bheap[0].flow;
+            bh_pop(n->bheap, &s.n_bh);
+            freeze(&s, slot, n->flows[slot].bound);
+            continue;
+        }
+        const int32_t b = n->lheap[0].link;
+        const double share = n->lheap[0].share;
+        lh_pop(n->lheap, &s.n_lh);
+        /* Freeze every unfrozen flow on the bottleneck. freeze() never reorders b's list. */
+        const sim_link_t *lb = &n->links[b];
+        for (int32_t j = 0; j < lb->n_ents; j++) {
+            const int32_t slot = lb->ents[j].flow;
+            if (!n->flows[slot].frozen)
+                freeze(&s, slot, share * n->flows[slot].weight);
+        }
+    }
+    return SIM_OK;
+}

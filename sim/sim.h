@@ -1,0 +1,376 @@
+/* sim.h - the discrete-event engine of stepsim: event queue, flow-level network, collectives as
+ * flows, and the operation DAG executor over GPU streams.
+ *
+ * Contract
+ * - Owns: the event engine (simulated clock, (time, sequence) ordered queue, per-engine pools);
+ *   the flow network (max-min fair sharing by progressive filling over abstract directed links,
+ *   latency paid before the bytes drain, per-link byte counters and utilisation); collectives
+ *   decomposed into flows (ring, hierarchical, double binary tree, halving-doubling, pipelined
+ *   chain, send/recv) at two fidelities, or timed by the analytic model; the DAG executor that runs
+ *   operations on GPU streams. Knows nothing of JSON, trace formats or the command line: it reports
+ *   what happens through sim_observer_t and never prints.
+ * - Topology: links are given as plain arrays (capacity, latency) and routes through a callback
+ *   that returns link ids (sim_network_desc_t). sim_star_* builds the ideal non-blocking star
+ *   (optionally with NVLink domains); topo/ supplies real topologies through the same interface.
+ * - Units: simulated time is an integer count of picoseconds (sim_time_ps_t); durations given in
+ *   seconds (double) are converted once, rounding to the nearest picosecond. Bytes are double
+ *   (fractional bytes are allowed: they come from dividing buffers into chunks); rates are bytes/s.
+ *   Collective sizes follow nccl-tests: size_bytes is the full buffer (allreduce operand,
+ *   allgather output, reducescatter input, broadcast/reduce buffer, bytes sent by sendrecv).
+ * - Memory: sim_engine_new copies everything it is given (link arrays, collective member lists);
+ *   the route callback's context and operation names (const char *) are borrowed and must outlive
+ *   the engine. sim_engine_free releases everything; it accepts NULL. sim_star_init allocates
+ *   arrays that sim_star_destroy frees (destroy accepts a zeroed or half-initialised star).
+ * - Errors: fallible functions return SIM_OK (0) or a negative sim_status_t and leave the engine
+ *   usable; nothing aborts on bad input. sim_engine_last_error() explains the last failure in one
+ *   line naming the argument and its value.
+ * - State: no globals. Every bit of state hangs off a sim_engine_t; two engines in one process run
+ *   independently and, given the same input, produce identical results and observer logs. Ties
+ *   between simultaneous events are broken by a per-engine sequence number, never by pointers.
+ * - Hot path: after sim_engine_run starts, no event allocates except when a pool grows
+ *   (geometrically), and the route callback is not called (routes are looked up when a
+ *   collective or flow is added).
+ */
+#ifndef STEPSIM_SIM_H
+#define STEPSIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+typedef int64_t sim_time_ps_t;
+#define SIM_PS_PER_S 1000000000000LL
+#define SIM_TIME_NEVER INT64_MAX
+
+typedef enum sim_status {
+    SIM_OK = 0,
+    SIM_EINVAL = -1,   /* bad argument: see sim_engine_last_error() */
+    SIM_ENOMEM = -2,   /* allocation failed */
+    SIM_ESTATE = -3,   /* not allowed in this state (e.g. adding operations after the run began) */
+    SIM_EDEADLOCK = -4 /* the run ended with operations that could never start (cycle, stream order) */
+} sim_status_t;
+
+const char *sim_status_name(int status); /* "ok", "invalid argument", ... (static storage) */
+
+/* Seconds <-> picoseconds; sim_s_to_ps rounds to nearest and saturates at SIM_TIME_NEVER. */
+sim_time_ps_t sim_s_to_ps(double s);
+double sim_ps_to_s(sim_time_ps_t ps);
+
+/* ---- event queue ------------------------------------------------------------------------------ */
+
+/* A binary heap keyed by (time_ps, seq): the engine's event queue, public so that tests and the
+ * benchmark can drive it directly. seq is assigned by sim_queue_push in push order, so equal times
+ * pop first-in first-out. Events live by value in one array that grows geometrically (the pool);
+ * push and pop are O(log n) and never allocate unless the array is full. */
+typedef struct sim_event {
+    sim_time_ps_t time_ps;
+    uint64_t seq;
+    int32_t kind; /* engine-internal meaning; free for direct users of sim_queue_t */
+    int32_t a;
+    int64_t b;
+} sim_event_t;
+
+typedef struct sim_queue sim_queue_t;
+sim_queue_t *sim_queue_new(size_t initial_capacity); /* NULL if out of memory */
+void sim_queue_free(sim_queue_t *q);                 /* accepts NULL */
+/* Push a copy of *ev (its seq is overwritten). Return SIM_OK or SIM_ENOMEM. */
+int sim_queue_push(sim_queue_t *q, const sim_event_t *ev);
+/* Pop the smallest (time_ps, seq) into *out. Return 1 if an event was popped, 0 if empty. */
+int sim_queue_pop(sim_queue_t *q, sim_event_t *out);
+const sim_event_t *sim_queue_peek(const sim_queue_t *q); /* NULL if empty */
+size_t sim_queue_size(const sim_queue_t *q);
+
+/* ---- network description ---------------------------------------------------------------------- */
+
+#define SIM_ROUTE_MAX 64 /* most links a route may have */
+
+/* Write the route from GPU src to GPU dst (src != dst) as link ids into links[0..cap-1] and return
+ * the number of links (>= 1), or a negative value if there is no route. Must be deterministic. */
+typedef int (*sim_route_fn)(void *ctx, int32_t src_gpu, int32_t dst_gpu, int32_t *links, int32_t cap);
+
+typedef struct sim_network_desc {
+    int32_t n_gpus;                     /* endpoints 0..n_gpus-1 */
+    int32_t n_links;                    /* directed links 0..n_links-1 */
+    const double *capacity_bytes_per_s; /* [n_links], > 0 */
+    const double *latency_s;            /* [n_links], >= 0 */
+    sim_route_fn route;
+    void *route_ctx; /* borrowed */
+    /* GPUs g and h share a scale-up (NVLink) domain iff g / gpus_per_domain == h / gpus_per_domain.
+     * Used by hierarchical collectives and by analytic timing; 1 if there are no domains. */
+    int32_t gpus_per_domain;
+} sim_network_desc_t;
+
+/* The ideal non-blocking star (the `ideal` topology): every GPU has one up and one down link of
+ * nic bandwidth into a switch with no internal limit. With gpus_per_domain > 1 every GPU also has
+ * an NVLink up and down link into its domain's non-blocking switch, and traffic between GPUs of one
+ * domain uses those instead. Links: NIC up of g = 2g, NIC down = 2g+1; NVLink up = 2n+2g, NVLink
+ * down = 2n+2g+1 (n = n_gpus). A route is always [up of src, down of dst]. */
+typedef struct sim_star {
+    int32_t n_gpus, gpus_per_domain, n_links;
+    double *capacity_bytes_per_s;
+    double *latency_s;
+} sim_star_t;
+
+typedef struct sim_star_params {
+    int32_t n_gpus;
+    double nic_bytes_per_s, nic_latency_s;       /* per direction, per link */
+    int32_t gpus_per_domain;                     /* 1: no NVLink tier */
+    double nvlink_bytes_per_s, nvlink_latency_s; /* used when gpus_per_domain > 1 */
+} sim_star_params_t;
+
+int sim_star_init(sim_star_t *star, const sim_star_params_t *p); /* SIM_EINVAL, SIM_ENOMEM */
+void sim_star_destroy(sim_star_t *star);
+/* Fill *desc so that it describes *star (borrowing its arrays: keep star alive until
+ * sim_engine_new has returned). */
+void sim_star_network(const sim_star_t *star, sim_network_desc_t *desc);
+
+/* ---- engine ----------------------------------------------------------------------------------- */
+
+typedef enum sim_fidelity {
+    SIM_FIDELITY_DEFAULT = 0, /* the engine's default (sim_config_t.fidelity) */
+    SIM_FIDELITY_STEP,        /* every step's flows, each step waiting for its inputs */
+    SIM_FIDELITY_FAST         /* one long-lived coflow per phase plus the per-step latencies */
+} sim_fidelity_t;
+
+typedef enum sim_comm_mode {
+    SIM_COMM_NETWORK = 0, /* collectives become flows on the network */
+    SIM_COMM_ANALYTIC = 1 /* collectives take model_collective_time_s, no flows */
+} sim_comm_mode_t;
+
+typedef struct sim_config {
+    int32_t comm_streams; /* communication streams per GPU (stream 0 is compute); default 2 */
+    uint64_t seed;        /* the engine's PRNG (sim_engine_rand); default 1 */
+    /* Software latency added to every collective step and point-to-point message on top of the
+     * route's link latencies (NCCL-like per-step overhead). Default 0. */
+    double step_overhead_s;
+    /* Pipeline chunk of the tree and chain algorithms (NCCL Simple: 4 MiB / 8 steps). Default
+     * 512 KiB. */
+    double chunk_bytes;
+    sim_fidelity_t fidelity;   /* default fidelity of collectives; SIM_FIDELITY_FAST by default */
+    sim_comm_mode_t comm_mode; /* default mode of collectives; network by default */
+    /* For analytic mode (copied); has_system 0 means analytic collectives are refused. */
+    int has_system;
+    model_system_t system;
+    model_compat_t compat;
+} sim_config_t;
+
+void sim_config_default(sim_config_t *cfg);
+
+typedef struct sim_engine sim_engine_t;
+
+/* Create an engine over a network. Copies *cfg and the link arrays; validates every link (capacity
+ * > 0 and finite, latency >= 0). Return SIM_OK and *out, SIM_EINVAL or SIM_ENOMEM. */
+int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_engine_t **out);
+void sim_engine_free(sim_engine_t *e);
+
+/* One line explaining the last error returned on this engine ("" if none); engine storage. */
+const char *sim_engine_last_error(const sim_engine_t *e);
+sim_time_ps_t sim_engine_now(const sim_engine_t *e);
+uint64_t sim_engine_rand(sim_engine_t *e); /* the engine's seeded PRNG (splitmix64) */
+
+/* ---- observer ----------------------------------------------------------------------------------- */
+
+typedef enum sim_op_kind { SIM_OP_COMPUTE, SIM_OP_COLLECTIVE, SIM_OP_SEND, SIM_OP_RECV } sim_op_kind_t;
+
+typedef int32_t sim_op_id_t;
+typedef int32_t sim_coll_id_t;
+typedef int64_t sim_flow_id_t;
+
+typedef struct sim_op_info {
+    sim_op_id_t op;
+    sim_op_kind_t kind;
+    int32_t gpu, stream;
+    sim_coll_id_t coll; /* -1 for compute */
+    const char *name;   /* as given (may be NULL) */
+} sim_op_info_t;
+
+typedef struct sim_flow_info {
+    sim_flow_id_t flow;
+    int32_t src_gpu, dst_gpu; /* -1 for a coflow that merges several pairs */
+    double bytes;
+    sim_coll_id_t coll; /* -1 for a flow added with sim_flow_add */
+    int32_t n_links;
+} sim_flow_info_t;
+
+typedef enum sim_counter_kind { SIM_COUNTER_LINK_UTILIZATION } sim_counter_kind_t;
+
+typedef struct sim_counter {
+    sim_counter_kind_t kind;
+    int32_t link;
+    double value; /* utilisation in [0, 1]: the link's load divided by its capacity */
+} sim_counter_t;
+
+/* Every callback may be NULL. Callbacks must not call back into the engine except for the const
+ * queries (sim_engine_now, sim_op_times, ...). Link utilisation is reported each time it changes. */
+typedef struct sim_observer {
+    void *ctx;
+    void (*op_start)(void *ctx, sim_time_ps_t t_ps, const sim_op_info_t *op);
+    void (*op_end)(void *ctx, sim_time_ps_t t_ps, const sim_op_info_t *op);
+    void (*flow_start)(void *ctx, sim_time_ps_t t_ps, const sim_flow_info_t *flow); /* latency begins */
+    void (*flow_end)(void *ctx, sim_time_ps_t t_ps, const sim_flow_info_t *flow);
+    void (*counter)(void *ctx, sim_time_ps_t t_ps, const sim_counter_t *counter);
+} sim_observer_t;
+
+void sim_engine_set_observer(sim_engine_t *e, const sim_observer_t *obs); /* copied; NULL clears */
+
+/* ---- raw flows ---------------------------------------------------------------------------------- */
+
+typedef struct sim_flow_desc {
+    const int32_t *links;     /* route as link ids; copied */
+    int32_t n_links;          /* 1..SIM_ROUTE_MAX */
+    double bytes;             /* >= 0 */
+    double weight;            /* max-min weight, > 0 (0 means 1) */
+    double bound_bytes_per_s; /* rate cap, > 0; 0 means none */
+    sim_time_ps_t start_ps;   /* >= now */
+} sim_flow_desc_t;
+
+/* Start a flow at d->start_ps: it waits for the sum of its links' latencies, then drains at its
+ * max-min share. Return SIM_OK and *out (may be NULL), SIM_EINVAL, SIM_ENOMEM. */
+int sim_flow_add(sim_engine_t *e, const sim_flow_desc_t *d, sim_flow_id_t *out);
+/* Current rate of a live flow (0 while in its latency phase); negative if the flow is not live. */
+double sim_flow_rate(const sim_engine_t *e, sim_flow_id_t f);
+
+/* ---- collectives ------------------------------------------------------------------------------ */
+
+typedef enum sim_coll_op {
+    SIM_COLL_ALLREDUCE,
+    SIM_COLL_ALLGATHER,
+    SIM_COLL_REDUCESCATTER,
+    SIM_COLL_BROADCAST,
+    SIM_COLL_REDUCE,
+    SIM_COLL_SENDRECV /* two members: gpus[0] sends size_bytes to gpus[1] */
+} sim_coll_op_t;
+#define SIM_COLL_OP_COUNT 6
+
+typedef enum sim_coll_algo {
+    SIM_ALGO_AUTO,             /* chosen as NCCL would: sim_coll_algo_choose */
+    SIM_ALGO_RING,             /* ring RS/AG/AR; for broadcast/reduce, the chain in ring order */
+    SIM_ALGO_TREE,             /* double binary tree (allreduce only) */
+    SIM_ALGO_HIERARCHICAL,     /* intra-domain, one ring per rail across domains, intra again */
+    SIM_ALGO_HALVING_DOUBLING, /* recursive halving / doubling (group size a power of two) */
+    SIM_ALGO_CHAIN,            /* pipelined chain (broadcast, reduce) */
+    SIM_ALGO_DIRECT            /* one flow (sendrecv) */
+} sim_coll_algo_t;
+#define SIM_COLL_ALGO_COUNT 7
+
+const char *sim_coll_op_name(sim_coll_op_t op);              /* "allreduce", ..., "sendrecv" */
+const char *sim_coll_algo_name(sim_coll_algo_t algo);        /* "auto", "ring", "tree", "hierarchical", ... */
+int sim_coll_op_parse(const char *name, sim_coll_op_t *out); /* SIM_OK or SIM_EINVAL */
+int sim_coll_algo_parse(const char *name, sim_coll_algo_t *out); /* "halving-doubling", ... */
+
+typedef struct sim_coll_desc {
+    sim_coll_op_t op;
+    sim_coll_algo_t algo;
+    sim_fidelity_t fidelity;
+    sim_comm_mode_t mode; /* SIM_COMM_NETWORK or SIM_COMM_ANALYTIC */
+    int use_default_mode; /* 1: take the engine's comm_mode instead of .mode */
+    double size_bytes;    /* nccl-tests size, >= 0 */
+    const int32_t *gpus;  /* members in rank order (ring order; sendrecv: {src, dst}); copied */
+    int32_t n_gpus;       /* >= 1, distinct */
+    int32_t root;         /* broadcast/reduce: index into gpus */
+    int32_t stream;       /* communication stream of every member, 1..comm_streams */
+    const char *name;     /* borrowed, for the observer; may be NULL */
+} sim_coll_desc_t;
+
+/* Add a collective: one operation per member on that member's GPU and stream (member_ops[i] for
+ * gpus[i]; member_ops may be NULL). The collective starts when every member operation is ready
+ * (its dependencies are done and it is at the head of its stream) and every member operation ends
+ * when the whole collective ends. Routes are looked up here. Return SIM_OK, SIM_EINVAL (unknown
+ * GPU, algorithm not valid for op or group, analytic mode without a system), SIM_ENOMEM, SIM_ESTATE.
+ * Complexity: O(pairs x route length), pairs being n for rings, n log n for halving-doubling. */
+int sim_coll_add(sim_engine_t *e, const sim_coll_desc_t *d, sim_op_id_t *member_ops, sim_coll_id_t *out);
+
+/* Point-to-point: a sendrecv collective whose send runs on (src, src_stream) and recv on
+ * (dst, dst_stream). Both end when the message has arrived. */
+int sim_p2p_add(sim_engine_t *e, int32_t src_gpu, int32_t src_stream, int32_t dst_gpu, int32_t dst_stream,
+                double bytes, const char *name, sim_op_id_t *send_op, sim_op_id_t *recv_op);
+
+typedef struct sim_coll_result {
+    sim_coll_algo_t algo;    /* the algorithm actually used (auto resolved) */
+    sim_fidelity_t fidelity; /* resolved */
+    sim_comm_mode_t mode;
+    sim_time_ps_t start_ps, end_ps; /* SIM_TIME_NEVER while not started/ended */
+    double closed_form_s;           /* alpha-beta time of the algorithm on an idle network (section 4) */
+    int64_t flows;                  /* flows started */
+} sim_coll_result_t;
+
+int sim_coll_result(const sim_engine_t *e, sim_coll_id_t c, sim_coll_result_t *out);
+
+/* ---- closed forms and the auto choice ----------------------------------------------------------- */
+
+/* Alpha-beta parameters of a collective on an idle network: alpha is the latency of one step (route
+ * latency plus step overhead), the bandwidth that of the slowest link of a step. Hierarchical
+ * collectives use intra_* inside a domain and alpha/bandwidth across domains. tree_depth and
+ * tree_load describe the double binary tree (sim_dbtree_shape). */
+typedef struct sim_ab_params {
+    double alpha_s, bytes_per_s;
+    double intra_alpha_s, intra_bytes_per_s;
+    int32_t per_domain; /* hierarchical: members per domain (g); n / g domains */
+    double chunk_bytes; /* tree and chain pipeline chunk */
+} sim_ab_params_t;
+
+/* Closed-form time in seconds (docs/engine.md lists every formula). Return a negative value if the
+ * algorithm does not apply (e.g. halving-doubling with n not a power of two). */
+double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double size_bytes, int32_t n,
+                         const sim_ab_params_t *p);
+
+/* Depth (edges on the longest root-to-leaf path over both trees) and load (most tree edges, over
+ * both trees, that touch one rank in one direction) of NCCL's double binary tree on n ranks. */
+void sim_dbtree_shape(int32_t n, int32_t *depth, int32_t *load);
+
+/* The algorithm NCCL would pick (docs/engine.md): the candidate NCCL enables for this op with the
+ * smallest closed-form time; ring-like candidates become hierarchical when the group spans several
+ * domains with more than one member in each. Never returns SIM_ALGO_AUTO. */
+sim_coll_algo_t sim_coll_algo_choose(sim_coll_op_t op, double size_bytes, int32_t n,
+                                     const sim_ab_params_t *p);
+
+/* ---- operations and the DAG executor ------------------------------------------------------------ */
+
+#define SIM_STREAM_COMPUTE 0
+
+/* A compute operation of duration_s (>= 0) on (gpu, stream). Operations on one stream run in the
+ * order they were added (CUDA stream semantics); an operation starts when it is at the head of its
+ * stream and every operation it depends on has ended. */
+int sim_op_compute(sim_engine_t *e, int32_t gpu, int32_t stream, double duration_s, const char *name,
+                   sim_op_id_t *out);
+/* op starts only after `after` has ended. Return SIM_EINVAL for unknown ids or op == after. */
+int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after);
+/* Start and end time of an operation (SIM_TIME_NEVER if it did not start / end). */
+int sim_op_times(const sim_engine_t *e, sim_op_id_t op, sim_time_ps_t *start_ps, sim_time_ps_t *end_ps);
+int32_t sim_op_count(const sim_engine_t *e);
+
+/* Run until nothing is left to happen. Return SIM_OK, or SIM_EDEADLOCK if some operation never
+ * started (a dependency cycle, or a collective whose members wait on each other's streams). Can be
+ * called again after more flows were added. Adding operations or collectives after the first run
+ * returns SIM_ESTATE. */
+int sim_engine_run(sim_engine_t *e);
+/* Process every event with time <= t_ps (and the network re-solve at each timestamp), then stop
+ * with the clock at the last processed timestamp. */
+int sim_engine_run_until(sim_engine_t *e, sim_time_ps_t t_ps);
+
+/* ---- statistics ---------------------------------------------------------------------------------- */
+
+typedef struct sim_engine_stats {
+    int64_t events;        /* queue events processed */
+    int64_t flows_started; /* flows (coflows count once) */
+    int64_t flow_events;   /* latency ends and completions processed */
+    int64_t solves;        /* batched max-min re-solves */
+    int64_t solve_flows;   /* flows visited by re-solves, summed */
+    int64_t solve_links;   /* links visited by re-solves, summed */
+    int64_t rate_changes;  /* flows whose rate changed and were re-keyed */
+} sim_engine_stats_t;
+
+void sim_engine_stats(const sim_engine_t *e, sim_engine_stats_t *out);
+
+typedef struct sim_link_stats {
+    double bytes;          /* bytes carried so far */
+    sim_time_ps_t busy_ps; /* time with load > 0 */
+    double utilization;    /* bytes / (capacity x now); 0 at time 0 */
+    double peak_utilization;
+    double load_bytes_per_s; /* current load */
+} sim_link_stats_t;
+
+int sim_link_stats(const sim_engine_t *e, int32_t link, sim_link_stats_t *out);
+
+#endif

@@ -1,0 +1,255 @@
+/* sim_internal.h - the engine's internal types, shared by the files of sim/ only.
+ *
+ * Layout: one sim_engine_t owns a queue (queue.c), a flow network (network.c, solved by maxmin.c),
+ * collective instances (coll.c, coll_algos.c, closed_form.c) and the operation DAG (executor.c).
+ * Internal functions carry the prefix sim_i_. */
+#ifndef STEPSIM_SIM_INTERNAL_H
+#define STEPSIM_SIM_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "sim.h"
+
+/* Queue event kinds. */
+enum { SIM_EV_OP_END = 1, SIM_EV_COLL_DONE = 2, SIM_EV_FLOW_START = 3 };
+
+/* ---- network ------------------------------------------------------------------------------------ */
+
+/* One link of a flow's route: which link, where the flow sits in that link's list, and how many
+ * units of the flow's rate the link carries (a coflow crossing a link twice uses 2). */
+typedef struct sim_hop {
+    int32_t link;
+    int32_t pos;
+    double use;
+} sim_hop_t;
+
+typedef enum { SIM_FLOW_FREE, SIM_FLOW_PENDING, SIM_FLOW_LATENCY, SIM_FLOW_ACTIVE } sim_flow_state_t;
+
+typedef struct sim_flow {
+    sim_time_ps_t key_ps; /* flow-heap key: latency end or completion; SIM_TIME_NEVER if unset */
+    uint64_t key_seq;
+    int32_t heap_pos; /* -1 when not in the flow heap */
+    int32_t state;
+    uint32_t gen; /* bumped when the slot is freed, so stale sim_flow_id_t values are detected */
+    int32_t hop_off, n_hops, hop_class;
+    double bytes, remaining, rate, weight, bound;
+    double new_rate; /* the solver's result, applied by the network */
+    sim_time_ps_t t_last, t_start, lat_ps;
+    int32_t coll, tag; /* owner collective (-1: raw flow) and what the flow is to it */
+    int32_t src, dst;
+    uint32_t mark; /* component search epoch */
+    int32_t frozen;
+    int32_t next_free;
+} sim_flow_t;
+
+typedef struct sim_link_ent {
+    int32_t flow, hop;
+} sim_link_ent_t;
+
+typedef struct sim_link {
+    double cap;
+    sim_time_ps_t lat_ps;
+    sim_link_ent_t *ents; /* active (draining) flows on this link */
+    int32_t n_ents, cap_ents;
+    /* statistics */
+    double load, bytes, peak_util;
+    sim_time_ps_t t_last, busy_ps;
+    /* component search and solver scratch */
+    uint32_t mark, dirty;
+    double rem, wsum;
+    int32_t n_unfrozen;
+    uint32_t ver;
+    /* route merging scratch */
+    uint32_t merge_mark;
+    int32_t merge_slot;
+} sim_link_t;
+
+typedef struct sim_lheap_ent {
+    double share;
+    int32_t link;
+    uint32_t ver;
+} sim_lheap_ent_t;
+
+typedef struct sim_bheap_ent {
+    double ratio;
+    int32_t flow;
+} sim_bheap_ent_t;
+
+typedef struct sim_net {
+    int32_t n_links;
+    sim_link_t *links;
+    sim_flow_t *flows;
+    int32_t n_flow_slots, cap_flows, free_flow;
+    sim_hop_t *hops;
+    int64_t n_hops_used, cap_hops;
+    int32_t hop_free[32]; /* free lists of hop blocks by size class (2^k hops) */
+    int32_t *fheap;       /* indexed binary heap of flow slots by (key_ps, key_seq) */
+    int32_t fheap_n, fheap_cap;
+    int32_t *dirty; /* links touched since the last solve */
+    int32_t n_dirty, cap_dirty;
+    uint32_t epoch, dirty_epoch, merge_epoch;
+    /* solver scratch, grown geometrically */
+    int32_t *comp_flows, *comp_links;
+    int32_t cap_comp_flows, cap_comp_links;
+    sim_lheap_ent_t *lheap;
+    int32_t cap_lheap;
+    sim_bheap_ent_t *bheap;
+    int32_t cap_bheap;
+    /* route merging scratch (coflows) */
+    int32_t *merge_links;
+    double *merge_use;
+    int32_t n_merge, cap_merge;
+} sim_net_t;
+
+/* ---- collectives -------------------------------------------------------------------------------- */
+
+/* A (src, dst) pair a collective sends over, with its route (offset into the collective's route
+ * array), its latency (route plus step overhead) and the smallest capacity on its route. */
+typedef struct sim_pair {
+    int32_t src, dst;
+    int32_t route_off, route_len;
+    sim_time_ps_t lat_ps;
+    double min_cap;
+} sim_pair_t;
+
+typedef enum { SIM_PH_RING, SIM_PH_HD, SIM_PH_CHAIN, SIM_PH_TREE, SIM_PH_P2P } sim_phase_kind_t;
+
+/* One phase of a collective. Rings: n_rings rings of ring_len members; ring member i (0 <= i <
+ * n_rings * ring_len) sends over pair pair0 + i to member (i / len) * len + (i + 1) % len. */
+typedef struct sim_phase {
+    sim_phase_kind_t kind;
+    int32_t steps;      /* ring/HD steps; chain/tree chunks */
+    double chunk_bytes; /* bytes of one step flow (HD: of the first RS step / last AG step) */
+    int32_t n_rings, ring_len, pair0;
+    int32_t hd_rs_steps, hd_ag_steps; /* HD: halving steps then doubling steps */
+} sim_phase_t;
+
+#define SIM_MAX_PHASES 3
+
+typedef enum { SIM_COLL_WAITING, SIM_COLL_RUNNING, SIM_COLL_DONE } sim_coll_state_t;
+
+typedef struct sim_coll {
+    sim_coll_op_t op;
+    sim_coll_algo_t algo;
+    sim_fidelity_t fidelity;
+    sim_comm_mode_t mode;
+    double size_bytes;
+    int32_t n, root, stream;
+    const char *name;
+    int32_t *gpus;
+    sim_op_id_t *member_ops;
+    int32_t arrived;
+    sim_coll_state_t state;
+    sim_time_ps_t start_ps, end_ps;
+    double closed_form_s;
+    int64_t flows;
+    sim_pair_t *pairs;
+    int32_t n_pairs;
+    int32_t *routes;
+    sim_phase_t phases[SIM_MAX_PHASES];
+    int32_t n_phases, phase;
+    int64_t pending; /* flows outstanding in the current phase */
+    int32_t *st;     /* per-algorithm state (see coll_algos.c) */
+    uint64_t *mask;
+    /* double binary tree: parent of each rank in each tree (-1 at the root), and children */
+    int32_t *tree_parent, *tree_child; /* [2 n], [2 n * 2] (-1 where absent) */
+    int32_t tree_depth, tree_load;
+} sim_coll_t;
+
+/* ---- executor ----------------------------------------------------------------------------------- */
+
+typedef enum { SIM_OPST_WAITING, SIM_OPST_RUNNING, SIM_OPST_DONE } sim_op_state_t;
+
+typedef struct sim_op {
+    sim_op_kind_t kind;
+    int32_t gpu, stream;
+    sim_time_ps_t dur_ps;
+    int32_t coll, member;
+    const char *name;
+    int32_t deps_left;
+    int32_t next_in_stream;
+    int32_t state;
+    sim_time_ps_t t_start, t_end;
+} sim_op_t;
+
+typedef struct sim_stream {
+    int32_t head, tail; /* first op not yet ended; last op added */
+    int32_t busy;
+} sim_stream_t;
+
+/* ---- the engine --------------------------------------------------------------------------------- */
+
+struct sim_engine {
+    sim_config_t cfg;
+    int32_t n_gpus, gpus_per_domain, streams_per_gpu;
+    sim_route_fn route;
+    void *route_ctx;
+    sim_time_ps_t now;
+    uint64_t seq, rng;
+    sim_queue_t *q;
+    sim_net_t net;
+    sim_observer_t obs;
+    int has_obs;
+    int started;
+    sim_op_t *ops;
+    int32_t n_ops, cap_ops;
+    int32_t *edges; /* pairs (op, after) */
+    int32_t n_edges, cap_edges;
+    int32_t *succ_off, *succ;
+    sim_stream_t *streams;
+    sim_coll_t *colls;
+    int32_t n_colls, cap_colls;
+    sim_engine_stats_t stats;
+    int fatal; /* sticky status of a failure inside the run (out of memory) */
+    char err[256];
+};
+
+/* engine.c */
+int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);
+int sim_i_schedule(sim_engine_t *e, sim_time_ps_t t, int32_t kind, int32_t a, int64_t b);
+
+/* queue.c */
+int sim_i_queue_push_seq(sim_queue_t *q, const sim_event_t *ev);
+
+/* network.c */
+int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *net);
+void sim_i_net_destroy(sim_net_t *n);
+/* Start a flow now. links/use (use may be NULL: 1 each) must not repeat a link unless merged by
+ * sim_i_net_merge_*. Return the slot (>= 0) or a negative status. */
+int32_t sim_i_flow_start(sim_engine_t *e, const int32_t *links, const double *use, int32_t n_hops,
+                         double bytes, double weight, double bound, sim_time_ps_t lat_ps, int32_t coll,
+                         int32_t tag, int32_t src, int32_t dst);
+sim_time_ps_t sim_i_net_next_time(const sim_engine_t *e, uint64_t *seq);
+void sim_i_net_pop(sim_engine_t *e); /* process the flow-heap top (latency end or completion) */
+int sim_i_net_dirty(const sim_engine_t *e);
+void sim_i_net_solve(sim_engine_t *e);
+/* Route merging for coflows: begin, add routes (repeated links add up their use), then read
+ * net.merge_links / merge_use / n_merge. */
+void sim_i_net_merge_begin(sim_engine_t *e);
+int sim_i_net_merge_add(sim_engine_t *e, const int32_t *links, int32_t n);
+int sim_i_flow_activate_pending(sim_engine_t *e, int32_t slot);
+
+/* maxmin.c: progressive filling over net.comp_flows / comp_links; sets flow->rate. */
+int sim_i_maxmin_solve(sim_net_t *n, int32_t n_flows, int32_t n_links);
+
+/* coll.c */
+void sim_i_coll_arrive(sim_engine_t *e, int32_t c);
+void sim_i_coll_flow_done(sim_engine_t *e, int32_t c, int32_t tag);
+void sim_i_coll_done_event(sim_engine_t *e, int32_t c);
+void sim_i_coll_destroy(sim_coll_t *c);
+
+/* coll_algos.c: per-phase state machines. */
+int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_masks);
+void sim_i_phase_begin(sim_engine_t *e, int32_t c);
+void sim_i_phase_flow_done(sim_engine_t *e, int32_t c, int32_t tag);
+int sim_i_dbtree_build(int32_t n, int32_t *parent, int32_t *child);
+
+/* executor.c */
+void sim_i_op_end(sim_engine_t *e, int32_t op);
+int sim_i_exec_start(sim_engine_t *e);
+int sim_i_exec_check(sim_engine_t *e);
+int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t stream, sim_time_ps_t dur_ps,
+                 int32_t coll, int32_t member, const char *name, sim_op_id_t *out);
+
+#endif
