@@ -45,7 +45,10 @@ static int pairs_alloc(sim_engine_t *e, sim_coll_t *c, int32_t n_pairs) {
     return SIM_OK;
 }
 
+/* A rank paired with itself (a ring of one) moves nothing: the pair stays unused (src -1). */
 static void pair_set(sim_coll_t *c, int32_t i, int32_t src_rank, int32_t dst_rank) {
+    if (src_rank == dst_rank)
+        return;
     c->pairs[i].src = c->gpus[src_rank];
     c->pairs[i].dst = c->gpus[dst_rank];
 }

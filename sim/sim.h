@@ -121,8 +121,8 @@ typedef struct sim_star_params {
 
 int sim_star_init(sim_star_t *star, const sim_star_params_t *p); /* SIM_EINVAL, SIM_ENOMEM */
 void sim_star_destroy(sim_star_t *star);
-/* Fill *desc so that it describes *star (borrowing its arrays: keep star alive until
- * sim_engine_new has returned). */
+/* Fill *desc so that it describes *star. The engine copies the link arrays but keeps star as the
+ * route function's context: keep star alive as long as the engine. */
 void sim_star_network(const sim_star_t *star, sim_network_desc_t *desc);
 
 /* ---- engine ----------------------------------------------------------------------------------- */
