@@ -82,11 +82,11 @@ static void layers_json(json_writer_t *w, const model_block_t *b) {
     json_close_array(w);
 }
 
-static int estimate_json(FILE *out, const model_estimate_t *e, const model_job_t *job, const scenario_t *scn,
-                         int layers) {
+static cJSON *estimate_json(const model_estimate_t *e, const model_job_t *job, const scenario_t *scn,
+                            int layers) {
     const model_summary_t *s = &e->summary;
     json_writer_t w;
-    json_start(&w, out);
+    json_start(&w, NULL);
     json_number(&w, "iteration_time_s", s->iteration_time_s);
     json_number(&w, "throughput_samples_per_s", s->throughput_samples_per_s);
     json_number(&w, "memory_gb", s->memory_gb);
@@ -100,7 +100,7 @@ static int estimate_json(FILE *out, const model_estimate_t *e, const model_job_t
         json_string(&w, "scenario", scn->name);
     if (layers)
         layers_json(&w, &e->block);
-    return json_finish(&w);
+    return json_take(&w);
 }
 
 /* ---- text ------------------------------------------------------------------------------------ */
@@ -216,28 +216,57 @@ static void estimate_text(FILE *out, const model_estimate_t *e, const model_job_
         layers_text(out, &e->block);
 }
 
-int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag) {
-    model_job_t job;
-    int rc = scenario_resolve(scn, &job, diag);
+/* Resolve the scenario and evaluate it; on CLI_OK *e is allocated (caller frees). */
+static int estimate_run(scenario_t *scn, model_job_t *job, model_estimate_t **e, cli_diag_t *diag) {
+    int rc = scenario_resolve(scn, job, diag);
     if (rc)
         return rc;
-    model_estimate_t *e = calloc(1, sizeof *e);
-    if (!e)
+    *e = calloc(1, sizeof **e);
+    if (!*e)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory");
-    if (model_estimate(&job, e) != MODEL_OK) {
-        free(e);
+    if (model_estimate(job, *e) != MODEL_OK) {
+        free(*e);
+        *e = NULL;
         return cli_fail(diag, CLI_EUSAGE,
                         "%s%sthe model rejected this configuration; allowed: a job that passes "
                         "model_job_check",
                         scn->file, scn->file[0] ? ": " : "");
     }
-    int json_rc = 0;
-    if (opts->json)
-        json_rc = estimate_json(out, e, &job, scn, opts->layers);
-    else
-        estimate_text(out, e, &job, scn, opts->layers);
+    return CLI_OK;
+}
+
+int cmd_estimate_result(scenario_t *scn, const cli_opts_t *opts, cJSON **result, cli_diag_t *diag) {
+    model_job_t job;
+    model_estimate_t *e = NULL;
+    *result = NULL;
+    int rc = estimate_run(scn, &job, &e, diag);
+    if (rc)
+        return rc;
+    *result = estimate_json(e, &job, scn, opts->layers);
     free(e);
-    if (json_rc != 0)
+    if (!*result)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+    return CLI_OK;
+}
+
+int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag) {
+    if (opts->json) {
+        cJSON *result = NULL;
+        int rc = cmd_estimate_result(scn, opts, &result, diag);
+        if (rc)
+            return rc;
+        int print_rc = json_print(out, result);
+        cJSON_Delete(result);
+        if (print_rc != 0)
+            return cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+        return CLI_OK;
+    }
+    model_job_t job;
+    model_estimate_t *e = NULL;
+    int rc = estimate_run(scn, &job, &e, diag);
+    if (rc)
+        return rc;
+    estimate_text(out, e, &job, scn, opts->layers);
+    free(e);
     return CLI_OK;
 }

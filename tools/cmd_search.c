@@ -16,10 +16,10 @@ static void mask_text(char *buf, size_t n, unsigned mask) {
     }
 }
 
-static int search_json(FILE *out, const model_search_result_t *r, const model_job_t *job,
-                       const scenario_t *scn, unsigned mask) {
+static cJSON *search_json(const model_search_result_t *r, const model_job_t *job, const scenario_t *scn,
+                          unsigned mask) {
     json_writer_t w;
-    json_start(&w, out);
+    json_start(&w, NULL);
     json_int(&w, "candidates_evaluated", r->candidates_evaluated);
     json_int(&w, "candidates_feasible", r->candidates_feasible);
     json_open_array(&w, "strategies");
@@ -47,7 +47,7 @@ static int search_json(FILE *out, const model_search_result_t *r, const model_jo
         json_close_object(&w);
     }
     json_close_array(&w);
-    return json_finish(&w);
+    return json_take(&w);
 }
 
 static void result_row(FILE *out, int rank, const model_summary_t *s) {
@@ -81,15 +81,14 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
         result_row(out, i, &r->results[i]);
 }
 
-int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag) {
-    model_job_t job;
-    unsigned mask = 0;
-    int rc = scenario_resolve_search(scn, &job, &mask, diag);
+/* Resolve the scenario and run the search; on CLI_OK res holds the results (caller destroys). */
+static int search_run(scenario_t *scn, const cli_opts_t *opts, model_job_t *job, unsigned *mask,
+                      model_search_result_t *res, cli_diag_t *diag) {
+    memset(res, 0, sizeof *res);
+    int rc = scenario_resolve_search(scn, job, mask, diag);
     if (rc)
         return rc;
-    model_search_result_t res;
-    memset(&res, 0, sizeof res);
-    int mrc = model_search_run(&job, mask, opts->top_k, &res);
+    int mrc = model_search_run(job, *mask, opts->top_k, res);
     if (mrc == MODEL_ENOMEM)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory (--top %d)", opts->top_k);
     if (mrc == MODEL_EINVAL)
@@ -99,29 +98,83 @@ int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *d
                         scn->file, scn->file[0] ? ": " : "");
     if (mrc != MODEL_OK)
         return cli_fail(diag, CLI_ERUNTIME, "search failed (model status %d)", mrc);
-    if (opts->json && search_json(out, &res, &job, scn, mask) != 0) {
-        model_search_result_destroy(&res);
-        return cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+    return CLI_OK;
+}
+
+/* CLI_OK, or CLI_ENORESULT with its message when nothing fits. */
+static int search_outcome(const model_search_result_t *res, const model_job_t *job, const scenario_t *scn,
+                          unsigned mask, cli_diag_t *diag) {
+    if (res->n_results > 0)
+        return CLI_OK;
+    char strategies[64];
+    mask_text(strategies, sizeof strategies, mask);
+    if (res->candidates_evaluated == 0)
+        return cli_fail(diag, CLI_ENORESULT,
+                        "no configuration: no layout of %s exists for %s on %" PRId64
+                        " GPUs with global batch "
+                        "%" PRId64 "; try another GPU count or global batch",
+                        strategies, scenario_model_name(scn), job->gpus, job->global_batch);
+    return cli_fail(diag, CLI_ENORESULT,
+                    "no configuration fits: all %" PRId64 " candidates of %s for %s on %" PRId64
+                    " x %s GPUs need more than %.6g GB per GPU; try more GPUs or another system",
+                    res->candidates_evaluated, strategies, scenario_model_name(scn), job->gpus,
+                    scenario_system_name(scn), job->system.hbm_capacity_gb);
+}
+
+int cmd_search_result(scenario_t *scn, const cli_opts_t *opts, cJSON **result, cli_diag_t *diag) {
+    model_job_t job;
+    unsigned mask = 0;
+    model_search_result_t res;
+    *result = NULL;
+    int rc = search_run(scn, opts, &job, &mask, &res, diag);
+    if (rc)
+        return rc;
+    *result = search_json(&res, &job, scn, mask);
+    if (!*result)
+        rc = cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+    else
+        rc = search_outcome(&res, &job, scn, mask, diag);
+    model_search_result_destroy(&res);
+    return rc;
+}
+
+int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag) {
+    if (opts->json) {
+        cJSON *result = NULL;
+        int rc = cmd_search_result(scn, opts, &result, diag);
+        if (result && json_print(out, result) != 0) {
+            cJSON_Delete(result);
+            return cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+        }
+        cJSON_Delete(result);
+        return rc;
     }
-    if (!opts->json)
-        search_text(out, &res, &job, scn, mask);
-    rc = CLI_OK;
-    if (res.n_results == 0) {
-        char strategies[64];
-        mask_text(strategies, sizeof strategies, mask);
-        if (res.candidates_evaluated == 0)
-            rc = cli_fail(diag, CLI_ENORESULT,
-                          "no configuration: no layout of %s exists for %s on %" PRId64
-                          " GPUs with global batch "
-                          "%" PRId64 "; try another GPU count or global batch",
-                          strategies, scenario_model_name(scn), job.gpus, job.global_batch);
-        else
-            rc = cli_fail(diag, CLI_ENORESULT,
-                          "no configuration fits: all %" PRId64 " candidates of %s for %s on %" PRId64
-                          " x %s GPUs need more than %.6g GB per GPU; try more GPUs or another system",
-                          res.candidates_evaluated, strategies, scenario_model_name(scn), job.gpus,
-                          scenario_system_name(scn), job.system.hbm_capacity_gb);
-    }
+    model_job_t job;
+    unsigned mask = 0;
+    model_search_result_t res;
+    int rc = search_run(scn, opts, &job, &mask, &res, diag);
+    if (rc)
+        return rc;
+    search_text(out, &res, &job, scn, mask);
+    rc = search_outcome(&res, &job, scn, mask, diag);
+    model_search_result_destroy(&res);
+    return rc;
+}
+
+int cmd_search_best(scenario_t *scn, model_parallel_t *best, int64_t *evaluated, int64_t *feasible,
+                    cli_diag_t *diag) {
+    model_job_t job;
+    unsigned mask = 0;
+    model_search_result_t res;
+    cli_opts_t opts = {0, 0, 1};
+    int rc = search_run(scn, &opts, &job, &mask, &res, diag);
+    if (rc)
+        return rc;
+    rc = search_outcome(&res, &job, scn, mask, diag);
+    if (rc == CLI_OK)
+        *best = res.results[0].par;
+    *evaluated = res.candidates_evaluated;
+    *feasible = res.candidates_feasible;
     model_search_result_destroy(&res);
     return rc;
 }

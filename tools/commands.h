@@ -3,11 +3,15 @@
  * Contract: the scenario is loaded (defaults, file, options) by cli.c; a command resolves it, writes
  * its result to out and returns an exit code (scenario.h CLI_*), filling diag with one line on
  * failure. Commands never print to stderr themselves, except warnings through the caller's err.
+ * The *_result variants do the same work without printing: they return the object that --json
+ * prints, for callers that collect results in-process (sweep).
  */
 #ifndef STEPSIM_COMMANDS_H
 #define STEPSIM_COMMANDS_H
 
 #include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "scenario.h"
 
@@ -20,5 +24,18 @@ typedef struct cli_opts {
 
 int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag);
 int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag);
+
+/* The --json object of estimate / search for a loaded scenario (opts->json is ignored). On return
+ * *result is a new object owned by the caller (cJSON_Delete) or NULL. estimate: CLI_OK with a result,
+ * or an error code without one. search: CLI_OK, or CLI_ENORESULT with a result whose "results" list
+ * is empty (nothing fits), or another error code without a result. */
+int cmd_estimate_result(scenario_t *scn, const cli_opts_t *opts, cJSON **result, cli_diag_t *diag);
+int cmd_search_result(scenario_t *scn, const cli_opts_t *opts, cJSON **result, cli_diag_t *diag);
+
+/* The best layout of a loaded scenario (search with top 1 over its strategy, or all): CLI_OK and
+ * *best, or the search's error (CLI_ENORESULT when nothing fits). evaluated and feasible count the
+ * candidates. */
+int cmd_search_best(scenario_t *scn, model_parallel_t *best, int64_t *evaluated, int64_t *feasible,
+                    cli_diag_t *diag);
 
 #endif

@@ -51,17 +51,32 @@ void json_start(json_writer_t *w, FILE *f) {
     w->failed = w->stack[0] == NULL;
 }
 
-int json_finish(json_writer_t *w) {
-    char *text = w->failed ? NULL : cJSON_Print(w->stack[0]);
-    cJSON_Delete(w->stack[0]);
+struct cJSON *json_take(json_writer_t *w) {
+    cJSON *doc = w->stack[0];
     w->stack[0] = NULL;
     w->depth = 0;
+    if (w->failed) {
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+int json_print(FILE *f, const cJSON *doc) {
+    char *text = doc ? cJSON_Print(doc) : NULL;
     if (!text)
         return -1;
-    fputs(text, w->f);
-    fputc('\n', w->f);
+    fputs(text, f);
+    fputc('\n', f);
     cJSON_free(text);
     return 0;
+}
+
+int json_finish(json_writer_t *w) {
+    cJSON *doc = json_take(w);
+    int rc = json_print(w->f, doc);
+    cJSON_Delete(doc);
+    return rc;
 }
 
 void json_open_object(json_writer_t *w, const char *key) {

@@ -4,6 +4,7 @@
  * - json_writer_t is caller-allocated and writes to a caller-owned FILE. It builds a cJSON tree in
  *   call order (members keep their order) and json_finish() prints it with cJSON_Print, frees it and
  *   ends the document with a newline; it returns -1 (printing nothing) if an allocation failed.
+ *   json_take() hands the tree to the caller instead (for sweep lines); then f may be NULL.
  *   Doubles round-trip exactly (cJSON prints 17 significant digits when 15 do not suffice);
  *   non-finite doubles print as null. The caller balances open/close calls (depth <= 16).
  * - The output_* functions print the JSON shapes fixed by interfaces.md (breakdown_s, config, ...)
@@ -31,6 +32,11 @@ typedef struct json_writer {
 
 void json_start(json_writer_t *w, FILE *f); /* opens the top-level object */
 int json_finish(json_writer_t *w);          /* prints the document and "\n"; -1 if out of memory */
+/* Ends the document and returns it (the caller frees it with cJSON_Delete), or NULL if an allocation
+ * failed (nothing to free). */
+struct cJSON *json_take(json_writer_t *w);
+/* Print a document as json_finish() does: cJSON_Print, then "\n". -1 if out of memory. */
+int json_print(FILE *f, const struct cJSON *doc);
 /* key is NULL inside arrays. */
 void json_open_object(json_writer_t *w, const char *key);
 void json_close_object(json_writer_t *w);

@@ -385,6 +385,42 @@ int scenario_set_option(scenario_t *scn, const char *option, const char *value, 
     return CLI_OK;
 }
 
+static void set_field(scenario_t *scn, scenario_field_t f, int64_t v, scenario_origin_t origin) {
+    scn->value[f] = v;
+    scn->given[f] = 1;
+    scn->origin[f] = origin;
+}
+
+void scenario_set_layout(scenario_t *scn, const model_parallel_t *p, scenario_origin_t origin) {
+    static const scenario_field_t degrees[] = {SCN_DP,     SCN_TP,     SCN_TP1,   SCN_TP2,
+                                               SCN_PP,     SCN_MBS,    SCN_NB,    SCN_NV_TP,
+                                               SCN_NV_TP1, SCN_NV_TP2, SCN_NV_DP, SCN_NV_PP};
+    for (size_t i = 0; i < sizeof degrees / sizeof degrees[0]; i++) {
+        scn->value[degrees[i]] = 0;
+        scn->given[degrees[i]] = 0;
+        scn->origin[degrees[i]] = SCN_FROM_DEFAULT;
+    }
+    scn->strategy = (int)p->strategy;
+    scn->given[SCN_STRATEGY] = 1;
+    scn->origin[SCN_STRATEGY] = origin;
+    set_field(scn, SCN_DP, p->dp, origin);
+    set_field(scn, SCN_PP, p->pp, origin);
+    set_field(scn, SCN_MBS, p->mbs, origin);
+    set_field(scn, SCN_NV_DP, p->nv_dp, origin);
+    set_field(scn, SCN_NV_PP, p->nv_pp, origin);
+    if (p->strategy == MODEL_STRATEGY_1D) {
+        set_field(scn, SCN_TP, p->tp, origin);
+        set_field(scn, SCN_NV_TP, p->nv_tp1, origin);
+        return;
+    }
+    set_field(scn, SCN_TP1, p->tp1, origin);
+    set_field(scn, SCN_TP2, p->tp2, origin);
+    set_field(scn, SCN_NV_TP1, p->nv_tp1, origin);
+    set_field(scn, SCN_NV_TP2, p->nv_tp2, origin);
+    if (p->strategy == MODEL_STRATEGY_2D)
+        set_field(scn, SCN_NB, p->nb, origin);
+}
+
 /* ---- shared messages ------------------------------------------------------------------------- */
 
 int scn_bad_strategy(cli_diag_t *diag, const char *where, const char *value) {

@@ -105,12 +105,22 @@ void scenario_destroy(scenario_t *scn);
  * column), unknown keys, wrong types or bad values; CLI_ERUNTIME for a read error or no memory. */
 int scenario_load_file(scenario_t *scn, const char *path, cli_diag_t *diag);
 
+/* Read and parse the JSON file at path (kind names it in messages: "scenario", "grid"). On CLI_OK
+ * *root is the document (caller frees with cJSON_Delete); CLI_EUSAGE for a missing file or broken
+ * JSON (with line and column), CLI_ERUNTIME for a read error or no memory. */
+int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_diag_t *diag);
+
 /* Overlay a parsed JSON object (the same keys as a file); source names it in messages. */
 int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, cli_diag_t *diag);
 
 /* Overlay one option. option is the long name with its dashes ("--tp"); value its text. Returns
  * CLI_EUSAGE for a bad value or an option that is no scenario field. */
 int scenario_set_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag);
+
+/* Overlay a complete layout (every degree and NVLink count of p, as model_search_run returns it), as
+ * if each had been given by origin. For 1d the tp and nv.tp fields are set; for 2d and 2d-seqp tp1,
+ * tp2 and their nv counts (tp follows), and nb for 2d. */
+void scenario_set_layout(scenario_t *scn, const model_parallel_t *p, scenario_origin_t origin);
 
 /* Option name of a field ("--tp") and its scenario JSON path ("parallel.tp"). */
 const char *scenario_field_option(scenario_field_t f);

@@ -454,11 +454,11 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
 /* ---- files ----------------------------------------------------------------------------------- */
 
 /* Read a whole file into a NUL-terminated buffer (caller frees). */
-static int read_file(const char *path, char **out, cli_diag_t *diag) {
+static int read_file(const char *path, const char *kind, char **out, cli_diag_t *diag) {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return cli_fail(diag, CLI_EUSAGE, "%s: cannot open scenario file: %s; allowed: a readable JSON file",
-                        path, strerror(errno));
+        return cli_fail(diag, CLI_EUSAGE, "%s: cannot open %s file: %s; allowed: a readable JSON file", path,
+                        kind, strerror(errno));
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -512,18 +512,25 @@ static int syntax_error(const char *path, const char *buf, const char *err, cli_
                     col, near);
 }
 
-int scenario_load_file(scenario_t *scn, const char *path, cli_diag_t *diag) {
+int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_diag_t *diag) {
     char *buf = NULL;
-    int rc = read_file(path, &buf, diag);
+    *root = NULL;
+    int rc = read_file(path, kind, &buf, diag);
     if (rc)
         return rc;
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
-    if (!root)
+    *root = cJSON_ParseWithOpts(buf, &end, 1);
+    if (!*root)
         rc = syntax_error(path, buf, end, diag);
-    else
+    free(buf);
+    return rc;
+}
+
+int scenario_load_file(scenario_t *scn, const char *path, cli_diag_t *diag) {
+    cJSON *root = NULL;
+    int rc = scenario_json_read(path, "scenario", &root, diag);
+    if (!rc)
         rc = scenario_load_json(scn, root, path, diag);
     cJSON_Delete(root);
-    free(buf);
     return rc;
 }
