@@ -5,8 +5,12 @@
  * s_j = rem_j / sum over unfrozen f on j of use_fj * w_f, where rem_j is its capacity minus what frozen
  * flows use. The link with the smallest s_j is the next bottleneck: its unfrozen flows freeze at
  * s_j * w_f, which lowers rem and the weight sums of their other links. A bounded flow is a
- * bottleneck of its own at level bound_f / w_f. Links sit in a min-heap keyed by (share, link id)
- * with lazy deletion (a version per link); bounded flows in a second heap keyed by bound / w.
+ * bottleneck of its own at level bound_f / w_f. Links sit in a min-heap keyed by (share, link id),
+ * one entry per link; bounded flows in a second heap keyed by bound / w.
+ * Lazy keys: freezing a flow at level s <= s_j can only raise s_j (rem_j and the weight sum drop by
+ * use x and use w with x = s w), so a link's heap key stays a lower bound of its share. The loop
+ * pops the top; if its link changed since (a version per link) it is re-pushed with the current
+ * share, otherwise it is the true minimum. This avoids one push per (frozen flow, link).
  * Cost: O(sum of route lengths x log(links)) per solve, over the component given only.
  * Ties are broken by link id, so the result never depends on heap layout. */
 #include <math.h>
@@ -106,18 +110,15 @@ static void freeze(solver_t *s, int32_t slot, double x) {
             l->rem = 0.0;
         l->wsum -= h->use * f->weight;
         l->ver++;
-        if (--l->n_unfrozen > 0)
-            push_link(s, h->link);
+        l->n_unfrozen--;
     }
 }
 
-/* Scratch for the heaps: at most one entry per link plus one per (flow, hop) freeze. */
+/* Scratch for the heaps: one entry per link (stale entries are replaced, never added), one per
+ * flow. */
 static int reserve(sim_net_t *n, int32_t nf, int32_t nl) {
-    int64_t hops = nl;
-    for (int32_t i = 0; i < nf; i++)
-        hops += n->flows[n->comp_flows[i]].n_hops;
     int64_t cap = n->cap_lheap;
-    if (hops > INT32_MAX || sim_i_grow((void **)&n->lheap, &cap, hops, sizeof *n->lheap))
+    if (sim_i_grow((void **)&n->lheap, &cap, nl, sizeof *n->lheap))
         return SIM_ENOMEM;
     n->cap_lheap = (int32_t)cap;
     cap = n->cap_bheap;
@@ -159,12 +160,16 @@ int sim_i_maxmin_solve(sim_net_t *n, int32_t nf, int32_t nl) {
     solver_t s = {n, 0, 0};
     init_state(&s, nf, nl);
     for (;;) {
+        /* A stale top (its link changed since it was pushed) still holds a lower bound of that
+         * link's share: replace it by the current share and look again. */
         while (s.n_lh > 0) {
-            const sim_lheap_ent_t *t = &n->lheap[0];
-            const sim_link_t *l = &n->links[t->link];
-            if (t->ver == l->ver && l->n_unfrozen > 0)
+            const sim_lheap_ent_t t = n->lheap[0];
+            const sim_link_t *l = &n->links[t.link];
+            if (t.ver == l->ver && l->n_unfrozen > 0)
                 break;
             lh_pop(n->lheap, &s.n_lh);
+            if (l->n_unfrozen > 0)
+                push_link(&s, t.link);
         }
         while (s.n_bh > 0 && n->flows[n->bheap[0].flow].frozen)
             bh_pop(n->bheap, &s.n_bh);
