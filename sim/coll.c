@@ -127,35 +127,43 @@ static int plan_ring(sim_engine_t *e, sim_coll_t *c) {
     return SIM_OK;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Members grouped by domain in order of first appearance: order[d * g + l] is the l-th member of
- * the d-th domain. Return g (members per domain), or 0 if domains hold different counts. */
+ * the d-th domain. Return g (members per domain), 0 if domains hold different counts, -1 if out of
+ * memory. O(n log n): sort (domain, index) keys, then the groups by their first index. */
 static int32_t domain_order(const sim_engine_t *e, const sim_coll_t *c, int32_t *order) {
     const int32_t n = c->n, gpd = e->gpus_per_domain;
-    int32_t *dom = malloc((size_t)n * sizeof *dom), *cnt = calloc((size_t)n, sizeof *cnt);
-    int32_t nd = 0, g = 0;
-    if (!dom || !cnt)
+    int64_t *keys = malloc((size_t)n * sizeof *keys), *firsts = malloc((size_t)n * sizeof *firsts);
+    int32_t g = -1;
+    if (!keys || !firsts)
         goto out;
-    for (int32_t i = 0; i < n; i++) { /* domain index of member i: O(n^2 / g) is fine at add time */
-        dom[i] = -1;
-        for (int32_t j = 0; j < i && dom[i] < 0; j++)
-            if (c->gpus[j] / gpd == c->gpus[i] / gpd)
-                dom[i] = dom[j];
-        if (dom[i] < 0)
-            dom[i] = nd++;
-        cnt[dom[i]]++;
-    }
-    g = cnt[0];
-    for (int32_t d = 0; d < nd; d++)
-        if (cnt[d] != g)
+    for (int32_t i = 0; i < n; i++)
+        keys[i] = ((int64_t)(c->gpus[i] / gpd) << 32) | i;
+    qsort(keys, (size_t)n, sizeof *keys, cmp_i64);
+    g = 1;
+    while (g < n && keys[g] >> 32 == keys[0] >> 32)
+        g++;
+    const int32_t nd = n / g;
+    for (int32_t i = 1; i < n && g > 0; i++) /* a new domain starts exactly at every multiple of g */
+        if ((keys[i] >> 32 != keys[i - 1] >> 32) != (i % g == 0))
             g = 0;
+    if (g > 0 && n % g)
+        g = 0;
     if (g > 0) {
-        memset(cnt, 0, (size_t)n * sizeof *cnt);
-        for (int32_t i = 0; i < n; i++)
-            order[dom[i] * g + cnt[dom[i]]++] = i;
+        for (int32_t d = 0; d < nd; d++) /* (first member index, group) */
+            firsts[d] = ((keys[d * g] & 0xffffffff) << 32) | d;
+        qsort(firsts, (size_t)nd, sizeof *firsts, cmp_i64);
+        for (int32_t r = 0; r < nd; r++)
+            for (int32_t l = 0; l < g; l++)
+                order[r * g + l] = (int32_t)(keys[(firsts[r] & 0xffffffff) * g + l] & 0xffffffff);
     }
 out:
-    free(dom);
-    free(cnt);
+    free(keys);
+    free(firsts);
     return g;
 }
 
@@ -331,6 +339,10 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
     if (!order)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     const int32_t g = domain_order(e, c, order);
+    if (g < 0) {
+        free(order);
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    }
     const int multi = g > 1 && c->n > g;
     if (c->op == SIM_COLL_SENDRECV && (c->algo == SIM_ALGO_AUTO || c->algo == SIM_ALGO_RING))
         c->algo = SIM_ALGO_DIRECT;
@@ -373,18 +385,23 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
     if (d->stream < 1 || d->stream >= e->streams_per_gpu)
         return sim_i_fail(e, SIM_EINVAL, "collective: stream %d is not a communication stream (1..%d)",
                           d->stream, e->streams_per_gpu - 1);
-    unsigned char *seen = calloc((size_t)e->n_gpus, 1);
-    if (!seen)
+    for (int32_t i = 0; i < d->n_gpus; i++)
+        if (d->gpus[i] < 0 || d->gpus[i] >= e->n_gpus)
+            return sim_i_fail(e, SIM_EINVAL, "collective: gpus[%d] = %d is not in 0..%d", i, d->gpus[i],
+                              e->n_gpus - 1);
+    /* Duplicates: sort (gpu, index) keys, O(n log n) rather than a bitmap of every GPU. */
+    int64_t *keys = malloc((size_t)d->n_gpus * sizeof *keys);
+    if (!keys)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    for (int32_t i = 0; i < d->n_gpus; i++)
+        keys[i] = ((int64_t)d->gpus[i] << 32) | i;
+    qsort(keys, (size_t)d->n_gpus, sizeof *keys, cmp_i64);
     int rc = SIM_OK;
-    for (int32_t i = 0; i < d->n_gpus && !rc; i++) {
-        const int32_t g = d->gpus[i];
-        if (g < 0 || g >= e->n_gpus)
-            rc = sim_i_fail(e, SIM_EINVAL, "collective: gpus[%d] = %d is not in 0..%d", i, g, e->n_gpus - 1);
-        else if (seen[g]++)
-            rc = sim_i_fail(e, SIM_EINVAL, "collective: gpus[%d] = %d appears twice", i, g);
-    }
-    free(seen);
+    for (int32_t i = 1; i < d->n_gpus && !rc; i++)
+        if (keys[i] >> 32 == keys[i - 1] >> 32)
+            rc = sim_i_fail(e, SIM_EINVAL, "collective: gpus[%d] = %d appears twice",
+                            (int)(keys[i] & 0xffffffff), (int)(keys[i] >> 32));
+    free(keys);
     return rc;
 }
 
