@@ -11,7 +11,7 @@
  *   what happens through sim_observer_t and never prints.
  * - Topology: links are given as plain arrays (capacity, latency) and routes through a callback
  *   that returns link ids (sim_network_desc_t). sim_star_* builds the ideal non-blocking star
- *   (optionally with NVLink domains); topo/ supplies real topologies through the same interface.
+ *   (optionally with NVLink domains); sim_topo_network describes a topology built by topo/.
  * - Units: simulated time is an integer count of picoseconds (sim_time_ps_t); durations given in
  *   seconds (double) are converted once, rounding to the nearest picosecond. Bytes are double
  *   (fractional bytes are allowed: they come from dividing buffers into chunks); rates are bytes/s.
@@ -124,6 +124,14 @@ void sim_star_destroy(sim_star_t *star);
 /* Fill *desc so that it describes *star. The engine copies the link arrays but keeps star as the
  * route function's context: keep star alive as long as the engine. */
 void sim_star_network(const sim_star_t *star, sim_network_desc_t *desc);
+
+/* A topology built by topo/ (topo.h): its link table (borrowed, not copied until sim_engine_new),
+ * routes from topo_route with the topology's own routing (ECMP hashed per (src, dst) pair), and NVLink
+ * domains = topo nodes when GPUs are numbered node-major with equal nodes (else 1 GPU per domain).
+ * The topology is the route function's context: keep it alive as long as the engine. Return SIM_OK
+ * or SIM_EINVAL (more than 2^31 GPUs or links). */
+struct topo;
+int sim_topo_network(const struct topo *t, sim_network_desc_t *desc);
 
 /* ---- engine ----------------------------------------------------------------------------------- */
 

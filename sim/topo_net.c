@@ -1,0 +1,46 @@
+/* topo_net.c - the bridge from topo/'s link table and route lookup to the engine's network
+ * description: the link arrays are topo's own, routes come from topo_route (which never allocates
+ * nor calls igraph), and a GPU's NVLink domain is its topo node. */
+#include <string.h>
+
+#include "sim.h"
+#include "topo.h"
+
+/* ECMP hashing keys on the (src, dst) pair, so a pair always takes the same path: the engine looks
+ * routes up once per collective pair and caches them. */
+static int route_cb(void *ctx, int32_t src, int32_t dst, int32_t *links, int32_t cap) {
+    const topo_flow_t f = {.src_gpu = src,
+                           .dst_gpu = dst,
+                           .key = ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst,
+                           .routing = TOPO_ROUTING_DEFAULT,
+                           .link_load = NULL};
+    const int len = topo_route((const topo_t *)ctx, &f, links, cap);
+    return len > 0 ? len : -1;
+}
+
+/* GPUs per node when GPU i sits on node i / g for every i (topo's node-major order); else 1. */
+static int32_t domain_size(const topo_t *t, int64_t n) {
+    const int64_t node0 = topo_gpu_node(t, 0);
+    int64_t g = 1;
+    while (g < n && topo_gpu_node(t, g) == node0)
+        g++;
+    for (int64_t i = 0; i < n; i++)
+        if (topo_gpu_node(t, i) != topo_gpu_node(t, 0) + i / g)
+            return 1;
+    return (int32_t)g;
+}
+
+int sim_topo_network(const struct topo *t, sim_network_desc_t *d) {
+    memset(d, 0, sizeof *d);
+    const int64_t n = topo_gpu_count(t), links = topo_link_count(t);
+    if (n < 1 || n > INT32_MAX || links < 0 || links > INT32_MAX)
+        return SIM_EINVAL;
+    d->n_gpus = (int32_t)n;
+    d->n_links = (int32_t)links;
+    d->capacity_bytes_per_s = topo_link_bandwidths_bytes_per_s(t);
+    d->latency_s = topo_link_latencies_s(t);
+    d->route = route_cb;
+    d->route_ctx = (void *)(uintptr_t)t;
+    d->gpus_per_domain = domain_size(t, n);
+    return SIM_OK;
+}
