@@ -1,10 +1,10 @@
 /* bench_sim.c - prints the engine's speed figures (issue 4): event-queue hold operations per second,
  * max-min re-solve time for 8k and 65k flows on a leaf/spine, and the wall time of a 1 GiB ring
  * all-reduce over 64..4096 GPUs in fast and step fidelity, with the simulated time's deviation from
- * the closed form. Networks are hand-made link tables: the ideal star, and a 2-tier leaf/spine (32
- * endpoints per leaf, 32 spines, D-mod-k: a flow to endpoint d leaves its leaf through spine d mod
- * 32), built here until topo/'s fat-tree can be plugged in. Targets: >= 10 M hold ops/s; 1024 GPUs
- * fast <= 50 ms, step <= 2 s.
+ * the closed form. Networks: for max-min, a hand-made 2-tier leaf/spine (32 endpoints per leaf, 32
+ * spines, D-mod-k: a flow to endpoint d leaves its leaf through spine d mod 32), as in
+ * network-and-des.md 3.2; for the ring, the ideal star and topo/'s k-ary fat-tree. Targets: >= 10 M
+ * hold ops/s; 1024 GPUs fast <= 50 ms, step <= 2 s.
  * Usage: bench_sim [--quick]   (--quick skips the 4096-GPU step-fidelity runs) */
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <igraph.h>
+
 #include "sim.h"
+#include "topo.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -225,7 +228,7 @@ static void ring_once(const char *net_name, const sim_network_desc_t *d, int32_t
     sim_engine_stats_t st;
     sim_engine_stats(e, &st);
     const double sim_s = sim_ps_to_s(r.end_ps - r.start_ps);
-    printf("%-10s %6d %-5s %12.4f %14.6f %12.3g %12lld %10lld\n", net_name, n,
+    printf("%-14s %6d %-5s %12.4f %14.6f %12.3g %12lld %10lld\n", net_name, n,
            fid == SIM_FIDELITY_FAST ? "fast" : "step", 1e3 * wall, sim_s, sim_s / r.closed_form_s - 1.0,
            (long long)st.flows_started, (long long)st.solves);
     fflush(stdout);
@@ -233,31 +236,55 @@ static void ring_once(const char *net_name, const sim_network_desc_t *d, int32_t
     free(gpus);
 }
 
+/* topo/'s k-ary 3-tier fat-tree (defaults: 50 GB/s, 0.15 us links, one GPU per node, D-mod-k) with
+ * the smallest even k whose k^3/4 hosts hold n GPUs; NULL if it cannot be built. */
+static topo_t *fat_tree(int32_t n, int64_t *k_out) {
+    topo_params_t p;
+    topo_params_init(&p, TOPO_KIND_FAT_TREE);
+    int64_t k = 4;
+    while (k * k * k / 4 < n)
+        k += 2;
+    p.fat_tree.tiers = 3;
+    p.fat_tree.k = k;
+    p.gpus = n;
+    topo_t *t = NULL;
+    topo_issue_t issue;
+    *k_out = k;
+    return topo_new(&p, &t, &issue) == TOPO_OK ? t : NULL;
+}
+
 static void bench_ring(int quick) {
-    printf("\n# 1 GiB ring all-reduce, GPUs 0..n-1 in ring order (wall time includes set-up)\n");
-    printf("%-10s %6s %-5s %12s %14s %12s %12s %10s\n", "network", "gpus", "mode", "wall_ms", "simulated_s",
+    printf(
+        "\n# 1 GiB ring all-reduce, GPUs 0..n-1 in ring order (wall time includes set-up). star: 50 GB/s,\n"
+        "# 1 us links; fat-tree: topo/'s k-ary 3-tier tree (50 GB/s, 0.15 us links, D-mod-k routing)\n");
+    printf("%-14s %6s %-5s %12s %14s %12s %12s %10s\n", "network", "gpus", "mode", "wall_ms", "simulated_s",
            "vs_closed", "flows", "solves");
     const int32_t sizes[4] = {64, 256, 1024, 4096};
-    for (int k = 0; k < 4; k++) {
-        const int32_t n = sizes[k];
+    for (int i = 0; i < 4; i++) {
+        const int32_t n = sizes[i];
         sim_star_t star;
         const sim_star_params_t sp = {.n_gpus = n, .nic_bytes_per_s = 50e9, .nic_latency_s = 1e-6};
-        leafspine_t t;
-        if (sim_star_init(&star, &sp) || ls_init(&t, n))
+        int64_t k = 0;
+        topo_t *tree = fat_tree(n, &k);
+        if (sim_star_init(&star, &sp) || !tree) {
+            fprintf(stderr, "bench_sim: could not build the networks for %d GPUs\n", n);
+            topo_free(tree);
             return;
-        sim_network_desc_t ds, dl;
+        }
+        sim_network_desc_t ds, dt;
         sim_star_network(&star, &ds);
-        ls_network(&t, &dl);
+        sim_topo_network(tree, &dt);
+        char name[32];
+        snprintf(name, sizeof name, "fat-tree k=%lld", (long long)k);
         for (int f = 0; f < 2; f++) {
             const sim_fidelity_t fid = f ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST;
             if (quick && n > 1024 && fid == SIM_FIDELITY_STEP)
                 continue;
             ring_once("star", &ds, n, fid);
-            ring_once("leafspine", &dl, n, fid);
+            ring_once(name, &dt, n, fid);
         }
         sim_star_destroy(&star);
-        free(t.cap);
-        free(t.lat);
+        topo_free(tree);
     }
 }
 
@@ -267,6 +294,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_sim [--quick]\n");
         return 2;
     }
+    igraph_set_error_handler(igraph_error_handler_printignore); /* topo/'s contract */
     bench_queue();
     bench_maxmin();
     bench_ring(quick);
