@@ -98,11 +98,17 @@ static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_networ
     return SIM_OK;
 }
 
-int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_engine_t **out) {
+int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_engine_t **out, char *err,
+                   size_t err_size) {
     *out = NULL;
+    if (err && err_size)
+        err[0] = '\0';
     sim_engine_t *e = calloc(1, sizeof *e);
-    if (!e)
+    if (!e) {
+        if (err && err_size)
+            snprintf(err, err_size, "engine: out of memory");
         return SIM_ENOMEM;
+    }
     sim_config_t def;
     sim_config_default(&def);
     e->cfg = cfg ? *cfg : def;
@@ -129,6 +135,8 @@ int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_e
     *out = e;
     return SIM_OK;
 fail:
+    if (err && err_size)
+        snprintf(err, err_size, "%s", e->err[0] ? e->err : sim_status_name(rc));
     sim_engine_free(e);
     return rc;
 }

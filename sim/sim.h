@@ -167,9 +167,12 @@ void sim_config_default(sim_config_t *cfg);
 
 typedef struct sim_engine sim_engine_t;
 
-/* Create an engine over a network. Copies *cfg and the link arrays; validates every link (capacity
- * > 0 and finite, latency >= 0). Return SIM_OK and *out, SIM_EINVAL or SIM_ENOMEM. */
-int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_engine_t **out);
+/* Create an engine over a network (cfg NULL: sim_config_default). Copies *cfg and the link arrays;
+ * validates the configuration and every link (capacity > 0 and finite, latency >= 0). Return SIM_OK
+ * and *out, or SIM_EINVAL / SIM_ENOMEM with *out NULL and, if err is not NULL, one line naming the
+ * bad field and value in err[0..err_size). */
+int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_engine_t **out, char *err,
+                   size_t err_size);
 void sim_engine_free(sim_engine_t *e);
 
 /* One line explaining the last error returned on this engine ("" if none); engine storage. */
@@ -332,6 +335,37 @@ void sim_dbtree_shape(int32_t n, int32_t *depth, int32_t *load);
  * domains with more than one member in each. Never returns SIM_ALGO_AUTO. */
 sim_coll_algo_t sim_coll_algo_choose(sim_coll_op_t op, double size_bytes, int32_t n,
                                      const sim_ab_params_t *p);
+
+/* ---- nccl-tests for a simulated cluster ------------------------------------------------------------ */
+
+/* One measurement the way nccl-tests makes it (the core of `stepsim collective`): G equal, disjoint
+ * groups run the same collective at once on a fresh engine over `net`. */
+typedef struct sim_coll_bench {
+    sim_coll_op_t op;
+    sim_coll_algo_t algo;
+    sim_fidelity_t fidelity;
+    sim_comm_mode_t mode;
+    int32_t gpus;          /* GPUs of all groups together, >= 1 */
+    int32_t groups;        /* G >= 1, dividing gpus; 0 means 1 */
+    int32_t gpus_per_node; /* use the first K GPUs of every NVLink domain (0: GPUs 0..gpus-1) */
+    int strided;           /* 0: group g holds selected GPUs [g m, (g+1) m); 1: g, g+G, g+2G, ... */
+    double size_bytes;     /* nccl-tests size of one group's collective */
+} sim_coll_bench_t;
+
+typedef struct sim_coll_bench_result {
+    double time_s;            /* from the start until the last group finished */
+    double closed_form_s;     /* group 0's algorithm on an idle network */
+    double algbw_bytes_per_s; /* size / time */
+    double busbw_bytes_per_s; /* algbw x 2(n-1)/n (allreduce), x (n-1)/n (allgather, reducescatter) */
+    sim_coll_algo_t algo;     /* group 0's algorithm, auto resolved */
+    int64_t flows, events;
+} sim_coll_bench_result_t;
+
+/* Run one measurement. sendrecv needs groups of two and is a pairwise exchange (both directions at
+ * once, on communication streams 1 and 2). Return SIM_OK, SIM_EINVAL (err names the bad field and
+ * value, e.g. "gpus_per_node: 8 exceeds the NVLink domain (4)"), SIM_ENOMEM. err may be NULL. */
+int sim_coll_bench_run(const sim_config_t *cfg, const sim_network_desc_t *net, const sim_coll_bench_t *b,
+                       sim_coll_bench_result_t *out, char *err, size_t err_size);
 
 /* ---- operations and the DAG executor ------------------------------------------------------------ */
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -85,7 +86,7 @@ static run_t run_coll(const net_t *x, sim_coll_op_t op, sim_coll_algo_t algo, si
     cfg.step_overhead_s = x->overhead_s;
     cfg.chunk_bytes = x->chunk;
     sim_engine_t *e = NULL;
-    assert_int_equal(sim_engine_new(&cfg, &d, &e), SIM_OK);
+    assert_int_equal(sim_engine_new(&cfg, &d, &e, NULL, 0), SIM_OK);
     int32_t *gpus = malloc((size_t)x->n * sizeof *gpus);
     for (int32_t i = 0; i < x->n; i++)
         gpus[i] = i;
@@ -322,7 +323,7 @@ static void test_fast_vs_step_contended(void **state) {
         sim_network_desc_t d;
         sim_star_network(&star, &d);
         sim_engine_t *e;
-        assert_int_equal(sim_engine_new(NULL, &d, &e), SIM_OK);
+        assert_int_equal(sim_engine_new(NULL, &d, &e, NULL, 0), SIM_OK);
         int32_t gpus[16];
         for (int i = 0; i < n; i++)
             gpus[i] = i;
@@ -390,7 +391,7 @@ static void test_analytic_mode(void **state) {
     sim_config_t cfg;
     sim_config_default(&cfg);
     sim_engine_t *e;
-    assert_int_equal(sim_engine_new(&cfg, &d, &e), SIM_OK);
+    assert_int_equal(sim_engine_new(&cfg, &d, &e, NULL, 0), SIM_OK);
     int32_t gpus[16];
     for (int i = 0; i < 16; i++)
         gpus[i] = i;
@@ -404,7 +405,7 @@ static void test_analytic_mode(void **state) {
     sim_engine_free(e);
     cfg.has_system = 1;
     assert_int_equal(model_system_preset("A100", &cfg.system), MODEL_OK);
-    assert_int_equal(sim_engine_new(&cfg, &d, &e), SIM_OK);
+    assert_int_equal(sim_engine_new(&cfg, &d, &e, NULL, 0), SIM_OK);
     sim_coll_id_t c;
     assert_int_equal(sim_coll_add(e, &cd, NULL, &c), SIM_OK);
     assert_int_equal(sim_engine_run(e), SIM_OK);
@@ -426,7 +427,7 @@ static void test_invalid_requests(void **state) {
     sim_network_desc_t d;
     sim_star_network(&star, &d);
     sim_engine_t *e;
-    assert_int_equal(sim_engine_new(NULL, &d, &e), SIM_OK);
+    assert_int_equal(sim_engine_new(NULL, &d, &e, NULL, 0), SIM_OK);
     const int32_t gpus[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, uneven[5] = {0, 1, 2, 4, 5};
     const int32_t dup[3] = {0, 1, 1};
     sim_coll_desc_t cd = {.op = SIM_COLL_ALLGATHER,
@@ -477,7 +478,7 @@ static void test_link_bytes(void **state) {
     sim_network_desc_t d;
     sim_star_network(&star, &d);
     sim_engine_t *e;
-    assert_int_equal(sim_engine_new(NULL, &d, &e), SIM_OK);
+    assert_int_equal(sim_engine_new(NULL, &d, &e, NULL, 0), SIM_OK);
     const int32_t gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     const sim_coll_desc_t cd = {.op = SIM_COLL_ALLREDUCE,
                                 .algo = SIM_ALGO_RING,
@@ -498,6 +499,71 @@ static void test_link_bytes(void **state) {
     sim_star_destroy(&star);
 }
 
+/* ---- nccl-tests-like measurements --------------------------------------------------------------- */
+
+static sim_coll_bench_result_t bench(const sim_star_t *star, const sim_coll_bench_t *b) {
+    sim_network_desc_t d;
+    sim_star_network(star, &d);
+    sim_coll_bench_result_t r;
+    char err[200];
+    if (sim_coll_bench_run(NULL, &d, b, &r, err, sizeof err))
+        fail_msg("sim_coll_bench_run: %s", err);
+    return r;
+}
+
+/* 32 GPUs in domains of 8 (NVLink 300 GB/s, 0.5 us; NIC 25 GB/s, 1 us). Four contiguous groups of 8
+ * are four NVLink rings; four strided groups cross domains (NIC rings); two GPUs per node select
+ * 0, 1, 8, 9, ... */
+static void test_bench_groups_and_placement(void **state) {
+    (void)state;
+    sim_star_t star;
+    const sim_star_params_t sp = {.n_gpus = 32,
+                                  .nic_bytes_per_s = 25e9,
+                                  .nic_latency_s = 1e-6,
+                                  .gpus_per_domain = 8,
+                                  .nvlink_bytes_per_s = 300e9,
+                                  .nvlink_latency_s = 0.5e-6};
+    assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
+    const double m = 64e6;
+    sim_coll_bench_t b = {
+        .op = SIM_COLL_ALLREDUCE, .algo = SIM_ALGO_RING, .gpus = 32, .groups = 4, .size_bytes = m};
+    sim_coll_bench_result_t r = bench(&star, &b);
+    const double t_nv = ring_time(SIM_COLL_ALLREDUCE, m, 8, 1e-6, 300e9),
+                 t_nic = ring_time(SIM_COLL_ALLREDUCE, m, 8, 2e-6, 25e9);
+    assert_true(fabs(r.time_s - t_nv) < TOL * t_nv);
+    assert_true(fabs(r.closed_form_s - t_nv) < 1e-6 * t_nv);
+    assert_true(fabs(r.algbw_bytes_per_s - m / r.time_s) < 1e-9 * r.algbw_bytes_per_s);
+    assert_true(fabs(r.busbw_bytes_per_s - r.algbw_bytes_per_s * 14.0 / 8.0) < 1e-9 * r.busbw_bytes_per_s);
+    b.strided = 1;
+    r = bench(&star, &b);
+    assert_true(fabs(r.time_s - t_nic) < TOL * t_nic);
+    /* Two GPUs per node, one group of 8: GPUs 0, 1, 8, 9, 16, 17, 24, 25; hierarchical by auto. */
+    b = (sim_coll_bench_t){.op = SIM_COLL_ALLREDUCE, .gpus = 8, .gpus_per_node = 2, .size_bytes = m};
+    r = bench(&star, &b);
+    assert_int_equal(r.algo, SIM_ALGO_HIERARCHICAL);
+    const double t_h = ring_time(SIM_COLL_REDUCESCATTER, m, 2, 1e-6, 300e9) +
+                       ring_time(SIM_COLL_ALLREDUCE, m / 2, 4, 2e-6, 25e9) +
+                       ring_time(SIM_COLL_ALLGATHER, m, 2, 1e-6, 300e9);
+    assert_true(fabs(r.time_s - t_h) < TOL * t_h);
+    /* Pairwise exchange: both directions at once, no contention on full-duplex links. */
+    b = (sim_coll_bench_t){.op = SIM_COLL_SENDRECV, .gpus = 32, .groups = 16, .strided = 1, .size_bytes = m};
+    r = bench(&star, &b);
+    assert_true(fabs(r.time_s - (2e-6 + m / 25e9)) < TOL * r.time_s);
+    /* Errors name the field. */
+    sim_network_desc_t d;
+    sim_star_network(&star, &d);
+    char err[200];
+    b = (sim_coll_bench_t){.op = SIM_COLL_ALLREDUCE, .gpus = 30, .groups = 4, .size_bytes = m};
+    assert_int_equal(sim_coll_bench_run(NULL, &d, &b, &r, err, sizeof err), SIM_EINVAL);
+    assert_non_null(strstr(err, "gpus: 30"));
+    b = (sim_coll_bench_t){.op = SIM_COLL_ALLREDUCE, .gpus = 32, .gpus_per_node = 16, .size_bytes = m};
+    assert_int_equal(sim_coll_bench_run(NULL, &d, &b, &r, err, sizeof err), SIM_EINVAL);
+    assert_non_null(strstr(err, "gpus_per_node: 16"));
+    b = (sim_coll_bench_t){.op = SIM_COLL_SENDRECV, .gpus = 32, .groups = 8, .size_bytes = m};
+    assert_int_equal(sim_coll_bench_run(NULL, &d, &b, &r, err, sizeof err), SIM_EINVAL);
+    sim_star_destroy(&star);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_fast),
@@ -515,6 +581,7 @@ int main(void) {
         cmocka_unit_test(test_analytic_mode),
         cmocka_unit_test(test_invalid_requests),
         cmocka_unit_test(test_link_bytes),
+        cmocka_unit_test(test_bench_groups_and_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,7 @@ static void setup(fixture_t *f, int32_t n, const sim_config_t *cfg) {
     assert_int_equal(sim_star_init(&f->star, &sp), SIM_OK);
     sim_network_desc_t d;
     sim_star_network(&f->star, &d);
-    assert_int_equal(sim_engine_new(cfg, &d, &f->e), SIM_OK);
+    assert_int_equal(sim_engine_new(cfg, &d, &f->e, NULL, 0), SIM_OK);
 }
 
 static void teardown(fixture_t *f) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -27,7 +28,7 @@ static sim_engine_t *engine(int n_links, const double *cap, const double *lat) {
                                   .route = no_route,
                                   .gpus_per_domain = 1};
     sim_engine_t *e = NULL;
-    assert_int_equal(sim_engine_new(NULL, &d, &e), SIM_OK);
+    assert_int_equal(sim_engine_new(NULL, &d, &e, NULL, 0), SIM_OK);
     return e;
 }
 
@@ -173,8 +174,10 @@ static void test_bad_input(void **state) {
     const sim_network_desc_t d = {
         .n_gpus = 1, .n_links = 2, .capacity_bytes_per_s = cap, .latency_s = lat, .route = no_route};
     sim_engine_t *e = NULL;
-    assert_int_equal(sim_engine_new(NULL, &d, &e), SIM_EINVAL);
+    char err[256];
+    assert_int_equal(sim_engine_new(NULL, &d, &e, err, sizeof err), SIM_EINVAL);
     assert_null(e);
+    assert_non_null(strstr(err, "link 1: capacity_bytes_per_s 0"));
     e = engine(1, cap, lat);
     const int32_t bad[] = {3}, twice[] = {0, 0};
     sim_flow_desc_t fd = {.links = bad, .n_links = 1, .bytes = 1};

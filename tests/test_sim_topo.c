@@ -28,7 +28,7 @@ static double run(const topo_t *t, int32_t n, sim_coll_op_t op, sim_coll_algo_t 
     sim_network_desc_t d;
     assert_int_equal(sim_topo_network(t, &d), SIM_OK);
     sim_engine_t *e;
-    assert_int_equal(sim_engine_new(NULL, &d, &e), SIM_OK);
+    assert_int_equal(sim_engine_new(NULL, &d, &e, NULL, 0), SIM_OK);
     int32_t *gpus = malloc((size_t)n * sizeof *gpus);
     for (int32_t i = 0; i < n; i++)
         gpus[i] = i;

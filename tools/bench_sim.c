@@ -172,7 +172,7 @@ static void bench_maxmin(void) {
         sim_network_desc_t d;
         ls_network(&t, &d);
         sim_engine_t *e;
-        if (sim_engine_new(NULL, &d, &e))
+        if (sim_engine_new(NULL, &d, &e, NULL, 0))
             return;
         int64_t f_cold, f_warm, f_all, f_inc;
         add_permutation(e, &t, 0, 3);
@@ -203,7 +203,7 @@ static void ring_once(const char *net_name, const sim_network_desc_t *d, int32_t
     sim_config_default(&cfg);
     const double t0 = now_s();
     sim_engine_t *e;
-    if (sim_engine_new(&cfg, d, &e))
+    if (sim_engine_new(&cfg, d, &e, NULL, 0))
         return;
     int32_t *gpus = malloc((size_t)n * sizeof *gpus);
     for (int32_t i = 0; i < n; i++)
