@@ -21,54 +21,43 @@
 
 /* ---- the indexed flow heap ---------------------------------------------------------------------- */
 
-static int fh_less(const sim_net_t *n, int32_t a, int32_t b) {
-    const sim_flow_t *x = &n->flows[a], *y = &n->flows[b];
-    return x->key_ps < y->key_ps || (x->key_ps == y->key_ps && x->key_seq < y->key_seq);
+/* Entries carry their key, so sifting compares within the heap array; only the moved flow's
+ * heap_pos is written back into the flow record. */
+static int fh_less(const sim_fh_ent_t *a, const sim_fh_ent_t *b) {
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static void fh_set(sim_net_t *n, int32_t i, int32_t slot) {
-    n->fheap[i] = slot;
-    n->flows[slot].heap_pos = i;
+static void fh_set(sim_net_t *n, int32_t i, sim_fh_ent_t x) {
+    n->fheap[i] = x;
+    n->flows[x.slot].heap_pos = i;
 }
 
 static void fh_up(sim_net_t *n, int32_t i) {
-    const int32_t slot = n->fheap[i];
+    const sim_fh_ent_t x = n->fheap[i];
     while (i > 0) {
         const int32_t p = (i - 1) / 2;
-        if (!fh_less(n, slot, n->fheap[p]))
+        if (!fh_less(&x, &n->fheap[p]))
             break;
         fh_set(n, i, n->fheap[p]);
         i = p;
     }
-    fh_set(n, i, slot);
+    fh_set(n, i, x);
 }
 
 static void fh_down(sim_net_t *n, int32_t i) {
-    const int32_t slot = n->fheap[i];
+    const sim_fh_ent_t x = n->fheap[i];
     for (;;) {
         int32_t c = 2 * i + 1;
         if (c >= n->fheap_n)
             break;
-        if (c + 1 < n->fheap_n && fh_less(n, n->fheap[c + 1], n->fheap[c]))
+        if (c + 1 < n->fheap_n && fh_less(&n->fheap[c + 1], &n->fheap[c]))
             c++;
-        if (!fh_less(n, n->fheap[c], slot))
+        if (!fh_less(&n->fheap[c], &x))
             break;
         fh_set(n, i, n->fheap[c]);
         i = c;
     }
-    fh_set(n, i, slot);
-}
-
-static int fh_push(sim_net_t *n, int32_t slot) {
-    if (n->fheap_n == n->fheap_cap) {
-        int64_t cap = n->fheap_cap;
-        if (sim_i_grow((void **)&n->fheap, &cap, (int64_t)n->fheap_n + 1, sizeof *n->fheap))
-            return SIM_ENOMEM;
-        n->fheap_cap = (int32_t)cap;
-    }
-    fh_set(n, n->fheap_n++, slot);
-    fh_up(n, n->fheap_n - 1);
-    return SIM_OK;
+    fh_set(n, i, x);
 }
 
 static void fh_remove(sim_net_t *n, int32_t slot) {
@@ -76,22 +65,29 @@ static void fh_remove(sim_net_t *n, int32_t slot) {
     if (i < 0)
         return;
     n->flows[slot].heap_pos = -1;
-    const int32_t last = n->fheap[--n->fheap_n];
+    const sim_fh_ent_t last = n->fheap[--n->fheap_n];
     if (i == n->fheap_n)
         return;
     fh_set(n, i, last);
     fh_up(n, i);
-    fh_down(n, n->flows[last].heap_pos);
+    fh_down(n, n->flows[last.slot].heap_pos);
 }
 
 /* Set a flow's key and (re)place it in the heap. */
 static int fh_rekey(sim_engine_t *e, int32_t slot, sim_time_ps_t t) {
     sim_net_t *n = &e->net;
     sim_flow_t *f = &n->flows[slot];
-    f->key_ps = t;
-    f->key_seq = e->seq++;
-    if (f->heap_pos < 0)
-        return fh_push(n, slot);
+    const sim_fh_ent_t x = {t, e->seq++, slot};
+    if (f->heap_pos < 0) {
+        if (n->fheap_n == n->fheap_cap) {
+            int64_t cap = n->fheap_cap;
+            if (sim_i_grow((void **)&n->fheap, &cap, (int64_t)n->fheap_n + 1, sizeof *n->fheap))
+                return SIM_ENOMEM;
+            n->fheap_cap = (int32_t)cap;
+        }
+        f->heap_pos = n->fheap_n++;
+    }
+    n->fheap[f->heap_pos] = x;
     fh_up(n, f->heap_pos);
     fh_down(n, f->heap_pos);
     return SIM_OK;
@@ -257,7 +253,6 @@ static int32_t flow_new(sim_engine_t *e, const int32_t *links, const double *use
     f->lat_ps = lat_ps;
     f->coll = -1;
     f->src = f->dst = -1;
-    f->key_ps = SIM_TIME_NEVER;
     return slot;
 }
 
@@ -298,7 +293,6 @@ static int flow_activate(sim_engine_t *e, int32_t slot) {
     sim_net_t *n = &e->net;
     sim_flow_t *f = &n->flows[slot];
     fh_remove(n, slot);
-    f->key_ps = SIM_TIME_NEVER;
     f->state = SIM_FLOW_ACTIVE;
     f->t_last = e->now;
     f->rate = 0.0;
@@ -350,14 +344,13 @@ sim_time_ps_t sim_i_net_next_time(const sim_engine_t *e, uint64_t *seq) {
     const sim_net_t *n = &e->net;
     if (n->fheap_n == 0)
         return SIM_TIME_NEVER;
-    const sim_flow_t *f = &n->flows[n->fheap[0]];
-    *seq = f->key_seq;
-    return f->key_ps;
+    *seq = n->fheap[0].seq;
+    return n->fheap[0].t;
 }
 
 void sim_i_net_pop(sim_engine_t *e) {
     sim_net_t *n = &e->net;
-    const int32_t slot = n->fheap[0];
+    const int32_t slot = n->fheap[0].slot;
     sim_flow_t *f = &n->flows[slot];
     e->stats.flow_events++;
     if (f->state == SIM_FLOW_LATENCY && f->remaining > 0.0 && f->n_hops > 0) {

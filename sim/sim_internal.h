@@ -26,9 +26,7 @@ typedef struct sim_hop {
 typedef enum { SIM_FLOW_FREE, SIM_FLOW_PENDING, SIM_FLOW_LATENCY, SIM_FLOW_ACTIVE } sim_flow_state_t;
 
 typedef struct sim_flow {
-    sim_time_ps_t key_ps; /* flow-heap key: latency end or completion; SIM_TIME_NEVER if unset */
-    uint64_t key_seq;
-    int32_t heap_pos; /* -1 when not in the flow heap */
+    int32_t heap_pos; /* index in the flow heap (which holds the key), -1 when not in it */
     int32_t state;
     uint32_t gen; /* bumped when the slot is freed, so stale sim_flow_id_t values are detected */
     int32_t hop_off, n_hops, hop_class;
@@ -75,6 +73,13 @@ typedef struct sim_bheap_ent {
     int32_t flow;
 } sim_bheap_ent_t;
 
+/* A flow-heap entry: the flow's next transition (latency end or completion) and its slot. */
+typedef struct sim_fh_ent {
+    sim_time_ps_t t;
+    uint64_t seq;
+    int32_t slot;
+} sim_fh_ent_t;
+
 typedef struct sim_net {
     int32_t n_links;
     sim_link_t *links;
@@ -83,7 +88,7 @@ typedef struct sim_net {
     sim_hop_t *hops;
     int64_t n_hops_used, cap_hops;
     int32_t hop_free[32]; /* free lists of hop blocks by size class (2^k hops) */
-    int32_t *fheap;       /* indexed binary heap of flow slots by (key_ps, key_seq) */
+    sim_fh_ent_t *fheap;  /* indexed binary heap of flow slots by (time, seq) */
     int32_t fheap_n, fheap_cap;
     int32_t *dirty; /* links touched since the last solve */
     int32_t n_dirty, cap_dirty;
