@@ -72,8 +72,17 @@ static const struct {
     {"run", 0, "simulate one training step event by event (not in this version)"},
     {"compare", 0, "compare the simulator with the analytic model (not in this version)"},
     {"validate", 0, "compare predictions with measured training runs (not in this version)"},
-    {"sweep", 0, "run a command over a grid of scenarios (not in this version)"},
+    {"sweep", 0, "run estimate or search over a grid of scenarios, one JSON line per point"},
     {"help", 0, "print help: stepsim help [COMMAND]"},
+};
+
+/* Commands that parse their own arguments and report progress on err (commands.h); one line each. */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d);
+    void (*help)(FILE *out);
+} OWN_ARGS[] = {
+    {"sweep", cmd_sweep, cmd_sweep_help},
 };
 
 /* ---- help ------------------------------------------------------------------------------------ */
@@ -313,6 +322,11 @@ static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d) {
         print_usage(out);
         return CLI_OK;
     }
+    for (size_t i = 0; i < COUNT(OWN_ARGS); i++)
+        if (strcmp(argv[2], OWN_ARGS[i].name) == 0) {
+            OWN_ARGS[i].help(out);
+            return CLI_OK;
+        }
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         if (strcmp(argv[2], COMMANDS[i].name) == 0) {
             if (COMMANDS[i].id)
@@ -325,14 +339,14 @@ static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d) {
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         names[i] = COMMANDS[i].name;
     const char *s = cli_suggest(argv[2], names, COUNT(COMMANDS));
-    return cli_fail(d, CLI_EUSAGE, "help: unknown command \"%.60s\"%s%s%s; allowed: estimate, search",
+    return cli_fail(d, CLI_EUSAGE, "help: unknown command \"%.60s\"%s%s%s; allowed: estimate, search, sweep",
                     argv[2], s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
 }
 
-static int dispatch(int argc, char **argv, FILE *out, cli_diag_t *d) {
+static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     if (argc < 2)
         return cli_fail(d, CLI_EUSAGE,
-                        "missing command; allowed: estimate, search, help, --version "
+                        "missing command; allowed: estimate, search, sweep, help, --version "
                         "(see `stepsim help`)");
     const char *c = argv[1];
     if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
@@ -341,12 +355,15 @@ static int dispatch(int argc, char **argv, FILE *out, cli_diag_t *d) {
     }
     if (strcmp(c, "help") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0)
         return help_command(argc, argv, out, d);
+    for (size_t i = 0; i < COUNT(OWN_ARGS); i++)
+        if (strcmp(c, OWN_ARGS[i].name) == 0)
+            return OWN_ARGS[i].run(argc, argv, out, err, d);
     for (size_t i = 0; i < COUNT(COMMANDS); i++) {
         if (strcmp(c, COMMANDS[i].name) != 0)
             continue;
         if (!COMMANDS[i].id)
             return cli_fail(d, CLI_EUSAGE,
-                            "%s: not available in this version; allowed: estimate, search, help", c);
+                            "%s: not available in this version; allowed: estimate, search, sweep, help", c);
         return run_command(COMMANDS[i].id, c, argc, argv, out, d);
     }
     const char *names[COUNT(COMMANDS) + 1];
@@ -354,14 +371,15 @@ static int dispatch(int argc, char **argv, FILE *out, cli_diag_t *d) {
         names[i] = COMMANDS[i].name;
     names[COUNT(COMMANDS)] = "--version";
     const char *s = cli_suggest(c, names, COUNT(names));
-    return cli_fail(d, CLI_EUSAGE, "%.60s: unknown command%s%s%s; allowed: estimate, search, help, --version",
-                    c, s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+    return cli_fail(d, CLI_EUSAGE,
+                    "%.60s: unknown command%s%s%s; allowed: estimate, search, sweep, help, --version", c,
+                    s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
 }
 
 int cli_main(int argc, char **argv, FILE *out, FILE *err) {
     cli_diag_t d;
     d.msg[0] = '\0';
-    int rc = dispatch(argc, argv, out, &d);
+    int rc = dispatch(argc, argv, out, err, &d);
     if (fflush(out) != 0 || ferror(out)) {
         if (rc == CLI_OK || rc == CLI_ENORESULT)
             rc = cli_fail(&d, CLI_ERUNTIME, "stdout: write error");

@@ -38,4 +38,10 @@ int cmd_search_result(scenario_t *scn, const cli_opts_t *opts, cJSON **result, c
 int cmd_search_best(scenario_t *scn, model_parallel_t *best, int64_t *evaluated, int64_t *feasible,
                     cli_diag_t *diag);
 
+/* `stepsim sweep GRID.json --out FILE.jsonl ...` (sweep.c): parses its own arguments (argv[1] is
+ * "sweep"); the summary goes to out, progress and warnings to err. */
+int cmd_sweep(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
+/* `stepsim sweep --help` text. */
+void cmd_sweep_help(FILE *out);
+
 #endif

@@ -1,4 +1,5 @@
-/* scenario_internal.h - helpers shared by scenario.c, scenario_json.c and scenario_resolve.c only. */
+/* scenario_internal.h - helpers shared by scenario.c, scenario_json.c and scenario_resolve.c only
+ * (sweep_grid.c takes the default presets' names). */
 #ifndef STEPSIM_SCENARIO_INTERNAL_H
 #define STEPSIM_SCENARIO_INTERNAL_H
 

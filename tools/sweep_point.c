@@ -1,0 +1,188 @@
+/* sweep_point.c - the commands a sweep can run, one point at a time, and the output line of a point.
+ *
+ * COMMANDS is the whole dispatch: a point of a grid whose "command" is X runs COMMANDS[X].run on the
+ * resolved scenario, in-process, through the same code as `stepsim X --json`, so a sweep result is
+ * byte for byte the command's JSON object. Adding a command is one line (its run function, its
+ * non-scenario options). A searched layout ("parallel.layout": "search") is resolved here: the
+ * search picks the rank-0 layout and estimate evaluates it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "sweep.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- the layout marker ----------------------------------------------------------------------- */
+
+cJSON *sweep_loadable_scenario(const cJSON *scenario, int *searched) {
+    cJSON *copy = cJSON_Duplicate(scenario, 1);
+    *searched = 0;
+    if (!copy)
+        return NULL;
+    cJSON *par = cJSON_GetObjectItemCaseSensitive(copy, "parallel");
+    if (cJSON_IsObject(par) && cJSON_GetObjectItemCaseSensitive(par, "layout")) {
+        *searched = 1;
+        cJSON_DeleteItemFromObjectCaseSensitive(par, "layout");
+        if (!par->child)
+            cJSON_DeleteItemFromObjectCaseSensitive(copy, "parallel");
+    }
+    return copy;
+}
+
+/* ---- options --------------------------------------------------------------------------------- */
+
+static int64_t option_value(const cJSON *options, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(options, name);
+    if (cJSON_IsBool(v))
+        return cJSON_IsTrue(v);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+/* Load a point's scenario over the built-in defaults; messages start with "scenario: ". */
+static int load_point(scenario_t *scn, const cJSON *scenario, int *searched, cli_diag_t *diag) {
+    memset(scn, 0, sizeof *scn);
+    int rc = scenario_init(scn, diag);
+    if (rc)
+        return rc;
+    cJSON *loadable = sweep_loadable_scenario(scenario, searched);
+    if (!loadable)
+        return cli_fail(diag, CLI_ERUNTIME, "out of memory");
+    rc = scenario_load_json(scn, loadable, "scenario", diag);
+    cJSON_Delete(loadable);
+    return rc;
+}
+
+/* ---- the commands ---------------------------------------------------------------------------- */
+
+static int point_estimate(const cJSON *scenario, const cJSON *options, cJSON **result, cli_diag_t *diag) {
+    scenario_t scn;
+    int searched = 0;
+    int64_t evaluated = 0, feasible = 0;
+    cli_opts_t opts = {1, (int)option_value(options, "layers"), 10};
+    *result = NULL;
+    int rc = load_point(&scn, scenario, &searched, diag);
+    if (!rc && searched) {
+        model_parallel_t best;
+        rc = cmd_search_best(&scn, &best, &evaluated, &feasible, diag);
+        if (!rc)
+            scenario_set_layout(&scn, &best, SCN_FROM_DERIVED);
+    }
+    if (!rc)
+        rc = cmd_estimate_result(&scn, &opts, result, diag);
+    scenario_destroy(&scn);
+    if (!rc && searched) {
+        cJSON *how = cJSON_CreateObject();
+        if (!how || !cJSON_AddNumberToObject(how, "candidates_evaluated", (double)evaluated) ||
+            !cJSON_AddNumberToObject(how, "candidates_feasible", (double)feasible) ||
+            !cJSON_AddItemToObject(*result, "layout_search", how)) {
+            cJSON_Delete(how);
+            cJSON_Delete(*result);
+            *result = NULL;
+            return cli_fail(diag, CLI_ERUNTIME, "out of memory");
+        }
+    }
+    return rc;
+}
+
+static int point_search(const cJSON *scenario, const cJSON *options, cJSON **result, cli_diag_t *diag) {
+    scenario_t scn;
+    int searched = 0;
+    cli_opts_t opts = {1, 0, (int)option_value(options, "top")};
+    *result = NULL;
+    int rc = load_point(&scn, scenario, &searched, diag);
+    if (!rc)
+        rc = cmd_search_result(&scn, &opts, result, diag);
+    scenario_destroy(&scn);
+    if (rc && *result) { /* nothing fits: the line records the error, not the empty list */
+        cJSON_Delete(*result);
+        *result = NULL;
+    }
+    return rc;
+}
+
+static const sweep_option_t ESTIMATE_OPTIONS[] = {{"layers", SWEEP_OPT_BOOL, 0, 0, 1},
+                                                  {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
+static const sweep_option_t SEARCH_OPTIONS[] = {{"top", SWEEP_OPT_INT, 10, 1, 1000000},
+                                                {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
+static const sweep_option_t NO_OPTIONS[] = {{NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
+
+/* One line per command. */
+static const sweep_command_t COMMANDS[] = {
+    {"estimate", point_estimate, ESTIMATE_OPTIONS, 1, NULL},
+    {"search", point_search, SEARCH_OPTIONS, 0, NULL},
+    {"run", NULL, NO_OPTIONS, 1, "simulation points join when `stepsim run` lands"},
+};
+
+const sweep_command_t *sweep_command_find(const char *name) {
+    for (size_t i = 0; i < COUNT(COMMANDS); i++)
+        if (strcmp(COMMANDS[i].name, name) == 0)
+            return &COMMANDS[i];
+    return NULL;
+}
+
+void sweep_command_list(char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < COUNT(COMMANDS) && used < n; i++)
+        if (COMMANDS[i].run)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", COMMANDS[i].name);
+}
+
+/* ---- the output line ------------------------------------------------------------------------- */
+
+int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *len, int *point_error,
+                     cli_diag_t *diag) {
+    char id[17];
+    cli_diag_t pd;
+    cJSON *result = NULL;
+    *line = NULL;
+    *len = 0;
+    *point_error = 0;
+    cJSON *scenario = sweep_grid_point(g, index);
+    if (!scenario)
+        return cli_fail(diag, CLI_ERUNTIME, "out of memory");
+    pd.msg[0] = '\0';
+    int prc = g->cmd->run(scenario, g->options, &result, &pd);
+    snprintf(id, sizeof id, "%016" PRIx64, g->ids[index]);
+    cJSON *obj = cJSON_CreateObject();
+    int ok = obj && cJSON_AddStringToObject(obj, "id", id) &&
+             cJSON_AddStringToObject(obj, "command", g->cmd->name);
+    if (ok) {
+        cJSON_AddItemToObject(obj, "scenario", scenario);
+        scenario = NULL;
+        cJSON *opts = cJSON_Duplicate(g->options, 1);
+        ok = opts && cJSON_AddItemToObject(obj, "options", opts);
+        if (!ok)
+            cJSON_Delete(opts);
+    }
+    if (ok && prc == CLI_OK) {
+        cJSON_AddItemToObject(obj, "result", result);
+        result = NULL;
+    } else if (ok) {
+        *point_error = 1;
+        ok = cJSON_AddStringToObject(obj, "error", pd.msg[0] ? pd.msg : "failed") &&
+             cJSON_AddNumberToObject(obj, "exit_code", prc);
+    }
+    char *text = ok ? cJSON_PrintUnformatted(obj) : NULL;
+    cJSON_Delete(obj);
+    cJSON_Delete(scenario);
+    cJSON_Delete(result);
+    if (!text)
+        return cli_fail(diag, CLI_ERUNTIME, "out of memory while building the line of point %zu", index);
+    size_t n = strlen(text);
+    *line = malloc(n + 2);
+    if (*line) {
+        memcpy(*line, text, n);
+        (*line)[n] = '\n';
+        (*line)[n + 1] = '\0';
+        *len = n + 1;
+    }
+    cJSON_free(text);
+    if (!*line)
+        return cli_fail(diag, CLI_ERUNTIME, "out of memory while building the line of point %zu", index);
+    return CLI_OK;
+}
