@@ -582,3 +582,22 @@ int sim_link_stats(const sim_engine_t *e, int32_t link, sim_link_stats_t *out) {
     out->load_bytes_per_s = l->load;
     return SIM_OK;
 }
+
+/* Keep the k best (utilisation desc, id asc) in the caller's arrays by insertion: k is small. */
+int32_t sim_links_busiest(const sim_engine_t *e, int32_t k, int32_t *links, double *utilization) {
+    int32_t n = 0;
+    for (int32_t id = 0; id < e->net.n_links && k > 0; id++) {
+        sim_link_stats_t ls;
+        sim_link_stats(e, id, &ls);
+        if (!(ls.bytes > 0.0) || (n == k && ls.utilization <= utilization[k - 1]))
+            continue;
+        int32_t i = n < k ? n++ : k - 1;
+        for (; i > 0 && ls.utilization > utilization[i - 1]; i--) {
+            links[i] = links[i - 1];
+            utilization[i] = utilization[i - 1];
+        }
+        links[i] = id;
+        utilization[i] = ls.utilization;
+    }
+    return n;
+}

@@ -413,6 +413,11 @@ typedef struct sim_link_stats {
     double load_bytes_per_s; /* current load */
 } sim_link_stats_t;
 
-int sim_link_stats(const sim_engine_t *e, int32_t link, sim_link_stats_t *out);
+int sim_link_stats(const sim_engine_t *e, int32_t link, sim_link_stats_t *out); /* SIM_EINVAL: no link */
+
+/* The k busiest links by average utilisation so far (ties: lower id first), for reports: fills
+ * links[0..k) and utilization[0..k) and returns how many (<= k; only links that carried bytes).
+ * O(links x k). */
+int32_t sim_links_busiest(const sim_engine_t *e, int32_t k, int32_t *links, double *utilization);
 
 #endif

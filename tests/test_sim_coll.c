@@ -495,6 +495,12 @@ static void test_link_bytes(void **state) {
         assert_true(fabs(ls.bytes - 2.0 * 7 / 8 * 8e6) < 1.0);
         assert_true(ls.utilization > 0.0 && ls.utilization < 1.0);
     }
+    /* Every link carried the same bytes: the busiest are the lowest ids. */
+    int32_t top[3];
+    double util[3];
+    assert_int_equal(sim_links_busiest(e, 3, top, util), 3);
+    assert_true(util[0] >= util[1] && util[1] >= util[2] && util[2] > 0.0);
+    assert_int_equal(sim_links_busiest(e, 0, top, util), 0);
     sim_engine_free(e);
     sim_star_destroy(&star);
 }
