@@ -12,7 +12,8 @@
  * pops the top; if its link changed since (a version per link) it is re-pushed with the current
  * share, otherwise it is the true minimum. This avoids one push per (frozen flow, link).
  * Cost: O(sum of route lengths x log(links)) per solve, over the component given only.
- * Ties are broken by link id, so the result never depends on heap layout. */
+ * Ties are broken by link id, so the result never depends on heap layout. A flow alone on all its
+ * links is frozen at its narrowest link up front, and the loop stops when every flow is frozen. */
 #include <math.h>
 
 #include "sim_internal.h"
@@ -33,22 +34,26 @@ static void lh_push(sim_lheap_ent_t *h, int32_t *n, sim_lheap_ent_t x) {
     h[i] = x;
 }
 
-static void lh_pop(sim_lheap_ent_t *h, int32_t *n) {
-    const sim_lheap_ent_t x = h[--*n];
-    int32_t i = 0;
+static void lh_sift_down(sim_lheap_ent_t *h, int32_t n, int32_t i) {
+    const sim_lheap_ent_t x = h[i];
     for (;;) {
         int32_t c = 2 * i + 1;
-        if (c >= *n)
+        if (c >= n)
             break;
-        if (c + 1 < *n && lh_less(&h[c + 1], &h[c]))
+        if (c + 1 < n && lh_less(&h[c + 1], &h[c]))
             c++;
         if (!lh_less(&h[c], &x))
             break;
         h[i] = h[c];
         i = c;
     }
+    h[i] = x;
+}
+
+static void lh_pop(sim_lheap_ent_t *h, int32_t *n) {
+    h[0] = h[--*n];
     if (*n > 0)
-        h[i] = x;
+        lh_sift_down(h, *n, 0);
 }
 
 static int bh_less(const sim_bheap_ent_t *a, const sim_bheap_ent_t *b) {
@@ -88,6 +93,7 @@ static void bh_pop(sim_bheap_ent_t *h, int32_t *n) {
 typedef struct solver {
     sim_net_t *net;
     int32_t n_lh, n_bh;
+    int32_t unfrozen; /* flows still growing: the loop ends when none is left */
 } solver_t;
 
 static void push_link(solver_t *s, int32_t id) {
@@ -102,6 +108,7 @@ static void freeze(solver_t *s, int32_t slot, double x) {
     sim_flow_t *f = &n->flows[slot];
     f->frozen = 1;
     f->new_rate = x;
+    s->unfrozen--;
     for (int32_t i = 0; i < f->n_hops; i++) {
         const sim_hop_t *h = &n->hops[f->hop_off + i];
         sim_link_t *l = &n->links[h->link];
@@ -128,6 +135,21 @@ static int reserve(sim_net_t *n, int32_t nf, int32_t nl) {
     return SIM_OK;
 }
 
+/* A flow alone on every link of its route is its own bottleneck: freeze it at once, so that the
+ * common uncontended case (ring steps on a non-blocking fabric) never touches the heap. */
+static void freeze_lonely(solver_t *s, int32_t slot) {
+    const sim_net_t *n = s->net;
+    const sim_flow_t *f = &n->flows[slot];
+    double x = f->bound;
+    for (int32_t h = 0; h < f->n_hops; h++) {
+        const sim_hop_t *hop = &n->hops[f->hop_off + h];
+        if (n->links[hop->link].n_unfrozen != 1)
+            return;
+        x = fmin(x, n->links[hop->link].cap / hop->use);
+    }
+    freeze(s, slot, x);
+}
+
 static void init_state(solver_t *s, int32_t nf, int32_t nl) {
     sim_net_t *n = s->net;
     for (int32_t i = 0; i < nl; i++) {
@@ -137,29 +159,40 @@ static void init_state(solver_t *s, int32_t nf, int32_t nl) {
         l->n_unfrozen = 0;
         l->ver++;
     }
+    s->unfrozen = nf;
     for (int32_t i = 0; i < nf; i++) {
-        const int32_t slot = n->comp_flows[i];
-        sim_flow_t *f = &n->flows[slot];
+        sim_flow_t *f = &n->flows[n->comp_flows[i]];
         f->frozen = 0;
         for (int32_t h = 0; h < f->n_hops; h++) {
             sim_link_t *l = &n->links[n->hops[f->hop_off + h].link];
             l->wsum += n->hops[f->hop_off + h].use * f->weight;
             l->n_unfrozen++;
         }
-        if (isfinite(f->bound))
-            bh_push(n->bheap, &s->n_bh, (sim_bheap_ent_t){f->bound / f->weight, slot});
     }
-    for (int32_t i = 0; i < nl; i++)
-        if (n->links[n->comp_links[i]].n_unfrozen > 0)
-            push_link(s, n->comp_links[i]);
+    for (int32_t i = 0; i < nf; i++) {
+        const int32_t slot = n->comp_flows[i];
+        freeze_lonely(s, slot);
+        if (!n->flows[slot].frozen && isfinite(n->flows[slot].bound))
+            bh_push(n->bheap, &s->n_bh,
+                    (sim_bheap_ent_t){n->flows[slot].bound / n->flows[slot].weight, slot});
+    }
+    /* Heapify the links still shared: O(links) rather than one push each. */
+    for (int32_t i = 0; i < nl; i++) {
+        const sim_link_t *l = &n->links[n->comp_links[i]];
+        if (l->n_unfrozen > 0)
+            n->lheap[s->n_lh++] =
+                (sim_lheap_ent_t){l->wsum > 0.0 ? l->rem / l->wsum : 0.0, n->comp_links[i], l->ver};
+    }
+    for (int32_t i = s->n_lh / 2 - 1; i >= 0; i--)
+        lh_sift_down(n->lheap, s->n_lh, i);
 }
 
 int sim_i_maxmin_solve(sim_net_t *n, int32_t nf, int32_t nl) {
     if (reserve(n, nf, nl))
         return SIM_ENOMEM;
-    solver_t s = {n, 0, 0};
+    solver_t s = {n, 0, 0, 0};
     init_state(&s, nf, nl);
-    for (;;) {
+    while (s.unfrozen > 0) {
         /* A stale top (its link changed since it was pushed) still holds a lower bound of that
          * link's share: replace it by the current share and look again. */
         while (s.n_lh > 0) {

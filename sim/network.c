@@ -60,17 +60,28 @@ static void fh_down(sim_net_t *n, int32_t i) {
     fh_set(n, i, x);
 }
 
+/* Remove with Floyd's bottom-up sift: move the hole down along the smaller children to a leaf (one
+ * comparison per level), put the last entry there and sift it up. Flows of one collective step
+ * share their time, so the last entry (largest seq) nearly always belongs at the bottom anyway. */
 static void fh_remove(sim_net_t *n, int32_t slot) {
-    const int32_t i = n->flows[slot].heap_pos;
+    int32_t i = n->flows[slot].heap_pos;
     if (i < 0)
         return;
     n->flows[slot].heap_pos = -1;
     const sim_fh_ent_t last = n->fheap[--n->fheap_n];
     if (i == n->fheap_n)
         return;
-    fh_set(n, i, last);
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= n->fheap_n)
+            break;
+        if (c + 1 < n->fheap_n && fh_less(&n->fheap[c + 1], &n->fheap[c]))
+            c++;
+        fh_set(n, i, n->fheap[c]);
+        i = c;
+    }
+    n->fheap[i] = last;
     fh_up(n, i);
-    fh_down(n, n->flows[last.slot].heap_pos);
 }
 
 /* Set a flow's key and (re)place it in the heap. */

@@ -1,6 +1,7 @@
 /* test_sim_maxmin.c - the flow network against hand-computed max-min shares: two flows on a link,
- * a three-bottleneck example, weights, bounds, coflow-free timing (latency before drain, a flow
- * joining midway), per-link byte counters, and that a re-solve touches only the changed component. */
+ * a three-bottleneck example, weights, bounds, timing (latency before drain, a flow joining midway),
+ * per-link byte counters, that a re-solve touches only the changed component, and 500 random
+ * instances (weights, bounds, shared links) against a brute-force water-filling. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -191,6 +192,113 @@ static void test_bad_input(void **state) {
     sim_engine_free(NULL);
 }
 
+/* ---- random instances against a brute-force water-filling ------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+#define RL 8  /* links */
+#define RF 12 /* flows */
+
+typedef struct instance {
+    int nl, nf;
+    double cap[RL];
+    int32_t route[RF][RL];
+    int len[RF];
+    double weight[RF], bound[RF]; /* bound 0: none */
+} instance_t;
+
+/* The max-min allocation is unique; raise a common level and freeze whatever saturates first. */
+static void reference_rates(const instance_t *in, double *x) {
+    int frozen[RF] = {0}, left = in->nf;
+    double rem[RL];
+    for (int j = 0; j < in->nl; j++)
+        rem[j] = in->cap[j];
+    while (left > 0) {
+        double level = INFINITY;
+        for (int j = 0; j < in->nl; j++) {
+            double w = 0.0;
+            for (int f = 0; f < in->nf; f++)
+                for (int h = 0; h < in->len[f]; h++)
+                    w += !frozen[f] && in->route[f][h] == j ? in->weight[f] : 0.0;
+            if (w > 0.0)
+                level = fmin(level, rem[j] / w);
+        }
+        for (int f = 0; f < in->nf; f++)
+            if (!frozen[f] && in->bound[f] > 0.0)
+                level = fmin(level, in->bound[f] / in->weight[f]);
+        int saturated[RL] = {0};
+        for (int j = 0; j < in->nl; j++) {
+            double w = 0.0;
+            for (int f = 0; f < in->nf; f++)
+                for (int h = 0; h < in->len[f]; h++)
+                    w += !frozen[f] && in->route[f][h] == j ? in->weight[f] : 0.0;
+            saturated[j] = w > 0.0 && rem[j] / w <= level * (1 + 1e-12);
+        }
+        for (int f = 0; f < in->nf; f++) {
+            if (frozen[f])
+                continue;
+            int stop = in->bound[f] > 0.0 && in->bound[f] / in->weight[f] <= level * (1 + 1e-12);
+            for (int h = 0; h < in->len[f]; h++)
+                stop |= saturated[in->route[f][h]];
+            if (!stop)
+                continue;
+            x[f] = level * in->weight[f];
+            frozen[f] = 1;
+            left--;
+        }
+        for (int j = 0; j < in->nl; j++) {
+            rem[j] = in->cap[j];
+            for (int f = 0; f < in->nf; f++)
+                for (int h = 0; h < in->len[f]; h++)
+                    rem[j] -= frozen[f] && in->route[f][h] == j ? x[f] : 0.0;
+        }
+    }
+}
+
+static void draw_instance(uint64_t *s, instance_t *in) {
+    in->nl = 1 + (int)(rng_next(s) % RL);
+    in->nf = 1 + (int)(rng_next(s) % RF);
+    for (int j = 0; j < in->nl; j++)
+        in->cap[j] = (double)(1 + rng_next(s) % 20);
+    for (int f = 0; f < in->nf; f++) {
+        in->len[f] = 0;
+        for (int j = 0; j < in->nl; j++) /* a random subset of the links, at least one */
+            if (rng_next(s) % 3 == 0)
+                in->route[f][in->len[f]++] = j;
+        if (in->len[f] == 0)
+            in->route[f][in->len[f]++] = (int32_t)(rng_next(s) % (uint64_t)in->nl);
+        in->weight[f] = rng_next(s) % 4 == 0 ? (double)(1 + rng_next(s) % 4) : 1.0;
+        in->bound[f] = rng_next(s) % 5 == 0 ? (double)(1 + rng_next(s) % 10) : 0.0;
+    }
+}
+
+static void test_random_against_reference(void **state) {
+    (void)state;
+    uint64_t s = 2024;
+    for (int round = 0; round < 500; round++) {
+        instance_t in;
+        draw_instance(&s, &in);
+        double lat[RL] = {0}, want[RF];
+        reference_rates(&in, want);
+        sim_engine_t *e = engine(in.nl, in.cap, lat);
+        sim_flow_id_t ids[RF];
+        for (int f = 0; f < in.nf; f++)
+            ids[f] = flow(e, in.route[f], in.len[f], 1e6, in.weight[f], in.bound[f], 0);
+        sim_engine_run_until(e, 0);
+        for (int f = 0; f < in.nf; f++) {
+            const double got = sim_flow_rate(e, ids[f]);
+            if (fabs(got - want[f]) > 1e-9 * want[f])
+                fail_msg("round %d flow %d: rate %.12g, reference %.12g", round, f, got, want[f]);
+        }
+        sim_engine_free(e);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_flows_half_each),
@@ -200,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_component_local_resolve),
         cmocka_unit_test(test_batching),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_random_against_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
