@@ -67,7 +67,7 @@ static const struct {
 } COMMANDS[] = {
     {"estimate", CMD_ESTIMATE, "closed-form iteration time, throughput and memory of one configuration"},
     {"search", CMD_SEARCH, "enumerate every parallel layout and print the top K by throughput"},
-    {"topo", 0, "describe a network topology (not in this version)"},
+    {"topo", 0, "build a cluster topology: size, diameter, bisection, cost; GraphML/DOT export"},
     {"collective", 0, "simulate one collective on a topology (not in this version)"},
     {"run", 0, "simulate one training step event by event (not in this version)"},
     {"compare", 0, "compare the simulator with the analytic model (not in this version)"},
@@ -83,6 +83,7 @@ static const struct {
     void (*help)(FILE *out);
 } OWN_ARGS[] = {
     {"sweep", cmd_sweep, cmd_sweep_help},
+    {"topo", cmd_topo, cmd_topo_help},
 };
 
 /* ---- help ------------------------------------------------------------------------------------ */
@@ -339,14 +340,15 @@ static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d) {
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         names[i] = COMMANDS[i].name;
     const char *s = cli_suggest(argv[2], names, COUNT(COMMANDS));
-    return cli_fail(d, CLI_EUSAGE, "help: unknown command \"%.60s\"%s%s%s; allowed: estimate, search, sweep",
-                    argv[2], s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+    return cli_fail(d, CLI_EUSAGE,
+                    "help: unknown command \"%.60s\"%s%s%s; allowed: estimate, search, sweep, topo", argv[2],
+                    s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
 }
 
 static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     if (argc < 2)
         return cli_fail(d, CLI_EUSAGE,
-                        "missing command; allowed: estimate, search, sweep, help, --version "
+                        "missing command; allowed: estimate, search, sweep, topo, help, --version "
                         "(see `stepsim help`)");
     const char *c = argv[1];
     if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
@@ -363,7 +365,8 @@ static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) 
             continue;
         if (!COMMANDS[i].id)
             return cli_fail(d, CLI_EUSAGE,
-                            "%s: not available in this version; allowed: estimate, search, sweep, help", c);
+                            "%s: not available in this version; allowed: estimate, search, sweep, topo, help",
+                            c);
         return run_command(COMMANDS[i].id, c, argc, argv, out, d);
     }
     const char *names[COUNT(COMMANDS) + 1];
@@ -372,8 +375,8 @@ static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) 
     names[COUNT(COMMANDS)] = "--version";
     const char *s = cli_suggest(c, names, COUNT(names));
     return cli_fail(d, CLI_EUSAGE,
-                    "%.60s: unknown command%s%s%s; allowed: estimate, search, sweep, help, --version", c,
-                    s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+                    "%.60s: unknown command%s%s%s; allowed: estimate, search, sweep, topo, help, --version",
+                    c, s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
 }
 
 int cli_main(int argc, char **argv, FILE *out, FILE *err) {

@@ -44,4 +44,10 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
 /* `stepsim sweep --help` text. */
 void cmd_sweep_help(FILE *out);
 
+/* `stepsim topo [SCENARIO.json] --topology X ...` (cmd_topo.c): parses its own arguments (argv[1] is
+ * "topo"); the summary goes to out. */
+int cmd_topo(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
+/* `stepsim topo --help` text. */
+void cmd_topo_help(FILE *out);
+
 #endif
