@@ -340,14 +340,15 @@ static void test_presets_build(void **state) {
     assert_float_equal(s.bisection_bandwidth_bytes_per_s, 49.0 * 22 * 25e9, 1e3);
     assert_float_equal(s.bisection_closed_form_bytes_per_s, 49.0 * 22 * 25e9, 1e3);
     topo_free(t);
-    assert_int_equal(topo_params_preset("frontier", 16384, &p), TOPO_OK);
+    assert_int_equal(topo_params_preset("frontier", 4096, &p), TOPO_OK);
     t = tt_build(&p);
     s = tt_summary(t);
-    assert_int_equal(s.nodes, 2048);
-    assert_int_equal(s.switches, 16 * 32);
-    assert_int_equal(s.nics, 2048 * 4);
-    assert_int_equal(s.pcie_links, 16384);
-    assert_int_equal(s.links, 8192 + 16 * 496 + 120 * 4);
+    assert_int_equal(s.nodes, 512);
+    assert_int_equal(s.switches, 4 * 32);
+    assert_int_equal(s.nics, 512 * 4);
+    assert_int_equal(s.pcie_links, 4096);
+    assert_int_equal(s.nvlink_links, 512 * 28); /* 8-GCD mesh */
+    assert_int_equal(s.links, 2048 + 4 * 496 + 6 * 4);
     assert_int_equal(s.diameter_hops, 7); /* PCIe, NIC-router, L, G, L, router-NIC, PCIe */
     topo_free(t);
 }
