@@ -73,7 +73,8 @@ mkdir -p "$out"
 
 if [[ $np == auto ]]; then
     np=0
-    if command -v mpirun >/dev/null 2>&1 && ldd "$stepsim" 2>/dev/null | grep -q libmpi; then
+    # grep without -q reads all of ldd's output: with pipefail, -q could fail the pipe (SIGPIPE).
+    if command -v mpirun >/dev/null 2>&1 && ldd "$stepsim" 2>/dev/null | grep libmpi >/dev/null; then
         np=2
     fi
 fi
