@@ -74,6 +74,7 @@ void sim_config_default(sim_config_t *cfg) {
     cfg->comm_streams = 2;
     cfg->seed = 1;
     cfg->chunk_bytes = 512.0 * 1024.0;
+    cfg->link_efficiency = 1.0;
     cfg->fidelity = SIM_FIDELITY_FAST;
     cfg->comm_mode = SIM_COMM_NETWORK;
     cfg->compat = MODEL_COMPAT_CORRECTED;
@@ -84,6 +85,8 @@ static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_networ
         return sim_i_fail(e, SIM_EINVAL, "config: comm_streams %d must be in 1..64", c->comm_streams);
     if (!(c->step_overhead_s >= 0.0) || !isfinite(c->step_overhead_s))
         return sim_i_fail(e, SIM_EINVAL, "config: step_overhead_s %g must be >= 0", c->step_overhead_s);
+    if (!(c->link_efficiency > 0.0 && c->link_efficiency <= 1.0))
+        return sim_i_fail(e, SIM_EINVAL, "config: link_efficiency %g must be in (0, 1]", c->link_efficiency);
     if (!(c->chunk_bytes >= 1.0) || !isfinite(c->chunk_bytes))
         return sim_i_fail(e, SIM_EINVAL, "config: chunk_bytes %g must be >= 1", c->chunk_bytes);
     if (c->fidelity != SIM_FIDELITY_STEP && c->fidelity != SIM_FIDELITY_FAST)

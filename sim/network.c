@@ -180,7 +180,8 @@ int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *d) {
         if (!(lat >= 0.0) || !isfinite(lat))
             return sim_i_fail(e, SIM_EINVAL, "network: link %d: latency_s %g must be >= 0 and finite", i,
                               lat);
-        n->links[i].cap = cap;
+        n->links[i].nominal = cap;
+        n->links[i].cap = cap * e->cfg.link_efficiency;
         n->links[i].lat_ps = sim_s_to_ps(lat);
     }
     return SIM_OK;
@@ -473,7 +474,7 @@ static void update_links(sim_engine_t *e, int32_t nl) {
         if (load == l->load)
             continue;
         l->load = load;
-        const double util = load / l->cap;
+        const double util = load / l->nominal;
         if (util > l->peak_util)
             l->peak_util = util;
         if (e->has_obs && e->obs.counter) {
@@ -588,7 +589,7 @@ int sim_link_stats(const sim_engine_t *e, int32_t link, sim_link_stats_t *out) {
     const sim_time_ps_t dt = e->now - l->t_last;
     out->bytes = l->bytes + l->load * (double)dt / (double)SIM_PS_PER_S;
     out->busy_ps = l->busy_ps + (l->load > 0.0 ? dt : 0);
-    out->utilization = e->now > 0 ? out->bytes / (l->cap * (double)e->now / (double)SIM_PS_PER_S) : 0.0;
+    out->utilization = e->now > 0 ? out->bytes / (l->nominal * (double)e->now / (double)SIM_PS_PER_S) : 0.0;
     out->peak_utilization = l->peak_util;
     out->load_bytes_per_s = l->load;
     return SIM_OK;

@@ -45,7 +45,8 @@ typedef struct sim_link_ent {
 } sim_link_ent_t;
 
 typedef struct sim_link {
-    double cap;
+    double cap;     /* usable: nominal x config.link_efficiency */
+    double nominal; /* as given, for utilisation */
     sim_time_ps_t lat_ps;
     sim_link_ent_t *ents; /* active (draining) flows on this link */
     int32_t n_ents, cap_ents;

@@ -192,6 +192,34 @@ static void test_bad_input(void **state) {
     sim_engine_free(NULL);
 }
 
+/* link_efficiency scales what flows can use; utilisation stays relative to the nominal capacity. */
+static void test_link_efficiency(void **state) {
+    (void)state;
+    const double cap[1] = {10e9}, lat[1] = {0};
+    const sim_network_desc_t d = {
+        .n_gpus = 1, .n_links = 1, .capacity_bytes_per_s = cap, .latency_s = lat, .route = no_route};
+    sim_config_t cfg;
+    sim_config_default(&cfg);
+    sim_engine_t *e = NULL;
+    char err[200];
+    cfg.link_efficiency = 1.5;
+    assert_int_equal(sim_engine_new(&cfg, &d, &e, err, sizeof err), SIM_EINVAL);
+    assert_non_null(strstr(err, "link_efficiency 1.5"));
+    cfg.link_efficiency = 0.5;
+    assert_int_equal(sim_engine_new(&cfg, &d, &e, NULL, 0), SIM_OK);
+    const int32_t r[1] = {0};
+    const sim_flow_id_t a = flow(e, r, 1, 1e9, 0, 0, 0), b = flow(e, r, 1, 1e9, 0, 0, 0);
+    sim_engine_run_until(e, 0);
+    assert_rate(e, a, 2.5e9);
+    assert_rate(e, b, 2.5e9);
+    assert_int_equal(sim_engine_run(e), SIM_OK);
+    sim_link_stats_t ls;
+    sim_link_stats(e, 0, &ls);
+    assert_true(fabs(ls.peak_utilization - 0.5) < 1e-12);
+    assert_true(fabs(ls.utilization - 0.5) < 1e-6);
+    sim_engine_free(e);
+}
+
 /* ---- random instances against a brute-force water-filling ------------------------------------- */
 
 static uint64_t rng_next(uint64_t *s) {
@@ -309,6 +337,7 @@ int main(void) {
         cmocka_unit_test(test_batching),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_random_against_reference),
+        cmocka_unit_test(test_link_efficiency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
