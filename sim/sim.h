@@ -23,10 +23,12 @@
  *   arrays that sim_star_destroy frees (destroy accepts a zeroed or half-initialised star).
  * - Errors: fallible functions return SIM_OK (0) or a negative sim_status_t and leave the engine
  *   usable; nothing aborts on bad input. sim_engine_last_error() explains the last failure in one
- *   line naming the argument and its value.
+ *   line naming the argument and its value. Running out of memory inside a run is sticky: that run
+ *   and every later one return SIM_ENOMEM.
  * - State: no globals. Every bit of state hangs off a sim_engine_t; two engines in one process run
- *   independently and, given the same input, produce identical results and observer logs. Ties
- *   between simultaneous events are broken by a per-engine sequence number, never by pointers.
+ *   independently (also in different threads, given a thread-safe route function: topo_route is)
+ *   and, given the same input, produce identical results and observer logs. Ties between
+ *   simultaneous events are broken by a per-engine sequence number, never by pointers.
  * - Hot path: after sim_engine_run starts, no event allocates except when a pool grows
  *   (geometrically), and the route callback is not called (routes are looked up when a
  *   collective or flow is added).
