@@ -10,6 +10,7 @@
  *   tree   (k + 2D - 1)(a + L c b), both trees carry M/2 in k chunks of c = M / (2k); D the depth and
  *          L the per-rank link load of the two trees (sim_dbtree_shape); L = 4 gives 2 M b for large M
  *   hier   ring phases: AR = RS(M, g, intra) + AR(M/g, n/g, inter) + AG(M, g, intra), etc.
+ *   with k channels, ring and hier take M/k, beta being what one channel gets on its narrowest link
  *   direct a + M b */
 #include <math.h>
 #include <stdlib.h>
@@ -177,15 +178,16 @@ double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32
     if (n == 1 || m == 0.0)
         return 0.0;
     const double a = p->alpha_s, b = p->bytes_per_s;
+    const int32_t ch = p->channels > 0 ? p->channels : 1; /* channels run at once, each on m / ch */
     switch (algo) {
     case SIM_ALGO_RING:
         if (op == SIM_COLL_BROADCAST || op == SIM_COLL_REDUCE)
             return sim_closed_form_s(op, SIM_ALGO_CHAIN, m, n, p);
-        return op <= SIM_COLL_REDUCESCATTER ? ring_s(op, m, n, a, b) : -1.0;
+        return op <= SIM_COLL_REDUCESCATTER ? ring_s(op, m / ch, n, a, b) : -1.0;
     case SIM_ALGO_HALVING_DOUBLING:
         return is_pow2(n) ? hd_s(op, m, n, a, b) : -1.0;
     case SIM_ALGO_HIERARCHICAL:
-        return p->per_domain >= 1 && n % p->per_domain == 0 ? hier_s(op, m, n, p) : -1.0;
+        return p->per_domain >= 1 && n % p->per_domain == 0 ? hier_s(op, m / ch, n, p) : -1.0;
     case SIM_ALGO_CHAIN: {
         if (op != SIM_COLL_BROADCAST && op != SIM_COLL_REDUCE)
             return -1.0;

@@ -88,19 +88,86 @@ static int pairs_route(sim_engine_t *e, sim_coll_t *c) {
     return SIM_OK;
 }
 
-/* Slowest latency and narrowest bandwidth over pairs [lo, hi). */
-static void pairs_ab(const sim_coll_t *c, int32_t lo, int32_t hi, double *alpha_s, double *bytes_per_s) {
+static int cmp_i32(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many of the sorted link ids equal `link`. */
+static int32_t count_of(const int32_t *sorted, int64_t n, int32_t link) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) { /* first index >= link */
+        const int64_t mid = (lo + hi) / 2;
+        if (sorted[mid] < link)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int32_t k = 0;
+    while (lo + k < n && sorted[lo + k] == link)
+        k++;
+    return k;
+}
+
+/* Slowest latency and narrowest bandwidth over pairs [lo, hi). With `shared`, the pairs run at
+ * once (every ring of a ring phase, every channel), so a link carried by c of them gives each
+ * capacity / c: the bandwidth one ring gets on its narrowest link of an idle network. */
+static int pairs_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t lo, int32_t hi, int shared,
+                    double *alpha_s, double *bytes_per_s) {
+    int64_t n_links = 0;
+    int32_t *links = NULL;
+    if (shared) {
+        for (int32_t i = lo; i < hi; i++)
+            n_links += c->pairs[i].src < 0 ? 0 : c->pairs[i].route_len;
+        links = malloc((size_t)(n_links > 0 ? n_links : 1) * sizeof *links);
+        if (!links)
+            return SIM_ENOMEM;
+        n_links = 0;
+        for (int32_t i = lo; i < hi; i++)
+            for (int32_t j = 0; c->pairs[i].src >= 0 && j < c->pairs[i].route_len; j++)
+                links[n_links++] = c->routes[c->pairs[i].route_off + j];
+        qsort(links, (size_t)n_links, sizeof *links, cmp_i32);
+    }
     sim_time_ps_t lat = 0;
     double bw = INFINITY;
     for (int32_t i = lo; i < hi; i++) {
-        if (c->pairs[i].src < 0)
+        const sim_pair_t *p = &c->pairs[i];
+        if (p->src < 0)
             continue;
-        if (c->pairs[i].lat_ps > lat)
-            lat = c->pairs[i].lat_ps;
-        bw = fmin(bw, c->pairs[i].min_cap);
+        lat = p->lat_ps > lat ? p->lat_ps : lat;
+        if (!shared)
+            bw = fmin(bw, p->min_cap);
+        for (int32_t j = 0; shared && j < p->route_len; j++) {
+            const int32_t l = c->routes[p->route_off + j];
+            bw = fmin(bw, e->net.links[l].cap / count_of(links, n_links, l));
+        }
     }
+    free(links);
     *alpha_s = sim_ps_to_s(lat);
     *bytes_per_s = isfinite(bw) ? bw : 1.0;
+    return SIM_OK;
+}
+
+/* The c-th ring order of a ring of len members, as a stride: 1, len-1, 2, len-2, ..., keeping
+ * strides coprime with len (each gives a ring through every member), cycling when channels
+ * outnumber them. Different strides use different links on a mesh; on a switch they share. */
+static int32_t channel_stride(int32_t len, int32_t channel) {
+    int32_t strides[64], n = 0;
+    for (int32_t i = 1; i < len && n < 64; i++) {
+        const int32_t s = i % 2 ? (i + 1) / 2 : len - i / 2;
+        int32_t a = s, b = len;
+        while (b) {
+            const int32_t t = a % b;
+            a = b;
+            b = t;
+        }
+        int dup = 0;
+        for (int32_t j = 0; j < n; j++)
+            dup |= strides[j] == s;
+        if (a == 1 && !dup)
+            strides[n++] = s;
+    }
+    return n ? strides[channel % n] : 1;
 }
 
 /* ---- plans -------------------------------------------------------------------------------------- */
@@ -117,13 +184,18 @@ static void add_ring_phase(sim_coll_t *c, int32_t n_rings, int32_t len, int32_t 
                                              .pair0 = pair0};
 }
 
+/* k channels: k rings over the same members in different orders (channel_stride), each moving
+ * size / k. */
 static int plan_ring(sim_engine_t *e, sim_coll_t *c) {
-    const int32_t n = c->n;
-    if (pairs_alloc(e, c, n))
+    const int32_t n = c->n, k = c->channels;
+    if (pairs_alloc(e, c, k * n))
         return SIM_ENOMEM;
-    for (int32_t i = 0; i < n; i++)
-        pair_set(c, i, i, (i + 1) % n);
-    add_ring_phase(c, 1, n, 0, (c->op == SIM_COLL_ALLREDUCE ? 2 : 1) * (n - 1), c->size_bytes / n);
+    for (int32_t ch = 0; ch < k; ch++) {
+        const int64_t s = channel_stride(n, ch);
+        for (int32_t p = 0; p < n; p++)
+            pair_set(c, ch * n + p, (int32_t)(p * s % n), (int32_t)((p + 1) * s % n));
+    }
+    add_ring_phase(c, k, n, 0, (c->op == SIM_COLL_ALLREDUCE ? 2 : 1) * (n - 1), c->size_bytes / n / k);
     return SIM_OK;
 }
 
@@ -167,29 +239,36 @@ out:
     return g;
 }
 
+/* Pairs [0, k n): intra-domain rings, channel ch, domain d, position l; pairs [k n, 2 k n): rail
+ * rings, channel ch, rail l, position d. Every phase has k rings per domain or rail. */
 static int plan_hier(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
-    const int32_t n = c->n, nd = n / g;
-    const double m = c->size_bytes;
-    if (pairs_alloc(e, c, 2 * n))
+    const int32_t n = c->n, nd = n / g, k = c->channels;
+    const double m = c->size_bytes / k;
+    if (pairs_alloc(e, c, 2 * k * n))
         return SIM_ENOMEM;
-    for (int32_t d = 0; d < nd; d++)
-        for (int32_t l = 0; l < g; l++) {
-            pair_set(c, d * g + l, order[d * g + l], order[d * g + (l + 1) % g]);         /* intra ring d */
-            pair_set(c, n + l * nd + d, order[d * g + l], order[((d + 1) % nd) * g + l]); /* rail ring l */
-        }
+    for (int32_t ch = 0; ch < k; ch++) {
+        const int64_t sg = channel_stride(g, ch), sn = channel_stride(nd, ch);
+        for (int32_t d = 0; d < nd; d++)
+            for (int32_t l = 0; l < g; l++) {
+                pair_set(c, ch * n + d * g + l, order[d * g + (int32_t)(l * sg % g)],
+                         order[d * g + (int32_t)((l + 1) * sg % g)]);
+                pair_set(c, k * n + ch * n + l * nd + d, order[(int32_t)(d * sn % nd) * g + l],
+                         order[(int32_t)((d + 1) * sn % nd) * g + l]);
+            }
+    }
     switch (c->op) {
     case SIM_COLL_ALLREDUCE:
-        add_ring_phase(c, nd, g, 0, g - 1, m / g);
-        add_ring_phase(c, g, nd, n, 2 * (nd - 1), m / g / nd);
-        add_ring_phase(c, nd, g, 0, g - 1, m / g);
+        add_ring_phase(c, k * nd, g, 0, g - 1, m / g);
+        add_ring_phase(c, k * g, nd, k * n, 2 * (nd - 1), m / g / nd);
+        add_ring_phase(c, k * nd, g, 0, g - 1, m / g);
         break;
     case SIM_COLL_REDUCESCATTER:
-        add_ring_phase(c, nd, g, 0, g - 1, m / g);
-        add_ring_phase(c, g, nd, n, nd - 1, m / g / nd);
+        add_ring_phase(c, k * nd, g, 0, g - 1, m / g);
+        add_ring_phase(c, k * g, nd, k * n, nd - 1, m / g / nd);
         break;
     default: /* allgather */
-        add_ring_phase(c, g, nd, n, nd - 1, m / g / nd);
-        add_ring_phase(c, nd, g, 0, g - 1, m / g);
+        add_ring_phase(c, k * g, nd, k * n, nd - 1, m / g / nd);
+        add_ring_phase(c, k * nd, g, 0, g - 1, m / g);
         break;
     }
     return SIM_OK;
@@ -279,19 +358,25 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
 }
 
 /* Alpha-beta parameters from the routed pairs of the current plan. */
-static void plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab_params_t *p) {
+/* Alpha-beta parameters from the routed pairs of the current plan. Ring phases count how many of
+ * their rings share a link (channels on a switch, rings of a phase on a tapered fabric). */
+static int plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab_params_t *p) {
     memset(p, 0, sizeof *p);
     p->chunk_bytes = e->cfg.chunk_bytes;
     p->per_domain = 1;
-    if (c->algo == SIM_ALGO_HIERARCHICAL && c->n_pairs == 2 * c->n) {
+    p->channels = c->channels;
+    const int k = c->channels, rings = c->algo == SIM_ALGO_RING || c->algo == SIM_ALGO_HIERARCHICAL;
+    int rc;
+    if (c->algo == SIM_ALGO_HIERARCHICAL && c->n_pairs == 2 * k * c->n) {
         p->per_domain = g;
-        pairs_ab(c, 0, c->n, &p->intra_alpha_s, &p->intra_bytes_per_s);
-        pairs_ab(c, c->n, 2 * c->n, &p->alpha_s, &p->bytes_per_s);
-        return;
+        if ((rc = pairs_ab(e, c, 0, k * c->n, 1, &p->intra_alpha_s, &p->intra_bytes_per_s)))
+            return rc;
+        return pairs_ab(e, c, k * c->n, 2 * k * c->n, 1, &p->alpha_s, &p->bytes_per_s);
     }
-    pairs_ab(c, 0, c->n_pairs, &p->alpha_s, &p->bytes_per_s);
+    rc = pairs_ab(e, c, 0, c->n_pairs, rings, &p->alpha_s, &p->bytes_per_s);
     p->intra_alpha_s = p->alpha_s;
     p->intra_bytes_per_s = p->bytes_per_s;
+    return rc;
 }
 
 /* ---- validation and the algorithm ----------------------------------------------------------------- */
@@ -356,13 +441,15 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
                                                   : SIM_ALGO_CHAIN;
         if ((rc = plan(e, c, order, g)) || (rc = pairs_route(e, c)))
             goto out;
-        plan_ab(e, c, g, &ab);
+        if ((rc = plan_ab(e, c, g, &ab)))
+            goto out;
         ab.per_domain = multi ? g : 1;
         c->algo = sim_coll_algo_choose(c->op, c->size_bytes, c->n, &ab);
     }
     if ((rc = algo_valid(e, c, g)) || (rc = plan(e, c, order, g)) || (rc = pairs_route(e, c)))
         goto out;
-    plan_ab(e, c, g, &ab);
+    if ((rc = plan_ab(e, c, g, &ab)))
+        goto out;
     c->closed_form_s = sim_closed_form_s(c->op, c->algo, c->size_bytes, c->n, &ab);
 out:
     free(order);
@@ -382,6 +469,8 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
         return sim_i_fail(e, SIM_EINVAL, "collective: size_bytes %g must be >= 0 and finite", d->size_bytes);
     if ((d->op == SIM_COLL_BROADCAST || d->op == SIM_COLL_REDUCE) && (d->root < 0 || d->root >= d->n_gpus))
         return sim_i_fail(e, SIM_EINVAL, "collective: root %d is not in 0..%d", d->root, d->n_gpus - 1);
+    if (d->channels < 0 || d->channels > 64)
+        return sim_i_fail(e, SIM_EINVAL, "collective: channels %d must be in 0..64", d->channels);
     if (d->stream < 1 || d->stream >= e->streams_per_gpu)
         return sim_i_fail(e, SIM_EINVAL, "collective: stream %d is not a communication stream (1..%d)",
                           d->stream, e->streams_per_gpu - 1);
@@ -420,6 +509,7 @@ static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) 
     c->size_bytes = d->size_bytes;
     c->n = d->n_gpus;
     c->root = d->root;
+    c->channels = d->channels > 0 ? d->channels : 1;
     c->stream = d->stream;
     c->name = d->name;
     c->start_ps = c->end_ps = SIM_TIME_NEVER;

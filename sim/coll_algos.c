@@ -19,7 +19,8 @@
 #include "sim_internal.h"
 
 int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_masks) {
-    *n_ints = 8 * (int64_t)c->n;
+    const int64_t ring = 3 * (int64_t)c->n * c->channels, tree = 8 * (int64_t)c->n;
+    *n_ints = ring > tree ? ring : tree;
     *n_masks = c->n;
     return SIM_OK;
 }

@@ -60,6 +60,7 @@ static int add_group(sim_engine_t *e, const sim_coll_bench_t *b, const int32_t *
                          .size_bytes = b->size_bytes,
                          .gpus = members,
                          .n_gpus = m,
+                         .channels = b->channels,
                          .stream = 1,
                          .name = sim_coll_op_name(b->op)};
     sim_coll_id_t id;

@@ -286,6 +286,8 @@ typedef struct sim_coll_desc {
     const int32_t *gpus;  /* members in rank order (ring order; sendrecv: {src, dst}); copied */
     int32_t n_gpus;       /* >= 1, distinct */
     int32_t root;         /* broadcast/reduce: index into gpus */
+    int32_t channels;     /* ring, hierarchical: rings per ring phase (NCCL channels), each on
+                             size / channels, in different member orders; 0 means 1 (max 64) */
     int32_t stream;       /* communication stream of every member, 1..comm_streams */
     const char *name;     /* borrowed, for the observer; may be NULL */
 } sim_coll_desc_t;
@@ -324,6 +326,8 @@ typedef struct sim_ab_params {
     double alpha_s, bytes_per_s;
     double intra_alpha_s, intra_bytes_per_s;
     int32_t per_domain; /* hierarchical: members per domain (g); n / g domains */
+    int32_t channels;   /* ring, hierarchical: rings per phase, each on M / channels, and bandwidth
+                           means what one of them gets on its narrowest link; 0 means 1 */
     double chunk_bytes; /* tree and chain pipeline chunk */
 } sim_ab_params_t;
 
@@ -354,6 +358,7 @@ typedef struct sim_coll_bench {
     int32_t gpus;          /* GPUs of all groups together, >= 1 */
     int32_t groups;        /* G >= 1, dividing gpus; 0 means 1 */
     int32_t gpus_per_node; /* use the first K GPUs of every NVLink domain (0: GPUs 0..gpus-1) */
+    int32_t channels;      /* as sim_coll_desc_t.channels */
     int strided;           /* 0: group g holds selected GPUs [g m, (g+1) m); 1: g, g+G, g+2G, ... */
     double size_bytes;     /* nccl-tests size of one group's collective */
 } sim_coll_bench_t;

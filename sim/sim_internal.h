@@ -141,6 +141,7 @@ typedef struct sim_coll {
     sim_comm_mode_t mode;
     double size_bytes;
     int32_t n, root, stream;
+    int32_t channels; /* rings per ring phase (ring, hierarchical); >= 1 */
     const char *name;
     int32_t *gpus;
     sim_op_id_t *member_ops;

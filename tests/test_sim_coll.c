@@ -570,6 +570,98 @@ static void test_bench_groups_and_placement(void **state) {
     sim_star_destroy(&star);
 }
 
+/* ---- channels ------------------------------------------------------------------------------------ */
+
+/* A full mesh of 4 GPUs: one direct link per ordered pair, link a*4+b for a -> b. */
+static int mesh_route(void *ctx, int32_t src, int32_t dst, int32_t *links, int32_t cap) {
+    (void)ctx;
+    if (src == dst || cap < 1)
+        return -1;
+    links[0] = src * 4 + dst;
+    return 1;
+}
+
+static double mesh_ring(int32_t channels, sim_fidelity_t fid, double m, double *closed_s) {
+    double cap[16], lat[16];
+    for (int i = 0; i < 16; i++) {
+        cap[i] = 100e9;
+        lat[i] = 1e-6;
+    }
+    const sim_network_desc_t d = {
+        .n_gpus = 4, .n_links = 16, .capacity_bytes_per_s = cap, .latency_s = lat, .route = mesh_route};
+    sim_engine_t *e;
+    assert_int_equal(sim_engine_new(NULL, &d, &e, NULL, 0), SIM_OK);
+    const int32_t gpus[4] = {0, 1, 2, 3};
+    const sim_coll_desc_t cd = {.op = SIM_COLL_ALLREDUCE,
+                                .algo = SIM_ALGO_RING,
+                                .fidelity = fid,
+                                .size_bytes = m,
+                                .gpus = gpus,
+                                .n_gpus = 4,
+                                .channels = channels,
+                                .stream = 1};
+    sim_coll_id_t c;
+    assert_int_equal(sim_coll_add(e, &cd, NULL, &c), SIM_OK);
+    assert_int_equal(sim_engine_run(e), SIM_OK);
+    sim_coll_result_t r;
+    sim_coll_result(e, c, &r);
+    *closed_s = r.closed_form_s;
+    sim_engine_free(e);
+    return sim_ps_to_s(r.end_ps - r.start_ps);
+}
+
+/* On a mesh, channel 0 (stride 1) and channel 1 (stride 3) use different links: twice the
+ * bandwidth. A third channel shares the stride-1 links with channel 0: each of those gets half.
+ * On a switch (the star) every channel shares the GPU's links: channels change nothing, for the
+ * flat ring on a plain star and for the hierarchical rings on a two-tier one. */
+static void test_channels(void **state) {
+    (void)state;
+    const double m = 1e9;
+    for (int f = 0; f < 2; f++) {
+        const sim_fidelity_t fid = f ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST;
+        const double want[4] = {0, 6 * (1e-6 + m / 4 / 100e9), 6 * (1e-6 + m / 8 / 100e9),
+                                6 * (1e-6 + m / 6 / 100e9)};
+        for (int k = 1; k <= 3; k++) {
+            double closed;
+            const double t = mesh_ring(k, fid, m, &closed);
+            if (fabs(t - want[k]) > TOL * want[k] || fabs(closed - want[k]) > 1e-6 * want[k])
+                fail_msg("mesh, %d channels: %.9g s (closed form %.9g), want %.9g", k, t, closed, want[k]);
+        }
+        uint64_t s = 111;
+        net_t x = draw_net(&s, 16, 4);
+        sim_star_t star;
+        const sim_star_params_t sp = {.n_gpus = 16,
+                                      .nic_bytes_per_s = x.nic_bw,
+                                      .nic_latency_s = x.nic_lat,
+                                      .gpus_per_domain = 4,
+                                      .nvlink_bytes_per_s = x.nv_bw,
+                                      .nvlink_latency_s = x.nv_lat};
+        sim_star_init(&star, &sp);
+        sim_network_desc_t d;
+        sim_star_network(&star, &d);
+        /* Flat ring on a plain star (with domains, strided channels would cross more NICs and
+         * gain bandwidth); hierarchical on the two-tier star. */
+        sim_star_t flat;
+        const sim_star_params_t fp = {.n_gpus = 16, .nic_bytes_per_s = x.nic_bw, .nic_latency_s = x.nic_lat};
+        sim_star_init(&flat, &fp);
+        for (int a = 0; a < 2; a++) {
+            const sim_coll_algo_t algo = a ? SIM_ALGO_HIERARCHICAL : SIM_ALGO_RING;
+            sim_star_network(a ? &star : &flat, &d);
+            const sim_coll_bench_t b1 = {
+                .op = SIM_COLL_ALLREDUCE, .algo = algo, .fidelity = fid, .gpus = 16, .size_bytes = m};
+            sim_coll_bench_t b3 = b1;
+            b3.channels = 3;
+            sim_coll_bench_result_t r1, r3;
+            assert_int_equal(sim_coll_bench_run(NULL, &d, &b1, &r1, NULL, 0), SIM_OK);
+            assert_int_equal(sim_coll_bench_run(NULL, &d, &b3, &r3, NULL, 0), SIM_OK);
+            assert_true(fabs(r3.time_s - r1.time_s) < TOL * r1.time_s);
+            assert_true(fabs(r3.closed_form_s - r1.closed_form_s) < 1e-6 * r1.closed_form_s);
+        }
+        sim_star_destroy(&flat);
+        sim_star_destroy(&star);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_fast),
@@ -588,6 +680,7 @@ int main(void) {
         cmocka_unit_test(test_invalid_requests),
         cmocka_unit_test(test_link_bytes),
         cmocka_unit_test(test_bench_groups_and_placement),
+        cmocka_unit_test(test_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
