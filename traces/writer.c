@@ -1,0 +1,890 @@
+/* writer.c - the streaming Chrome Trace Event writer behind trace.h.
+ *
+ * Events are printed one per line as the engine reports them: an operation's complete event ("X")
+ * when it ends (its start time kept in an array indexed by operation id), a point-to-point flow
+ * arrow ("s"/"f") when the second member of its sendrecv ends, process and thread names ("M") the
+ * first time a GPU stream appears, counters ("C") once the clock has moved past their timestamp
+ * (so that several samples of one counter at one instant become one). Every timestamp is printed
+ * from integers, so the bytes depend only on the sequence of callbacks.
+ *
+ * Known limits: events are in end order, not start order (both viewers sort them); link names are
+ * computed once per traced link and kept; the file is only valid JSON after trace_writer_close. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "trace.h"
+
+#define LINK_NAME_MAX 128
+
+typedef struct link_state {
+    double last, pending;
+    int64_t name_off; /* into names; -1 until the first sample is written */
+    uint8_t has_last, is_pending;
+} link_state_t;
+
+/* A counter name given to trace_writer_counter, with its per-GPU state. */
+typedef struct gpu_counter {
+    char *name;
+    double *last;      /* [n_gpus] */
+    uint8_t *has_last; /* [n_gpus] */
+    int32_t *pend;     /* [n_gpus]: index into pend_gc, -1 if none */
+} gpu_counter_t;
+
+typedef struct pending_gc {
+    int32_t gpu, counter;
+    double value;
+} pending_gc_t;
+
+/* The first member of a sendrecv to end, waiting for the other. */
+typedef struct pair_state {
+    sim_time_ps_t start_ps, end_ps;
+    int32_t gpu, stream;
+    int8_t state; /* 0: none ended; 1: one ended and written; 2: one ended, not written; 3: done */
+    int8_t kind;  /* SIM_OP_SEND or SIM_OP_RECV */
+} pair_state_t;
+
+struct trace_writer {
+    FILE *f;
+    char *path, *tmp_path;
+    int32_t n_gpus, gpn, streams, n_nodes;
+    int exact_ps;
+    trace_op_args_fn op_args;
+    trace_link_name_fn link_name;
+    void *ctx;
+    char *scenario;   /* verbatim JSON object text, or NULL */
+    char *ranks_text; /* normalised, for the metadata */
+    uint8_t *gpu_on;  /* [n_gpus]: passes the rank filter */
+    uint8_t *thread_named, *node_named;
+    int links_named;
+    /* Link counters: every link (links_all) or those with link_on[id] set. */
+    int links_all;
+    int32_t n_links_sel;
+    uint8_t *link_on;
+    int64_t link_on_n;
+    link_state_t *ls;
+    int64_t ls_cap;
+    char *names;
+    int64_t names_len, names_cap;
+    int32_t *pend_links;
+    int64_t n_pend_links, cap_pend_links;
+    /* Per-GPU counters. */
+    gpu_counter_t *gc;
+    int64_t n_gc, cap_gc;
+    pending_gc_t *pend_gc;
+    int64_t n_pend_gc, cap_pend_gc;
+    sim_time_ps_t pend_t;
+    /* Operations and point-to-point pairs. */
+    sim_time_ps_t *op_start;
+    int64_t op_cap;
+    pair_state_t *pairs;
+    int64_t pair_cap;
+    int first_event;
+    trace_writer_stats_t stats;
+    int status;
+    char errmsg[512];
+};
+
+const char *trace_status_name(int status) {
+    switch (status) {
+    case TRACE_OK:
+        return "ok";
+    case TRACE_EINVAL:
+        return "invalid argument";
+    case TRACE_ENOMEM:
+        return "out of memory";
+    case TRACE_EIO:
+        return "I/O error";
+    default:
+        return "unknown error";
+    }
+}
+
+/* Remember the first failure; later events are dropped. */
+static void fail(trace_writer_t *w, int status, const char *fmt, ...) {
+    if (w->status)
+        return;
+    w->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->errmsg, sizeof w->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+/* Grow *p to hold at least need elements (doubling); new elements are left uninitialised. */
+static int grow(void **p, int64_t *cap, int64_t need, size_t elem) {
+    if (need <= *cap)
+        return 0;
+    int64_t c = *cap > 0 ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, (size_t)c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- printing ----------------------------------------------------------------------------------- */
+
+/* The JSON string escape of s, without quotes: the two escapes JSON requires, the short forms of
+ * common control characters, \u00XX for the others; bytes >= 0x80 pass through (UTF-8). */
+static void put_escaped(FILE *f, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
+        case '\b':
+            fputs("\\b", f);
+            break;
+        case '\f':
+            fputs("\\f", f);
+            break;
+        default:
+            if (*p < 0x20)
+                fprintf(f, "\\u%04x", (unsigned)*p);
+            else
+                putc((int)*p, f);
+        }
+    }
+}
+
+static void put_str(FILE *f, const char *s) {
+    putc('"', f);
+    put_escaped(f, s);
+    putc('"', f);
+}
+
+static void put_double(FILE *f, double v, int digits) {
+    if (isfinite(v))
+        fprintf(f, "%.*g", digits, v);
+    else
+        fputs("null", f);
+}
+
+/* Time in the trace's integer unit: nanoseconds (rounded down) or picoseconds. */
+static int64_t units(const trace_writer_t *w, sim_time_ps_t ps) {
+    if (w->exact_ps)
+        return ps;
+    return ps >= 0 ? ps / 1000 : -((-ps + 999) / 1000);
+}
+
+/* Print u units as microseconds: "12.345" (ns) or "12.345678" (ps). */
+static void put_units(const trace_writer_t *w, int64_t u) {
+    const long long per_us = w->exact_ps ? 1000000LL : 1000LL;
+    const char *sign = u < 0 ? "-" : "";
+    const long long a = u < 0 ? -(long long)u : (long long)u;
+    fprintf(w->f, w->exact_ps ? "%s%lld.%06lld" : "%s%lld.%03lld", sign, a / per_us, a % per_us);
+}
+
+static int begin_event(trace_writer_t *w) {
+    if (ferror(w->f)) {
+        fail(w, TRACE_EIO, "%s: write failed: %s", w->tmp_path, strerror(errno));
+        return -1;
+    }
+    fputs(w->first_event ? "\n" : ",\n", w->f);
+    w->first_event = 0;
+    return 0;
+}
+
+static int32_t pid_of_node(int32_t node) {
+    return node + 1;
+}
+
+static int32_t tid_of(const trace_writer_t *w, int32_t gpu, int32_t stream) {
+    return gpu * w->streams + stream + 1;
+}
+
+static void put_meta(trace_writer_t *w, int32_t pid, int32_t tid, const char *what, const char *name,
+                     int32_t sort_index) {
+    if (begin_event(w))
+        return;
+    fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{", (int)pid, (int)tid, what);
+    if (name) {
+        fputs("\"name\":", w->f);
+        put_str(w->f, name);
+    } else {
+        fprintf(w->f, "\"sort_index\":%d", (int)sort_index);
+    }
+    fputs("}}", w->f);
+    w->stats.metadata_events++;
+}
+
+/* Name the node's process and the GPU stream's thread the first time they appear. */
+static void ensure_thread(trace_writer_t *w, int32_t gpu, int32_t stream) {
+    const int64_t idx = (int64_t)gpu * w->streams + stream;
+    if (w->thread_named[idx])
+        return;
+    w->thread_named[idx] = 1;
+    const int32_t node = gpu / w->gpn, pid = pid_of_node(node), tid = tid_of(w, gpu, stream);
+    char buf[64];
+    if (!w->node_named[node]) {
+        w->node_named[node] = 1;
+        snprintf(buf, sizeof buf, "node %d", (int)node);
+        /* Every event carries a tid of its own process: Perfetto keys threads by tid alone. */
+        put_meta(w, pid, tid, "process_name", buf, 0);
+        put_meta(w, pid, tid, "process_sort_index", NULL, node + 1);
+    }
+    if (stream == 0)
+        snprintf(buf, sizeof buf, "gpu %d compute", (int)gpu);
+    else
+        snprintf(buf, sizeof buf, "gpu %d comm %d", (int)gpu, (int)stream);
+    put_meta(w, pid, tid, "thread_name", buf, 0);
+    put_meta(w, pid, tid, "thread_sort_index", NULL, tid);
+}
+
+static int32_t links_pid(const trace_writer_t *w) {
+    return w->n_nodes + 1;
+}
+
+static int32_t links_tid(const trace_writer_t *w) {
+    return w->n_gpus * w->streams + 1;
+}
+
+/* ---- counters ----------------------------------------------------------------------------------- */
+
+static const char *link_name(trace_writer_t *w, int32_t link) {
+    link_state_t *st = &w->ls[link];
+    if (st->name_off < 0) {
+        char buf[LINK_NAME_MAX];
+        buf[0] = '\0';
+        if (w->link_name)
+            w->link_name(w->ctx, link, buf, sizeof buf);
+        buf[sizeof buf - 1] = '\0';
+        if (!buf[0])
+            snprintf(buf, sizeof buf, "link %d", (int)link);
+        const int64_t len = (int64_t)strlen(buf) + 1;
+        if (grow((void **)&w->names, &w->names_cap, w->names_len + len, 1)) {
+            fail(w, TRACE_ENOMEM, "out of memory for link names");
+            return "link";
+        }
+        memcpy(w->names + w->names_len, buf, (size_t)len);
+        st->name_off = w->names_len;
+        w->names_len += len;
+    }
+    return w->names + st->name_off;
+}
+
+static void put_link_sample(trace_writer_t *w, int32_t link, double value) {
+    if (!w->links_named) {
+        w->links_named = 1;
+        put_meta(w, links_pid(w), links_tid(w), "process_name", "links", 0);
+        put_meta(w, links_pid(w), links_tid(w), "process_sort_index", NULL, 0);
+    }
+    const char *name = link_name(w, link);
+    if (begin_event(w))
+        return;
+    fputs("{\"ph\":\"C\",\"ts\":", w->f);
+    put_units(w, units(w, w->pend_t));
+    fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)links_pid(w), (int)links_tid(w));
+    put_str(w->f, name);
+    fputs(",\"args\":{\"utilization\":", w->f);
+    put_double(w->f, value, 9);
+    fputs("}}", w->f);
+    w->stats.counter_events++;
+}
+
+static void put_gpu_sample(trace_writer_t *w, int32_t gpu, const char *name, double value) {
+    ensure_thread(w, gpu, 0);
+    if (begin_event(w))
+        return;
+    fputs("{\"ph\":\"C\",\"ts\":", w->f);
+    put_units(w, units(w, w->pend_t));
+    fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)pid_of_node(gpu / w->gpn), (int)tid_of(w, gpu, 0));
+    fprintf(w->f, "\"gpu %d ", (int)gpu);
+    put_escaped(w->f, name);
+    fputs("\",\"args\":{\"value\":", w->f);
+    put_double(w->f, value, 9);
+    fputs("}}", w->f);
+    w->stats.counter_events++;
+}
+
+/* Write the samples pending at pend_t: links in the order they were first reported at that time,
+ * then per-GPU counters likewise. A sample equal to the last written value of its counter is
+ * dropped. */
+static void flush_counters(trace_writer_t *w) {
+    for (int64_t i = 0; i < w->n_pend_links; i++) {
+        const int32_t l = w->pend_links[i];
+        link_state_t *st = &w->ls[l];
+        st->is_pending = 0;
+        if (w->status)
+            continue;
+        if (st->has_last && st->last == st->pending)
+            continue;
+        put_link_sample(w, l, st->pending);
+        st->last = st->pending;
+        st->has_last = 1;
+    }
+    w->n_pend_links = 0;
+    for (int64_t i = 0; i < w->n_pend_gc; i++) {
+        const pending_gc_t *p = &w->pend_gc[i];
+        gpu_counter_t *c = &w->gc[p->counter];
+        c->pend[p->gpu] = -1;
+        if (w->status)
+            continue;
+        if (c->has_last[p->gpu] && c->last[p->gpu] == p->value)
+            continue;
+        put_gpu_sample(w, p->gpu, c->name, p->value);
+        c->last[p->gpu] = p->value;
+        c->has_last[p->gpu] = 1;
+    }
+    w->n_pend_gc = 0;
+}
+
+/* Flush pending samples once the clock has moved away from their timestamp. */
+static void advance(trace_writer_t *w, sim_time_ps_t t) {
+    if ((w->n_pend_links > 0 || w->n_pend_gc > 0) && t != w->pend_t)
+        flush_counters(w);
+    w->pend_t = t;
+}
+
+static void on_counter(void *ctx, sim_time_ps_t t, const sim_counter_t *c) {
+    trace_writer_t *w = ctx;
+    if (w->status || c->kind != SIM_COUNTER_LINK_UTILIZATION || c->link < 0)
+        return;
+    if (!w->links_all && (c->link >= w->link_on_n || !w->link_on[c->link]))
+        return;
+    advance(w, t);
+    if (c->link >= w->ls_cap) {
+        const int64_t old = w->ls_cap;
+        if (grow((void **)&w->ls, &w->ls_cap, (int64_t)c->link + 1, sizeof *w->ls)) {
+            fail(w, TRACE_ENOMEM, "out of memory for link counters");
+            return;
+        }
+        for (int64_t i = old; i < w->ls_cap; i++)
+            w->ls[i] = (link_state_t){.name_off = -1};
+    }
+    link_state_t *st = &w->ls[c->link];
+    if (!st->is_pending) {
+        if (grow((void **)&w->pend_links, &w->cap_pend_links, w->n_pend_links + 1, sizeof *w->pend_links)) {
+            fail(w, TRACE_ENOMEM, "out of memory for link counters");
+            return;
+        }
+        w->pend_links[w->n_pend_links++] = c->link;
+        st->is_pending = 1;
+    }
+    st->pending = c->value;
+}
+
+int trace_writer_counter(trace_writer_t *w, sim_time_ps_t t_ps, int32_t gpu, const char *name, double value) {
+    if (!w)
+        return TRACE_EINVAL;
+    if (w->status)
+        return w->status;
+    if (gpu < 0 || gpu >= w->n_gpus || !name || !name[0] || t_ps < 0 || !isfinite(value))
+        return TRACE_EINVAL;
+    if (!w->gpu_on[gpu])
+        return TRACE_OK;
+    int64_t k = 0;
+    while (k < w->n_gc && strcmp(w->gc[k].name, name) != 0)
+        k++;
+    if (k == w->n_gc) {
+        if (grow((void **)&w->gc, &w->cap_gc, w->n_gc + 1, sizeof *w->gc))
+            goto oom;
+        gpu_counter_t *c = &w->gc[w->n_gc];
+        memset(c, 0, sizeof *c);
+        c->name = malloc(strlen(name) + 1);
+        c->last = malloc((size_t)w->n_gpus * sizeof *c->last);
+        c->has_last = calloc((size_t)w->n_gpus, 1);
+        c->pend = malloc((size_t)w->n_gpus * sizeof *c->pend);
+        if (!c->name || !c->last || !c->has_last || !c->pend) {
+            free(c->name);
+            free(c->last);
+            free(c->has_last);
+            free(c->pend);
+            goto oom;
+        }
+        strcpy(c->name, name);
+        for (int32_t g = 0; g < w->n_gpus; g++)
+            c->pend[g] = -1;
+        w->n_gc++;
+    }
+    advance(w, t_ps);
+    gpu_counter_t *c = &w->gc[k];
+    if (c->pend[gpu] >= 0) {
+        w->pend_gc[c->pend[gpu]].value = value;
+        return w->status;
+    }
+    if (grow((void **)&w->pend_gc, &w->cap_pend_gc, w->n_pend_gc + 1, sizeof *w->pend_gc))
+        goto oom;
+    c->pend[gpu] = (int32_t)w->n_pend_gc;
+    w->pend_gc[w->n_pend_gc++] = (pending_gc_t){.gpu = gpu, .counter = (int32_t)k, .value = value};
+    return w->status;
+oom:
+    fail(w, TRACE_ENOMEM, "out of memory for counter \"%.60s\"", name);
+    return TRACE_ENOMEM;
+}
+
+/* ---- operations --------------------------------------------------------------------------------- */
+
+/* 1 if the operation is on a traced GPU; a GPU or stream the options do not know is a failure. */
+static int traced(trace_writer_t *w, const sim_op_info_t *op) {
+    if (op->gpu < 0 || op->gpu >= w->n_gpus || op->stream < 0 || op->stream >= w->streams) {
+        fail(w, TRACE_EINVAL,
+             "operation %d on gpu %d stream %d is outside the trace options (%d GPUs, %d streams)",
+             (int)op->op, (int)op->gpu, (int)op->stream, (int)w->n_gpus, (int)w->streams);
+        return 0;
+    }
+    return w->gpu_on[op->gpu];
+}
+
+static void on_op_start(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
+    trace_writer_t *w = ctx;
+    if (w->status)
+        return;
+    advance(w, t);
+    if (!traced(w, op) || op->op < 0)
+        return;
+    if (op->op >= w->op_cap) {
+        const int64_t old = w->op_cap;
+        if (grow((void **)&w->op_start, &w->op_cap, (int64_t)op->op + 1, sizeof *w->op_start)) {
+            fail(w, TRACE_ENOMEM, "out of memory for %d operation start times", (int)op->op + 1);
+            return;
+        }
+        for (int64_t i = old; i < w->op_cap; i++)
+            w->op_start[i] = -1;
+    }
+    w->op_start[op->op] = t;
+}
+
+static const char *kind_name(sim_op_kind_t k) {
+    switch (k) {
+    case SIM_OP_COMPUTE:
+        return "compute";
+    case SIM_OP_COLLECTIVE:
+        return "collective";
+    case SIM_OP_SEND:
+        return "send";
+    case SIM_OP_RECV:
+        return "recv";
+    default:
+        return "op";
+    }
+}
+
+static void put_args(trace_writer_t *w, const trace_op_args_t *a, sim_coll_id_t coll) {
+    FILE *f = w->f;
+    const char *sep = "";
+    fputs(",\"args\":{", f);
+#define ARG_KEY(k) (fprintf(f, "%s\"" k "\":", sep), sep = ",")
+    if (a->layer) {
+        ARG_KEY("layer");
+        put_str(f, a->layer);
+    }
+    if (a->pass) {
+        ARG_KEY("pass");
+        put_str(f, a->pass);
+    }
+    if (a->microbatch >= 0) {
+        ARG_KEY("microbatch");
+        fprintf(f, "%d", (int)a->microbatch);
+    }
+    if (a->stage >= 0) {
+        ARG_KEY("stage");
+        fprintf(f, "%d", (int)a->stage);
+    }
+    if (a->flops >= 0) {
+        ARG_KEY("flops");
+        put_double(f, a->flops, 15);
+    }
+    if (a->bytes >= 0) {
+        ARG_KEY("bytes");
+        put_double(f, a->bytes, 15);
+    }
+    if (a->collective) {
+        ARG_KEY("collective");
+        put_str(f, a->collective);
+    }
+    if (a->group) {
+        ARG_KEY("group");
+        put_str(f, a->group);
+    }
+    if (coll >= 0) {
+        ARG_KEY("coll_id");
+        fprintf(f, "%d", (int)coll);
+    }
+#undef ARG_KEY
+    fputc('}', f);
+}
+
+static void put_flow(trace_writer_t *w, char ph, int64_t ts, int32_t gpu, int32_t stream, const char *name,
+                     sim_coll_id_t coll) {
+    if (begin_event(w))
+        return;
+    fprintf(w->f, "{\"ph\":\"%c\",%s\"ts\":", ph, ph == 'f' ? "\"bp\":\"e\"," : "");
+    put_units(w, ts);
+    fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)pid_of_node(gpu / w->gpn),
+            (int)tid_of(w, gpu, stream));
+    put_str(w->f, name);
+    fprintf(w->f, ",\"cat\":\"p2p\",\"id\":%d}", (int)coll);
+}
+
+/* Pair the two members of a sendrecv; when both ended and were written, draw the arrow from the
+ * send's slice to the receive's at the middle of the time both slices are open (the message is in
+ * flight then), strictly inside both slices whenever that interval is not empty, so that both
+ * viewers bind the arrow to the right slices. */
+static void pair_member(trace_writer_t *w, sim_time_ps_t t, const sim_op_info_t *op, sim_time_ps_t start,
+                        int written) {
+    if (op->coll < 0)
+        return;
+    if (op->coll >= w->pair_cap) {
+        const int64_t old = w->pair_cap;
+        if (grow((void **)&w->pairs, &w->pair_cap, (int64_t)op->coll + 1, sizeof *w->pairs)) {
+            fail(w, TRACE_ENOMEM, "out of memory for point-to-point pairs");
+            return;
+        }
+        memset(w->pairs + old, 0, (size_t)(w->pair_cap - old) * sizeof *w->pairs);
+    }
+    pair_state_t *p = &w->pairs[op->coll];
+    if (p->state == 0) {
+        *p = (pair_state_t){.start_ps = start,
+                            .end_ps = t,
+                            .gpu = op->gpu,
+                            .stream = op->stream,
+                            .state = (int8_t)(written ? 1 : 2),
+                            .kind = (int8_t)op->kind};
+        return;
+    }
+    if (p->state != 1 || !written || p->kind == (int8_t)op->kind) {
+        p->state = 3;
+        return;
+    }
+    p->state = 3;
+    const int first_is_send = p->kind == SIM_OP_SEND;
+    const int32_t sg = first_is_send ? p->gpu : op->gpu, ss = first_is_send ? p->stream : op->stream;
+    const int32_t rg = first_is_send ? op->gpu : p->gpu, rs = first_is_send ? op->stream : p->stream;
+    const int64_t s0 = units(w, p->start_ps), s1 = units(w, start);
+    const int64_t e0 = units(w, p->end_ps), e1 = units(w, t);
+    const int64_t open = s0 > s1 ? s0 : s1, close = e0 < e1 ? e0 : e1;
+    const int64_t mid = close > open ? open + (close - open) / 2 : open;
+    const char *name = op->name ? op->name : "p2p";
+    put_flow(w, 's', mid, sg, ss, name, op->coll);
+    put_flow(w, 'f', mid, rg, rs, name, op->coll);
+    w->stats.flow_arrows++;
+}
+
+static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
+    trace_writer_t *w = ctx;
+    if (w->status)
+        return;
+    advance(w, t);
+    if (!traced(w, op) || op->op < 0)
+        return;
+    sim_time_ps_t start = op->op < w->op_cap ? w->op_start[op->op] : -1;
+    if (start < 0 || start > t)
+        start = t; /* not seen starting (observer attached late) */
+    trace_op_args_t a = {.microbatch = -1, .stage = -1, .flops = -1.0, .bytes = -1.0};
+    int written = 1;
+    if (w->op_args && w->op_args(w->ctx, op, &a) != 0) {
+        written = 0;
+        w->stats.dropped_ops++;
+    }
+    if (written) {
+        ensure_thread(w, op->gpu, op->stream);
+        if (begin_event(w))
+            return;
+        const int64_t u0 = units(w, start), u1 = units(w, t);
+        fputs("{\"ph\":\"X\",\"ts\":", w->f);
+        put_units(w, u0);
+        fputs(",\"dur\":", w->f);
+        put_units(w, u1 - u0);
+        fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)pid_of_node(op->gpu / w->gpn),
+                (int)tid_of(w, op->gpu, op->stream));
+        put_str(w->f, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
+        fprintf(w->f, ",\"cat\":\"%s\"", kind_name(op->kind));
+        const int has_args = a.layer || a.pass || a.microbatch >= 0 || a.stage >= 0 || a.flops >= 0 ||
+                             a.bytes >= 0 || a.collective || a.group || op->coll >= 0;
+        if (has_args)
+            put_args(w, &a, op->kind == SIM_OP_COMPUTE ? -1 : op->coll);
+        fputc('}', w->f);
+        w->stats.complete_events++;
+    }
+    if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV)
+        pair_member(w, t, op, start, written);
+}
+
+void trace_writer_observer(trace_writer_t *w, sim_observer_t *out) {
+    memset(out, 0, sizeof *out);
+    out->ctx = w;
+    out->op_start = on_op_start;
+    out->op_end = on_op_end;
+    out->counter = on_counter;
+}
+
+void trace_writer_stats(const trace_writer_t *w, trace_writer_stats_t *out) {
+    if (w)
+        *out = w->stats;
+    else
+        memset(out, 0, sizeof *out);
+}
+
+/* ---- open and close ----------------------------------------------------------------------------- */
+
+static void writer_free(trace_writer_t *w) {
+    if (!w)
+        return;
+    free(w->path);
+    free(w->tmp_path);
+    free(w->scenario);
+    free(w->ranks_text);
+    free(w->gpu_on);
+    free(w->thread_named);
+    free(w->node_named);
+    free(w->link_on);
+    free(w->ls);
+    free(w->names);
+    free(w->pend_links);
+    for (int64_t i = 0; i < w->n_gc; i++) {
+        free(w->gc[i].name);
+        free(w->gc[i].last);
+        free(w->gc[i].has_last);
+        free(w->gc[i].pend);
+    }
+    free(w->gc);
+    free(w->pend_gc);
+    free(w->op_start);
+    free(w->pairs);
+    free(w);
+}
+
+/* "0-7,64" or "all", for the metadata. */
+static char *ranks_text(const trace_ranks_t *r) {
+    if (!r || r->all)
+        return strdup("all");
+    const size_t cap = (size_t)r->n_ranges * 24 + 1;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    size_t n = 0;
+    s[0] = '\0';
+    for (int32_t i = 0; i < r->n_ranges; i++) {
+        const trace_rank_range_t *x = &r->ranges[i];
+        if (x->first == x->last)
+            n += (size_t)snprintf(s + n, cap - n, "%s%d", i ? "," : "", (int)x->first);
+        else
+            n += (size_t)snprintf(s + n, cap - n, "%s%d-%d", i ? "," : "", (int)x->first, (int)x->last);
+    }
+    return s;
+}
+
+#define SET_ERR(...) (err ? (void)snprintf(err, err_size, __VA_ARGS__) : (void)0)
+
+static int check_options(const char *path, const trace_options_t *o, char *err, size_t err_size) {
+    if (!path || !path[0]) {
+        SET_ERR("path: empty");
+        return TRACE_EINVAL;
+    }
+    if (!o) {
+        SET_ERR("options: NULL");
+        return TRACE_EINVAL;
+    }
+    if (o->n_gpus <= 0) {
+        SET_ERR("n_gpus: %d is not a positive GPU count", (int)o->n_gpus);
+        return TRACE_EINVAL;
+    }
+    if (o->gpus_per_node < 0) {
+        SET_ERR("gpus_per_node: %d is negative", (int)o->gpus_per_node);
+        return TRACE_EINVAL;
+    }
+    if (o->streams_per_gpu < 0 || o->streams_per_gpu > 1024) {
+        SET_ERR("streams_per_gpu: %d is not in 0..1024", (int)o->streams_per_gpu);
+        return TRACE_EINVAL;
+    }
+    const int64_t streams = o->streams_per_gpu ? o->streams_per_gpu : 3;
+    if ((int64_t)o->n_gpus * streams + 2 > INT32_MAX) {
+        SET_ERR("n_gpus: %d GPUs x %d streams exceed the trace's thread ids", (int)o->n_gpus, (int)streams);
+        return TRACE_EINVAL;
+    }
+    if (o->ranks && !o->ranks->all)
+        for (int32_t i = 0; i < o->ranks->n_ranges; i++)
+            if (o->ranks->ranges[i].first < 0 || o->ranks->ranges[i].last >= o->n_gpus ||
+                o->ranks->ranges[i].first > o->ranks->ranges[i].last) {
+                SET_ERR("ranks: %d-%d is not within GPUs 0..%d", (int)o->ranks->ranges[i].first,
+                        (int)o->ranks->ranges[i].last, (int)o->n_gpus - 1);
+                return TRACE_EINVAL;
+            }
+    if (o->n_links < TRACE_LINKS_ALL) {
+        SET_ERR("n_links: %d is neither a count nor TRACE_LINKS_ALL", (int)o->n_links);
+        return TRACE_EINVAL;
+    }
+    if (o->n_links > 0 && !o->links) {
+        SET_ERR("links: NULL with n_links %d", (int)o->n_links);
+        return TRACE_EINVAL;
+    }
+    for (int32_t i = 0; i < o->n_links; i++)
+        if (o->links[i] < 0) {
+            SET_ERR("links[%d]: %d is not a link id", (int)i, (int)o->links[i]);
+            return TRACE_EINVAL;
+        }
+    if (o->scenario_json) {
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(o->scenario_json, &end, 1);
+        const int ok = j && cJSON_IsObject(j);
+        cJSON_Delete(j);
+        if (!ok) {
+            const char *at = end ? end : cJSON_GetErrorPtr();
+            if (j)
+                SET_ERR("scenario_json: not a JSON object");
+            else
+                SET_ERR("scenario_json: invalid JSON near \"%.20s\"", at ? at : "");
+            return TRACE_EINVAL;
+        }
+    }
+    return TRACE_OK;
+}
+
+int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t **out, char *err,
+                      size_t err_size) {
+    if (err && err_size)
+        err[0] = '\0';
+    if (!out) {
+        SET_ERR("out: NULL");
+        return TRACE_EINVAL;
+    }
+    *out = NULL;
+    int rc = check_options(path, o, err, err_size);
+    if (rc)
+        return rc;
+    trace_writer_t *w = calloc(1, sizeof *w);
+    if (!w)
+        goto oom;
+    w->n_gpus = o->n_gpus;
+    w->gpn = o->gpus_per_node ? o->gpus_per_node : 1;
+    w->streams = o->streams_per_gpu ? o->streams_per_gpu : 3;
+    w->n_nodes = (int32_t)(((int64_t)w->n_gpus + w->gpn - 1) / w->gpn);
+    w->exact_ps = o->exact_ps ? 1 : 0;
+    w->op_args = o->op_args;
+    w->link_name = o->link_name;
+    w->ctx = o->ctx;
+    w->first_event = 1;
+    w->links_all = o->n_links == TRACE_LINKS_ALL;
+    w->n_links_sel = o->n_links;
+    w->path = strdup(path);
+    w->tmp_path = malloc(strlen(path) + 5);
+    w->ranks_text = ranks_text(o->ranks);
+    w->gpu_on = malloc((size_t)w->n_gpus);
+    w->thread_named = calloc((size_t)w->n_gpus * (size_t)w->streams, 1);
+    w->node_named = calloc((size_t)w->n_nodes, 1);
+    if (!w->path || !w->tmp_path || !w->ranks_text || !w->gpu_on || !w->thread_named || !w->node_named)
+        goto oom;
+    sprintf(w->tmp_path, "%s.tmp", path);
+    for (int32_t g = 0; g < w->n_gpus; g++)
+        w->gpu_on[g] = (uint8_t)(!o->ranks || trace_ranks_contains(o->ranks, g));
+    if (o->scenario_json && !(w->scenario = strdup(o->scenario_json)))
+        goto oom;
+    if (o->n_links > 0) {
+        int32_t max = 0;
+        for (int32_t i = 0; i < o->n_links; i++)
+            if (o->links[i] > max)
+                max = o->links[i];
+        w->link_on_n = (int64_t)max + 1;
+        if (!(w->link_on = calloc((size_t)w->link_on_n, 1)))
+            goto oom;
+        for (int32_t i = 0; i < o->n_links; i++)
+            w->link_on[o->links[i]] = 1;
+    }
+    w->f = fopen(w->tmp_path, "w");
+    if (!w->f) {
+        SET_ERR("%s: cannot create: %s", w->tmp_path, strerror(errno));
+        writer_free(w);
+        return TRACE_EIO;
+    }
+    setvbuf(w->f, NULL, _IOFBF, 1 << 20);
+    /* displayTimeUnit first: some Perfetto versions only look for it at the start of the file. */
+    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", w->f);
+    if (ferror(w->f)) {
+        SET_ERR("%s: write failed: %s", w->tmp_path, strerror(errno));
+        trace_writer_abort(w);
+        return TRACE_EIO;
+    }
+    *out = w;
+    return TRACE_OK;
+oom:
+    SET_ERR("out of memory opening trace %s", path);
+    writer_free(w);
+    return TRACE_ENOMEM;
+}
+
+static void put_metadata(trace_writer_t *w) {
+    FILE *f = w->f;
+    fputs("\n],\n\"metadata\":{\"generator\":\"stepsim\"", f);
+    fprintf(f, ",\"gpus\":%d,\"gpus_per_node\":%d,\"nodes\":%d,\"streams_per_gpu\":%d", (int)w->n_gpus,
+            (int)w->gpn, (int)w->n_nodes, (int)w->streams);
+    fputs(",\"trace_ranks\":", f);
+    put_str(f, w->ranks_text);
+    fprintf(f, ",\"time_resolution\":\"%s\"", w->exact_ps ? "ps" : "ns");
+    if (w->links_all)
+        fputs(",\"link_counters\":\"all\"", f);
+    else
+        fprintf(f, ",\"link_counters\":%d", (int)w->n_links_sel);
+    fprintf(f,
+            ",\"events\":{\"complete\":%lld,\"flow_arrows\":%lld,\"counters\":%lld,\"metadata\":%lld,"
+            "\"dropped_ops\":%lld}",
+            (long long)w->stats.complete_events, (long long)w->stats.flow_arrows,
+            (long long)w->stats.counter_events, (long long)w->stats.metadata_events,
+            (long long)w->stats.dropped_ops);
+    if (w->scenario) {
+        fputs(",\"scenario\":", f);
+        fputs(w->scenario, f);
+    }
+    fputs("}}\n", f);
+}
+
+int trace_writer_close(trace_writer_t *w, char *err, size_t err_size) {
+    if (err && err_size)
+        err[0] = '\0';
+    if (!w)
+        return TRACE_OK;
+    if (!w->status) {
+        flush_counters(w);
+        if (!w->status) {
+            put_metadata(w);
+            if (fflush(w->f) != 0 || ferror(w->f))
+                fail(w, TRACE_EIO, "%s: write failed: %s", w->tmp_path, strerror(errno));
+            else if (fsync(fileno(w->f)) != 0)
+                fail(w, TRACE_EIO, "%s: sync failed: %s", w->tmp_path, strerror(errno));
+        }
+    }
+    const int closed = fclose(w->f);
+    w->f = NULL;
+    if (!w->status && closed != 0)
+        fail(w, TRACE_EIO, "%s: close failed: %s", w->tmp_path, strerror(errno));
+    if (!w->status && rename(w->tmp_path, w->path) != 0)
+        fail(w, TRACE_EIO, "cannot rename %s to %s: %s", w->tmp_path, w->path, strerror(errno));
+    const int rc = w->status;
+    if (rc) {
+        remove(w->tmp_path);
+        SET_ERR("%s", w->errmsg);
+    }
+    writer_free(w);
+    return rc;
+}
+
+void trace_writer_abort(trace_writer_t *w) {
+    if (!w)
+        return;
+    if (w->f)
+        fclose(w->f);
+    remove(w->tmp_path);
+    writer_free(w);
+}
