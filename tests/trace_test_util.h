@@ -136,8 +136,17 @@ static inline void tt_build(tt_step_t *s) {
     assert_int_equal(sim_star_init(&s->star, &sp), SIM_OK);
     sim_network_desc_t d;
     sim_star_network(&s->star, &d);
+    /* Pinned rather than defaulted, so that the golden trace changes only with the engine's
+     * behaviour, not with its defaults. */
+    sim_config_t cfg;
+    sim_config_default(&cfg);
+    cfg.comm_streams = TT_STREAMS - 1;
+    cfg.step_overhead_s = 0.0;
+    cfg.link_efficiency = 1.0;
+    cfg.fidelity = SIM_FIDELITY_FAST;
+    cfg.comm_mode = SIM_COMM_NETWORK;
     char err[256];
-    assert_int_equal(sim_engine_new(NULL, &d, &s->e, err, sizeof err), SIM_OK);
+    assert_int_equal(sim_engine_new(&cfg, &d, &s->e, err, sizeof err), SIM_OK);
     sim_op_id_t fwd[TT_GPUS], bwd[TT_GPUS], ar[TT_GPUS], send, recv, send2, recv2;
     for (int g = 0; g < TT_GPUS; g++)
         assert_int_equal(
