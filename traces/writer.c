@@ -86,6 +86,8 @@ struct trace_writer {
     pair_state_t *pairs;
     int64_t pair_cap;
     int first_event;
+    char *line; /* the event being formatted: one fwrite per event, no stdio call per field */
+    int64_t line_len, line_cap;
     trace_writer_stats_t stats;
     int status;
     char errmsg[512];
@@ -134,52 +136,116 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t elem) {
 
 /* ---- printing ----------------------------------------------------------------------------------- */
 
-/* The JSON string escape of s, without quotes: the two escapes JSON requires, the short forms of
- * common control characters, \u00XX for the others; bytes >= 0x80 pass through (UTF-8). */
-static void put_escaped(FILE *f, const char *s) {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        case '\b':
-            fputs("\\b", f);
-            break;
-        case '\f':
-            fputs("\\f", f);
-            break;
-        default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", (unsigned)*p);
-            else
-                putc((int)*p, f);
-        }
+/* Make room for n more bytes in the line buffer (geometric growth: allocation only while the longest
+ * event grows). On failure the writer fails and the bytes go nowhere. */
+static int lb_room(trace_writer_t *w, int64_t n) {
+    if (w->line_len + n <= w->line_cap)
+        return 0;
+    if (grow((void **)&w->line, &w->line_cap, w->line_len + n, 1)) {
+        fail(w, TRACE_ENOMEM, "out of memory formatting an event");
+        return -1;
+    }
+    return 0;
+}
+
+static void lb_mem(trace_writer_t *w, const char *s, size_t n) {
+    if (lb_room(w, (int64_t)n))
+        return;
+    memcpy(w->line + w->line_len, s, n);
+    w->line_len += (int64_t)n;
+}
+
+static void lb_cstr(trace_writer_t *w, const char *s) {
+    lb_mem(w, s, strlen(s));
+}
+
+static void lb_char(trace_writer_t *w, char c) {
+    if (lb_room(w, 1))
+        return;
+    w->line[w->line_len++] = c;
+}
+
+/* Decimal digits of v, zero-padded to at least min_digits. */
+static void lb_u64(trace_writer_t *w, uint64_t v, int min_digits) {
+    char buf[24];
+    int n = 0;
+    do {
+        buf[sizeof buf - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 || n < min_digits);
+    lb_mem(w, buf + sizeof buf - n, (size_t)n);
+}
+
+static void lb_i64(trace_writer_t *w, int64_t v) {
+    if (v < 0) {
+        lb_char(w, '-');
+        lb_u64(w, (uint64_t)0 - (uint64_t)v, 1);
+    } else {
+        lb_u64(w, (uint64_t)v, 1);
     }
 }
 
-static void put_str(FILE *f, const char *s) {
-    putc('"', f);
-    put_escaped(f, s);
-    putc('"', f);
+/* s as a JSON string: the two escapes JSON requires, the short forms of common control characters,
+ * \u00XX for the others; bytes >= 0x80 pass through (UTF-8). */
+static void lb_escaped(trace_writer_t *w, const char *s) {
+    const unsigned char *run = (const unsigned char *)s, *p = run;
+    for (; *p; p++) {
+        if (*p >= 0x20 && *p != '"' && *p != '\\')
+            continue;
+        lb_mem(w, (const char *)run, (size_t)(p - run));
+        run = p + 1;
+        char esc[8];
+        switch (*p) {
+        case '"':
+            lb_cstr(w, "\\\"");
+            break;
+        case '\\':
+            lb_cstr(w, "\\\\");
+            break;
+        case '\n':
+            lb_cstr(w, "\\n");
+            break;
+        case '\r':
+            lb_cstr(w, "\\r");
+            break;
+        case '\t':
+            lb_cstr(w, "\\t");
+            break;
+        case '\b':
+            lb_cstr(w, "\\b");
+            break;
+        case '\f':
+            lb_cstr(w, "\\f");
+            break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned)*p);
+            lb_cstr(w, esc);
+        }
+    }
+    lb_mem(w, (const char *)run, (size_t)(p - run));
 }
 
-static void put_double(FILE *f, double v, int digits) {
-    if (isfinite(v))
-        fprintf(f, "%.*g", digits, v);
-    else
-        fputs("null", f);
+static void lb_str(trace_writer_t *w, const char *s) {
+    lb_char(w, '"');
+    lb_escaped(w, s);
+    lb_char(w, '"');
+}
+
+/* %.*g (glibc prints the exact decimal expansion, so the text is deterministic); null if not finite. */
+static void lb_double(trace_writer_t *w, double v, int digits) {
+    if (!isfinite(v)) {
+        lb_cstr(w, "null");
+        return;
+    }
+    /* Whole numbers below 10^digits print as their digits either way (FLOPs and bytes usually are):
+     * skip printf's slow exact float formatting, same text. */
+    if (digits >= 15 && fabs(v) < 1e15 && v == floor(v)) {
+        lb_i64(w, (int64_t)v);
+        return;
+    }
+    if (lb_room(w, 40))
+        return;
+    w->line_len += snprintf(w->line + w->line_len, 40, "%.*g", digits, v);
 }
 
 /* Time in the trace's integer unit: nanoseconds (rounded down) or picoseconds. */
@@ -189,22 +255,36 @@ static int64_t units(const trace_writer_t *w, sim_time_ps_t ps) {
     return ps >= 0 ? ps / 1000 : -((-ps + 999) / 1000);
 }
 
-/* Print u units as microseconds: "12.345" (ns) or "12.345678" (ps). */
-static void put_units(const trace_writer_t *w, int64_t u) {
-    const long long per_us = w->exact_ps ? 1000000LL : 1000LL;
-    const char *sign = u < 0 ? "-" : "";
-    const long long a = u < 0 ? -(long long)u : (long long)u;
-    fprintf(w->f, w->exact_ps ? "%s%lld.%06lld" : "%s%lld.%03lld", sign, a / per_us, a % per_us);
+/* u units as microseconds: "12.345" (ns) or "12.345678" (ps). */
+static void lb_units(trace_writer_t *w, int64_t u) {
+    const uint64_t per_us = w->exact_ps ? 1000000u : 1000u;
+    uint64_t a = (uint64_t)u;
+    if (u < 0) {
+        lb_char(w, '-');
+        a = (uint64_t)0 - (uint64_t)u;
+    }
+    lb_u64(w, a / per_us, 1);
+    lb_char(w, '.');
+    lb_u64(w, a % per_us, w->exact_ps ? 6 : 3);
 }
 
+/* Start an event: the separator from the previous one, then the caller appends the object. */
 static int begin_event(trace_writer_t *w) {
-    if (ferror(w->f)) {
-        fail(w, TRACE_EIO, "%s: write failed: %s", w->tmp_path, strerror(errno));
+    if (w->status)
         return -1;
-    }
-    fputs(w->first_event ? "\n" : ",\n", w->f);
+    w->line_len = 0;
+    lb_cstr(w, w->first_event ? "\n" : ",\n");
     w->first_event = 0;
     return 0;
+}
+
+/* Write the formatted event. */
+static void end_event(trace_writer_t *w) {
+    if (w->status)
+        return;
+    if (fwrite(w->line, 1, (size_t)w->line_len, w->f) != (size_t)w->line_len || ferror(w->f))
+        fail(w, TRACE_EIO, "%s: write failed: %s", w->tmp_path, strerror(errno));
+    w->line_len = 0;
 }
 
 static int32_t pid_of_node(int32_t node) {
@@ -219,14 +299,21 @@ static void put_meta(trace_writer_t *w, int32_t pid, int32_t tid, const char *wh
                      int32_t sort_index) {
     if (begin_event(w))
         return;
-    fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{", (int)pid, (int)tid, what);
+    lb_cstr(w, "{\"ph\":\"M\",\"pid\":");
+    lb_i64(w, pid);
+    lb_cstr(w, ",\"tid\":");
+    lb_i64(w, tid);
+    lb_cstr(w, ",\"name\":");
+    lb_str(w, what);
     if (name) {
-        fputs("\"name\":", w->f);
-        put_str(w->f, name);
+        lb_cstr(w, ",\"args\":{\"name\":");
+        lb_str(w, name);
     } else {
-        fprintf(w->f, "\"sort_index\":%d", (int)sort_index);
+        lb_cstr(w, ",\"args\":{\"sort_index\":");
+        lb_i64(w, sort_index);
     }
-    fputs("}}", w->f);
+    lb_cstr(w, "}}");
+    end_event(w);
     w->stats.metadata_events++;
 }
 
@@ -285,6 +372,17 @@ static const char *link_name(trace_writer_t *w, int32_t link) {
     return w->names + st->name_off;
 }
 
+/* The start of a counter event: {"ph":"C","ts":..,"pid":..,"tid":..,"name": */
+static void counter_head(trace_writer_t *w, int32_t pid, int32_t tid) {
+    lb_cstr(w, "{\"ph\":\"C\",\"ts\":");
+    lb_units(w, units(w, w->pend_t));
+    lb_cstr(w, ",\"pid\":");
+    lb_i64(w, pid);
+    lb_cstr(w, ",\"tid\":");
+    lb_i64(w, tid);
+    lb_cstr(w, ",\"name\":");
+}
+
 static void put_link_sample(trace_writer_t *w, int32_t link, double value) {
     if (!w->links_named) {
         w->links_named = 1;
@@ -294,13 +392,12 @@ static void put_link_sample(trace_writer_t *w, int32_t link, double value) {
     const char *name = link_name(w, link);
     if (begin_event(w))
         return;
-    fputs("{\"ph\":\"C\",\"ts\":", w->f);
-    put_units(w, units(w, w->pend_t));
-    fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)links_pid(w), (int)links_tid(w));
-    put_str(w->f, name);
-    fputs(",\"args\":{\"utilization\":", w->f);
-    put_double(w->f, value, 9);
-    fputs("}}", w->f);
+    counter_head(w, links_pid(w), links_tid(w));
+    lb_str(w, name);
+    lb_cstr(w, ",\"args\":{\"utilization\":");
+    lb_double(w, value, 9);
+    lb_cstr(w, "}}");
+    end_event(w);
     w->stats.counter_events++;
 }
 
@@ -308,14 +405,15 @@ static void put_gpu_sample(trace_writer_t *w, int32_t gpu, const char *name, dou
     ensure_thread(w, gpu, 0);
     if (begin_event(w))
         return;
-    fputs("{\"ph\":\"C\",\"ts\":", w->f);
-    put_units(w, units(w, w->pend_t));
-    fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)pid_of_node(gpu / w->gpn), (int)tid_of(w, gpu, 0));
-    fprintf(w->f, "\"gpu %d ", (int)gpu);
-    put_escaped(w->f, name);
-    fputs("\",\"args\":{\"value\":", w->f);
-    put_double(w->f, value, 9);
-    fputs("}}", w->f);
+    counter_head(w, pid_of_node(gpu / w->gpn), tid_of(w, gpu, 0));
+    lb_cstr(w, "\"gpu ");
+    lb_i64(w, gpu);
+    lb_char(w, ' ');
+    lb_escaped(w, name);
+    lb_cstr(w, "\",\"args\":{\"value\":");
+    lb_double(w, value, 9);
+    lb_cstr(w, "}}");
+    end_event(w);
     w->stats.counter_events++;
 }
 
@@ -482,61 +580,69 @@ static const char *kind_name(sim_op_kind_t k) {
     }
 }
 
+/* ,"args":{...} of an operation; only the fields present. */
 static void put_args(trace_writer_t *w, const trace_op_args_t *a, sim_coll_id_t coll) {
-    FILE *f = w->f;
-    const char *sep = "";
-    fputs(",\"args\":{", f);
-#define ARG_KEY(k) (fprintf(f, "%s\"" k "\":", sep), sep = ",")
+    char sep = '{';
+    lb_cstr(w, ",\"args\":");
+#define ARG_KEY(k) (lb_char(w, sep), sep = ',', lb_cstr(w, "\"" k "\":"))
     if (a->layer) {
         ARG_KEY("layer");
-        put_str(f, a->layer);
+        lb_str(w, a->layer);
     }
     if (a->pass) {
         ARG_KEY("pass");
-        put_str(f, a->pass);
+        lb_str(w, a->pass);
     }
     if (a->microbatch >= 0) {
         ARG_KEY("microbatch");
-        fprintf(f, "%d", (int)a->microbatch);
+        lb_i64(w, a->microbatch);
     }
     if (a->stage >= 0) {
         ARG_KEY("stage");
-        fprintf(f, "%d", (int)a->stage);
+        lb_i64(w, a->stage);
     }
     if (a->flops >= 0) {
         ARG_KEY("flops");
-        put_double(f, a->flops, 15);
+        lb_double(w, a->flops, 15);
     }
     if (a->bytes >= 0) {
         ARG_KEY("bytes");
-        put_double(f, a->bytes, 15);
+        lb_double(w, a->bytes, 15);
     }
     if (a->collective) {
         ARG_KEY("collective");
-        put_str(f, a->collective);
+        lb_str(w, a->collective);
     }
     if (a->group) {
         ARG_KEY("group");
-        put_str(f, a->group);
+        lb_str(w, a->group);
     }
     if (coll >= 0) {
         ARG_KEY("coll_id");
-        fprintf(f, "%d", (int)coll);
+        lb_i64(w, coll);
     }
 #undef ARG_KEY
-    fputc('}', f);
+    if (sep == '{')
+        lb_char(w, '{');
+    lb_char(w, '}');
 }
 
 static void put_flow(trace_writer_t *w, char ph, int64_t ts, int32_t gpu, int32_t stream, const char *name,
                      sim_coll_id_t coll) {
     if (begin_event(w))
         return;
-    fprintf(w->f, "{\"ph\":\"%c\",%s\"ts\":", ph, ph == 'f' ? "\"bp\":\"e\"," : "");
-    put_units(w, ts);
-    fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)pid_of_node(gpu / w->gpn),
-            (int)tid_of(w, gpu, stream));
-    put_str(w->f, name);
-    fprintf(w->f, ",\"cat\":\"p2p\",\"id\":%d}", (int)coll);
+    lb_cstr(w, ph == 's' ? "{\"ph\":\"s\",\"ts\":" : "{\"ph\":\"f\",\"bp\":\"e\",\"ts\":");
+    lb_units(w, ts);
+    lb_cstr(w, ",\"pid\":");
+    lb_i64(w, pid_of_node(gpu / w->gpn));
+    lb_cstr(w, ",\"tid\":");
+    lb_i64(w, tid_of(w, gpu, stream));
+    lb_cstr(w, ",\"name\":");
+    lb_str(w, name);
+    lb_cstr(w, ",\"cat\":\"p2p\",\"id\":");
+    lb_i64(w, coll);
+    lb_char(w, '}');
+    end_event(w);
 }
 
 /* Pair the two members of a sendrecv; when both ended and were written, draw the arrow from the
@@ -604,19 +710,25 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
         if (begin_event(w))
             return;
         const int64_t u0 = units(w, start), u1 = units(w, t);
-        fputs("{\"ph\":\"X\",\"ts\":", w->f);
-        put_units(w, u0);
-        fputs(",\"dur\":", w->f);
-        put_units(w, u1 - u0);
-        fprintf(w->f, ",\"pid\":%d,\"tid\":%d,\"name\":", (int)pid_of_node(op->gpu / w->gpn),
-                (int)tid_of(w, op->gpu, op->stream));
-        put_str(w->f, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
-        fprintf(w->f, ",\"cat\":\"%s\"", kind_name(op->kind));
+        lb_cstr(w, "{\"ph\":\"X\",\"ts\":");
+        lb_units(w, u0);
+        lb_cstr(w, ",\"dur\":");
+        lb_units(w, u1 - u0);
+        lb_cstr(w, ",\"pid\":");
+        lb_i64(w, pid_of_node(op->gpu / w->gpn));
+        lb_cstr(w, ",\"tid\":");
+        lb_i64(w, tid_of(w, op->gpu, op->stream));
+        lb_cstr(w, ",\"name\":");
+        lb_str(w, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
+        lb_cstr(w, ",\"cat\":\"");
+        lb_cstr(w, kind_name(op->kind));
+        lb_char(w, '"');
         const int has_args = a.layer || a.pass || a.microbatch >= 0 || a.stage >= 0 || a.flops >= 0 ||
                              a.bytes >= 0 || a.collective || a.group || op->coll >= 0;
         if (has_args)
             put_args(w, &a, op->kind == SIM_OP_COMPUTE ? -1 : op->coll);
-        fputc('}', w->f);
+        lb_char(w, '}');
+        end_event(w);
         w->stats.complete_events++;
     }
     if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV)
@@ -664,6 +776,7 @@ static void writer_free(trace_writer_t *w) {
     free(w->pend_gc);
     free(w->op_start);
     free(w->pairs);
+    free(w->line);
     free(w);
 }
 
@@ -830,8 +943,7 @@ static void put_metadata(trace_writer_t *w) {
     fputs("\n],\n\"metadata\":{\"generator\":\"stepsim\"", f);
     fprintf(f, ",\"gpus\":%d,\"gpus_per_node\":%d,\"nodes\":%d,\"streams_per_gpu\":%d", (int)w->n_gpus,
             (int)w->gpn, (int)w->n_nodes, (int)w->streams);
-    fputs(",\"trace_ranks\":", f);
-    put_str(f, w->ranks_text);
+    fprintf(f, ",\"trace_ranks\":\"%s\"", w->ranks_text); /* digits, ',', '-' or "all" */
     fprintf(f, ",\"time_resolution\":\"%s\"", w->exact_ps ? "ps" : "ns");
     if (w->links_all)
         fputs(",\"link_counters\":\"all\"", f);
