@@ -545,6 +545,31 @@ static void test_counter_errors(void **state) {
     free(path);
 }
 
+/* A writer closed before anything happened still writes valid JSON with its metadata. */
+static void test_empty_trace(void **state) {
+    (void)state;
+    char *path = tt_temp_path("empty");
+    trace_options_t o;
+    memset(&o, 0, sizeof o);
+    o.n_gpus = 3;
+    o.gpus_per_node = 2;
+    trace_writer_t *w = NULL;
+    char err[256];
+    assert_int_equal(trace_writer_open(path, &o, &w, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_writer_close(w, err, sizeof err), TRACE_OK);
+    seen_t v;
+    read_trace(path, &v);
+    assert_int_equal(v.n_x + v.n_s + v.n_f + v.n_c + v.n_m, 0);
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(v.root, "metadata");
+    assert_int_equal((int)num(md, "nodes"), 2);
+    assert_int_equal((int)num(md, "streams_per_gpu"), 3);
+    assert_int_equal((int)num(md, "link_counters"), 0);
+    assert_null(cJSON_GetObjectItemCaseSensitive(md, "scenario"));
+    cJSON_Delete(v.root);
+    remove(path);
+    free(path);
+}
+
 /* Options that do not match the engine (2 streams per GPU, the engine has 3): the run goes on,
  * close reports the mismatch and leaves no file. */
 static void test_close_reports_run_error(void **state) {
@@ -574,10 +599,15 @@ static void test_close_reports_run_error(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_trace),           cmocka_unit_test(test_exact_ps),
-        cmocka_unit_test(test_rank_filter),          cmocka_unit_test(test_args_drop),
-        cmocka_unit_test(test_abort_leaves_no_file), cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_counter_errors),       cmocka_unit_test(test_close_reports_run_error),
+        cmocka_unit_test(test_full_trace),
+        cmocka_unit_test(test_exact_ps),
+        cmocka_unit_test(test_rank_filter),
+        cmocka_unit_test(test_args_drop),
+        cmocka_unit_test(test_abort_leaves_no_file),
+        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_counter_errors),
+        cmocka_unit_test(test_empty_trace),
+        cmocka_unit_test(test_close_reports_run_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
