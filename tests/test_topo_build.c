@@ -213,7 +213,7 @@ static void test_ideal(void **state) {
 static void check_dragonfly(int64_t pp, int64_t a, int64_t h, int64_t g, int64_t n, topo_arrangement_t arr) {
     topo_params_t p;
     topo_params_init(&p, TOPO_KIND_DRAGONFLY);
-    p.dragonfly = (topo_dragonfly_params_t){pp, a, h, g, 0, arr, 0, 4};
+    p.dragonfly = (topo_dragonfly_params_t){pp, a, h, g, 0, arr, 0, 4, 0};
     topo_t *t = tt_build(&p);
     int64_t local = 0, global = 0;
     for (int64_t l = 0; l < topo_link_count(t); l += 2) {
@@ -256,7 +256,7 @@ static void test_dragonfly_global_ports(void **state) {
     for (int arr = 0; arr < 3; arr++) {
         topo_params_t p;
         topo_params_init(&p, TOPO_KIND_DRAGONFLY);
-        p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 5, 0, (topo_arrangement_t)arr, 0, 4};
+        p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 5, 0, (topo_arrangement_t)arr, 0, 4, 0};
         topo_t *t = tt_build(&p);
         int64_t V = topo_vertex_count(t);
         int64_t *deg = calloc((size_t)V, sizeof *deg);

@@ -134,7 +134,7 @@ static void test_round_trip(void **state) {
     assert_int_equal(topo_params_preset("dgx-h100-superpod", 248, &p), TOPO_OK);
     round_trip(&p); /* NVSwitches, racks */
     topo_params_init(&p, TOPO_KIND_DRAGONFLY);
-    p.dragonfly = (topo_dragonfly_params_t){4, 4, 2, 5, 0, TOPO_ARRANGEMENT_CIRCULANT, 0, 4};
+    p.dragonfly = (topo_dragonfly_params_t){4, 4, 2, 5, 0, TOPO_ARRANGEMENT_CIRCULANT, 0, 4, 0};
     topo_node_preset("frontier-node", &p.node);
     round_trip(&p); /* NICs, PCIe, an NVLink mesh, parallel global cables */
     topo_params_init(&p, TOPO_KIND_TORUS);

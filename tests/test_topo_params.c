@@ -125,7 +125,7 @@ static void test_dragonfly_params(void **state) {
     p.dragonfly.h = 4;
     p.dragonfly.g = 0;
     expect_issue(&p, TOPO_EINVAL, "g: 0 must be >= 1");
-    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 10, 0, TOPO_ARRANGEMENT_ABSOLUTE, 0, 4};
+    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 10, 0, TOPO_ARRANGEMENT_ABSOLUTE, 0, 4, 0};
     expect_issue(&p, TOPO_EINVAL,
                  "g: 10 cannot be wired: a*h = 8 global ports per group reach at most 9 groups");
     p.dragonfly.g = 5;
@@ -141,6 +141,14 @@ static void test_dragonfly_params(void **state) {
     assert_int_equal(topo_params_check(&p, NULL), TOPO_OK);
     p.switch_radix = 6;
     expect_issue(&p, TOPO_EINVAL, "switch_radix: 6 is below the p+a-1+h = 7 router ports");
+    p.switch_radix = 0;
+    p.dragonfly.chassis_nics = 2;
+    expect_issue(&p, TOPO_EINVAL, "chassis_nics: 2 must be 0 or 1");
+    p.dragonfly.chassis_nics = 1;
+    topo_node_preset("perlmutter-gpu", &p.node); /* 4 NICs per node, a = 4 */
+    assert_int_equal(topo_params_check(&p, NULL), TOPO_OK);
+    p.dragonfly.a = 6;
+    expect_issue(&p, TOPO_EINVAL, "chassis_nics: 1 needs a (6) to be a multiple of nics_per_node (4)");
 }
 
 static void test_torus_params(void **state) {

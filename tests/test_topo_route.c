@@ -193,7 +193,7 @@ static int count_global(const topo_t *t, const topo_link_id_t *links, int n, int
 static topo_t *balanced_dragonfly(topo_routing_t r) {
     topo_params_t p;
     topo_params_init(&p, TOPO_KIND_DRAGONFLY);
-    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 9, 0, TOPO_ARRANGEMENT_ABSOLUTE, 0, 4};
+    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 9, 0, TOPO_ARRANGEMENT_ABSOLUTE, 0, 4, 0};
     p.routing = r;
     return tt_build(&p);
 }
@@ -266,7 +266,7 @@ static void test_ugal(void **state) {
     topo_free(t);
     topo_params_t p;
     topo_params_init(&p, TOPO_KIND_DRAGONFLY);
-    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 9, 0, TOPO_ARRANGEMENT_ABSOLUTE, 1e9, 4};
+    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 9, 0, TOPO_ARRANGEMENT_ABSOLUTE, 1e9, 4, 0};
     p.routing = TOPO_ROUTING_UGAL;
     t = tt_build(&p);
     load = calloc((size_t)topo_link_count(t), sizeof *load);
@@ -325,6 +325,27 @@ static void all_pairs_routable(const topo_params_t *p) {
     topo_free(t);
 }
 
+/* Perlmutter's chassis: 16 nodes share 4 routers, NIC k of each on router k. Rails stay on one
+ * router inside a chassis (2 links); another rail is one local hop away (3 links). */
+static void test_chassis_nics(void **state) {
+    (void)state;
+    topo_params_t p;
+    assert_int_equal(topo_params_preset("perlmutter", 512, &p), TOPO_OK);
+    assert_int_equal(p.dragonfly.chassis_nics, 1);
+    topo_t *t = tt_build(&p);
+    topo_link_id_t links[16];
+    assert_int_equal(tt_route(t, 0, 4, TOPO_ROUTING_MINIMAL, 0, links), 2);  /* node 0 -> 1, NIC 0 */
+    assert_int_equal(tt_route(t, 0, 60, TOPO_ROUTING_MINIMAL, 0, links), 2); /* node 15, NIC 0 */
+    assert_int_equal(tt_route(t, 3, 4, TOPO_ROUTING_MINIMAL, 0, links), 3);  /* NIC 3 -> NIC 0 */
+    assert_int_equal(tt_route(t, 0, 64, TOPO_ROUTING_MINIMAL, 0, links), 3); /* next chassis */
+    topo_free(t);
+    p.dragonfly.chassis_nics = 0; /* the 4 NICs of a node on one router, 4 nodes per router */
+    t = tt_build(&p);
+    assert_int_equal(tt_route(t, 3, 4, TOPO_ROUTING_MINIMAL, 0, links), 2);
+    assert_int_equal(tt_route(t, 0, 16, TOPO_ROUTING_MINIMAL, 0, links), 3);
+    topo_free(t);
+}
+
 static void test_every_preset_routable(void **state) {
     (void)state;
     topo_params_t p;
@@ -364,6 +385,7 @@ int main(void) {
         cmocka_unit_test(test_valiant),
         cmocka_unit_test(test_ugal),
         cmocka_unit_test(test_torus_dor),
+        cmocka_unit_test(test_chassis_nics),
         cmocka_unit_test(test_every_preset_routable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -91,9 +91,9 @@ static void test_bisection_closed_forms(void **state) {
     check_closed_form(&p);
     /* dragonflies with an even number of groups, cut- and injection-limited */
     topo_params_init(&p, TOPO_KIND_DRAGONFLY);
-    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 8, 0, TOPO_ARRANGEMENT_ABSOLUTE, 0, 4};
+    p.dragonfly = (topo_dragonfly_params_t){2, 4, 2, 8, 0, TOPO_ARRANGEMENT_ABSOLUTE, 0, 4, 0};
     check_closed_form(&p);
-    p.dragonfly = (topo_dragonfly_params_t){1, 4, 3, 4, 4, TOPO_ARRANGEMENT_RELATIVE, 0, 4};
+    p.dragonfly = (topo_dragonfly_params_t){1, 4, 3, 4, 4, TOPO_ARRANGEMENT_RELATIVE, 0, 4, 0};
     check_closed_form(&p);
     /* tori: ring, k = 2 dimensions, routers with 8-GPU nodes */
     topo_params_init(&p, TOPO_KIND_TORUS);

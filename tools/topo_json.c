@@ -80,6 +80,7 @@ static const topo_key_t KEYS[] = {
     S("arrangement", DF),
     N("ugal_threshold", DF, dragonfly.ugal_threshold),
     I("ugal_candidates", DF, dragonfly.ugal_candidates),
+    I("chassis_nics", DF, dragonfly.chassis_nics),
     S("dims", KIND(TOPO_KIND_TORUS)),
 };
 

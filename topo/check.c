@@ -342,6 +342,12 @@ static int check_dragonfly(const topo_params_t *p, topo_issue_t *issue) {
     if (d->global_links_per_pair < 0)
         return topo_i_set_issuef(issue, "global_links_per_pair", d->global_links_per_pair,
                                  "must be >= 0 (0: as many as the global ports allow)");
+    if (d->chassis_nics != 0 && d->chassis_nics != 1)
+        return topo_i_set_issuef(issue, "chassis_nics", d->chassis_nics, "must be 0 or 1");
+    if (d->chassis_nics && d->a % p->node.nics_per_node != 0)
+        return topo_i_set_issuef(issue, "chassis_nics", d->chassis_nics,
+                                 "needs a (%lld) to be a multiple of nics_per_node (%lld)", (long long)d->a,
+                                 (long long)p->node.nics_per_node);
     if ((unsigned)d->arrangement > TOPO_ARRANGEMENT_CIRCULANT)
         return topo_i_set_issuef(issue, "arrangement", d->arrangement,
                                  "must be absolute, relative or circulant");

@@ -5,6 +5,8 @@
  * run n parallel cables; copy c uses port q = c*(g-1) + slot(i, j) on i's side, where slot() is the
  * arrangement (absolute: j or j-1; relative: (j-i-1) mod g; circulant: offsets +1,-1,+2,-2,...), so
  * the copies of one pair land on different routers. Ports beyond n*(g-1) stay unused.
+ * Endpoints: node-major (endpoint e is NIC e % M of node e / M); with chassis_nics, NIC k of the p
+ * nodes of a chassis sits on router k of the chassis's M routers (HPE Cray EX), else e on router e / p.
  * Routes: minimal = local, global, local (the copy picked by a hash of the flow); Valiant = minimal
  * to a hashed intermediate group's landing router, then minimal; UGAL = the cheaper of the minimal
  * path and K Valiant candidates, cost = network links x (1 + the largest utilization on the path),
@@ -28,6 +30,10 @@ static int64_t slot_of(const topo_dfly_t *d, int64_t i, int64_t j) {
     default:
         return j < i ? j : j - 1;
     }
+}
+
+int64_t topo_i_dfly_router(const topo_dfly_t *d, int64_t e) {
+    return e / d->chassis_m / d->p * d->chassis_m + e % d->chassis_m;
 }
 
 static int64_t pair_index(int64_t a, int64_t lo, int64_t hi) {
@@ -67,8 +73,8 @@ static int add_routers(topo_t *t, topo_dfly_t *d, double bw, double lat) {
             return TOPO_ENOMEM;
     d->ep_cable0 = (int32_t)(t->n_links / 2);
     for (int64_t e = 0; e < t->n_endpoints; e++)
-        if (topo_i_cable(t, topo_i_endpoint_vertex(t, e), d->router_vertex0 + e / d->p, TOPO_LINK_NETWORK, bw,
-                         lat) < 0)
+        if (topo_i_cable(t, topo_i_endpoint_vertex(t, e), d->router_vertex0 + topo_i_dfly_router(d, e),
+                         TOPO_LINK_NETWORK, bw, lat) < 0)
             return TOPO_ENOMEM;
     d->local_cable0 = (int32_t)(t->n_links / 2);
     for (int64_t grp = 0; grp < d->g; grp++)
@@ -80,7 +86,8 @@ static int add_routers(topo_t *t, topo_dfly_t *d, double bw, double lat) {
     return add_globals(t, d, bw, lat);
 }
 
-/* GPUs on the first endpoint of every router of the first and last groups, and node 0's GPUs. */
+/* GPUs on the first endpoint of every router of the first and last groups, and node 0's GPUs. Router
+ * R's first endpoint is NIC R % m of the first node of its chassis (m = 1: endpoint R * p). */
 static int dragonfly_sources(topo_t *t, const topo_dfly_t *d) {
     const topo_nodes_t *nd = &t->nodes;
     t->diam_sources = malloc((size_t)(2 * d->a + nd->G) * sizeof *t->diam_sources);
@@ -92,7 +99,8 @@ static int dragonfly_sources(topo_t *t, const topo_dfly_t *d) {
     int64_t groups[2] = {0, d->g - 1};
     for (int k = 0; k < (d->g > 1 ? 2 : 1); k++) {
         for (int64_t r = 0; r < d->a; r++) {
-            int64_t e = (groups[k] * d->a + r) * d->p;
+            const int64_t R = groups[k] * d->a + r, m = d->chassis_m;
+            int64_t e = (R / m * d->p) * m + R % m;
             if (e < t->n_endpoints)
                 t->diam_sources[n++] = e / nd->M * nd->G + e % nd->M * (nd->G / nd->M);
         }
@@ -123,6 +131,7 @@ int topo_i_build_dragonfly(topo_t *t, const topo_params_t *p, topo_issue_t *issu
     d->arrangement = dp->arrangement;
     d->ugal_threshold = dp->ugal_threshold;
     d->ugal_candidates = dp->ugal_candidates;
+    d->chassis_m = dp->chassis_nics ? p->node.nics_per_node : 1;
     int64_t slots = d->g * d->a * d->p;
     t->n_gpus = p->gpus > 0 ? p->gpus : slots / p->node.nics_per_node * p->node.gpus_per_node;
     int rc = topo_i_build_nodes(t, p);
@@ -195,7 +204,7 @@ int topo_i_route_dragonfly(const topo_t *t, int64_t se, int64_t de, const topo_f
     const topo_dfly_t *d = t->dfly;
     if (*n + 2 + 5 > cap)
         return TOPO_ERANGE;
-    int64_t R1 = se / d->p, R2 = de / d->p;
+    int64_t R1 = topo_i_dfly_router(d, se), R2 = topo_i_dfly_router(d, de);
     uint64_t pair = (uint64_t)se << 32 ^ (uint64_t)de;
     links[(*n)++] = 2 * (d->ep_cable0 + (int32_t)se);
     int nonmin = d->g >= 3 && R1 / d->a != R2 / d->a && r != TOPO_ROUTING_MINIMAL;

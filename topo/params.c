@@ -251,6 +251,9 @@ static void slingshot_preset(topo_params_t *p, const char *node, int64_t gpus, i
     if (p->dragonfly.g > 1 && per_pair * (p->dragonfly.g - 1) > ports)
         per_pair = ports / (p->dragonfly.g - 1);
     p->dragonfly.global_links_per_pair = per_pair;
+    /* Each compute blade meets the chassis's switch blades directly (no backplane), so a node's NICs
+     * land on different switches: NIC k of every node of a chassis on switch k. */
+    p->dragonfly.chassis_nics = 1;
     p->routing = TOPO_ROUTING_UGAL;
     p->gpus = gpus;
 }

@@ -143,6 +143,10 @@ typedef struct topo_dragonfly_params {
     topo_arrangement_t arrangement;
     double ugal_threshold;   /* UGAL takes the minimal path if cost_min <= cost_valiant + threshold */
     int64_t ugal_candidates; /* Valiant candidates UGAL compares with the minimal path */
+    /* 1: a chassis of nics_per_node routers serves p nodes, NIC k of each on router k of the chassis
+     * (HPE Cray EX: every compute blade meets every switch blade of its chassis); 0: a node's NICs
+     * take consecutive ports of one router. Requires a to be a multiple of nics_per_node. */
+    int64_t chassis_nics;
 } topo_dragonfly_params_t;
 
 #define TOPO_TORUS_MAX_DIMS 6

@@ -55,7 +55,8 @@ typedef struct topo_dfly {
     int64_t p, a, h, g, n; /* n: parallel global cables per group pair */
     topo_arrangement_t arrangement;
     int32_t router_vertex0; /* router R = group * a + r is vertex router_vertex0 + R */
-    int32_t ep_cable0;      /* endpoint e's cable to router e / p */
+    int32_t ep_cable0;      /* endpoint e's cable to router topo_i_dfly_router(d, e) */
+    int64_t chassis_m;      /* NICs per node when chassis_nics, else 1 (see topo_i_dfly_router) */
     int32_t local_cable0;   /* group i, routers r1 < r2: local_cable0 + i*a(a-1)/2 + pair(r1, r2) */
     int32_t *gl_link;       /* [(i*(g-1) + t)*n + c]: the link leaving group i on slot t, copy c */
     int32_t *gl_src;        /* ... the router (in group i) that owns it */
@@ -174,6 +175,9 @@ int64_t topo_i_xgft_path_count(const topo_t *t, int64_t se, int64_t de);
 /* The k-th equal-cost path (0 <= k < topo_i_xgft_path_count). */
 int topo_i_route_xgft_nth(const topo_t *t, int64_t se, int64_t de, int64_t k, topo_link_id_t *links, int *n,
                           int cap);
+/* The router of endpoint e (node e / m, NIC e % m with m = chassis_m): router (node / p) * m + NIC;
+ * with m = 1 that is e / p. */
+int64_t topo_i_dfly_router(const topo_dfly_t *d, int64_t e);
 int topo_i_route_dragonfly(const topo_t *t, int64_t se, int64_t de, const topo_flow_t *f, topo_routing_t r,
                            topo_link_id_t *links, int *n, int cap);
 int topo_i_route_torus(const topo_t *t, int64_t se, int64_t de, topo_link_id_t *links, int *n, int cap);
