@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model.h"
+#include "model_internal.h"
 
 static int fail(model_issue_t *is, const char *field, const char *value, const char *fmt, ...) {
     if (is) {
@@ -22,6 +22,13 @@ static int fail_int(model_issue_t *is, const char *field, int64_t v, const char 
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", (long long)v);
     return fail(is, field, buf, fmt, (long long)arg);
+}
+
+/* An integer value with a fixed explanation (no argument). */
+static int fail_text(model_issue_t *is, const char *field, int64_t v, const char *allowed) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    return fail(is, field, buf, "%s", allowed);
 }
 
 /* A positive finite real quantity (a rate, a size, an efficiency's lower side). */
@@ -166,12 +173,56 @@ static int check_nv(const model_job_t *job, model_issue_t *is) {
     return MODEL_OK;
 }
 
+/* The training fields (corrected model only; the reference ignores them). */
+int model_i_training_check(const model_job_t *job, model_issue_t *is) {
+    const model_training_t *t = &job->training;
+    const model_parallel_t *p = &job->par;
+    char buf[32];
+    if ((unsigned)t->recompute > MODEL_RECOMPUTE_FULL)
+        return fail_text(is, "training.recompute", (int64_t)t->recompute, "one of none, selective, full");
+    if ((unsigned)t->attention > MODEL_ATTENTION_MATERIALIZED)
+        return fail_text(is, "training.attention", (int64_t)t->attention, "one of flash, materialized");
+    if ((unsigned)t->dp_comm > MODEL_DP_ALLREDUCE_OVERLAP)
+        return fail_text(is, "training.dp_comm", (int64_t)t->dp_comm,
+                         "one of sharded, allreduce, allreduce-overlap");
+    if ((unsigned)t->sequence_parallel > MODEL_SEQPAR_OFF)
+        return fail_text(is, "training.sequence_parallel", (int64_t)t->sequence_parallel, "0 or 1");
+    if (t->sequence_parallel == MODEL_SEQPAR_OFF && p->strategy != MODEL_STRATEGY_1D) {
+        snprintf(buf, sizeof buf, "off");
+        return fail(is, "training.sequence_parallel", buf,
+                    "sequence parallelism can be switched off with strategy 1d only");
+    }
+    if (t->embedding != 0 && t->embedding != 1)
+        return fail_text(is, "training.embedding", t->embedding, "0 or 1");
+    if (t->optimizer_step != 0 && t->optimizer_step != 1)
+        return fail_text(is, "training.optimizer_step", t->optimizer_step, "0 or 1");
+    if (t->embedding && job->model.vocab < 1)
+        return fail_text(is, "model.vocab", job->model.vocab,
+                         "must be a positive integer with the embedding");
+    if (t->interleave < 0)
+        return fail_text(is, "training.interleave", t->interleave, "must be >= 0 (0 or 1: no interleaving)");
+    if (t->interleave > 1) {
+        const int64_t per_stage = job->model.layers / p->pp, nmb = (job->global_batch / p->dp) / p->mbs;
+        if (p->pp < 2)
+            return fail_text(is, "training.interleave", t->interleave, "needs pp > 1");
+        if (per_stage % t->interleave != 0)
+            return fail_int(is, "training.interleave", t->interleave,
+                            "must divide the layers per pipeline stage (%lld)", per_stage);
+        if (nmb % p->pp != 0)
+            return fail_int(is, "training.interleave", t->interleave,
+                            "needs the microbatch count to be a multiple of pp (%lld)", p->pp);
+    }
+    return MODEL_OK;
+}
+
 int model_job_check(const model_job_t *job, model_issue_t *issue) {
     if (job->par.strategy != MODEL_STRATEGY_1D && job->par.strategy != MODEL_STRATEGY_2D &&
         job->par.strategy != MODEL_STRATEGY_2D_SEQP)
         return fail(issue, "parallel.strategy", "?", "one of 1d, 2d, 2d-seqp");
     if (check_system(&job->system, issue) || check_model(&job->model, issue) || check_degrees(job, issue) ||
         check_nv(job, issue))
+        return MODEL_EINVAL;
+    if (job->compat == MODEL_COMPAT_CORRECTED && model_i_training_check(job, issue))
         return MODEL_EINVAL;
     return MODEL_OK;
 }

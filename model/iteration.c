@@ -1,10 +1,32 @@
 /* iteration.c - one training iteration from the block table (seed-model.md sections 7 and 8):
  * data-parallel collectives overlapped with one layer of one microbatch, pipeline p2p, the
- * (pp-1)/nmb bubble, and per-GPU memory. Identity: the breakdown adds up to the iteration time. */
+ * (pp-1)/nmb bubble, and per-GPU memory. Identity: the breakdown adds up to the iteration time.
+ *
+ * The corrected model with training options (model_training_t; docs/validation.md) assembles the
+ * iteration per pipeline stage instead: stage i takes T_i per microbatch (its blocks, its edge
+ * layers, its p2p), the iteration is nmb max T_i + (sum T_i - max T_i) / v (1F1B with unequal
+ * stages: the slowest stage sets the pace, the others' first forward and last backward are the
+ * bubble; v virtual stages divide it) + data-parallel communication + the optimizer step. With no
+ * option set the original code path runs, so numbers are unchanged to the bit. */
 #include <math.h>
 #include <string.h>
 
 #include "model_internal.h"
+
+/* The Adam step of Megatron's mixed-precision optimizer, HBM bytes per parameter: copy the fp16
+ * gradient into the fp32 main gradient (read 2, write 4), unscale and check for inf/nan (4 + 4),
+ * the gradient norm for clipping (read 4), fused Adam (read gradient, parameter, momentum and
+ * variance: 16; write parameter, momentum, variance: 12), and the copy of the fp32 parameters back
+ * to the fp16 model (4 + 2). Every pass is a streaming kernel over the local parameters. */
+#define OPTIMIZER_BYTES_PER_PARAM 52.0
+
+int model_i_training_active(const model_job_t *job) {
+    const model_training_t *t = &job->training;
+    return job->compat == MODEL_COMPAT_CORRECTED &&
+           (t->recompute != MODEL_RECOMPUTE_NONE || t->sequence_parallel != MODEL_SEQPAR_ON ||
+            t->attention != MODEL_ATTENTION_FLASH || t->dp_comm != MODEL_DP_SHARDED || t->embedding ||
+            t->optimizer_step || t->interleave > 1);
+}
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
  * layer; only the first is fully exposed, the rest by what exceeds one layer's compute. */
@@ -74,6 +96,195 @@ static void breakdown(const model_block_t *blk, double scale, model_summary_t *o
     out->flops_per_gpu_tflop = flops * scale;
 }
 
+/* ---- the corrected model with training options -------------------------------------------- */
+
+/* One pipeline transfer: the block output each rank sends. Without sequence parallelism in 1d the
+ * output is replicated over the tensor group; Megatron's scatter/gather optimisation (Narayanan et
+ * al. 2021, section 4.1) sends 1/tp of it per rank over its own NIC and all-gathers it over the
+ * tensor group on arrival. Otherwise as pipeline(). */
+static double p2p_transfer_s(const model_job_t *job, const model_block_t *blk, double *volume_gb) {
+    const model_system_t *sys = &job->system;
+    const model_parallel_t *p = &job->par;
+    const int64_t pp = p->pp, t = p->nv_pp;
+    double v_gb = blk->layers[blk->n_layers - 1].activations_gb, gather_s = 0.0;
+    if (job->training.sequence_parallel == MODEL_SEQPAR_OFF && p->tp > 1) {
+        gather_s = model_collective_time_s(sys, job->compat, MODEL_COLL_ALLGATHER, v_gb, p->tp, p->nv_tp1);
+        v_gb /= (double)p->tp;
+    }
+    *volume_gb = v_gb;
+    if (pp <= 1)
+        return 0.0;
+    double p2p_s;
+    if (t == 1) {
+        p2p_s = model_collective_time_s(sys, job->compat, MODEL_COLL_P2P, v_gb, 2, 1);
+    } else {
+        const double total = (double)(pp - 1), slow = floor((double)pp / (double)t - 1.0);
+        const double fast_s = model_collective_time_s(sys, job->compat, MODEL_COLL_P2P, v_gb, 2, 2);
+        const double slow_s = model_collective_time_s(sys, job->compat, MODEL_COLL_P2P, v_gb, 2, 1);
+        p2p_s = (total - slow) / total * fast_s + slow / total * slow_s;
+    }
+    return p2p_s + gather_s;
+}
+
+/* Sum the layer components of a set of layers into comp / mem / comm / flops. */
+static void add_layers(const model_layer_t *ly, int n, double scale, double acc[4]) {
+    for (int i = 0; i < n; i++) {
+        acc[0] += (ly[i].fwd.comp_s + ly[i].bwd.comp_s) * scale;
+        acc[1] += (ly[i].fwd.mem_exposed_s + ly[i].bwd.mem_exposed_s) * scale;
+        acc[2] += (ly[i].fwd.comm_s + ly[i].bwd.comm_s) * scale;
+        acc[3] += (ly[i].fwd.flops_tflop + ly[i].bwd.flops_tflop) * scale;
+    }
+}
+
+/* Data-parallel gradient communication of a stage holding weights_gb, and the tied-embedding
+ * gradient all-reduce between the first and the last stage. */
+static void data_parallel_training(const model_job_t *job, const model_block_t *blk, double weights_gb,
+                                   model_summary_t *out) {
+    const model_parallel_t *p = &job->par;
+    const model_training_t *t = &job->training;
+    const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
+    const int64_t g = p->dp * (seqp ? p->tp2 : 1), dom = p->nv_dp * (seqp ? p->nv_tp2 : 1);
+    if (t->dp_comm == MODEL_DP_ALLREDUCE || t->dp_comm == MODEL_DP_ALLREDUCE_OVERLAP) {
+        const double ar_s =
+            model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLREDUCE, weights_gb, g, dom);
+        out->dp_allreduce_s = ar_s;
+        if (t->dp_comm == MODEL_DP_ALLREDUCE_OVERLAP) {
+            /* buckets all-reduce while the last microbatch's backward runs; the first layer's
+             * gradients are ready only at its very end */
+            const double n_l = (double)out->layers_per_stage;
+            out->dp_allreduce_s = fmax(ar_s - n_l * blk->t_bwd_s, ar_s / n_l);
+        }
+        out->dp_comm_s = out->dp_allreduce_s;
+    } else {
+        data_parallel(job, blk, out);
+        /* the edge layers' weights: one more all-gather and reduce-scatter, not overlapped */
+        const double edge_gb = weights_gb - blk->weights_gb * (double)out->layers_per_stage;
+        if (edge_gb > 0.0)
+            out->dp_comm_s +=
+                model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, edge_gb, g, dom) +
+                model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, edge_gb, g, dom);
+    }
+    if (t->embedding && p->pp > 1) {
+        /* the word-embedding gradient: the output GEMM's copy on the last stage and the first's */
+        double emb_gb = 0.0;
+        for (int i = 0; i < blk->n_edges; i++)
+            if (blk->edges[i].module == MODEL_MODULE_OUTPUT && blk->edges[i].tensor_core)
+                emb_gb = blk->edges[i].weights_gb;
+        const int64_t same_domain = p->nv_pp == p->pp ? 2 : 1;
+        out->embedding_sync_s =
+            model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLREDUCE, emb_gb, 2, same_domain);
+        out->dp_comm_s += out->embedding_sync_s;
+    }
+}
+
+/* Memory per GPU of one stage: in_flight microbatches of its blocks and edge layers. */
+static double stage_memory(const model_job_t *job, const model_block_t *blk, double weights_gb,
+                           double in_flight, double edge_acts_gb, model_summary_t *parts) {
+    const model_parallel_t *p = &job->par;
+    const double n_l = (double)(job->model.layers / p->pp);
+    const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
+    parts->weights_gb = weights_gb;
+    parts->grads_gb = weights_gb;
+    parts->optimizer_gb = job->training.dp_comm != MODEL_DP_SHARDED
+                              ? 6.0 * weights_gb
+                              : 6.0 * weights_gb / (double)(p->dp * seqp);
+    if (job->training.recompute == MODEL_RECOMPUTE_FULL)
+        parts->activations_gb = (blk->checkpoint_gb * n_l + edge_acts_gb) * in_flight + blk->activations_gb;
+    else
+        parts->activations_gb = (blk->activations_gb * n_l + edge_acts_gb) * in_flight;
+    return parts->weights_gb + parts->grads_gb + parts->optimizer_gb + parts->activations_gb;
+}
+
+static void summarize_training(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
+    const model_parallel_t *p = &job->par;
+    const model_training_t *t = &job->training;
+    const double nmb = (double)out->n_microbatches, n_l = (double)out->layers_per_stage;
+    const double v = t->interleave > 1 ? (double)t->interleave : 1.0;
+    out->interleave = t->interleave > 1 ? t->interleave : 1;
+
+    /* one microbatch on one stage: blocks, edge layers, p2p in both directions (v times with v
+     * virtual stages: every chunk boundary is a transfer) */
+    const double blocks_s = (blk->t_fwd_s + blk->t_bwd_s) * n_l;
+    const double first_edge_s = blk->first_t_fwd_s + blk->first_t_bwd_s;
+    const double last_edge_s = blk->last_t_fwd_s + blk->last_t_bwd_s;
+    out->p2p_one_s = p2p_transfer_s(job, blk, &out->p2p_volume_gb);
+    const double p2p_mb_s = 2.0 * v * out->p2p_one_s;
+    double first_s, last_s, others_s;
+    if (p->pp == 1) {
+        first_s = last_s = blocks_s + first_edge_s + last_edge_s;
+        others_s = 0.0;
+    } else {
+        first_s = blocks_s + first_edge_s + p2p_mb_s;
+        last_s = blocks_s + last_edge_s + p2p_mb_s;
+        others_s = (double)(p->pp - 2) * (blocks_s + p2p_mb_s);
+    }
+    const int slow_last = last_s > first_s;
+    const double max_s = slow_last ? last_s : first_s;
+    const double sum_s = p->pp == 1 ? first_s : first_s + last_s + others_s;
+    out->stage_fwd_bwd_s[0] = first_s;
+    out->stage_fwd_bwd_s[1] = last_s;
+    out->slowest_stage = slow_last;
+
+    /* breakdown of the work term: nmb x the slowest stage */
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    add_layers(blk->layers, blk->n_layers, nmb * n_l, acc);
+    for (int i = 0; i < blk->n_edges; i++) {
+        const int first = blk->edges[i].module == MODEL_MODULE_EMBEDDING;
+        if (p->pp == 1 || first != slow_last)
+            add_layers(&blk->edges[i], 1, nmb, acc);
+    }
+    out->compute_s = acc[0];
+    out->memory_s = acc[1];
+    out->tp_comm_s = acc[2];
+    out->flops_per_gpu_tflop = acc[3];
+    out->pp_fwd_s = out->pp_bwd_s = p->pp > 1 ? nmb * v * out->p2p_one_s : 0.0;
+    out->pp_comm_s = out->pp_fwd_s + out->pp_bwd_s;
+    out->bubble_s = (sum_s - max_s) / v;
+
+    /* weights of the heavier stage (the data-parallel and optimizer work of the iteration waits
+     * for it) and memory of the fuller one */
+    const double w_first = blk->weights_gb * n_l + blk->first_weights_gb;
+    const double w_last = blk->weights_gb * n_l + blk->last_weights_gb;
+    const double w_one = p->pp == 1 ? blk->weights_gb * n_l + blk->first_weights_gb + blk->last_weights_gb
+                                    : fmax(w_first, w_last);
+    data_parallel_training(job, blk, w_one, out);
+    if (t->optimizer_step) {
+        const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
+        const double shards = t->dp_comm != MODEL_DP_SHARDED ? 1.0 : (double)(p->dp * seqp);
+        const double params = w_one / job->system.element_gb / shards;
+        out->optimizer_s = params * OPTIMIZER_BYTES_PER_PARAM * 1e-9 / job->system.hbm_gb_per_s;
+        out->memory_s += out->optimizer_s;
+    }
+
+    /* 1F1B: the first stage holds min(pp, nmb) microbatches; interleaving multiplies that by
+     * 1 + (pp-1)/(pp v) (Korthikanti et al. 2022); the last stage holds one */
+    double in_flight = (double)(p->pp < out->n_microbatches ? p->pp : out->n_microbatches);
+    if (v > 1.0)
+        in_flight *= 1.0 + (double)(p->pp - 1) / ((double)p->pp * v);
+    model_summary_t first, last;
+    double mem;
+    if (p->pp == 1) {
+        mem = stage_memory(job, blk, w_one, in_flight, blk->first_activations_gb + blk->last_activations_gb,
+                           &first);
+        last = first;
+    } else {
+        const double m_first = stage_memory(job, blk, w_first, in_flight, blk->first_activations_gb, &first);
+        const double m_last = stage_memory(job, blk, w_last, 1.0, blk->last_activations_gb, &last);
+        mem = fmax(m_first, m_last);
+        if (m_last > m_first)
+            first = last;
+    }
+    out->weights_gb = first.weights_gb;
+    out->grads_gb = first.grads_gb;
+    out->optimizer_gb = first.optimizer_gb;
+    out->activations_gb = first.activations_gb;
+    out->memory_gb = mem;
+    out->fits = out->memory_gb <= job->system.hbm_capacity_gb;
+
+    out->iteration_time_s =
+        out->compute_s + out->memory_s + out->tp_comm_s + out->pp_comm_s + out->bubble_s + out->dp_comm_s;
+}
+
 /* Assemble the summary of a job whose block table is built. */
 static void summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
@@ -81,6 +292,17 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
     out->par = *p;
     out->n_microbatches = (job->global_batch / p->dp) / p->mbs;
     out->layers_per_stage = job->model.layers / p->pp;
+    out->interleave = 1;
+    out->block_t_fwd_s = blk->t_fwd_s;
+    out->block_t_bwd_s = blk->t_bwd_s;
+    out->block_flops_tflop = blk->flops_tflop;
+    out->block_activations_gb = blk->activations_gb;
+    out->block_weights_gb = blk->weights_gb;
+    if (model_i_training_active(job)) {
+        summarize_training(job, blk, out);
+        out->throughput_samples_per_s = (double)job->global_batch / out->iteration_time_s;
+        return;
+    }
     const double nmb = (double)out->n_microbatches, n_l = (double)out->layers_per_stage;
     data_parallel(job, blk, out);
     pipeline(job, blk, out);
@@ -91,11 +313,6 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
     out->bubble_s = (double)(p->pp - 1) * work_s / nmb;
     out->iteration_time_s = work_s + out->bubble_s + out->dp_comm_s;
     out->throughput_samples_per_s = (double)job->global_batch / out->iteration_time_s;
-    out->block_t_fwd_s = blk->t_fwd_s;
-    out->block_t_bwd_s = blk->t_bwd_s;
-    out->block_flops_tflop = blk->flops_tflop;
-    out->block_activations_gb = blk->activations_gb;
-    out->block_weights_gb = blk->weights_gb;
 }
 
 void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {

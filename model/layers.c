@@ -1,20 +1,44 @@
 /* layers.c - the per-layer cost table of one transformer block (seed-model.md sections 5 and 6).
  * Each layer class fills FLOPs (TFLOP), HBM traffic (GB), collectives, activation and weight
  * memory (GB) for one microbatch on one GPU; finish_pass() turns them into roofline and
- * collective times. Local sizes are floor divisions, exactly as in the reference. */
+ * collective times. Local sizes are floor divisions, exactly as in the reference.
+ *
+ * The corrected model's training options (model_training_t, docs/validation.md) change the table:
+ * sequence parallelism off (all-reduces, whole-sequence LayerNorm and dropout), materialised
+ * attention (four layers instead of fusedla), recomputation (a recomputed layer's backward pass
+ * carries its forward pass) and the edge layers (embedding, output GEMM, loss). With a zeroed
+ * model_training_t every number is exactly the one the model gave before these options. */
 #include <math.h>
 #include <string.h>
 
 #include "model_internal.h"
 
-#define TFLOP 1e-12 /* FLOPs -> TFLOP */
+#define TFLOP 1e-12  /* FLOPs -> TFLOP */
+#define BYTE_GB 1e-9 /* bytes -> GB */
+
+/* Megatron's vocab-parallel cross-entropy (2021-2023: the logits are cast to fp32 unless
+ * --fp16-lm-cross-entropy). HBM bytes per logit element: forward = cast (read 2, write 4), max
+ * (read 4), subtract the max in place (4 + 4), exp into a new buffer (4 + 4), sum (4), divide in
+ * place (4 + 4) = 38; backward = (softmax - one-hot) x the loss gradient in place (4 + 4) and the
+ * cast back to fp16 for the GEMM (4 + 2) = 14. The fp32 softmax (4 bytes) is kept. */
+#define CE_FWD_BYTES 38.0
+#define CE_BWD_BYTES 14.0
+#define CE_KEPT_BYTES 4.0
+/* FLOPs per logit element: forward max, subtract, exp, sum, divide; backward subtract, multiply
+ * and the cast. */
+#define CE_FWD_FLOPS 5.0
+#define CE_BWD_FLOPS 3.0
+/* The three small fp32 all-reduces of the vocab-parallel loss (max, sum of exp, target logit), each
+ * of b*l values of 4 bytes. */
+#define CE_STAT_BYTES 4.0
 
 /* What every layer builder needs: the job, the element sizes and the tensor-core/vector ratio. */
 typedef struct {
     const model_job_t *job;
-    double s_gb;  /* element size */
-    double sm_gb; /* dropout-mask element size */
-    double tcf;   /* matrix / vector FLOP rate, scales softmax and dropout inside fused attention */
+    double s_gb;         /* element size */
+    double sm_gb;        /* dropout-mask element size */
+    double tcf;          /* matrix / vector FLOP rate, scales softmax and dropout inside fused attention */
+    model_training_t tr; /* the training options in effect (all zero for the reference) */
 } ctx_t;
 
 /* A parallel group as a layer sees it: its size, members per NVLink domain, and which group. */
@@ -47,9 +71,12 @@ static model_layer_t *new_layer(model_block_t *blk, const char *name, model_modu
 /* ---- layer classes ---------------------------------------------------------------------- */
 
 /* Linear / LinearSeqp (5.1, 5.2): Y = X W with W (e_in, f_out); m_row shards e_in, m_col shards
- * f_out, the sequence is split over m_seq (1 for plain Linear). comm over the weight group tp. */
+ * f_out, the sequence is split over m_seq (1 for plain Linear). comm over the weight group tp:
+ * reduce-scatters with sequence parallelism, all-reduces of the same buffer without it. */
 static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_out, int64_t m_row,
                    int64_t m_col, int64_t m_seq, grp_t tp) {
+    const model_coll_op_t op =
+        c->tr.sequence_parallel == MODEL_SEQPAR_OFF ? MODEL_COLL_ALLREDUCE : MODEL_COLL_REDUCESCATTER;
     const double s = c->s_gb;
     const double b = (double)c->job->par.mbs, l = (double)(c->job->model.seq_len / m_seq);
     const double el = (double)(e_in / m_row), fl = (double)(f_out / m_col);
@@ -58,11 +85,11 @@ static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_ou
     ly->activations_gb = b * l * el * s;
     ly->weights_gb = ly->weight_grads_gb = el * fl * s;
     if (m_row > 1)
-        add_coll(&ly->fwd, MODEL_COLL_REDUCESCATTER, b * l * (double)f_out * s, tp);
+        add_coll(&ly->fwd, op, b * l * (double)f_out * s, tp);
     ly->bwd.flops_tflop = (b * l * el * (2.0 * fl - 1.0) + el * fl * (2.0 * b * l - 1.0)) * TFLOP;
     ly->bwd.hbm_gb = (el * fl + b * l * el + 2.0 * b * l * fl + el * fl + b * l * el) * s;
     if (m_col > 1)
-        add_coll(&ly->bwd, MODEL_COLL_REDUCESCATTER, b * l * (double)e_in * s, tp);
+        add_coll(&ly->bwd, op, b * l * (double)e_in * s, tp);
 }
 
 /* LinearSumma (5.3): grid m2 (rows, group g2) x m1 (columns, group g1), nb panels. */
@@ -123,9 +150,14 @@ static void norm_costs(const ctx_t *c, model_layer_t *ly, double ll, double el) 
     ly->bwd.hbm_gb = (4.0 * b * ll * el + 2.0 * el + b * ll * el) * s;
 }
 
-/* LayerNorm, sequence-parallel (5.7) over group g: AG before, RS in the backward. */
+/* LayerNorm, sequence-parallel (5.7) over group g: AG before, RS in the backward. Without sequence
+ * parallelism every tensor rank normalises the whole sequence and nothing is communicated. */
 static void layernorm(const ctx_t *c, model_layer_t *ly, int64_t l, grp_t g) {
     const double e = (double)c->job->model.hidden, b = (double)c->job->par.mbs;
+    if (c->tr.sequence_parallel == MODEL_SEQPAR_OFF) {
+        norm_costs(c, ly, (double)l, e);
+        return;
+    }
     norm_costs(c, ly, (double)(l / g.size), e);
     add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, b * (double)l * e * c->s_gb, g);
     add_coll(&ly->bwd, MODEL_COLL_REDUCESCATTER, b * (double)l * e * c->s_gb, g);
@@ -173,6 +205,159 @@ static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g
     add_coll(&ly->bwd, MODEL_COLL_REDUCESCATTER, kv_gb, g2);
 }
 
+/* Materialised attention (Megatron-LM before flash attention): two batched GEMMs around a fused
+ * scale-mask-softmax kernel and a dropout kernel, with the b*h*ll*l score matrix written to and
+ * read from HBM by each. The shapes are fused_attention's (queries over g2, heads over g1, K and V
+ * all-gathered over g2). Kept for the backward (Korthikanti et al. 2022: 5 a s^2 b bytes per
+ * layer): the softmax output (2 bytes), the dropout mask (1) and the dropout output (2). */
+static void attention_scores(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2) {
+    const model_transformer_t *m = &c->job->model;
+    const double s = c->s_gb, b = (double)c->job->par.mbs;
+    const double l = (double)m->seq_len, q = (double)(m->hidden / m->heads);
+    const double ll = (double)(m->seq_len / g2.size), bh = b * (double)(m->heads / g1.size);
+    const double n = bh * ll * l;
+    /* S = Q K^T: read Q and the gathered K, write the scores. Q, K and V are kept. */
+    ly->fwd.flops_tflop = bh * ll * l * (2.0 * q - 1.0) * TFLOP;
+    ly->fwd.hbm_gb = (bh * ll * q + bh * l * q + n) * s;
+    ly->activations_gb = 3.0 * bh * ll * q * s;
+    /* dQ = dS K and dK = dS^T Q: read dS twice, read Q and K, write dQ and dK. */
+    ly->bwd.flops_tflop = (bh * ll * q * (2.0 * l - 1.0) + bh * l * q * (2.0 * ll - 1.0)) * TFLOP;
+    ly->bwd.hbm_gb = (2.0 * n + 2.0 * bh * ll * q + 2.0 * bh * l * q) * s;
+    const double kv_gb = 2.0 * bh * l * q * s;
+    add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
+    add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
+    add_coll(&ly->bwd, MODEL_COLL_REDUCESCATTER, kv_gb, g2);
+}
+
+/* Fused scale, mask and softmax on n scores (vector units): read and write each score; the output
+ * is kept. Backward: read the output and its gradient, write the input gradient. FLOPs as the
+ * reference's softmax (exp, max, sum, divide) plus the scaling. */
+static void attention_softmax(const ctx_t *c, model_layer_t *ly, double rows, double cols) {
+    const double n = rows * cols, s = c->s_gb;
+    ly->fwd.flops_tflop = (2.0 * n + rows * (cols - 1.0) + n) * TFLOP;
+    ly->fwd.hbm_gb = 2.0 * n * s;
+    ly->activations_gb = n * s;
+    ly->bwd.flops_tflop = (2.0 * n + rows * (cols - 1.0) + n) * TFLOP;
+    ly->bwd.hbm_gb = 3.0 * n * s;
+}
+
+/* P' V: read the dropped-out probabilities (kept) and V, write the context. Backward: dP' = dC V^T
+ * and dV = P'^T dC. */
+static void attention_values(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2) {
+    const model_transformer_t *m = &c->job->model;
+    const double s = c->s_gb, b = (double)c->job->par.mbs;
+    const double l = (double)m->seq_len, q = (double)(m->hidden / m->heads);
+    const double ll = (double)(m->seq_len / g2.size), bh = b * (double)(m->heads / g1.size);
+    const double n = bh * ll * l;
+    ly->fwd.flops_tflop = bh * ll * q * (2.0 * l - 1.0) * TFLOP;
+    ly->fwd.hbm_gb = (n + bh * l * q + bh * ll * q) * s;
+    ly->activations_gb = n * s;
+    ly->bwd.flops_tflop = (bh * ll * l * (2.0 * q - 1.0) + bh * l * q * (2.0 * ll - 1.0)) * TFLOP;
+    ly->bwd.hbm_gb = (2.0 * n + bh * ll * q + 2.0 * bh * l * q) * s;
+}
+
+/* The attention core: fusedla, or the four layers of materialised attention. */
+static void attention(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
+    if (c->tr.attention != MODEL_ATTENTION_MATERIALIZED) {
+        fused_attention(c, new_layer(blk, "fusedla", MODEL_MODULE_SA, 1), g1, g2);
+        return;
+    }
+    const model_transformer_t *m = &c->job->model;
+    const double rows =
+        (double)c->job->par.mbs * (double)(m->heads / g1.size) * (double)(m->seq_len / g2.size);
+    const double cols = (double)m->seq_len;
+    attention_scores(c, new_layer(blk, "attn-qk", MODEL_MODULE_SA, 1), g1, g2);
+    attention_softmax(c, new_layer(blk, "softmax", MODEL_MODULE_SA, 0), rows, cols);
+    dropout(c, new_layer(blk, "attn-dropout", MODEL_MODULE_SA, 0), rows * cols);
+    attention_values(c, new_layer(blk, "attn-av", MODEL_MODULE_SA, 1), g1, g2);
+}
+
+/* ---- edge layers (corrected model, training.embedding) ----------------------------------- */
+
+/* Rows of the word embedding on one of T tensor ranks: Megatron pads the vocabulary to a multiple of
+ * 128 x T (--make-vocab-size-divisible-by 128), so each rank holds ceil(V / 128T) x 128 rows. */
+static int64_t vocab_local(const model_job_t *job, int64_t t) {
+    const int64_t unit = 128 * t;
+    return (job->model.vocab + unit - 1) / unit * 128;
+}
+
+/* Whether the block's input and output are sharded over the whole tensor group (1d with sequence
+ * parallelism, 2d tiles, 2d-seqp sequence slices) or replicated (1d without it). */
+static int io_sharded(const ctx_t *c) {
+    return c->tr.sequence_parallel != MODEL_SEQPAR_OFF;
+}
+
+/* Vocab-parallel word embedding (V/T rows per rank) plus replicated position embedding and dropout,
+ * first stage. Every rank writes the whole (b, l, e) lookup, zero outside its rows; the ranks then
+ * reduce it: a reduce-scatter to sequence shards, or an all-reduce without sequence parallelism.
+ * Backward: dropout, the all-gather of the gradient (sequence parallel), and the scatter-add of
+ * b*l rows into the table (read the gradient, read and write the rows). */
+static void embedding(const ctx_t *c, model_layer_t *ly, grp_t tp) {
+    const model_job_t *job = c->job;
+    const double s = c->s_gb, b = (double)job->par.mbs;
+    const double l = (double)job->model.seq_len, e = (double)job->model.hidden;
+    const double v_local = (double)vocab_local(job, tp.size);
+    const double full = b * l * e, local = io_sharded(c) ? full / (double)tp.size : full;
+    ly->fwd.flops_tflop = (local + local) * TFLOP; /* position add, dropout */
+    ly->fwd.hbm_gb = (2.0 * full + 3.0 * local) * s + local * (2.0 * s + c->sm_gb);
+    ly->bwd.flops_tflop = (local + local) * TFLOP;
+    ly->bwd.hbm_gb = (3.0 * full + 2.0 * local) * s + local * (2.0 * s + c->sm_gb);
+    ly->activations_gb = local * c->sm_gb;
+    ly->weights_gb = ly->weight_grads_gb = (v_local * e + l * e) * s;
+    if (io_sharded(c)) {
+        add_coll(&ly->fwd, MODEL_COLL_REDUCESCATTER, full * s, tp);
+        add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, full * s, tp);
+    } else {
+        add_coll(&ly->fwd, MODEL_COLL_ALLREDUCE, full * s, tp);
+    }
+}
+
+/* Last stage: final LayerNorm (on the local shard), the all-gather of its output over the tensor
+ * group (sequence parallel) for the vocab-parallel GEMM Y = X E^T (E: the V/T x e rows of the tied
+ * word embedding; without sequence parallelism its input-gradient all-reduce), and the fp32
+ * vocab-parallel cross-entropy. With one pipeline stage E is the embedding's own matrix. */
+static void output_layers(const ctx_t *c, model_block_t *blk, grp_t tp) {
+    const model_job_t *job = c->job;
+    const double s = c->s_gb, b = (double)job->par.mbs;
+    const int64_t l = job->model.seq_len, e = job->model.hidden;
+    const double full = b * (double)l * (double)e;
+    const grp_t none = {1, 1, MODEL_GROUP_TP};
+
+    model_layer_t *ln = &blk->edges[blk->n_edges++];
+    memset(ln, 0, sizeof *ln);
+    ln->name = "final-ln";
+    ln->module = MODEL_MODULE_OUTPUT;
+    norm_costs(c, ln, io_sharded(c) ? (double)l / (double)tp.size : (double)l, (double)e);
+    if (io_sharded(c)) {
+        add_coll(&ln->fwd, MODEL_COLL_ALLGATHER, full * s, tp);
+        add_coll(&ln->bwd, MODEL_COLL_REDUCESCATTER, full * s, tp);
+    }
+
+    model_layer_t *gemm = &blk->edges[blk->n_edges++];
+    memset(gemm, 0, sizeof *gemm);
+    gemm->name = "logits";
+    gemm->module = MODEL_MODULE_OUTPUT;
+    gemm->tensor_core = 1;
+    linear(c, gemm, e, vocab_local(job, tp.size), 1, 1, 1, none);
+    if (job->par.pp == 1)
+        gemm->weights_gb = gemm->weight_grads_gb = 0.0; /* tied: the embedding's matrix */
+    if (!io_sharded(c))
+        add_coll(&gemm->bwd, MODEL_COLL_ALLREDUCE, full * s, tp);
+
+    model_layer_t *loss = &blk->edges[blk->n_edges++];
+    memset(loss, 0, sizeof *loss);
+    loss->name = "loss";
+    loss->module = MODEL_MODULE_OUTPUT;
+    const double n = b * (double)l * (double)vocab_local(job, tp.size);
+    loss->fwd.flops_tflop = CE_FWD_FLOPS * n * TFLOP;
+    loss->fwd.hbm_gb = CE_FWD_BYTES * n * BYTE_GB;
+    loss->bwd.flops_tflop = CE_BWD_FLOPS * n * TFLOP;
+    loss->bwd.hbm_gb = CE_BWD_BYTES * n * BYTE_GB;
+    loss->activations_gb = CE_KEPT_BYTES * n * BYTE_GB;
+    for (int i = 0; i < 3; i++)
+        add_coll(&loss->fwd, MODEL_COLL_ALLREDUCE, b * (double)l * CE_STAT_BYTES * BYTE_GB, tp);
+}
+
 /* ---- times ------------------------------------------------------------------------------ */
 
 /* Roofline plus collectives (4.1), or the SUMMA panel-pipelining rule (5.3). */
@@ -202,11 +387,13 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m = tp.size, b = c->job->par.mbs;
     const grp_t none = {1, 1, MODEL_GROUP_TP2};
+    /* rows of the (l, e) activations each rank holds between the modules */
+    const int64_t l_io = c->tr.sequence_parallel == MODEL_SEQPAR_OFF ? l : l / m;
     linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, 1, m, 1, tp);
-    fused_attention(c, new_layer(blk, "fusedla", MODEL_MODULE_SA, 1), tp, none);
+    attention(c, blk, tp, none);
     linear(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, 1, 1);
-    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / m) * e));
+    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * l_io * e));
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
     linear(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, f, 1, m, 1, tp);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, f, 1, m);
@@ -214,7 +401,7 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
     linear(c, new_layer(blk, "fc2", MODEL_MODULE_MLP, 1), f, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, 1, 1);
-    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * (l / m) * e));
+    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * l_io * e));
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l, tp);
 }
 
@@ -223,7 +410,7 @@ static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
     linear_summa(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, g1, g2);
-    fused_attention(c, new_layer(blk, "fusedla", MODEL_MODULE_SA, 1), g1, g2);
+    attention(c, blk, g1, g2);
     linear_summa(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, g1, g2);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / m2) * (e / m1)));
@@ -243,7 +430,7 @@ static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
     linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, 1, m1, m2, g1);
-    fused_attention(c, new_layer(blk, "fusedla", MODEL_MODULE_SA, 1), g1, g2);
+    attention(c, blk, g1, g2);
     linear(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / (m1 * m2)) * e));
@@ -258,10 +445,96 @@ static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l / m2, g1);
 }
 
+/* ---- recomputation ------------------------------------------------------------------------ */
+
+/* The backward pass re-runs the forward first: add the forward's costs and collectives to it. */
+static void add_recompute(model_layer_t *ly) {
+    model_pass_t *b = &ly->bwd;
+    const model_pass_t *f = &ly->fwd;
+    b->flops_tflop += f->flops_tflop;
+    b->hbm_gb += f->hbm_gb;
+    for (int i = 0; i < f->n_colls && b->n_colls < MODEL_MAX_COLLS; i++)
+        b->colls[b->n_colls++] = f->colls[i];
+    b->comp_s += f->comp_s;
+    b->mem_s += f->mem_s;
+    b->mem_exposed_s += f->mem_exposed_s;
+    b->comm_s += f->comm_s;
+    b->time_s += f->time_s;
+}
+
+/* The attention core that selective recomputation recomputes (Korthikanti et al. 2022): fusedla,
+ * or the scores, softmax, dropout and AV of materialised attention. */
+static int attention_core(const model_layer_t *ly) {
+    static const char *const core[] = {"fusedla", "attn-qk", "softmax", "attn-dropout", "attn-av"};
+    for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
+        if (strcmp(ly->name, core[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Selective: the core is recomputed and keeps only Q, K and V (3 b h_local l_local q elements).
+ * Full: every layer is recomputed; the block keeps its input (checkpoint_gb), and A_blk stays the
+ * working set of the one block being recomputed. */
+static void recompute(const ctx_t *c, model_block_t *blk) {
+    const model_transformer_t *m = &c->job->model;
+    if (c->tr.recompute == MODEL_RECOMPUTE_FULL)
+        blk->checkpoint_gb = blk->layers[blk->n_layers - 1].activations_gb;
+    for (int i = 0; i < blk->n_layers; i++) {
+        model_layer_t *ly = &blk->layers[i];
+        if (c->tr.recompute == MODEL_RECOMPUTE_FULL) {
+            add_recompute(ly);
+        } else if (c->tr.recompute == MODEL_RECOMPUTE_SELECTIVE && attention_core(ly)) {
+            add_recompute(ly);
+            const int qkv_holder = strcmp(ly->name, "fusedla") == 0 || strcmp(ly->name, "attn-qk") == 0;
+            if (qkv_holder) {
+                const model_parallel_t *p = &c->job->par;
+                const int64_t g1 = p->strategy == MODEL_STRATEGY_1D ? p->tp : p->tp1;
+                const int64_t g2 = p->strategy == MODEL_STRATEGY_1D ? 1 : p->tp2;
+                const double bh = (double)p->mbs * (double)(m->heads / g1);
+                ly->activations_gb =
+                    3.0 * bh * (double)(m->seq_len / g2) * (double)(m->hidden / m->heads) * c->s_gb;
+            } else {
+                ly->activations_gb = 0.0;
+            }
+        }
+    }
+}
+
+/* The training options in effect: none for the reference. */
+static model_training_t training_of(const model_job_t *job) {
+    model_training_t t;
+    memset(&t, 0, sizeof t);
+    if (job->compat == MODEL_COMPAT_CORRECTED)
+        t = job->training;
+    return t;
+}
+
+static void edges_build(const ctx_t *c, model_block_t *blk) {
+    const model_parallel_t *p = &c->job->par;
+    const grp_t tp = {p->tp, p->nv_tp1 * p->nv_tp2, MODEL_GROUP_TP};
+    blk->n_edges = 0;
+    model_layer_t *emb = &blk->edges[blk->n_edges++];
+    memset(emb, 0, sizeof *emb);
+    emb->name = "embedding";
+    emb->module = MODEL_MODULE_EMBEDDING;
+    embedding(c, emb, tp);
+    output_layers(c, blk, tp);
+    for (int i = 0; i < blk->n_edges; i++) {
+        model_layer_t *ly = &blk->edges[i];
+        finish_pass(c, &ly->fwd, ly->tensor_core, 0);
+        finish_pass(c, &ly->bwd, ly->tensor_core, 0);
+        const int first = ly->module == MODEL_MODULE_EMBEDDING;
+        *(first ? &blk->first_t_fwd_s : &blk->last_t_fwd_s) += ly->fwd.time_s;
+        *(first ? &blk->first_t_bwd_s : &blk->last_t_bwd_s) += ly->bwd.time_s;
+        *(first ? &blk->first_weights_gb : &blk->last_weights_gb) += ly->weights_gb;
+        *(first ? &blk->first_activations_gb : &blk->last_activations_gb) += ly->activations_gb;
+    }
+}
+
 void model_block_build(const model_job_t *job, model_block_t *blk) {
     const model_system_t *sys = &job->system;
     const ctx_t c = {job, sys->element_gb, sys->mask_element_gb,
-                     sys->matrix_tflop_per_s / sys->vector_tflop_per_s};
+                     sys->matrix_tflop_per_s / sys->vector_tflop_per_s, training_of(job)};
     const model_parallel_t *p = &job->par;
     const grp_t g1 = {p->strategy == MODEL_STRATEGY_1D ? p->tp : p->tp1, p->nv_tp1, MODEL_GROUP_TP1};
     const grp_t g2 = {p->strategy == MODEL_STRATEGY_1D ? 1 : p->tp2, p->nv_tp2, MODEL_GROUP_TP2};
@@ -278,10 +551,23 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         model_layer_t *ly = &blk->layers[i];
         finish_pass(&c, &ly->fwd, ly->tensor_core, ly->summa_overlap);
         finish_pass(&c, &ly->bwd, ly->tensor_core, ly->summa_overlap);
+    }
+    blk->checkpoint_gb = 0.0;
+    if (c.tr.recompute != MODEL_RECOMPUTE_NONE)
+        recompute(&c, blk);
+    for (int i = 0; i < blk->n_layers; i++) {
+        const model_layer_t *ly = &blk->layers[i];
         blk->t_fwd_s += ly->fwd.time_s;
         blk->t_bwd_s += ly->bwd.time_s;
         blk->flops_tflop += ly->fwd.flops_tflop + ly->bwd.flops_tflop;
         blk->activations_gb += ly->activations_gb;
         blk->weights_gb += ly->weights_gb;
     }
+
+    blk->n_edges = 0;
+    blk->first_t_fwd_s = blk->first_t_bwd_s = blk->last_t_fwd_s = blk->last_t_bwd_s = 0.0;
+    blk->first_weights_gb = blk->last_weights_gb = 0.0;
+    blk->first_activations_gb = blk->last_activations_gb = 0.0;
+    if (c.tr.embedding)
+        edges_build(&c, blk);
 }

@@ -12,9 +12,13 @@
  *   (double). Integer degrees and dimensions are int64_t; every local dimension is a floor
  *   division, as in the reference (seed-model.md section 1).
  * - compat: MODEL_COMPAT_REFERENCE reproduces the published model to floating-point
- *   rounding, quirks included (seed-model.md section 12). MODEL_COMPAT_CORRECTED (the default)
- *   fixes items 1-3 of section 12 (docs/model.md) and uses the collective model of
- *   docs/collectives.md, checked against measured NCCL runs.
+ *   rounding, quirks included (seed-model.md section 12); it ignores job->training entirely.
+ *   MODEL_COMPAT_CORRECTED (the default) fixes items 1-3 of section 12 (docs/model.md), uses the
+ *   collective model of docs/collectives.md, checked against measured NCCL runs, and models what
+ *   job->training asks for (recomputation, sequence parallelism off, materialised attention, the
+ *   embedding and output layer, the optimizer step, the interleaved schedule, Megatron's
+ *   data-parallel all-reduce; docs/validation.md). A zeroed model_training_t is the model without
+ *   any of these, so a memset job gives the same numbers as before they existed.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
  *   which allocates the result array that model_search_result_destroy frees.
  * - Errors: fallible functions return MODEL_OK (0) or a negative model_status_t and never abort
@@ -64,7 +68,8 @@ typedef struct model_system {
     double kernel_overhead_s;       /* fixed per-kernel launch cost (20e-6) */
 } model_system_t;
 
-/* Transformer: only the blocks are modeled (no embedding or head), seed-model.md section 3. */
+/* Transformer, seed-model.md section 3. The blocks are always modeled; the embedding and the output
+ * layer only in the corrected model with job->training.embedding set (they need vocab > 0). */
 typedef struct model_transformer {
     char name[32];
     int64_t seq_len;    /* l */
@@ -72,7 +77,7 @@ typedef struct model_transformer {
     int64_t heads;      /* h */
     int64_t layers;     /* D, transformer blocks */
     int64_t ffn_hidden; /* f, 4e unless given */
-    int64_t vocab;      /* informational until the embedding is modeled; 0 if unknown */
+    int64_t vocab;      /* V: embedding and output layer (training.embedding); 0 if unknown */
 } model_transformer_t;
 
 /* A parallel layout. For 1d, tp1 == tp, tp2 == 1, nv_tp1 is the TP group's count per domain
@@ -84,6 +89,51 @@ typedef struct model_parallel {
     int64_t nv_tp1, nv_tp2, nv_dp, nv_pp;
 } model_parallel_t;
 
+/* Activation recomputation (Korthikanti et al. 2022). */
+typedef enum model_recompute {
+    MODEL_RECOMPUTE_NONE = 0,      /* keep every activation (default) */
+    MODEL_RECOMPUTE_SELECTIVE = 1, /* recompute the attention core (scores, softmax, dropout, AV) */
+    MODEL_RECOMPUTE_FULL = 2       /* keep each block's input; the backward re-runs the forward */
+} model_recompute_t;
+
+/* The attention kernel. */
+typedef enum model_attention {
+    MODEL_ATTENTION_FLASH = 0,       /* fused (flash) attention, scores never in HBM (default) */
+    MODEL_ATTENTION_MATERIALIZED = 1 /* 2021-era Megatron: b*h*l^2 scores written, softmax and
+                                        dropout as separate vector kernels, two batched GEMMs */
+} model_attention_t;
+
+/* How tensor parallelism communicates in 1d. */
+typedef enum model_seqpar {
+    MODEL_SEQPAR_ON = 0, /* Megatron sequence parallelism: all-gather / reduce-scatter pairs (default) */
+    MODEL_SEQPAR_OFF = 1 /* plain Megatron TP: all-reduces in fwd and bwd, LayerNorm and dropout on
+                            the whole sequence */
+} model_seqpar_t;
+
+/* Data-parallel gradient communication. */
+typedef enum model_dp_comm {
+    MODEL_DP_SHARDED = 0,          /* the reference's: per-layer all-gather and reduce-scatter overlapped with
+                                      one layer, optimizer states sharded over dp (ZeRO-1 style; default) */
+    MODEL_DP_ALLREDUCE = 1,        /* Megatron 2021: one all-reduce of all local gradients after the
+                                      backward, not overlapped; optimizer states replicated */
+    MODEL_DP_ALLREDUCE_OVERLAP = 2 /* Megatron --overlap-grad-reduce: the same all-reduce in
+                                      buckets during the last microbatch's backward; what exceeds
+                                      that backward, and at least one layer's share, is exposed */
+} model_dp_comm_t;
+
+/* What a training run does beyond the transformer blocks. Corrected model only; the reference
+ * ignores it. Every field's zero value is the default and reproduces the model without it. */
+typedef struct model_training {
+    model_recompute_t recompute;
+    model_seqpar_t sequence_parallel; /* 1d only: MODEL_SEQPAR_OFF needs strategy 1d */
+    model_attention_t attention;
+    model_dp_comm_t dp_comm;
+    int embedding;      /* 1: word/position embedding on the first stage, final LayerNorm, vocab GEMM
+                           and cross-entropy on the last, tied weights (needs model.vocab > 0) */
+    int optimizer_step; /* 1: the Adam step, HBM-bound over the local parameters */
+    int64_t interleave; /* virtual pipeline stages per GPU; 0 or 1: plain 1F1B */
+} model_training_t;
+
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
 typedef struct model_job {
     model_transformer_t model;
@@ -92,6 +142,7 @@ typedef struct model_job {
     int64_t global_batch; /* sequences per iteration */
     model_parallel_t par;
     model_compat_t compat;
+    model_training_t training; /* zero: none of it (see model_training_t) */
 } model_job_t;
 
 /* ---- presets ---------------------------------------------------------------------------- */
@@ -110,6 +161,12 @@ const char *model_strategy_name(model_strategy_t s); /* "1d", "2d", "2d-seqp" */
 int model_strategy_parse(const char *name, model_strategy_t *out);
 const char *model_compat_name(model_compat_t c); /* "reference", "corrected" */
 int model_compat_parse(const char *name, model_compat_t *out);
+const char *model_recompute_name(model_recompute_t r); /* "none", "selective", "full" */
+int model_recompute_parse(const char *name, model_recompute_t *out);
+const char *model_attention_name(model_attention_t a); /* "flash", "materialized" */
+int model_attention_parse(const char *name, model_attention_t *out);
+const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "allreduce-overlap" */
+int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -127,7 +184,11 @@ typedef struct model_issue {
  * hidden; pp dividing layers), dp*tp*pp == gpus (MODEL_EINVAL with field "parallel": the caller
  * may treat it as "no result" rather than bad input), dp dividing the global batch, mbs dividing
  * global_batch/dp, then the nv counts (each divides its group; their product is at most
- * nvlink_size). Fill *issue (may be NULL) with the first failure. */
+ * nvlink_size), then, in the corrected model only, the training fields (fields "training.*":
+ * known enum values; sequence parallelism off only with 1d; embedding only with vocab > 0;
+ * interleave >= 0, dividing layers/pp, and with
+ * interleave > 1 pp > 1 and the microbatch count a multiple of pp, as Megatron requires). Fill
+ * *issue (may be NULL) with the first failure. */
 int model_job_check(const model_job_t *job, model_issue_t *issue);
 
 /* ---- collectives ------------------------------------------------------------------------ */
@@ -145,8 +206,15 @@ const char *model_coll_op_name(model_coll_op_t op); /* "allreduce", ..., "p2p", 
 
 /* Which parallel group a collective runs in: the tensor group (1d: tp; 2d/2d-seqp: tp1 = m1),
  * the second tensor group (tp2 = m2: SUMMA rows or the context-parallel sequence group), the
- * data-parallel group, or the pipeline neighbours. */
-typedef enum model_group { MODEL_GROUP_TP1, MODEL_GROUP_TP2, MODEL_GROUP_DP, MODEL_GROUP_PP } model_group_t;
+ * data-parallel group, or the pipeline neighbours. MODEL_GROUP_TP is the whole tensor group
+ * (tp1 x tp2) of the vocab-parallel embedding and output layer; in 1d it is the tp group. */
+typedef enum model_group {
+    MODEL_GROUP_TP1,
+    MODEL_GROUP_TP2,
+    MODEL_GROUP_DP,
+    MODEL_GROUP_PP,
+    MODEL_GROUP_TP
+} model_group_t;
 
 /* Time of one collective, seed-model.md 4.2. volume_gb: the full (unsharded) buffer, as
  * nccl-tests' "size". group_size n, per_domain t = members of the group in one NVLink domain
@@ -156,8 +224,9 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
 
 /* ---- the layer table -------------------------------------------------------------------- */
 
-#define MODEL_MAX_COLLS 4
-#define MODEL_BLOCK_LAYERS 14
+#define MODEL_MAX_COLLS 8
+#define MODEL_BLOCK_LAYERS 17 /* 14, or 17 with materialised attention (fusedla split in four) */
+#define MODEL_EDGE_LAYERS 4   /* embedding; final LayerNorm, output GEMM, loss */
 
 typedef struct model_coll {
     model_coll_op_t op;
@@ -179,8 +248,18 @@ typedef struct model_pass {
     double comm_s;        /* exposed communication time charged to this pass */
     double time_s;        /* comp_s + mem_exposed_s + comm_s */
 } model_pass_t;
+/* With recomputation, a recomputed layer's backward pass also carries its forward pass: the
+ * forward's FLOPs, HBM bytes, collectives, comp_s, mem_s, mem_exposed_s, comm_s and time_s are
+ * added to the backward's, so time_s = comp_s + mem_exposed_s + comm_s still holds. */
 
-typedef enum model_module { MODEL_MODULE_SA, MODEL_MODULE_MLP } model_module_t;
+/* SA and MLP are the block's modules; EMBEDDING (first pipeline stage) and OUTPUT (last stage:
+ * final LayerNorm, vocab GEMM, loss) are the edge layers of model_block_t. */
+typedef enum model_module {
+    MODEL_MODULE_SA,
+    MODEL_MODULE_MLP,
+    MODEL_MODULE_EMBEDDING,
+    MODEL_MODULE_OUTPUT
+} model_module_t;
 
 typedef struct model_layer {
     const char *name; /* "qkv", "fusedla", ..., "ln1" (static storage) */
@@ -196,14 +275,24 @@ typedef struct model_layer {
 typedef struct model_block {
     model_layer_t layers[MODEL_BLOCK_LAYERS];
     int n_layers;
-    double t_fwd_s, t_bwd_s; /* one block, one microbatch */
-    double flops_tflop;      /* fwd + bwd */
-    double activations_gb;   /* A_blk */
+    double t_fwd_s, t_bwd_s; /* one block, one microbatch; t_bwd_s includes any recomputation */
+    double flops_tflop;      /* fwd + bwd (+ recomputation) */
+    double activations_gb;   /* A_blk: kept for the backward, after selective recomputation */
     double weights_gb;       /* W_blk */
+    double checkpoint_gb;    /* full recomputation: the block input kept per microbatch; else 0 */
+    /* Edge layers (corrected, training.embedding): module EMBEDDING on the first stage, OUTPUT on
+     * the last. Their times per microbatch, weights and kept activations per stage. With one
+     * stage and tied weights the output layer's weights are the embedding's (counted once). */
+    model_layer_t edges[MODEL_EDGE_LAYERS];
+    int n_edges;
+    double first_t_fwd_s, first_t_bwd_s, last_t_fwd_s, last_t_bwd_s;
+    double first_weights_gb, last_weights_gb;
+    double first_activations_gb, last_activations_gb;
 } model_block_t;
 
-/* Build the layer table of one block for job->par (job must pass model_job_check, except that
- * dp/pp/gpus/global_batch are not read). */
+/* Build the layer table of one block (and the edge layers) for job->par and job->training (job
+ * must pass model_job_check, except that dp/gpus/global_batch are not read; pp is read only for
+ * the tied embedding). */
 void model_block_build(const model_job_t *job, model_block_t *block);
 
 /* ---- the iteration ---------------------------------------------------------------------- */
@@ -227,6 +316,13 @@ typedef struct model_summary {
     int fits;
     /* block summary */
     double block_t_fwd_s, block_t_bwd_s, block_flops_tflop, block_activations_gb, block_weights_gb;
+    /* corrected-model training detail (0 without job->training, except interleave) */
+    int64_t interleave;        /* virtual stages per GPU in effect (1: plain 1F1B) */
+    double optimizer_s;        /* the optimizer step; included in memory_s */
+    double dp_allreduce_s;     /* MODEL_DP_ALLREDUCE: the gradient all-reduce; included in dp_comm_s */
+    double embedding_sync_s;   /* tied-embedding gradient all-reduce first<->last stage; in dp_comm_s */
+    double stage_fwd_bwd_s[2]; /* one microbatch on the first / last stage, p2p included */
+    int slowest_stage;         /* 0: first, 1: last (the work term is nmb x that stage's time) */
 } model_summary_t;
 
 typedef struct model_estimate {
@@ -234,7 +330,11 @@ typedef struct model_estimate {
     model_summary_t summary;
 } model_estimate_t;
 
-/* Evaluate one job. Return MODEL_EINVAL (and nothing else filled) if model_job_check fails. */
+/* Evaluate one job. Return MODEL_EINVAL (and nothing else filled) if model_job_check fails.
+ * The corrected model with job->training (docs/validation.md): each pipeline stage's time per
+ * microbatch is T_i = D/pp (t_fwd + t_bwd) + its edge layers + 2 v p2p; the iteration is
+ * nmb max_i T_i + (sum_i T_i - max_i T_i) / v + the data-parallel communication + the optimizer
+ * step. With equal stages and v = 1 this is the reference's nmb T + (pp-1) T. */
 int model_estimate(const model_job_t *job, model_estimate_t *out);
 
 /* ---- search ----------------------------------------------------------------------------- */
@@ -253,6 +353,8 @@ typedef struct model_search_result {
  * candidate: n_results == 0), MODEL_EINVAL for a bad model/system/size, MODEL_ENOMEM.
  * Complexity: linear in the number of candidates. */
 int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, model_search_result_t *out);
+/* job->training applies to every candidate; a candidate that violates a training rule
+ * (interleave, sequence parallelism off outside 1d) is skipped, not counted as evaluated. */
 void model_search_result_destroy(model_search_result_t *res);
 
 #endif

@@ -12,6 +12,13 @@ double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t
 double model_i_collective_corrected_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
                                       int64_t n, int64_t per_domain);
 
+/* The training rules of model_job_check (corrected jobs only); issue may be NULL (check.c). */
+int model_i_training_check(const model_job_t *job, model_issue_t *issue);
+
+/* Whether a corrected job asks for any training option (then the search checks the training rules
+ * per candidate and the iteration is assembled per stage; iteration.c). */
+int model_i_training_active(const model_job_t *job);
+
 /* Fill the iteration summary of a job whose block table blk is built (iteration.c). */
 void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
 

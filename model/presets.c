@@ -136,3 +136,54 @@ int model_compat_parse(const char *name, model_compat_t *out) {
         return MODEL_EINVAL;
     return MODEL_OK;
 }
+
+/* Name tables of the training enums, indexed by value. */
+static const char *const recompute_names[] = {"none", "selective", "full"};
+static const char *const attention_names[] = {"flash", "materialized"};
+static const char *const dp_comm_names[] = {"sharded", "allreduce", "allreduce-overlap"};
+
+static int parse_name(const char *name, const char *const *names, int n, int *out) {
+    for (int i = 0; name && i < n; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *out = i;
+            return MODEL_OK;
+        }
+    }
+    return MODEL_EINVAL;
+}
+
+const char *model_recompute_name(model_recompute_t r) {
+    return (unsigned)r < 3 ? recompute_names[r] : "?";
+}
+
+int model_recompute_parse(const char *name, model_recompute_t *out) {
+    int v = 0;
+    if (parse_name(name, recompute_names, 3, &v))
+        return MODEL_EINVAL;
+    *out = (model_recompute_t)v;
+    return MODEL_OK;
+}
+
+const char *model_attention_name(model_attention_t a) {
+    return (unsigned)a < 2 ? attention_names[a] : "?";
+}
+
+int model_attention_parse(const char *name, model_attention_t *out) {
+    int v = 0;
+    if (parse_name(name, attention_names, 2, &v))
+        return MODEL_EINVAL;
+    *out = (model_attention_t)v;
+    return MODEL_OK;
+}
+
+const char *model_dp_comm_name(model_dp_comm_t d) {
+    return (unsigned)d < 3 ? dp_comm_names[d] : "?";
+}
+
+int model_dp_comm_parse(const char *name, model_dp_comm_t *out) {
+    int v = 0;
+    if (parse_name(name, dp_comm_names, 3, &v))
+        return MODEL_EINVAL;
+    *out = (model_dp_comm_t)v;
+    return MODEL_OK;
+}

@@ -22,6 +22,7 @@ typedef struct {
     model_summary_t *top;
     int top_k, n_top;
     int64_t evaluated, feasible;
+    int training; /* the job asks for training options: check their rules per candidate */
 } search_t;
 
 /* All divisors of x in ascending order, in O(sqrt x). */
@@ -54,6 +55,8 @@ static void keep(search_t *s, const model_summary_t *cand) {
 }
 
 static void evaluate(search_t *s) {
+    if (s->training && model_i_training_check(&s->job, NULL) != MODEL_OK)
+        return; /* e.g. an interleave that does not divide this candidate's stages */
     model_summary_t sum;
     model_i_summarize(&s->job, &s->block, &sum);
     s->evaluated++;
@@ -209,6 +212,7 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
     s->job = *job;
     s->top = top;
     s->top_k = top_k;
+    s->training = model_i_training_active(job);
     for (int st = 0; st < MODEL_STRATEGY_COUNT; st++) {
         if (!(strategy_mask & (1u << st)))
             continue;
