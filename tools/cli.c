@@ -71,7 +71,7 @@ static const struct {
     {"collective", 0, "simulate one collective on a topology (not in this version)"},
     {"run", 0, "simulate one training step event by event (not in this version)"},
     {"compare", 0, "compare the simulator with the analytic model (not in this version)"},
-    {"validate", 0, "compare predictions with measured training runs (not in this version)"},
+    {"validate", 0, "compare predictions with measured training runs (--measured FILE.csv)"},
     {"sweep", 0, "run estimate or search over a grid of scenarios, one JSON line per point"},
     {"help", 0, "print help: stepsim help [COMMAND]"},
 };
@@ -84,6 +84,7 @@ static const struct {
 } OWN_ARGS[] = {
     {"sweep", cmd_sweep, cmd_sweep_help},
     {"topo", cmd_topo, cmd_topo_help},
+    {"validate", cmd_validate, cmd_validate_help},
 };
 
 /* ---- help ------------------------------------------------------------------------------------ */

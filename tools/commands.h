@@ -50,4 +50,8 @@ int cmd_topo(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
 /* `stepsim topo --help` text. */
 void cmd_topo_help(FILE *out);
 
+/* `stepsim validate --measured FILE.csv` (cmd_validate.c): measured runs against the analytic model. */
+int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
+void cmd_validate_help(FILE *out);
+
 #endif

@@ -1,0 +1,676 @@
+/* cmd_validate.c - `stepsim validate --measured FILE.csv`: predict measured training runs and report
+ * the error of each prediction and of the whole set.
+ *
+ * Each row of the CSV (schema: shared/spec/interfaces.md, documented in docs/validation.md) becomes
+ * one job of the corrected analytic model with the training options the run used (recomputation,
+ * sequence parallelism, the embedding and output layer, the optimizer step, interleaving,
+ * Megatron's data-parallel all-reduce, the attention kernel). Settings a row leaves empty are filled
+ * by one documented rule for every row (--unrecorded), never per row. The published reference
+ * model's prediction of the same layout is reported beside it.
+ *
+ * Where predictions come from is a predictor_t: this version has the analytic model only and says
+ * so ("analytic"). The discrete-event simulation adds a second predictor (`--sim`) with the same
+ * signature; the rows, the rule and the report stay as they are.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "csv.h"
+#include "output.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- prediction sources -------------------------------------------------------------------- */
+
+/* A prediction source: fills *out (the iteration time and its breakdown) for a checked job.
+ * Returns CLI_OK or an exit code with diag filled. */
+typedef struct predictor {
+    const char *name;     /* "analytic" */
+    const char *describe; /* one line for the text header */
+    int (*predict)(const model_job_t *job, model_summary_t *out, cli_diag_t *diag);
+} predictor_t;
+
+static int predict_analytic(const model_job_t *job, model_summary_t *out, cli_diag_t *diag) {
+    model_estimate_t *e = malloc(sizeof *e);
+    if (!e)
+        return cli_fail(diag, CLI_ERUNTIME, "validate: out of memory");
+    int rc = model_estimate(job, e);
+    if (rc == MODEL_OK)
+        *out = e->summary;
+    free(e);
+    return rc == MODEL_OK ? CLI_OK : cli_fail(diag, CLI_EUSAGE, "validate: the model rejected a checked job");
+}
+
+static const predictor_t ANALYTIC = {"analytic", "the closed-form model of model/, compat corrected",
+                                     predict_analytic};
+
+/* ---- options ------------------------------------------------------------------------------- */
+
+typedef enum unrecorded_rule { RULE_SEARCH = 0, RULE_FIXED = 1 } unrecorded_rule_t;
+
+typedef struct validate_args {
+    const char *measured;
+    const char *rule_text;
+    unrecorded_rule_t rule;
+    int json, help;
+} validate_args_t;
+
+static const struct {
+    const char *name, *arg, *def, *help;
+} OPTS[] = {
+    {"--measured", "FILE.csv", "", "measured runs, one per row (required)"},
+    {"--unrecorded", "RULE", "fixed",
+     "how empty mbs / interleave cells are filled: fixed (mbs 1, interleave 1: the defaults of the "
+     "measured-runs schema) or search (the fastest predicted setting that fits in memory, for the run's "
+     "own tp, pp, dp and cp)"},
+    {"--json", NULL, "off", "print exactly one JSON object on stdout"},
+    {"--help", NULL, "", "print this help and exit"},
+};
+
+void cmd_validate_help(FILE *out) {
+    fprintf(out,
+            "usage: stepsim validate --measured FILE.csv [--unrecorded search|fixed] [--json]\n\n"
+            "Predict every measured training run of FILE.csv with the analytic model (the prediction\n"
+            "source is printed: analytic) and print, per run, the predicted and measured iteration time\n"
+            "and the signed error, then the mean and the maximum absolute error; the published\n"
+            "reference model's prediction of the same layout is shown beside it.\n\noptions:\n");
+    for (size_t i = 0; i < COUNT(OPTS); i++) {
+        char lhs[40];
+        snprintf(lhs, sizeof lhs, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
+                 OPTS[i].arg ? OPTS[i].arg : "");
+        fprintf(out, "  %-22s %s%s%s%s\n", lhs, OPTS[i].help, OPTS[i].def[0] ? " (default: " : "",
+                OPTS[i].def, OPTS[i].def[0] ? ")" : "");
+    }
+    fprintf(
+        out,
+        "\ncolumns (header names; extra columns are ignored; rows are numbered from 1 after the header):\n"
+        "  required  name, hidden, heads, layers, seq_len, vocab, gpus, tp, pp, dp, gbs,\n"
+        "            recompute (none|selective|full), sequence_parallel (0|1), system (a preset),\n"
+        "            measured_iteration_s; tp x pp x dp x cp must equal gpus\n"
+        "  optional  ffn_hidden (4 x hidden), cp (1; > 1 is context parallelism: strategy 2d-seqp),\n"
+        "            mbs and interleave (virtual stages per GPU): empty cells follow --unrecorded,\n"
+        "            attention (flash|materialized; empty: materialized on A100 systems, the\n"
+        "            unfused softmax of Megatron-LM's A100-era releases, flash on newer GPUs),\n"
+        "            dp_comm (allreduce|sharded; empty: allreduce, Megatron's gradient all-reduce\n"
+        "            after the backward, not overlapped)\n"
+        "\nEvery run also gets the embedding and output layer, the optimizer step, and NVLink\n"
+        "domains of the system preset filled innermost-first (tp, cp, dp, pp). The rule search\n"
+        "tries every mbs dividing gbs/dp and every interleave dividing layers/pp that Megatron\n"
+        "accepts, with the run's own degrees, and keeps the fastest that fits in memory (the\n"
+        "fastest overall if none fits). Constants and reasons: docs/validation.md.\n"
+        "Exit codes: 0 ok; 2 bad usage or a bad file (one line naming the file, row and column).\n");
+    fprintf(out, "\nsystem presets:");
+    for (size_t i = 0; model_system_preset_name(i); i++)
+        fprintf(out, " %s", model_system_preset_name(i));
+    fprintf(out, "\n");
+}
+
+static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) {
+    memset(a, 0, sizeof *a);
+    a->rule_text = "fixed";
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i];
+        const char **slot = NULL;
+        char name[64];
+        const char *eq = strncmp(s, "--", 2) == 0 ? strchr(s, '=') : NULL;
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - s) : 63, s);
+        if (strcmp(name, "--json") == 0 && !eq)
+            a->json = 1;
+        else if ((strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) && !eq)
+            a->help = 1;
+        else if (strcmp(name, "--measured") == 0)
+            slot = &a->measured;
+        else if (strcmp(name, "--unrecorded") == 0)
+            slot = &a->rule_text;
+        else {
+            const char *names[COUNT(OPTS)];
+            for (size_t k = 0; k < COUNT(OPTS); k++)
+                names[k] = OPTS[k].name;
+            const char *sg = cli_suggest(name, names, COUNT(OPTS));
+            return cli_fail(d, CLI_EUSAGE,
+                            "validate: %.60s: unknown %s%s%s%s; allowed: --measured FILE.csv, --unrecorded "
+                            "search|fixed, --json, --help",
+                            s, s[0] == '-' ? "option" : "argument", sg ? " (did you mean " : "", sg ? sg : "",
+                            sg ? "?)" : "");
+        }
+        if (slot) {
+            if (eq)
+                *slot = eq + 1;
+            else if (i + 1 < argc)
+                *slot = argv[++i];
+            else
+                return cli_fail(d, CLI_EUSAGE, "%s: missing value; see `stepsim validate --help`", name);
+        }
+    }
+    if (strcmp(a->rule_text, "search") == 0)
+        a->rule = RULE_SEARCH;
+    else if (strcmp(a->rule_text, "fixed") == 0)
+        a->rule = RULE_FIXED;
+    else
+        return cli_fail(d, CLI_EUSAGE, "--unrecorded: \"%.60s\" is not a rule; allowed: search, fixed",
+                        a->rule_text);
+    if (!a->help && !a->measured)
+        return cli_fail(
+            d, CLI_EUSAGE,
+            "validate: --measured FILE.csv is required; allowed: --measured FILE.csv (the comparison "
+            "with the simulation comes with the run command)");
+    return CLI_OK;
+}
+
+/* ---- reading the rows ---------------------------------------------------------------------- */
+
+typedef struct run_row {
+    char name[64];
+    model_job_t job; /* the corrected job as predicted */
+    char system[32];
+    double measured_s;
+    int64_t cp;
+    int mbs_recorded, interleave_recorded, attention_recorded, dp_comm_recorded;
+    model_summary_t pred, ref;
+    double error_pct, ref_error_pct;
+} run_row_t;
+
+/* Where a cell is: "FILE: row 3 (GPT-7.5B): column tp". */
+typedef struct reader {
+    const char *file;
+    const csv_table_t *t;
+    size_t r;
+    const char *name;
+    cli_diag_t *d;
+} reader_t;
+
+static int bad_cell(const reader_t *rd, const char *col, const char *text, const char *allowed) {
+    return cli_fail(rd->d, CLI_EUSAGE, "%s: row %zu (%.40s): column %s: \"%.40s\"%s%s", rd->file, rd->r,
+                    rd->name[0] ? rd->name : "unnamed", col, text, allowed[0] == ';' ? "" : " ", allowed);
+}
+
+static int column(const reader_t *rd, const char *col, int required, int *idx) {
+    *idx = csv_column(rd->t, col);
+    if (*idx < 0 && required)
+        return cli_fail(
+            rd->d, CLI_EUSAGE,
+            "%s: header: column %s is missing; allowed: a header with name, hidden, heads, layers, "
+            "seq_len, vocab, gpus, tp, pp, dp, gbs, recompute, sequence_parallel, system, "
+            "measured_iteration_s (see `stepsim validate --help`)",
+            rd->file, col);
+    return CLI_OK;
+}
+
+/* The cell text of column col ("" when the column is absent or the cell empty). */
+static const char *text_of(const reader_t *rd, const char *col) {
+    return csv_cell(rd->t, rd->r, csv_column(rd->t, col));
+}
+
+/* A positive integer; an empty optional cell gives def (and *given = 0). */
+static int int_cell(const reader_t *rd, const char *col, int required, int64_t def, int64_t *out,
+                    int *given) {
+    int idx;
+    int rc = column(rd, col, required, &idx);
+    if (rc)
+        return rc;
+    const char *s = csv_cell(rd->t, rd->r, idx);
+    if (given)
+        *given = s[0] != '\0';
+    if (!s[0]) {
+        if (required)
+            return bad_cell(rd, col, s, "is empty; allowed: a positive integer");
+        *out = def;
+        return CLI_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno || v < 1)
+        return bad_cell(rd, col, s, "is not a positive integer; allowed: 1, 2, 3, ...");
+    *out = (int64_t)v;
+    return CLI_OK;
+}
+
+static int num_cell(const reader_t *rd, const char *col, double *out) {
+    int idx;
+    int rc = column(rd, col, 1, &idx);
+    if (rc)
+        return rc;
+    const char *s = csv_cell(rd->t, rd->r, idx);
+    char *end = NULL;
+    errno = 0;
+    double v = s[0] ? strtod(s, &end) : 0.0;
+    if (!s[0] || *end || errno || !(v > 0.0) || !isfinite(v))
+        return bad_cell(rd, col, s, "is not a positive number; allowed: seconds, e.g. 3.528");
+    *out = v;
+    return CLI_OK;
+}
+
+/* The largest divisor of n that is <= cap. */
+static int64_t divisor_upto(int64_t n, int64_t cap) {
+    for (int64_t d = cap < n ? cap : n; d > 1; d--)
+        if (n % d == 0)
+            return d;
+    return 1;
+}
+
+/* NVLink counts: the whole job in one domain, or the domain filled innermost-first (tp, cp, dp,
+ * pp: Megatron's rank order), each group taking the largest divisor that still fits. */
+static void nvlink_counts(model_job_t *job) {
+    model_parallel_t *p = &job->par;
+    const int64_t nvs = job->system.nvlink_size;
+    int64_t *nv[4] = {&p->nv_tp1, &p->nv_tp2, &p->nv_dp, &p->nv_pp};
+    const int64_t group[4] = {p->tp1, p->tp2, p->dp, p->pp};
+    int64_t room = nvs;
+    for (int i = 0; i < 4; i++) {
+        *nv[i] = job->gpus <= nvs ? group[i] : divisor_upto(group[i], room);
+        room /= *nv[i];
+    }
+}
+
+static int enum_cell(const reader_t *rd, const char *col, int required, const char *const *names, int n,
+                     int *out, int *given) {
+    int idx;
+    int rc = column(rd, col, required, &idx);
+    if (rc)
+        return rc;
+    const char *s = csv_cell(rd->t, rd->r, idx);
+    *given = s[0] != '\0';
+    if (!s[0] && !required)
+        return CLI_OK;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return CLI_OK;
+        }
+    }
+    char allowed[96] = "; allowed:";
+    for (int i = 0; i < n; i++)
+        snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s %s", i ? "," : "",
+                 names[i]);
+    return bad_cell(rd, col, s, allowed);
+}
+
+static int system_cell(const reader_t *rd, run_row_t *row) {
+    int idx;
+    int rc = column(rd, "system", 1, &idx);
+    if (rc)
+        return rc;
+    const char *s = csv_cell(rd->t, rd->r, idx);
+    if (model_system_preset(s, &row->job.system) == MODEL_OK) {
+        snprintf(row->system, sizeof row->system, "%s", s);
+        return CLI_OK;
+    }
+    const char *names[32];
+    size_t n = 0;
+    char list[200] = "";
+    for (size_t i = 0; model_system_preset_name(i) && n < COUNT(names); i++) {
+        names[n++] = model_system_preset_name(i);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[n - 1]);
+    }
+    const char *sg = cli_suggest(s, names, n);
+    char allowed[320];
+    snprintf(allowed, sizeof allowed, "is not a system preset%s%s%s; allowed: %s",
+             sg ? " (did you mean " : "", sg ? sg : "", sg ? "?)" : "", list);
+    return bad_cell(rd, "system", s, allowed);
+}
+
+/* The model's complaint about a row, with the column it comes from where there is one. */
+static int model_issue(const reader_t *rd, const model_issue_t *is) {
+    static const struct {
+        const char *field, *col;
+    } map[] = {{"parallel.tp", "tp"},
+               {"parallel.tp1", "tp"},
+               {"parallel.tp2", "cp"},
+               {"parallel.pp", "pp"},
+               {"parallel.dp", "dp"},
+               {"parallel.mbs", "mbs"},
+               {"model.heads", "heads"},
+               {"model.hidden", "hidden"},
+               {"model.layers", "layers"},
+               {"model.seq_len", "seq_len"},
+               {"model.ffn_hidden", "ffn_hidden"},
+               {"model.vocab", "vocab"},
+               {"global_batch", "gbs"},
+               {"training.interleave", "interleave"},
+               {"training.sequence_parallel", "sequence_parallel"}};
+    const char *col = is->field;
+    for (size_t i = 0; i < COUNT(map); i++)
+        if (strcmp(is->field, map[i].field) == 0)
+            col = map[i].col;
+    int predicate = strncmp(is->allowed, "must ", 5) == 0 || strncmp(is->allowed, "does ", 5) == 0 ||
+                    strncmp(is->allowed, "needs ", 6) == 0;
+    char allowed[200];
+    snprintf(allowed, sizeof allowed, "%s%s", predicate ? "" : "; allowed: ", is->allowed);
+    return bad_cell(rd, col, is->value, allowed);
+}
+
+static const char *const RECOMPUTE[] = {"none", "selective", "full"};
+static const char *const ATTENTION[] = {"flash", "materialized"};
+static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap"};
+
+/* The attention kernel of a run that does not say: Megatron-LM's releases of the A100 era (2020-2022)
+ * computed attention with materialised scores and a fused softmax kernel; on Hopper and later it
+ * runs attention through Transformer Engine's fused (flash) kernels. */
+static model_attention_t default_attention(const model_system_t *sys) {
+    return strstr(sys->name, "A100") ? MODEL_ATTENTION_MATERIALIZED : MODEL_ATTENTION_FLASH;
+}
+
+static int read_row(const reader_t *rd, run_row_t *row) {
+    int64_t tp = 0, pp = 0, dp = 0, cp = 1, gpus = 0, v = 1, sp = 0, seen = 0;
+    int given = 0, e = 0;
+    model_job_t *job = &row->job;
+    model_transformer_t *m = &job->model;
+    memset(row, 0, sizeof *row);
+    snprintf(row->name, sizeof row->name, "%s", rd->name);
+    int rc = system_cell(rd, row);
+    if (!rc)
+        rc = int_cell(rd, "hidden", 1, 0, &m->hidden, NULL);
+    if (!rc)
+        rc = int_cell(rd, "heads", 1, 0, &m->heads, NULL);
+    if (!rc)
+        rc = int_cell(rd, "layers", 1, 0, &m->layers, NULL);
+    if (!rc)
+        rc = int_cell(rd, "seq_len", 1, 0, &m->seq_len, NULL);
+    if (!rc)
+        rc = int_cell(rd, "vocab", 1, 0, &m->vocab, NULL);
+    if (!rc)
+        rc = int_cell(rd, "ffn_hidden", 0, 4 * m->hidden, &m->ffn_hidden, NULL);
+    if (!rc)
+        rc = int_cell(rd, "gpus", 1, 0, &gpus, NULL);
+    if (!rc)
+        rc = int_cell(rd, "tp", 1, 0, &tp, NULL);
+    if (!rc)
+        rc = int_cell(rd, "pp", 1, 0, &pp, NULL);
+    if (!rc)
+        rc = int_cell(rd, "dp", 1, 0, &dp, NULL);
+    if (!rc)
+        rc = int_cell(rd, "cp", 0, 1, &cp, NULL);
+    if (!rc)
+        rc = int_cell(rd, "gbs", 1, 0, &job->global_batch, NULL);
+    if (!rc)
+        rc = int_cell(rd, "mbs", 0, 1, &job->par.mbs, &row->mbs_recorded);
+    if (!rc)
+        rc = int_cell(rd, "interleave", 0, 1, &v, &row->interleave_recorded);
+    if (!rc)
+        rc = enum_cell(rd, "recompute", 1, RECOMPUTE, 3, &e, &given);
+    if (rc)
+        return rc;
+    job->training.recompute = (model_recompute_t)e;
+    static const char *const BITS[] = {"0", "1"};
+    int bit = 0;
+    if ((rc = enum_cell(rd, "sequence_parallel", 1, BITS, 2, &bit, &given)))
+        return rc;
+    sp = bit;
+    job->training.attention = default_attention(&job->system);
+    if ((rc = enum_cell(rd, "attention", 0, ATTENTION, 2, &e, &row->attention_recorded)))
+        return rc;
+    if (row->attention_recorded)
+        job->training.attention = (model_attention_t)e;
+    job->training.dp_comm = MODEL_DP_ALLREDUCE;
+    if ((rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 3, &e, &row->dp_comm_recorded)))
+        return rc;
+    if (row->dp_comm_recorded)
+        job->training.dp_comm = (model_dp_comm_t)e;
+    if ((rc = num_cell(rd, "measured_iteration_s", &row->measured_s)))
+        return rc;
+    (void)seen;
+
+    if (tp * pp * dp * cp != gpus) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "is not tp x pp x dp x cp (%lld x %lld x %lld x %lld = %lld); allowed: %lld", (long long)tp,
+                 (long long)pp, (long long)dp, (long long)cp, (long long)(tp * pp * dp * cp),
+                 (long long)(tp * pp * dp * cp));
+        char text[32];
+        snprintf(text, sizeof text, "%lld", (long long)gpus);
+        return bad_cell(rd, "gpus", text, msg);
+    }
+    if (cp > 1 && sp == 0)
+        return bad_cell(rd, "sequence_parallel", "0",
+                        "with cp > 1 is not modeled; allowed: 1 (context parallelism runs as 2d-seqp, whose "
+                        "tensor group is sequence parallel)");
+    job->gpus = gpus;
+    job->compat = MODEL_COMPAT_CORRECTED;
+    job->par.strategy = cp > 1 ? MODEL_STRATEGY_2D_SEQP : MODEL_STRATEGY_1D;
+    job->par.dp = dp;
+    job->par.tp = tp * cp;
+    job->par.tp1 = tp;
+    job->par.tp2 = cp;
+    job->par.pp = pp;
+    job->par.nb = 1;
+    job->training.sequence_parallel = sp ? MODEL_SEQPAR_ON : MODEL_SEQPAR_OFF;
+    job->training.embedding = 1;
+    job->training.optimizer_step = 1;
+    job->training.interleave = v;
+    row->cp = cp;
+    nvlink_counts(job);
+    model_issue_t is;
+    memset(&is, 0, sizeof is);
+    if (model_job_check(job, &is) != MODEL_OK)
+        return model_issue(rd, &is);
+    return CLI_OK;
+}
+
+/* ---- the unrecorded-settings rule ------------------------------------------------------------ */
+
+/* The fastest (mbs, interleave) that fits, over the settings the row leaves open: every mbs that
+ * divides gbs/dp and every interleave that divides the layers per stage and that model_job_check
+ * accepts (Megatron's conditions). Ties keep the smaller mbs, then the smaller interleave. */
+static int choose_unrecorded(run_row_t *row, cli_diag_t *d) {
+    model_job_t best = row->job, any = row->job, cand = row->job;
+    double best_thr = -1.0, any_thr = -1.0;
+    const int64_t per_replica = row->job.global_batch / row->job.par.dp;
+    const int64_t per_stage = row->job.model.layers / row->job.par.pp;
+    for (int64_t mbs = 1; mbs <= per_replica; mbs++) {
+        if (row->mbs_recorded ? mbs != row->job.par.mbs : per_replica % mbs != 0)
+            continue;
+        for (int64_t v = 1; v <= per_stage; v++) {
+            if (row->interleave_recorded ? v != row->job.training.interleave : per_stage % v != 0)
+                continue;
+            cand.par.mbs = mbs;
+            cand.training.interleave = v;
+            if (model_job_check(&cand, NULL) != MODEL_OK)
+                continue;
+            model_summary_t s;
+            int rc = ANALYTIC.predict(&cand, &s, d);
+            if (rc)
+                return rc;
+            if (s.fits && s.throughput_samples_per_s > best_thr) {
+                best_thr = s.throughput_samples_per_s;
+                best = cand;
+            }
+            if (s.throughput_samples_per_s > any_thr) {
+                any_thr = s.throughput_samples_per_s;
+                any = cand;
+            }
+        }
+    }
+    row->job = best_thr > 0.0 ? best : any;
+    return CLI_OK;
+}
+
+/* ---- report ---------------------------------------------------------------------------------- */
+
+typedef struct summary_stats {
+    double mean_abs, max_abs, ref_mean_abs, ref_max_abs;
+} summary_stats_t;
+
+static void stats_of(const run_row_t *rows, size_t n, summary_stats_t *st) {
+    memset(st, 0, sizeof *st);
+    for (size_t i = 0; i < n; i++) {
+        st->mean_abs += fabs(rows[i].error_pct) / (double)n;
+        st->ref_mean_abs += fabs(rows[i].ref_error_pct) / (double)n;
+        st->max_abs = fmax(st->max_abs, fabs(rows[i].error_pct));
+        st->ref_max_abs = fmax(st->ref_max_abs, fabs(rows[i].ref_error_pct));
+    }
+}
+
+static void breakdown_json(json_writer_t *w, const model_summary_t *s) {
+    output_breakdown_json(w, s);
+    json_open_object(w, "detail_s");
+    json_number(w, "optimizer_step", s->optimizer_s);
+    json_number(w, "dp_allreduce", s->dp_allreduce_s);
+    json_number(w, "embedding_sync", s->embedding_sync_s);
+    json_number(w, "first_stage_per_microbatch", s->stage_fwd_bwd_s[0]);
+    json_number(w, "last_stage_per_microbatch", s->stage_fwd_bwd_s[1]);
+    json_close_object(w);
+}
+
+static int print_json(FILE *out, const validate_args_t *a, const predictor_t *pr, const run_row_t *rows,
+                      size_t n, const summary_stats_t *st) {
+    json_writer_t w;
+    json_start(&w, out);
+    json_open_array(&w, "rows");
+    for (size_t i = 0; i < n; i++) {
+        const run_row_t *r = &rows[i];
+        const model_job_t *j = &r->job;
+        json_open_object(&w, NULL);
+        json_string(&w, "name", r->name);
+        json_number(&w, "predicted_s", r->pred.iteration_time_s);
+        json_number(&w, "measured_s", r->measured_s);
+        json_number(&w, "error_pct", r->error_pct);
+        json_string(&w, "source", pr->name);
+        json_number(&w, "reference_predicted_s", r->ref.iteration_time_s);
+        json_number(&w, "reference_error_pct", r->ref_error_pct);
+        json_string(&w, "system", r->system);
+        json_int(&w, "gpus", j->gpus);
+        json_int(&w, "tp", j->par.tp1);
+        json_int(&w, "pp", j->par.pp);
+        json_int(&w, "dp", j->par.dp);
+        json_int(&w, "cp", r->cp);
+        json_int(&w, "mbs", j->par.mbs);
+        json_bool(&w, "mbs_recorded", r->mbs_recorded);
+        json_int(&w, "interleave", r->pred.interleave);
+        json_bool(&w, "interleave_recorded", r->interleave_recorded);
+        json_string(&w, "recompute", model_recompute_name(j->training.recompute));
+        json_bool(&w, "sequence_parallel", j->training.sequence_parallel == MODEL_SEQPAR_ON);
+        json_string(&w, "attention", model_attention_name(j->training.attention));
+        json_bool(&w, "attention_recorded", r->attention_recorded);
+        json_string(&w, "dp_comm", model_dp_comm_name(j->training.dp_comm));
+        json_number(&w, "memory_gb", r->pred.memory_gb);
+        json_bool(&w, "fits", r->pred.fits);
+        breakdown_json(&w, &r->pred);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    json_number(&w, "mean_abs_error_pct", st->mean_abs);
+    json_number(&w, "max_abs_error_pct", st->max_abs);
+    json_string(&w, "source", pr->name);
+    json_string(&w, "compat", "corrected");
+    json_string(&w, "file", a->measured);
+    json_string(&w, "unrecorded", a->rule == RULE_SEARCH ? "search" : "fixed");
+    json_open_object(&w, "reference");
+    json_number(&w, "mean_abs_error_pct", st->ref_mean_abs);
+    json_number(&w, "max_abs_error_pct", st->ref_max_abs);
+    json_close_object(&w);
+    return json_finish(&w);
+}
+
+static void print_text(FILE *out, const validate_args_t *a, const predictor_t *pr, const run_row_t *rows,
+                       size_t n, const summary_stats_t *st) {
+    fprintf(out, "stepsim validate: %s: %zu measured runs\n", a->measured, n);
+    fprintf(out, "prediction source: %s (%s); reference: the published model on the same layout\n", pr->name,
+            pr->describe);
+    fprintf(out, "unrecorded mbs / interleave (marked *): %s\n\n",
+            a->rule == RULE_SEARCH ? "search (fastest predicted setting that fits, for the run's degrees)"
+                                   : "fixed (mbs 1, interleave 1)");
+    fprintf(out, "  %-14s %5s %3s %3s %3s %3s %4s %3s %-9s %2s %-12s %12s %12s %9s %13s %9s\n", "run", "gpus",
+            "tp", "pp", "dp", "cp", "mbs", "v", "recompute", "sp", "attention", "analytic (s)",
+            "measured (s)", "error %", "reference (s)", "error %");
+    for (size_t i = 0; i < n; i++) {
+        const run_row_t *r = &rows[i];
+        const model_job_t *j = &r->job;
+        char mbs[16], v[16];
+        snprintf(mbs, sizeof mbs, "%" PRId64 "%s", j->par.mbs, r->mbs_recorded ? "" : "*");
+        snprintf(v, sizeof v, "%" PRId64 "%s", r->pred.interleave, r->interleave_recorded ? "" : "*");
+        fprintf(out,
+                "  %-14.14s %5" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64
+                " %4s %3s %-9s %2d %-12s %12.4f %12.4f %+9.2f %13.4f %+9.2f%s\n",
+                r->name, j->gpus, j->par.tp1, j->par.pp, j->par.dp, r->cp, mbs, v,
+                model_recompute_name(j->training.recompute), j->training.sequence_parallel == MODEL_SEQPAR_ON,
+                model_attention_name(j->training.attention), r->pred.iteration_time_s, r->measured_s,
+                r->error_pct, r->ref.iteration_time_s, r->ref_error_pct,
+                r->pred.fits ? "" : "  (does not fit)");
+    }
+    fprintf(out, "\n  %-30s %9.2f %%   (reference %.2f %%)\n", "mean absolute error", st->mean_abs,
+            st->ref_mean_abs);
+    fprintf(out, "  %-30s %9.2f %%   (reference %.2f %%)\n", "max absolute error", st->max_abs,
+            st->ref_max_abs);
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
+static int load_rows(const validate_args_t *a, const csv_table_t *t, run_row_t *rows, cli_diag_t *d) {
+    for (size_t r = 1; r < t->n_rows; r++) {
+        reader_t rd = {a->measured, t, r, "", d};
+        rd.name = text_of(&rd, "name");
+        int idx;
+        int rc = column(&rd, "name", 1, &idx);
+        if (!rc)
+            rc = read_row(&rd, &rows[r - 1]);
+        if (!rc && a->rule == RULE_SEARCH && (!rows[r - 1].mbs_recorded || !rows[r - 1].interleave_recorded))
+            rc = choose_unrecorded(&rows[r - 1], d);
+        if (rc)
+            return rc;
+    }
+    return CLI_OK;
+}
+
+static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_diag_t *d) {
+    for (size_t i = 0; i < n; i++) {
+        run_row_t *r = &rows[i];
+        int rc = pr->predict(&r->job, &r->pred, d);
+        model_job_t ref = r->job;
+        ref.compat = MODEL_COMPAT_REFERENCE;
+        if (!rc)
+            rc = ANALYTIC.predict(&ref, &r->ref, d);
+        if (rc)
+            return rc;
+        r->error_pct = 100.0 * (r->pred.iteration_time_s - r->measured_s) / r->measured_s;
+        r->ref_error_pct = 100.0 * (r->ref.iteration_time_s - r->measured_s) / r->measured_s;
+    }
+    return CLI_OK;
+}
+
+int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+    (void)err;
+    validate_args_t a;
+    int rc = parse_args(argc, argv, &a, d);
+    if (rc)
+        return rc;
+    if (a.help) {
+        cmd_validate_help(out);
+        return CLI_OK;
+    }
+    csv_table_t t;
+    if (csv_load(a.measured, &t) != 0) {
+        if (errno == ENOMEM)
+            return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", a.measured);
+        return cli_fail(d, CLI_EUSAGE, "%s: cannot read: %s; allowed: a CSV file with a header row",
+                        a.measured, errno == EINVAL ? "empty file" : strerror(errno));
+    }
+    const size_t n = t.n_rows - 1;
+    run_row_t *rows = n ? calloc(n, sizeof *rows) : NULL;
+    if (n == 0)
+        rc = cli_fail(d, CLI_EUSAGE, "%s: no data rows after the header; allowed: one measured run per row",
+                      a.measured);
+    else if (!rows)
+        rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    if (!rc)
+        rc = load_rows(&a, &t, rows, d);
+    if (!rc)
+        rc = predict_rows(&ANALYTIC, rows, n, d);
+    if (!rc) {
+        summary_stats_t st;
+        stats_of(rows, n, &st);
+        if (a.json) {
+            if (print_json(out, &a, &ANALYTIC, rows, n, &st) != 0)
+                rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
+        } else {
+            print_text(out, &a, &ANALYTIC, rows, n, &st);
+        }
+    }
+    free(rows);
+    csv_free(&t);
+    return rc;
+}
