@@ -252,7 +252,8 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
         const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
         const double shards = t->dp_comm != MODEL_DP_SHARDED ? 1.0 : (double)(p->dp * seqp);
         const double params = w_one / job->system.element_gb / shards;
-        out->optimizer_s = params * OPTIMIZER_BYTES_PER_PARAM * 1e-9 / job->system.hbm_gb_per_s;
+        out->optimizer_s =
+            params * OPTIMIZER_BYTES_PER_PARAM * 1e-9 / (MODEL_I_HBM_EFFICIENCY * job->system.hbm_gb_per_s);
         out->memory_s += out->optimizer_s;
     }
 

@@ -365,7 +365,8 @@ static void finish_pass(const ctx_t *c, model_pass_t *p, int tensor_core, int su
     const model_system_t *sys = &c->job->system;
     const double rate = tensor_core ? sys->matrix_tflop_per_s : sys->vector_tflop_per_s;
     p->comp_s = sys->kernel_overhead_s + p->flops_tflop / (sys->flop_efficiency * rate);
-    p->mem_s = p->hbm_gb / sys->hbm_gb_per_s;
+    const double hbm_eff = c->job->compat == MODEL_COMPAT_CORRECTED ? MODEL_I_HBM_EFFICIENCY : 1.0;
+    p->mem_s = p->hbm_gb / (hbm_eff * sys->hbm_gb_per_s);
     p->mem_exposed_s = fmax(p->mem_s - p->comp_s, 0.0);
     const double nb = summa ? (double)c->job->par.nb : 1.0;
     double comm_s = 0.0;
