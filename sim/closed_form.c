@@ -171,18 +171,26 @@ static double hd_s(sim_coll_op_t op, double m, int32_t n, double a, double bw) {
     }
 }
 
+static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n, const sim_ab_params_t *p);
+
 double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n,
                          const sim_ab_params_t *p) {
     if (n < 1 || !(m >= 0.0))
         return -1.0;
     if (n == 1 || m == 0.0)
         return 0.0;
+    const double t = form_s(op, algo, m, n, p);
+    return t >= 0.0 ? t + p->launch_s : t;
+}
+
+/* The forms without the launch latency (n >= 2, m > 0). */
+static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n, const sim_ab_params_t *p) {
     const double a = p->alpha_s, b = p->bytes_per_s;
     const int32_t ch = p->channels > 0 ? p->channels : 1; /* channels run at once, each on m / ch */
     switch (algo) {
     case SIM_ALGO_RING:
         if (op == SIM_COLL_BROADCAST || op == SIM_COLL_REDUCE)
-            return sim_closed_form_s(op, SIM_ALGO_CHAIN, m, n, p);
+            return form_s(op, SIM_ALGO_CHAIN, m, n, p);
         return op <= SIM_COLL_REDUCESCATTER ? ring_s(op, m / ch, n, a, b) : -1.0;
     case SIM_ALGO_HALVING_DOUBLING:
         return is_pow2(n) ? hd_s(op, m, n, a, b) : -1.0;
@@ -206,7 +214,7 @@ double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32
     case SIM_ALGO_DIRECT:
         return op == SIM_COLL_SENDRECV ? a + m / b : -1.0;
     case SIM_ALGO_AUTO:
-        return sim_closed_form_s(op, sim_coll_algo_choose(op, m, n, p), m, n, p);
+        return form_s(op, sim_coll_algo_choose(op, m, n, p), m, n, p);
     }
     return -1.0;
 }

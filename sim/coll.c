@@ -53,7 +53,8 @@ static void pair_set(sim_coll_t *c, int32_t i, int32_t src_rank, int32_t dst_ran
     c->pairs[i].dst = c->gpus[dst_rank];
 }
 
-/* Look every used pair's route up and record its latency and narrowest link. */
+/* Look every used pair's route up and record its latency, whether it leaves its domain, and its
+ * narrowest link. */
 static int pairs_route(sim_engine_t *e, sim_coll_t *c) {
     int64_t used = 0, cap = 0;
     const sim_time_ps_t overhead = sim_s_to_ps(e->cfg.step_overhead_s);
@@ -70,6 +71,7 @@ static int pairs_route(sim_engine_t *e, sim_coll_t *c) {
         p->route_off = (int32_t)used;
         p->route_len = len;
         p->lat_ps = overhead;
+        p->net = p->src / e->gpus_per_domain != p->dst / e->gpus_per_domain;
         p->min_cap = INFINITY;
         for (int j = 0; j < len; j++) {
             if (buf[j] < 0 || buf[j] >= e->net.n_links)
@@ -83,9 +85,69 @@ static int pairs_route(sim_engine_t *e, sim_coll_t *c) {
             p->lat_ps += e->net.links[buf[j]].lat_ps;
             p->min_cap = fmin(p->min_cap, e->net.links[buf[j]].cap);
         }
+        p->base_lat_ps = p->lat_ps;
         used += len;
     }
     return SIM_OK;
+}
+
+/* ---- protocols ---------------------------------------------------------------------------------- */
+
+/* 1 for the tree's constants, 0 for every ring-like algorithm. */
+static int proto_class(const sim_coll_t *c) {
+    return c->algo == SIM_ALGO_TREE;
+}
+
+/* The protocol's latency of one step over pair p. A ring with one member per domain pays the tree's
+ * network step (NCCL: "with ppn = 1 latencies are fully exposed"); NVLink steps of a ring that
+ * crosses domains pay at least the proxy's overhead. */
+static double step_s(const sim_coll_t *c, const sim_pair_t *p, const sim_proto_params_t *pp) {
+    const int a = proto_class(c);
+    if (p->net)
+        return pp->net_step_s[a == 0 && c->per_domain == 1 ? 1 : a];
+    const double s = pp->nvlink_step_s[a];
+    return a == 0 && c->crossing ? fmax(s, pp->crossing_nvlink_step_min_s) : s;
+}
+
+/* Every used pair's step latency under c->proto; with mean ring latencies, each ring of a ring phase
+ * then pays the mean of its pairs' latencies at every step. */
+static void set_latencies(const sim_engine_t *e, sim_coll_t *c) {
+    const sim_proto_params_t *pp = &e->cfg.proto[c->proto];
+    for (int32_t i = 0; i < c->n_pairs; i++) {
+        sim_pair_t *p = &c->pairs[i];
+        if (p->src >= 0)
+            p->lat_ps = p->base_lat_ps + sim_s_to_ps(step_s(c, p, pp));
+    }
+    if (e->cfg.ring_latency != SIM_RING_LATENCY_MEAN)
+        return;
+    for (int32_t k = 0; k < c->n_phases; k++) {
+        const sim_phase_t *ph = &c->phases[k];
+        for (int32_t j = 0; ph->kind == SIM_PH_RING && j < ph->n_rings; j++) {
+            sim_pair_t *ring = &c->pairs[ph->pair0 + j * ph->ring_len];
+            int64_t sum = 0, used = 0;
+            for (int32_t i = 0; i < ph->ring_len; i++)
+                if (ring[i].src >= 0) {
+                    sum += ring[i].lat_ps;
+                    used++;
+                }
+            for (int32_t i = 0; used > 0 && i < ph->ring_len; i++)
+                if (ring[i].src >= 0)
+                    ring[i].lat_ps = (sum + used / 2) / used;
+        }
+    }
+}
+
+/* Wire factor, rate cap and launch latency of c->proto; the tree's and chain's chunk. */
+static void set_costs(const sim_engine_t *e, sim_coll_t *c) {
+    const sim_proto_params_t *pp = &e->cfg.proto[c->proto];
+    const int a = proto_class(c);
+    double eff = pp->efficiency[a];
+    if (c->crossing && c->per_domain == 1)
+        eff *= e->cfg.single_member_efficiency;
+    c->wire = 1.0 / eff;
+    const double cap = pp->max_busbw_bytes_per_s[c->crossing ? 1 : 0];
+    c->bound = a == 0 && cap > 0.0 ? cap / c->channels * c->wire : INFINITY;
+    c->launch_ps = sim_s_to_ps(pp->launch_s[a]);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -170,6 +232,78 @@ static int32_t channel_stride(int32_t len, int32_t channel) {
     return n ? strides[channel % n] : 1;
 }
 
+/* The c-th Hamiltonian cycle of n <= 5 members from member 0: the permutations of 1..n-1 in
+ * lexicographic order, each followed by its reverse (so channels 0 and 1 are strides 1 and n-1, as
+ * channel_stride gives), cycling. On a mesh of n GPUs the (n-1)! cycles use every directed link
+ * equally: channels on all of them reach the whole mesh, which strides do not (4 GPUs: 8 of 12). */
+static void ring_cycle(int32_t n, int32_t channel, int32_t *perm) {
+    int32_t all[24][4], count = 0, out[24], n_out = 0, used[24] = {0};
+    int32_t a[4] = {1, 2, 3, 4};
+    for (;;) { /* lexicographic permutations of a[0..n-2] */
+        memcpy(all[count++], a, sizeof a);
+        int32_t i = n - 3;
+        while (i >= 0 && a[i] > a[i + 1])
+            i--;
+        if (i < 0)
+            break;
+        int32_t j = n - 2;
+        while (a[j] < a[i])
+            j--;
+        int32_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        for (int32_t l = i + 1, r = n - 2; l < r; l++, r--) {
+            t = a[l];
+            a[l] = a[r];
+            a[r] = t;
+        }
+    }
+    for (int32_t q = 0; q < count; q++) {
+        if (used[q])
+            continue;
+        used[q] = 1;
+        out[n_out++] = q;
+        for (int32_t r = 0; r < count; r++) { /* the reverse cycle 0, a[n-2], ..., a[0] */
+            int same = !used[r];
+            for (int32_t l = 0; same && l < n - 1; l++)
+                same = all[r][l] == all[q][n - 2 - l];
+            if (same) {
+                used[r] = 1;
+                out[n_out++] = r;
+            }
+        }
+    }
+    const int32_t *sel = all[out[channel % n_out]];
+    perm[0] = 0;
+    for (int32_t l = 0; l < n - 1; l++)
+        perm[l + 1] = sel[l];
+}
+
+static int32_t factorial(int32_t n) {
+    return n <= 1 ? 1 : n * factorial(n - 1);
+}
+
+static int32_t stride_count(int32_t len) {
+    int32_t k = 1;
+    while (k < 64 && channel_stride(len, k) != channel_stride(len, 0))
+        k++;
+    return k;
+}
+
+/* NCCL-like channel count when asked for SIM_CHANNELS_AUTO: a ring across g-member domains runs g
+ * channels, one entering each domain at each member (every NIC sends and receives once); a ring
+ * inside one domain runs every Hamiltonian cycle (n <= 5, so a mesh is used whole) or every coprime
+ * stride; otherwise one. */
+static int32_t auto_channels(const sim_coll_t *c, sim_coll_algo_t algo, int32_t g) {
+    if (algo != SIM_ALGO_RING || g < 1)
+        return 1;
+    if (g > 1 && c->n > g)
+        return g;
+    if (g > 1 && c->n == g)
+        return c->n <= 5 ? factorial(c->n - 1) : stride_count(c->n);
+    return 1;
+}
+
 /* ---- plans -------------------------------------------------------------------------------------- */
 
 static void add_ring_phase(sim_coll_t *c, int32_t n_rings, int32_t len, int32_t pair0, int32_t steps,
@@ -184,17 +318,32 @@ static void add_ring_phase(sim_coll_t *c, int32_t n_rings, int32_t len, int32_t 
                                              .pair0 = pair0};
 }
 
-/* k channels: k rings over the same members in different orders (channel_stride), each moving
- * size / k. */
-static int plan_ring(sim_engine_t *e, sim_coll_t *c) {
+/* k channels: k rings over the same members in different orders, each moving size / k. One
+ * channel keeps the members' order. Several channels across g-member domains (g > 1) visit the
+ * domains in order and enter domain d at its (c mod g)-th member, leaving from the one before: NCCL's
+ * rings, which use every NIC of a node once in each direction. Inside one domain of at most 5
+ * members they take the Hamiltonian cycles (ring_cycle); otherwise the coprime strides. */
+static int plan_ring(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
     const int32_t n = c->n, k = c->channels;
     if (pairs_alloc(e, c, k * n))
         return SIM_ENOMEM;
+    const int node_rings = k > 1 && g > 1 && n > g, cycles = k > 1 && g > 1 && n == g && n <= 5;
+    int32_t *pos = malloc((size_t)n * sizeof *pos);
+    if (!pos)
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     for (int32_t ch = 0; ch < k; ch++) {
         const int64_t s = channel_stride(n, ch);
-        for (int32_t p = 0; p < n; p++)
-            pair_set(c, ch * n + p, (int32_t)(p * s % n), (int32_t)((p + 1) * s % n));
+        int32_t perm[5];
+        if (cycles)
+            ring_cycle(n, ch, perm);
+        for (int32_t q = 0; q < n; q++)
+            pos[q] = node_rings ? order[q / g * g + (ch + q % g) % g]
+                     : cycles   ? order[perm[q]]
+                                : (int32_t)(q * s % n);
+        for (int32_t q = 0; q < n; q++)
+            pair_set(c, ch * n + q, pos[q], pos[(q + 1) % n]);
     }
+    free(pos);
     add_ring_phase(c, k, n, 0, (c->op == SIM_COLL_ALLREDUCE ? 2 : 1) * (n - 1), c->size_bytes / n / k);
     return SIM_OK;
 }
@@ -304,14 +453,29 @@ static int plan_chain(sim_engine_t *e, sim_coll_t *c) {
         else /* reduce: edge j carries data from the far end towards the root */
             pair_set(c, j, (c->root + n - 1 - j) % n, (c->root + n - 2 - j) % n);
     }
-    const int64_t k = n_chunks(c->size_bytes, e->cfg.chunk_bytes);
+    c->chunk = e->cfg.chunk_bytes;
+    const int64_t k = n_chunks(c->size_bytes, c->chunk);
     c->phases[c->n_phases++] =
         (sim_phase_t){.kind = SIM_PH_CHAIN, .steps = (int32_t)k, .chunk_bytes = c->size_bytes / (double)k};
     return SIM_OK;
 }
 
+/* NCCL halves the tree's chunk (down to 128 KiB) until each tree gets 8 x depth chunks. */
+static double tree_chunk(const sim_engine_t *e, const sim_coll_t *c) {
+    double chunk = e->cfg.chunk_bytes;
+    if (e->cfg.tree_chunk_min_bytes > 0.0) {
+        int32_t depth, load;
+        sim_dbtree_shape(c->n, &depth, &load);
+        while (c->size_bytes / 2.0 / chunk < 8.0 * depth && chunk / 2.0 >= e->cfg.tree_chunk_min_bytes)
+            chunk /= 2.0;
+    }
+    return chunk;
+}
+
 static int plan_tree(sim_engine_t *e, sim_coll_t *c) {
     const int32_t n = c->n;
+    free(c->tree_parent); /* planned before, as a candidate of auto */
+    free(c->tree_child);
     c->tree_parent = malloc((size_t)n * 2 * sizeof *c->tree_parent);
     c->tree_child = malloc((size_t)n * 4 * sizeof *c->tree_child);
     if (!c->tree_parent || !c->tree_child || pairs_alloc(e, c, 4 * n))
@@ -326,7 +490,8 @@ static int plan_tree(sim_engine_t *e, sim_coll_t *c) {
             pair_set(c, (2 * t) * n + v, v, p);     /* up: child -> parent */
             pair_set(c, (2 * t + 1) * n + v, p, v); /* down: parent -> child */
         }
-    const int64_t k = n_chunks(c->size_bytes / 2.0, e->cfg.chunk_bytes);
+    c->chunk = tree_chunk(e, c);
+    const int64_t k = n_chunks(c->size_bytes / 2.0, c->chunk);
     c->phases[c->n_phases++] = (sim_phase_t){
         .kind = SIM_PH_TREE, .steps = (int32_t)k, .chunk_bytes = c->size_bytes / 2.0 / (double)k};
     return SIM_OK;
@@ -338,7 +503,7 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
         return pairs_alloc(e, c, 0);
     switch (c->algo) {
     case SIM_ALGO_RING:
-        return plan_ring(e, c);
+        return plan_ring(e, c, order, g);
     case SIM_ALGO_HIERARCHICAL:
         return plan_hier(e, c, order, g);
     case SIM_ALGO_HALVING_DOUBLING:
@@ -357,26 +522,35 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
     }
 }
 
-/* Alpha-beta parameters from the routed pairs of the current plan. */
-/* Alpha-beta parameters from the routed pairs of the current plan. Ring phases count how many of
- * their rings share a link (channels on a switch, rings of a phase on a tapered fabric). */
+/* Alpha-beta parameters from the routed pairs of the current plan and protocol (set_latencies and
+ * set_costs done). Ring phases count how many of their rings share a link (channels on a switch,
+ * rings of a phase on a tapered fabric). Bandwidths are in data bytes: the links' share times the
+ * protocol's efficiency, capped per ring by its bus bandwidth cap. */
 static int plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab_params_t *p) {
     memset(p, 0, sizeof *p);
-    p->chunk_bytes = e->cfg.chunk_bytes;
+    p->chunk_bytes = c->algo == SIM_ALGO_TREE || c->algo == SIM_ALGO_CHAIN ? c->chunk : e->cfg.chunk_bytes;
     p->per_domain = 1;
     p->channels = c->channels;
+    p->launch_s = sim_ps_to_s(c->launch_ps);
     const int k = c->channels, rings = c->algo == SIM_ALGO_RING || c->algo == SIM_ALGO_HIERARCHICAL;
     int rc;
     if (c->algo == SIM_ALGO_HIERARCHICAL && c->n_pairs == 2 * k * c->n) {
         p->per_domain = g;
-        if ((rc = pairs_ab(e, c, 0, k * c->n, 1, &p->intra_alpha_s, &p->intra_bytes_per_s)))
+        if ((rc = pairs_ab(e, c, 0, k * c->n, 1, &p->intra_alpha_s, &p->intra_bytes_per_s)) ||
+            (rc = pairs_ab(e, c, k * c->n, 2 * k * c->n, 1, &p->alpha_s, &p->bytes_per_s)))
             return rc;
-        return pairs_ab(e, c, k * c->n, 2 * k * c->n, 1, &p->alpha_s, &p->bytes_per_s);
+    } else {
+        rc = pairs_ab(e, c, 0, c->n_pairs, rings, &p->alpha_s, &p->bytes_per_s);
+        p->intra_alpha_s = p->alpha_s;
+        p->intra_bytes_per_s = p->bytes_per_s;
+        if (rc)
+            return rc;
     }
-    rc = pairs_ab(e, c, 0, c->n_pairs, rings, &p->alpha_s, &p->bytes_per_s);
-    p->intra_alpha_s = p->alpha_s;
-    p->intra_bytes_per_s = p->bytes_per_s;
-    return rc;
+    const int capped = isfinite(c->bound) && (rings || c->algo == SIM_ALGO_CHAIN);
+    p->bytes_per_s = capped ? fmin(p->bytes_per_s, c->bound) / c->wire : p->bytes_per_s / c->wire;
+    p->intra_bytes_per_s =
+        capped ? fmin(p->intra_bytes_per_s, c->bound) / c->wire : p->intra_bytes_per_s / c->wire;
+    return SIM_OK;
 }
 
 /* ---- validation and the algorithm ----------------------------------------------------------------- */
@@ -418,7 +592,57 @@ static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
     return SIM_OK;
 }
 
-/* Resolve auto (and the ring's stand-ins), plan, route, and compute the closed form. */
+/* Plan and route c->algo with its channel count, then set c->proto's latencies and costs and compute
+ * its alpha-beta parameters. */
+static int plan_full(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g, sim_ab_params_t *ab) {
+    c->channels = c->want_channels == SIM_CHANNELS_AUTO ? auto_channels(c, c->algo, g) : c->want_channels;
+    int rc = plan(e, c, order, g);
+    if (!rc)
+        rc = pairs_route(e, c);
+    if (rc)
+        return rc;
+    set_latencies(e, c);
+    set_costs(e, c);
+    return plan_ab(e, c, g, ab);
+}
+
+/* The candidates auto weighs, in order of preference on ties (hierarchical first, as before the
+ * flat ring became a candidate; Simple first). */
+static int32_t algo_candidates(const sim_coll_t *c, int multi, sim_coll_algo_t *out) {
+    int32_t n = 0;
+    if (c->algo != SIM_ALGO_AUTO) {
+        out[n++] = c->algo;
+    } else if (c->op <= SIM_COLL_REDUCESCATTER) {
+        if (multi)
+            out[n++] = SIM_ALGO_HIERARCHICAL;
+        out[n++] = SIM_ALGO_RING;
+        if (c->op == SIM_COLL_ALLREDUCE && c->n > 2)
+            out[n++] = SIM_ALGO_TREE;
+    } else {
+        out[n++] = c->op == SIM_COLL_SENDRECV ? SIM_ALGO_DIRECT : SIM_ALGO_CHAIN;
+    }
+    return n;
+}
+
+static int32_t proto_candidates(const sim_engine_t *e, const sim_coll_t *c, sim_proto_t *out) {
+    static const sim_proto_t order[3] = {SIM_PROTO_SIMPLE, SIM_PROTO_LL, SIM_PROTO_LL128};
+    int32_t n = 0;
+    if (c->proto != SIM_PROTO_AUTO) {
+        out[n++] = c->proto;
+        return n;
+    }
+    for (int i = 0; i < 3; i++) {
+        const sim_proto_params_t *pp = &e->cfg.proto[order[i]];
+        if (pp->enabled && (pp->network || !c->crossing))
+            out[n++] = order[i];
+    }
+    if (n == 0) /* only network-disabled protocols are enabled: take Simple */
+        out[n++] = SIM_PROTO_SIMPLE;
+    return n;
+}
+
+/* Resolve auto algorithm, protocol and channels (the (algorithm, protocol) pair with the smallest
+ * closed form, as NCCL's tuner), plan, route, and compute the closed form. */
 static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
     int32_t *order = malloc((size_t)c->n * sizeof *order);
     if (!order)
@@ -428,27 +652,56 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
         free(order);
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     }
+    c->per_domain = g;
+    c->crossing = 0;
+    for (int32_t i = 1; i < c->n; i++)
+        c->crossing |= c->gpus[i] / e->gpus_per_domain != c->gpus[0] / e->gpus_per_domain;
     const int multi = g > 1 && c->n > g;
     if (c->op == SIM_COLL_SENDRECV && (c->algo == SIM_ALGO_AUTO || c->algo == SIM_ALGO_RING))
         c->algo = SIM_ALGO_DIRECT;
     if ((c->op == SIM_COLL_BROADCAST || c->op == SIM_COLL_REDUCE) && c->algo == SIM_ALGO_RING)
         c->algo = SIM_ALGO_CHAIN;
+    sim_coll_algo_t algos[3];
+    sim_proto_t protos[3];
+    const int32_t n_algos = algo_candidates(c, multi, algos), n_protos = proto_candidates(e, c, protos);
     int rc = SIM_OK;
     sim_ab_params_t ab;
-    if (c->algo == SIM_ALGO_AUTO) { /* route the ring-like candidate, then let the closed forms choose */
-        c->algo = c->op <= SIM_COLL_REDUCESCATTER ? (multi ? SIM_ALGO_HIERARCHICAL : SIM_ALGO_RING)
-                  : c->op == SIM_COLL_SENDRECV    ? SIM_ALGO_DIRECT
-                                                  : SIM_ALGO_CHAIN;
-        if ((rc = plan(e, c, order, g)) || (rc = pairs_route(e, c)))
-            goto out;
-        if ((rc = plan_ab(e, c, g, &ab)))
-            goto out;
-        ab.per_domain = multi ? g : 1;
-        c->algo = sim_coll_algo_choose(c->op, c->size_bytes, c->n, &ab);
+    if (n_algos * n_protos > 1) {
+        double best = INFINITY;
+        sim_coll_algo_t best_algo = algos[0];
+        sim_proto_t best_proto = protos[0];
+        for (int32_t i = 0; i < n_algos; i++) {
+            c->algo = algos[i];
+            if (n_algos > 1 && c->algo == SIM_ALGO_HIERARCHICAL && g < 1)
+                continue;
+            if ((rc = algo_valid(e, c, g)))
+                goto out;
+            for (int32_t j = 0; j < n_protos; j++) {
+                c->proto = protos[j];
+                if (j == 0) {
+                    rc = plan_full(e, c, order, g, &ab);
+                } else { /* the same plan and routes under another protocol */
+                    set_latencies(e, c);
+                    set_costs(e, c);
+                    rc = plan_ab(e, c, g, &ab);
+                }
+                if (rc)
+                    goto out;
+                const double t = sim_closed_form_s(c->op, c->algo, c->size_bytes, c->n, &ab);
+                if (t >= 0.0 && t < best) {
+                    best = t;
+                    best_algo = c->algo;
+                    best_proto = c->proto;
+                }
+            }
+        }
+        c->algo = best_algo;
+        c->proto = best_proto;
+    } else {
+        c->algo = algos[0];
+        c->proto = protos[0];
     }
-    if ((rc = algo_valid(e, c, g)) || (rc = plan(e, c, order, g)) || (rc = pairs_route(e, c)))
-        goto out;
-    if ((rc = plan_ab(e, c, g, &ab)))
+    if ((rc = algo_valid(e, c, g)) || (rc = plan_full(e, c, order, g, &ab)))
         goto out;
     c->closed_form_s = sim_closed_form_s(c->op, c->algo, c->size_bytes, c->n, &ab);
 out:
@@ -469,8 +722,11 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
         return sim_i_fail(e, SIM_EINVAL, "collective: size_bytes %g must be >= 0 and finite", d->size_bytes);
     if ((d->op == SIM_COLL_BROADCAST || d->op == SIM_COLL_REDUCE) && (d->root < 0 || d->root >= d->n_gpus))
         return sim_i_fail(e, SIM_EINVAL, "collective: root %d is not in 0..%d", d->root, d->n_gpus - 1);
-    if (d->channels < 0 || d->channels > 64)
-        return sim_i_fail(e, SIM_EINVAL, "collective: channels %d must be in 0..64", d->channels);
+    if ((d->channels < 0 && d->channels != SIM_CHANNELS_AUTO) || d->channels > 64)
+        return sim_i_fail(e, SIM_EINVAL, "collective: channels %d must be in 0..64 or SIM_CHANNELS_AUTO (-1)",
+                          d->channels);
+    if ((unsigned)d->proto >= SIM_PROTO_COUNT)
+        return sim_i_fail(e, SIM_EINVAL, "collective: proto %d unknown", (int)d->proto);
     if (d->stream < 1 || d->stream >= e->streams_per_gpu)
         return sim_i_fail(e, SIM_EINVAL, "collective: stream %d is not a communication stream (1..%d)",
                           d->stream, e->streams_per_gpu - 1);
@@ -510,6 +766,11 @@ static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) 
     c->n = d->n_gpus;
     c->root = d->root;
     c->channels = d->channels > 0 ? d->channels : 1;
+    c->want_channels = d->channels == SIM_CHANNELS_AUTO ? SIM_CHANNELS_AUTO : c->channels;
+    c->proto = d->proto;
+    c->wire = 1.0;
+    c->bound = INFINITY;
+    c->chunk = e->cfg.chunk_bytes;
     c->stream = d->stream;
     c->name = d->name;
     c->start_ps = c->end_ps = SIM_TIME_NEVER;
@@ -661,6 +922,11 @@ static void coll_start(sim_engine_t *e, int32_t id) {
             e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
         return;
     }
+    if (c->launch_ps > 0) { /* the protocol's launch latency, then the first phase */
+        if (sim_i_schedule(e, e->now + c->launch_ps, SIM_EV_COLL_BEGIN, id, 0))
+            e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        return;
+    }
     sim_i_phase_begin(e, id);
 }
 
@@ -704,5 +970,7 @@ int sim_coll_result(const sim_engine_t *e, sim_coll_id_t id, sim_coll_result_t *
     out->end_ps = c->end_ps;
     out->closed_form_s = c->closed_form_s;
     out->flows = c->flows;
+    out->proto = c->proto == SIM_PROTO_AUTO ? SIM_PROTO_SIMPLE : c->proto;
+    out->channels = c->channels;
     return SIM_OK;
 }

@@ -25,18 +25,25 @@ int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_mask
     return SIM_OK;
 }
 
+/* The rate cap of the current phase's flows: the protocol's (wire bytes/s) for rings and chains. */
+static double phase_bound(const sim_coll_t *c) {
+    const sim_phase_kind_t k = c->phases[c->phase].kind;
+    return k == SIM_PH_RING || k == SIM_PH_CHAIN ? c->bound : INFINITY;
+}
+
+/* A flow of `bytes` data bytes over one pair: the protocol's wire bytes, at its rate cap. */
 static void start_pair(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag) {
     sim_coll_t *c = &e->colls[id];
     const sim_pair_t *p = &c->pairs[pair];
-    const int32_t slot = sim_i_flow_start(e, &c->routes[p->route_off], NULL, p->route_len, bytes, 1.0,
-                                          INFINITY, p->lat_ps, id, tag, p->src, p->dst);
+    const int32_t slot = sim_i_flow_start(e, &c->routes[p->route_off], NULL, p->route_len, bytes * c->wire,
+                                          1.0, phase_bound(c), p->lat_ps, id, tag, p->src, p->dst);
     if (slot < 0)
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a flow");
     c->flows++;
 }
 
-/* One coflow over pairs [lo, hi) (skipping unused pairs): `units` steps of `chunk` bytes each, and
- * `units` times the slowest pair's latency. */
+/* One coflow over pairs [lo, hi) (skipping unused pairs): `units` steps of `chunk` data bytes each
+ * (the protocol's wire bytes, at its rate cap), and `units` times the slowest pair's latency. */
 static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, int64_t units, double chunk,
                          int32_t tag) {
     sim_coll_t *c = &e->colls[id];
@@ -57,8 +64,8 @@ static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, in
     }
     const sim_net_t *n = &e->net;
     const int32_t slot =
-        sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, (double)units * chunk, 1.0, INFINITY,
-                         units * lat, id, tag, src < 0 ? -1 : src, src < 0 ? -1 : dst);
+        sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, (double)units * chunk * c->wire, 1.0,
+                         phase_bound(c), units * lat, id, tag, src < 0 ? -1 : src, src < 0 ? -1 : dst);
     if (slot < 0)
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a coflow");
     c->flows++;

@@ -62,7 +62,8 @@ static int add_group(sim_engine_t *e, const sim_coll_bench_t *b, const int32_t *
                          .n_gpus = m,
                          .channels = b->channels,
                          .stream = 1,
-                         .name = sim_coll_op_name(b->op)};
+                         .name = sim_coll_op_name(b->op),
+                         .proto = b->proto};
     sim_coll_id_t id;
     int rc = sim_coll_add(e, &d, NULL, &id);
     if (!rc && g == 0)
@@ -124,6 +125,8 @@ int sim_coll_bench_run(const sim_config_t *cfg, const sim_network_desc_t *net, c
     out->algbw_bytes_per_s = out->time_s > 0.0 ? b->size_bytes / out->time_s : 0.0;
     out->busbw_bytes_per_s = out->algbw_bytes_per_s * bus_factor(b->op, m);
     out->algo = r.algo;
+    out->proto = r.proto;
+    out->channels = r.channels;
     out->flows = st.flows_started;
     out->events = st.events + st.flow_events;
 out:

@@ -78,6 +78,99 @@ void sim_config_default(sim_config_t *cfg) {
     cfg->fidelity = SIM_FIDELITY_FAST;
     cfg->comm_mode = SIM_COMM_NETWORK;
     cfg->compat = MODEL_COMPAT_CORRECTED;
+    for (int k = 0; k < SIM_LINK_KIND_COUNT; k++)
+        cfg->link_kind_efficiency[k] = 1.0;
+    for (int p = SIM_PROTO_SIMPLE; p < SIM_PROTO_COUNT; p++) {
+        sim_proto_params_t *pp = &cfg->proto[p];
+        pp->enabled = pp->network = p == SIM_PROTO_SIMPLE;
+        pp->efficiency[0] = pp->efficiency[1] = 1.0;
+    }
+    cfg->ring_latency = SIM_RING_LATENCY_SLOWEST;
+    cfg->single_member_efficiency = 1.0;
+}
+
+/* NCCL's tuner constants (src/graph/tuning.cc, NCCL 2.19 to 2.28), in microseconds and GB/s.
+ * Index: [protocol LL, LL128, Simple] and [ring, tree]. */
+static const double NCCL_BASE_US[3][2] = {{6.6, 6.8}, {14.0, 14.0}, {8.4, 8.4}};  /* baseLat */
+static const double NCCL_NVLINK_US[3][2] = {{0.6, 0.6}, {1.9, 1.25}, {3.4, 4.0}}; /* hwLat NVLink */
+static const double NCCL_NET_US[3][2] = {{2.7, 5.0}, {4.0, 8.5}, {14.0, 14.0}};   /* hwLat NET */
+/* Ring LL: busBw x 0.5; LL128: x 0.92 (120/128); tree: x 0.92, LL x 1/3.8, LL128 x 0.92 x 120/128. */
+static const double NCCL_EFF[3][2] = {{0.5, 0.92 / 3.8}, {0.92, 0.92 * 120.0 / 128.0}, {1.0, 0.92}};
+
+void sim_config_nccl(sim_config_t *cfg, const sim_nccl_platform_t *pl) {
+    static const sim_proto_t protos[3] = {SIM_PROTO_LL, SIM_PROTO_LL128, SIM_PROTO_SIMPLE};
+    const int hopper = pl->sm >= 90;
+    /* getNetOverhead: 2 us on AMD hosts, 1 us otherwise. Simple pays it again for the flush. */
+    const double overhead_us = pl->amd_host ? 2.0 : 1.0;
+    for (int i = 0; i < 3; i++) {
+        sim_proto_params_t *pp = &cfg->proto[protos[i]];
+        const int simple = protos[i] == SIM_PROTO_SIMPLE;
+        pp->enabled = 1;
+        pp->network = protos[i] != SIM_PROTO_LL128 || pl->ll128_network;
+        for (int a = 0; a < 2; a++) {
+            pp->launch_s[a] = NCCL_BASE_US[i][a] * 1e-6;
+            pp->nvlink_step_s[a] = NCCL_NVLINK_US[i][a] * 1e-6;
+            pp->net_step_s[a] = (NCCL_NET_US[i][a] + overhead_us * (simple ? 2.0 : 1.0)) * 1e-6;
+            pp->efficiency[a] = NCCL_EFF[i][a];
+        }
+        /* "Inter-node rings still have to launch nsteps * net overhead", 3x for Simple. */
+        pp->crossing_nvlink_step_min_s = overhead_us * (simple ? 3.0 : 1.0) * 1e-6;
+        pp->max_busbw_bytes_per_s[0] = pp->max_busbw_bytes_per_s[1] = 0.0;
+    }
+    /* llMaxBws: one node by GPU (Ampere 87.7, Hopper 141 GB/s), several nodes by CPU (AMD 19.0,
+     * Intel 20.4 GB/s beyond two nodes). */
+    cfg->proto[SIM_PROTO_LL].max_busbw_bytes_per_s[0] = (hopper ? 141.0 : 87.7) * 1e9;
+    cfg->proto[SIM_PROTO_LL].max_busbw_bytes_per_s[1] = (pl->amd_host ? 19.0 : 20.4) * 1e9;
+    cfg->ring_latency = SIM_RING_LATENCY_MEAN;
+    /* NCCL's tuner before 2.19: LL128 busBw x (ppn < 2 ? 0.7 : 0.92), "sending/receiving at the same
+     * GPU through the NIC". */
+    cfg->single_member_efficiency = 0.7 / 0.92;
+    cfg->tree_chunk_min_bytes = 128.0 * 1024.0;
+    /* NCCL's model of one NVLink (topo.h): SM80 20.0, SM90 20.6 GB/s of the 25 GB/s line rate. */
+    cfg->link_kind_efficiency[SIM_LINK_NVLINK] = (hopper ? 20.6 : 20.0) / 25.0;
+}
+
+const char *sim_proto_name(sim_proto_t proto) {
+    static const char *const names[SIM_PROTO_COUNT] = {"auto", "simple", "ll", "ll128"};
+    return (unsigned)proto < SIM_PROTO_COUNT ? names[proto] : "unknown";
+}
+
+int sim_proto_parse(const char *name, sim_proto_t *out) {
+    for (int p = 0; p < SIM_PROTO_COUNT; p++)
+        if (name && strcmp(name, sim_proto_name((sim_proto_t)p)) == 0) {
+            *out = (sim_proto_t)p;
+            return SIM_OK;
+        }
+    return SIM_EINVAL;
+}
+
+static int check_proto(sim_engine_t *e, const sim_config_t *c) {
+    static const char *const arrays[3] = {"launch_s", "nvlink_step_s", "net_step_s"};
+    for (int p = SIM_PROTO_SIMPLE; p < SIM_PROTO_COUNT; p++) {
+        const sim_proto_params_t *pp = &c->proto[p];
+        const char *name = sim_proto_name((sim_proto_t)p);
+        for (int a = 0; a < 2; a++) {
+            const double t[3] = {pp->launch_s[a], pp->nvlink_step_s[a], pp->net_step_s[a]};
+            for (int k = 0; k < 3; k++)
+                if (!(t[k] >= 0.0) || !isfinite(t[k]))
+                    return sim_i_fail(e, SIM_EINVAL, "config: proto[%s].%s[%d] %g must be >= 0", name,
+                                      arrays[k], a, t[k]);
+            if (!(pp->efficiency[a] > 0.0 && pp->efficiency[a] <= 1.0))
+                return sim_i_fail(e, SIM_EINVAL, "config: proto[%s].efficiency[%d] %g must be in (0, 1]",
+                                  name, a, pp->efficiency[a]);
+            if (!(pp->max_busbw_bytes_per_s[a] >= 0.0) || !isfinite(pp->max_busbw_bytes_per_s[a]))
+                return sim_i_fail(e, SIM_EINVAL,
+                                  "config: proto[%s].max_busbw_bytes_per_s[%d] %g must be >= 0", name, a,
+                                  pp->max_busbw_bytes_per_s[a]);
+        }
+        if (!(pp->crossing_nvlink_step_min_s >= 0.0) || !isfinite(pp->crossing_nvlink_step_min_s))
+            return sim_i_fail(e, SIM_EINVAL, "config: proto[%s].crossing_nvlink_step_min_s %g must be >= 0",
+                              name, pp->crossing_nvlink_step_min_s);
+    }
+    if (!c->proto[SIM_PROTO_SIMPLE].enabled && !c->proto[SIM_PROTO_LL].enabled &&
+        !c->proto[SIM_PROTO_LL128].enabled)
+        return sim_i_fail(e, SIM_EINVAL, "config: proto: no protocol is enabled");
+    return SIM_OK;
 }
 
 static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_network_desc_t *net) {
@@ -91,6 +184,22 @@ static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_networ
         return sim_i_fail(e, SIM_EINVAL, "config: chunk_bytes %g must be >= 1", c->chunk_bytes);
     if (c->fidelity != SIM_FIDELITY_STEP && c->fidelity != SIM_FIDELITY_FAST)
         return sim_i_fail(e, SIM_EINVAL, "config: fidelity %d must be step or fast", (int)c->fidelity);
+    for (int k = 0; k < SIM_LINK_KIND_COUNT; k++)
+        if (!(c->link_kind_efficiency[k] > 0.0 && c->link_kind_efficiency[k] <= 1.0))
+            return sim_i_fail(e, SIM_EINVAL, "config: link_kind_efficiency[%d] %g must be in (0, 1]", k,
+                              c->link_kind_efficiency[k]);
+    if (!(c->single_member_efficiency > 0.0 && c->single_member_efficiency <= 1.0))
+        return sim_i_fail(e, SIM_EINVAL, "config: single_member_efficiency %g must be in (0, 1]",
+                          c->single_member_efficiency);
+    if (!(c->tree_chunk_min_bytes >= 0.0) || !isfinite(c->tree_chunk_min_bytes))
+        return sim_i_fail(e, SIM_EINVAL, "config: tree_chunk_min_bytes %g must be >= 0",
+                          c->tree_chunk_min_bytes);
+    if (c->ring_latency != SIM_RING_LATENCY_SLOWEST && c->ring_latency != SIM_RING_LATENCY_MEAN)
+        return sim_i_fail(e, SIM_EINVAL, "config: ring_latency %d must be slowest or mean",
+                          (int)c->ring_latency);
+    const int prc = check_proto(e, c);
+    if (prc)
+        return prc;
     if (!net || net->n_gpus < 1 || net->n_links < 0 || (net->n_links > 0 && !net->capacity_bytes_per_s) ||
         (net->n_links > 0 && !net->latency_s) || !net->route)
         return sim_i_fail(e, SIM_EINVAL,
@@ -197,6 +306,9 @@ static void dispatch(sim_engine_t *e, const sim_event_t *ev) {
         break;
     case SIM_EV_COLL_DONE:
         sim_i_coll_done_event(e, ev->a);
+        break;
+    case SIM_EV_COLL_BEGIN:
+        sim_i_phase_begin(e, ev->a);
         break;
     case SIM_EV_FLOW_START: {
         const sim_flow_t *f = &e->net.flows[ev->a];

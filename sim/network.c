@@ -180,8 +180,11 @@ int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *d) {
         if (!(lat >= 0.0) || !isfinite(lat))
             return sim_i_fail(e, SIM_EINVAL, "network: link %d: latency_s %g must be >= 0 and finite", i,
                               lat);
+        const int kind = d->link_kind ? d->link_kind(d->route_ctx, i) : SIM_LINK_NETWORK;
+        if (kind < 0 || kind >= SIM_LINK_KIND_COUNT)
+            return sim_i_fail(e, SIM_EINVAL, "network: link %d: kind %d is not a sim_link_kind_t", i, kind);
         n->links[i].nominal = cap;
-        n->links[i].cap = cap * e->cfg.link_efficiency;
+        n->links[i].cap = cap * e->cfg.link_efficiency * e->cfg.link_kind_efficiency[kind];
         n->links[i].lat_ps = sim_s_to_ps(lat);
     }
     return SIM_OK;

@@ -87,6 +87,11 @@ size_t sim_queue_size(const sim_queue_t *q);
 
 #define SIM_ROUTE_MAX 64 /* most links a route may have */
 
+/* What a link is made of (topo's kinds): per-kind efficiencies and NCCL's step latencies tell NVLink
+ * from the network. */
+typedef enum sim_link_kind { SIM_LINK_NETWORK = 0, SIM_LINK_NVLINK = 1, SIM_LINK_PCIE = 2 } sim_link_kind_t;
+#define SIM_LINK_KIND_COUNT 3
+
 /* Write the route from GPU src to GPU dst (src != dst) as link ids into links[0..cap-1] and return
  * the number of links (>= 1), or a negative value if there is no route. Must be deterministic. */
 typedef int (*sim_route_fn)(void *ctx, int32_t src_gpu, int32_t dst_gpu, int32_t *links, int32_t cap);
@@ -101,13 +106,17 @@ typedef struct sim_network_desc {
     /* GPUs g and h share a scale-up (NVLink) domain iff g / gpus_per_domain == h / gpus_per_domain.
      * Used by hierarchical collectives and by analytic timing; 1 if there are no domains. */
     int32_t gpus_per_domain;
+    /* The sim_link_kind_t of link `link`, called once per link by sim_engine_new with route_ctx;
+     * NULL: every link is network. */
+    int (*link_kind)(void *ctx, int32_t link);
 } sim_network_desc_t;
 
 /* The ideal non-blocking star (the `ideal` topology): every GPU has one up and one down link of
  * nic bandwidth into a switch with no internal limit. With gpus_per_domain > 1 every GPU also has
  * an NVLink up and down link into its domain's non-blocking switch, and traffic between GPUs of one
  * domain uses those instead. Links: NIC up of g = 2g, NIC down = 2g+1; NVLink up = 2n+2g, NVLink
- * down = 2n+2g+1 (n = n_gpus). A route is always [up of src, down of dst]. */
+ * down = 2n+2g+1 (n = n_gpus). A route is always [up of src, down of dst]. NIC links are of kind
+ * network, NVLink links of kind NVLink. */
 typedef struct sim_star {
     int32_t n_gpus, gpus_per_domain, n_links;
     double *capacity_bytes_per_s;
@@ -127,11 +136,11 @@ void sim_star_destroy(sim_star_t *star);
  * route function's context: keep star alive as long as the engine. */
 void sim_star_network(const sim_star_t *star, sim_network_desc_t *desc);
 
-/* A topology built by topo/ (topo.h): its link table (borrowed, not copied until sim_engine_new),
- * routes from topo_route with the topology's own routing (ECMP hashed per (src, dst) pair), and NVLink
- * domains = topo nodes when GPUs are numbered node-major with equal nodes (else 1 GPU per domain).
- * The topology is the route function's context: keep it alive as long as the engine. Return SIM_OK
- * or SIM_EINVAL (more than 2^31 GPUs or links). */
+/* A topology built by topo/ (topo.h): its link table (borrowed, not copied until sim_engine_new) and
+ * link kinds (topo_link_get), routes from topo_route with the topology's own routing (ECMP hashed per (src,
+ * dst) pair), and NVLink domains = topo nodes when GPUs are numbered node-major with equal nodes (else 1 GPU
+ * per domain). The topology is the route function's context: keep it alive as long as the engine. Return
+ * SIM_OK or SIM_EINVAL (more than 2^31 GPUs or links). */
 struct topo;
 int sim_topo_network(const struct topo *t, sim_network_desc_t *desc);
 
@@ -147,6 +156,44 @@ typedef enum sim_comm_mode {
     SIM_COMM_NETWORK = 0, /* collectives become flows on the network */
     SIM_COMM_ANALYTIC = 1 /* collectives take model_collective_time_s, no flows */
 } sim_comm_mode_t;
+
+/* NCCL's protocols. A protocol changes a collective's costs, not its decomposition: a launch latency
+ * paid once, a latency added to every step (by where the step goes), and the fraction of the wire's
+ * bytes that carry data. */
+typedef enum sim_proto {
+    SIM_PROTO_AUTO = 0, /* the enabled protocol with the smallest closed form (as NCCL's tuner) */
+    SIM_PROTO_SIMPLE,   /* large steps, full bandwidth, higher per-step latency */
+    SIM_PROTO_LL,       /* low latency: 8-byte lines of 4 data bytes and a flag */
+    SIM_PROTO_LL128     /* 128-byte lines of 120 data bytes and a flag */
+} sim_proto_t;
+#define SIM_PROTO_COUNT 4
+
+const char *sim_proto_name(sim_proto_t proto);           /* "auto", "simple", "ll", "ll128" */
+int sim_proto_parse(const char *name, sim_proto_t *out); /* SIM_OK or SIM_EINVAL */
+
+/* The cost model of one protocol (docs/engine.md). Index [0] of the two-element arrays applies to
+ * ring-like algorithms (ring, hierarchical, chain, halving-doubling, direct), [1] to the tree. Times
+ * in seconds, >= 0; efficiencies in (0, 1]; rates in bytes/s. */
+typedef struct sim_proto_params {
+    int enabled;                       /* the auto choice may take it (an explicit request always may) */
+    int network;                       /* ... also for collectives that cross NVLink domains */
+    double launch_s[2];                /* once per collective, before its first step (NCCL baseLat) */
+    double nvlink_step_s[2];           /* added to every step inside an NVLink domain (NCCL hwLat NVLink) */
+    double net_step_s[2];              /* added to every step between domains (NCCL hwLat NET + the network
+                                          overhead); a ring with one member per domain pays net_step_s[1] */
+    double crossing_nvlink_step_min_s; /* rings that cross domains: an NVLink step costs at least this
+                                          (NCCL: the proxy's network overhead per step) */
+    double efficiency[2];              /* data bytes per wire byte: flows carry bytes / efficiency */
+    double max_busbw_bytes_per_s[2];   /* ring-like algorithms: bus bandwidth cap inside one domain [0],
+                                          across domains [1] (NCCL llMaxBw for LL); 0: none */
+} sim_proto_params_t;
+
+/* How a ring's per-step latencies add up. */
+typedef enum sim_ring_latency {
+    SIM_RING_LATENCY_SLOWEST = 0, /* lockstep: every step pays the slowest member's latency */
+    SIM_RING_LATENCY_MEAN = 1     /* pipelined (NCCL): a chunk pays every hop's latency once per lap, so
+                                     every step pays the mean latency of the ring's hops */
+} sim_ring_latency_t;
 
 typedef struct sim_config {
     int32_t comm_streams; /* communication streams per GPU (stream 0 is compute); default 2 */
@@ -167,9 +214,37 @@ typedef struct sim_config {
     int has_system;
     model_system_t system;
     model_compat_t compat;
+    /* Usable fraction of each kind of link, in (0, 1], on top of link_efficiency. Default 1. */
+    double link_kind_efficiency[SIM_LINK_KIND_COUNT];
+    /* Protocols, indexed by sim_proto_t ([SIM_PROTO_AUTO] is unused). Default: Simple enabled with no
+     * latencies and efficiency 1, LL and LL128 the same but disabled: collectives cost their bare
+     * alpha-beta form. sim_config_nccl sets NCCL's constants. */
+    sim_proto_params_t proto[SIM_PROTO_COUNT];
+    sim_ring_latency_t ring_latency; /* default SIM_RING_LATENCY_SLOWEST */
+    /* Wire efficiency, (0, 1], of collectives that cross domains with one member in each (NCCL: a GPU
+     * that sends and receives through the same NIC). Default 1. */
+    double single_member_efficiency;
+    /* > 0: the tree's chunk adapts as NCCL's: chunk_bytes halves while a tree gets fewer than
+     * 8 x depth chunks, down to this. 0 (default): chunk_bytes. */
+    double tree_chunk_min_bytes;
 } sim_config_t;
 
 void sim_config_default(sim_config_t *cfg);
+
+/* The platform NCCL's constants depend on. */
+typedef struct sim_nccl_platform {
+    int sm;            /* GPU compute capability x 10: 80 (A100), 90 (H100 and later) */
+    int amd_host;      /* 1: AMD CPUs (NCCL's network overhead 2 us, else 1 us; llMaxBw rows) */
+    int ll128_network; /* 1: LL128 across the network (NCCL: the GPU reaches its NIC through a PCIe
+                          switch, or Hopper) */
+} sim_nccl_platform_t;
+
+/* Set NCCL's tuning constants (src/graph/tuning.cc, docs/engine.md): launch and per-step latencies
+ * of Simple, LL and LL128, their wire efficiencies and LL's bandwidth cap, pipelined ring
+ * latencies, NCCL's adaptive tree chunk, the one-rank-per-node discount (0.7 / 0.92) and NCCL's
+ * achievable NVLink rate (20.0 of 25 GB/s per link on sm80, 20.6 on sm90). Leaves the network's
+ * efficiency alone: it depends on the fabric (link_kind_efficiency[SIM_LINK_NETWORK]). */
+void sim_config_nccl(sim_config_t *cfg, const sim_nccl_platform_t *platform);
 
 typedef struct sim_engine sim_engine_t;
 
@@ -287,17 +362,26 @@ typedef struct sim_coll_desc {
     int32_t n_gpus;       /* >= 1, distinct */
     int32_t root;         /* broadcast/reduce: index into gpus */
     int32_t channels;     /* ring, hierarchical: rings per ring phase (NCCL channels), each on
-                             size / channels, in different member orders; 0 means 1 (max 64) */
+                             size / channels, in different member orders; 0 means 1 (max 64);
+                             SIM_CHANNELS_AUTO: as NCCL would (docs/engine.md) */
     int32_t stream;       /* communication stream of every member, 1..comm_streams */
     const char *name;     /* borrowed, for the observer; may be NULL */
+    sim_proto_t proto;    /* protocol; SIM_PROTO_AUTO (0) chooses with the algorithm */
 } sim_coll_desc_t;
+#define SIM_CHANNELS_AUTO (-1)
 
 /* Add a collective: one operation per member on that member's GPU and stream (member_ops[i] for
  * gpus[i]; member_ops may be NULL). The collective starts when every member operation is ready
  * (its dependencies are done and it is at the head of its stream) and every member operation ends
- * when the whole collective ends. Routes are looked up here. Return SIM_OK, SIM_EINVAL (unknown
- * GPU, algorithm not valid for op or group, analytic mode without a system), SIM_ENOMEM, SIM_ESTATE.
- * Complexity: O(pairs x route length), pairs being n for rings, n log n for halving-doubling. */
+ * when the whole collective ends. Routes are looked up here. An auto algorithm or protocol takes the
+ * (algorithm, protocol) pair with the smallest closed form over the candidates: hierarchical (groups
+ * spanning several domains of equal share), ring and, for allreduce on more than 2 GPUs, the tree;
+ * the chain for broadcast and reduce, direct for sendrecv; every enabled protocol (those with
+ * .network for groups that cross domains). Ties go to the earlier candidate in that order, and to
+ * Simple. Return SIM_OK, SIM_EINVAL (unknown GPU, algorithm not valid for op or group, analytic mode
+ * without a system), SIM_ENOMEM, SIM_ESTATE.
+ * Complexity: O(pairs x route length) per candidate, pairs being n x channels for rings, n log n for
+ * halving-doubling. */
 int sim_coll_add(sim_engine_t *e, const sim_coll_desc_t *d, sim_op_id_t *member_ops, sim_coll_id_t *out);
 
 /* Point-to-point: a sendrecv collective whose send runs on (src, src_stream) and recv on
@@ -312,6 +396,8 @@ typedef struct sim_coll_result {
     sim_time_ps_t start_ps, end_ps; /* SIM_TIME_NEVER while not started/ended */
     double closed_form_s;           /* alpha-beta time of the algorithm on an idle network (section 4) */
     int64_t flows;                  /* flows started */
+    sim_proto_t proto;              /* the protocol used (auto resolved) */
+    int32_t channels;               /* channels used (auto resolved) */
 } sim_coll_result_t;
 
 int sim_coll_result(const sim_engine_t *e, sim_coll_id_t c, sim_coll_result_t *out);
@@ -329,6 +415,7 @@ typedef struct sim_ab_params {
     int32_t channels;   /* ring, hierarchical: rings per phase, each on M / channels, and bandwidth
                            means what one of them gets on its narrowest link; 0 means 1 */
     double chunk_bytes; /* tree and chain pipeline chunk */
+    double launch_s;    /* paid once before the first step (a protocol's launch latency); 0 none */
 } sim_ab_params_t;
 
 /* Closed-form time in seconds (docs/engine.md lists every formula). Return a negative value if the
@@ -340,9 +427,10 @@ double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double size_byt
  * both trees, that touch one rank in one direction) of NCCL's double binary tree on n ranks. */
 void sim_dbtree_shape(int32_t n, int32_t *depth, int32_t *load);
 
-/* The algorithm NCCL would pick (docs/engine.md): the candidate NCCL enables for this op with the
- * smallest closed-form time; ring-like candidates become hierarchical when the group spans several
- * domains with more than one member in each. Never returns SIM_ALGO_AUTO. */
+/* The algorithm NCCL would pick (docs/engine.md) given one set of alpha-beta parameters: the
+ * candidate NCCL enables for this op with the smallest closed-form time; ring-like candidates become
+ * hierarchical when the group spans several domains with more than one member in each. Never
+ * returns SIM_ALGO_AUTO. (sim_coll_add weighs each candidate with its own routes and protocol.) */
 sim_coll_algo_t sim_coll_algo_choose(sim_coll_op_t op, double size_bytes, int32_t n,
                                      const sim_ab_params_t *p);
 
@@ -361,6 +449,7 @@ typedef struct sim_coll_bench {
     int32_t channels;      /* as sim_coll_desc_t.channels */
     int strided;           /* 0: group g holds selected GPUs [g m, (g+1) m); 1: g, g+G, g+2G, ... */
     double size_bytes;     /* nccl-tests size of one group's collective */
+    sim_proto_t proto;     /* as sim_coll_desc_t.proto */
 } sim_coll_bench_t;
 
 typedef struct sim_coll_bench_result {
@@ -370,6 +459,8 @@ typedef struct sim_coll_bench_result {
     double busbw_bytes_per_s; /* algbw x 2(n-1)/n (allreduce), x (n-1)/n (allgather, reducescatter) */
     sim_coll_algo_t algo;     /* group 0's algorithm, auto resolved */
     int64_t flows, events;
+    sim_proto_t proto; /* group 0's protocol, auto resolved */
+    int32_t channels;  /* group 0's channels, auto resolved */
 } sim_coll_bench_result_t;
 
 /* Run one measurement. sendrecv needs groups of two and is a pairwise exchange (both directions at

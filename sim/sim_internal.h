@@ -11,7 +11,7 @@
 #include "sim.h"
 
 /* Queue event kinds. */
-enum { SIM_EV_OP_END = 1, SIM_EV_COLL_DONE = 2, SIM_EV_FLOW_START = 3 };
+enum { SIM_EV_OP_END = 1, SIM_EV_COLL_DONE = 2, SIM_EV_FLOW_START = 3, SIM_EV_COLL_BEGIN = 4 };
 
 /* ---- network ------------------------------------------------------------------------------------ */
 
@@ -110,11 +110,14 @@ typedef struct sim_net {
 /* ---- collectives -------------------------------------------------------------------------------- */
 
 /* A (src, dst) pair a collective sends over, with its route (offset into the collective's route
- * array), its latency (route plus step overhead) and the smallest capacity on its route. */
+ * array), its route's latency plus the step overhead, its step latency (that plus the protocol's
+ * step latency, maybe averaged over its ring), whether it leaves its NVLink domain, and the smallest
+ * capacity on its route. */
 typedef struct sim_pair {
     int32_t src, dst;
     int32_t route_off, route_len;
-    sim_time_ps_t lat_ps;
+    sim_time_ps_t base_lat_ps, lat_ps;
+    int32_t net;
     double min_cap;
 } sim_pair_t;
 
@@ -141,7 +144,15 @@ typedef struct sim_coll {
     sim_comm_mode_t mode;
     double size_bytes;
     int32_t n, root, stream;
-    int32_t channels; /* rings per ring phase (ring, hierarchical); >= 1 */
+    int32_t channels;      /* rings per ring phase (ring, hierarchical); >= 1 */
+    int32_t want_channels; /* as requested: >= 1, or SIM_CHANNELS_AUTO */
+    sim_proto_t proto;
+    int32_t per_domain;      /* members per domain when every domain holds as many (0: uneven) */
+    int crossing;            /* the members span more than one NVLink domain */
+    double wire;             /* wire bytes per data byte: 1 / the protocol's efficiency */
+    double bound;            /* rate cap of ring and chain flows, wire bytes/s; INFINITY: none */
+    sim_time_ps_t launch_ps; /* the protocol's launch latency, before the first phase */
+    double chunk;            /* tree and chain pipeline chunk */
     const char *name;
     int32_t *gpus;
     sim_op_id_t *member_ops;

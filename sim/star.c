@@ -22,6 +22,12 @@ static int star_route(void *ctx, int32_t src, int32_t dst, int32_t *links, int32
     return 2;
 }
 
+/* Links 2n and up are NVLink (star.h's numbering). */
+static int star_link_kind(void *ctx, int32_t link) {
+    const sim_star_t *s = ctx;
+    return link >= 2 * s->n_gpus ? SIM_LINK_NVLINK : SIM_LINK_NETWORK;
+}
+
 static int positive(double x) {
     return x > 0.0 && isfinite(x);
 }
@@ -72,4 +78,5 @@ void sim_star_network(const sim_star_t *s, sim_network_desc_t *d) {
     d->route = star_route;
     d->route_ctx = (void *)s;
     d->gpus_per_domain = s->gpus_per_domain;
+    d->link_kind = star_link_kind;
 }

@@ -18,6 +18,15 @@ static int route_cb(void *ctx, int32_t src, int32_t dst, int32_t *links, int32_t
     return len > 0 ? len : -1;
 }
 
+static int kind_cb(void *ctx, int32_t link) {
+    topo_link_info_t li;
+    if (topo_link_get((const topo_t *)ctx, link, &li) != TOPO_OK)
+        return SIM_LINK_NETWORK;
+    return li.kind == TOPO_LINK_NVLINK ? SIM_LINK_NVLINK
+           : li.kind == TOPO_LINK_PCIE ? SIM_LINK_PCIE
+                                       : SIM_LINK_NETWORK;
+}
+
 /* GPUs per node when GPU i sits on node i / g for every i (topo's node-major order); else 1. */
 static int32_t domain_size(const topo_t *t, int64_t n) {
     const int64_t node0 = topo_gpu_node(t, 0);
@@ -42,5 +51,6 @@ int sim_topo_network(const struct topo *t, sim_network_desc_t *d) {
     d->route = route_cb;
     d->route_ctx = (void *)(uintptr_t)t;
     d->gpus_per_domain = domain_size(t, n);
+    d->link_kind = kind_cb;
     return SIM_OK;
 }
