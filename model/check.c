@@ -185,6 +185,9 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
     if ((unsigned)t->dp_comm > MODEL_DP_ALLREDUCE_OVERLAP)
         return fail_text(is, "training.dp_comm", (int64_t)t->dp_comm,
                          "one of sharded, allreduce, allreduce-overlap");
+    if ((unsigned)t->grad_accumulation > MODEL_GRAD_ACCUM_ADD)
+        return fail_text(is, "training.grad_accumulation", (int64_t)t->grad_accumulation,
+                         "one of fused, add");
     if ((unsigned)t->sequence_parallel > MODEL_SEQPAR_OFF)
         return fail_text(is, "training.sequence_parallel", (int64_t)t->sequence_parallel, "0 or 1");
     if (t->sequence_parallel == MODEL_SEQPAR_OFF && p->strategy != MODEL_STRATEGY_1D) {

@@ -25,7 +25,7 @@ int model_i_training_active(const model_job_t *job) {
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (t->recompute != MODEL_RECOMPUTE_NONE || t->sequence_parallel != MODEL_SEQPAR_ON ||
             t->attention != MODEL_ATTENTION_FLASH || t->dp_comm != MODEL_DP_SHARDED || t->embedding ||
-            t->optimizer_step || t->interleave > 1);
+            t->optimizer_step || t->interleave > 1 || t->grad_accumulation != MODEL_GRAD_ACCUM_FUSED);
 }
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
@@ -106,7 +106,7 @@ static double p2p_transfer_s(const model_job_t *job, const model_block_t *blk, d
     const model_system_t *sys = &job->system;
     const model_parallel_t *p = &job->par;
     const int64_t pp = p->pp, t = p->nv_pp;
-    double v_gb = blk->layers[blk->n_layers - 1].activations_gb, gather_s = 0.0;
+    double v_gb = blk->output_gb, gather_s = 0.0;
     if (job->training.sequence_parallel == MODEL_SEQPAR_OFF && p->tp > 1) {
         gather_s = model_collective_time_s(sys, job->compat, MODEL_COLL_ALLGATHER, v_gb, p->tp, p->nv_tp1);
         v_gb /= (double)p->tp;

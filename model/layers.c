@@ -272,6 +272,14 @@ static void attention(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     attention_values(c, new_layer(blk, "attn-av", MODEL_MODULE_SA, 1), g1, g2);
 }
 
+/* Unfused gradient accumulation: after each microbatch's backward, its weight gradients (weights_gb
+ * of them) are added to the accumulated gradients: read both, write the sum, one add per element.
+ * A separate vector kernel in the backward pass. */
+static void grad_add(const ctx_t *c, model_layer_t *ly, double weights_gb) {
+    ly->bwd.flops_tflop = weights_gb / c->s_gb * TFLOP;
+    ly->bwd.hbm_gb = 3.0 * weights_gb;
+}
+
 /* ---- edge layers (corrected model, training.embedding) ----------------------------------- */
 
 /* Rows of the word embedding on one of T tensor ranks: Megatron pads the vocabulary to a multiple of
@@ -304,6 +312,10 @@ static void embedding(const ctx_t *c, model_layer_t *ly, grp_t tp) {
     ly->bwd.hbm_gb = (3.0 * full + 2.0 * local) * s + local * (2.0 * s + c->sm_gb);
     ly->activations_gb = local * c->sm_gb;
     ly->weights_gb = ly->weight_grads_gb = (v_local * e + l * e) * s;
+    /* the dense table gradient is zero-filled before the scatter-add; unfused accumulation adds it */
+    ly->bwd.hbm_gb += v_local * e * s;
+    if (c->tr.grad_accumulation == MODEL_GRAD_ACCUM_ADD)
+        ly->bwd.hbm_gb += 3.0 * ly->weights_gb;
     if (io_sharded(c)) {
         add_coll(&ly->fwd, MODEL_COLL_REDUCESCATTER, full * s, tp);
         add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, full * s, tp);
@@ -339,6 +351,8 @@ static void output_layers(const ctx_t *c, model_block_t *blk, grp_t tp) {
     gemm->module = MODEL_MODULE_OUTPUT;
     gemm->tensor_core = 1;
     linear(c, gemm, e, vocab_local(job, tp.size), 1, 1, 1, none);
+    if (c->tr.grad_accumulation == MODEL_GRAD_ACCUM_ADD) /* tied or not, its own add */
+        gemm->bwd.hbm_gb += 3.0 * gemm->weights_gb;
     if (job->par.pp == 1)
         gemm->weights_gb = gemm->weight_grads_gb = 0.0; /* tied: the embedding's matrix */
     if (!io_sharded(c))
@@ -479,7 +493,7 @@ static int attention_core(const model_layer_t *ly) {
 static void recompute(const ctx_t *c, model_block_t *blk) {
     const model_transformer_t *m = &c->job->model;
     if (c->tr.recompute == MODEL_RECOMPUTE_FULL)
-        blk->checkpoint_gb = blk->layers[blk->n_layers - 1].activations_gb;
+        blk->checkpoint_gb = blk->output_gb;
     for (int i = 0; i < blk->n_layers; i++) {
         model_layer_t *ly = &blk->layers[i];
         if (c->tr.recompute == MODEL_RECOMPUTE_FULL) {
@@ -546,6 +560,13 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         block_2d(&c, blk, g1, g2);
     else
         block_2d_seqp(&c, blk, g1, g2);
+    blk->output_gb = blk->layers[blk->n_layers - 1].activations_gb;
+    if (c.tr.grad_accumulation == MODEL_GRAD_ACCUM_ADD) {
+        double w_gb = 0.0;
+        for (int i = 0; i < blk->n_layers; i++)
+            w_gb += blk->layers[i].weight_grads_gb;
+        grad_add(&c, new_layer(blk, "wgrad-add", MODEL_MODULE_MLP, 0), w_gb);
+    }
 
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {

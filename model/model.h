@@ -121,6 +121,14 @@ typedef enum model_dp_comm {
                                       that backward, and at least one layer's share, is exposed */
 } model_dp_comm_t;
 
+/* How each microbatch's weight gradients reach the accumulated gradient. */
+typedef enum model_grad_accum {
+    MODEL_GRAD_ACCUM_FUSED = 0, /* the weight-gradient GEMM accumulates in place (Megatron
+                                   --gradient-accumulation-fusion; default: no extra cost) */
+    MODEL_GRAD_ACCUM_ADD = 1    /* a separate add per microbatch (PyTorch's AccumulateGrad, Megatron's
+                                   main_grad hook before the fusion): read both, write the sum */
+} model_grad_accum_t;
+
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
  * ignores it. Every field's zero value is the default and reproduces the model without it. */
 typedef struct model_training {
@@ -132,6 +140,7 @@ typedef struct model_training {
                            and cross-entropy on the last, tied weights (needs model.vocab > 0) */
     int optimizer_step; /* 1: the Adam step, HBM-bound over the local parameters */
     int64_t interleave; /* virtual pipeline stages per GPU; 0 or 1: plain 1F1B */
+    model_grad_accum_t grad_accumulation;
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -167,6 +176,8 @@ const char *model_attention_name(model_attention_t a); /* "flash", "materialized
 int model_attention_parse(const char *name, model_attention_t *out);
 const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "allreduce-overlap" */
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
+const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
+int model_grad_accum_parse(const char *name, model_grad_accum_t *out);
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -225,7 +236,7 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
 /* ---- the layer table -------------------------------------------------------------------- */
 
 #define MODEL_MAX_COLLS 8
-#define MODEL_BLOCK_LAYERS 17 /* 14, or 17 with materialised attention (fusedla split in four) */
+#define MODEL_BLOCK_LAYERS 18 /* 14; +3 with materialised attention (fusedla split in four); +1 wgrad-add */
 #define MODEL_EDGE_LAYERS 4   /* embedding; final LayerNorm, output GEMM, loss */
 
 typedef struct model_coll {
@@ -252,8 +263,9 @@ typedef struct model_pass {
  * forward's FLOPs, HBM bytes, collectives, comp_s, mem_s, mem_exposed_s, comm_s and time_s are
  * added to the backward's, so time_s = comp_s + mem_exposed_s + comm_s still holds. */
 
-/* SA and MLP are the block's modules; EMBEDDING (first pipeline stage) and OUTPUT (last stage:
- * final LayerNorm, vocab GEMM, loss) are the edge layers of model_block_t. */
+/* SA and MLP are the block's modules (the MLP module also holds wgrad-add, the per-microbatch
+ * gradient accumulation of the whole block's weights, with MODEL_GRAD_ACCUM_ADD); EMBEDDING (first pipeline
+ * stage) and OUTPUT (last stage: final LayerNorm, vocab GEMM, loss) are the edge layers of model_block_t. */
 typedef enum model_module {
     MODEL_MODULE_SA,
     MODEL_MODULE_MLP,
@@ -280,6 +292,8 @@ typedef struct model_block {
     double activations_gb;   /* A_blk: kept for the backward, after selective recomputation */
     double weights_gb;       /* W_blk */
     double checkpoint_gb;    /* full recomputation: the block input kept per microbatch; else 0 */
+    double output_gb;        /* the block output one rank holds (its last LayerNorm's input): what a
+                                pipeline stage sends and what full recomputation keeps */
     /* Edge layers (corrected, training.embedding): module EMBEDDING on the first stage, OUTPUT on
      * the last. Their times per microbatch, weights and kept activations per stage. With one
      * stage and tied weights the output layer's weights are the embedding's (counted once). */

@@ -187,3 +187,17 @@ int model_dp_comm_parse(const char *name, model_dp_comm_t *out) {
     *out = (model_dp_comm_t)v;
     return MODEL_OK;
 }
+
+static const char *const grad_accum_names[] = {"fused", "add"};
+
+const char *model_grad_accum_name(model_grad_accum_t g) {
+    return (unsigned)g < 2 ? grad_accum_names[g] : "?";
+}
+
+int model_grad_accum_parse(const char *name, model_grad_accum_t *out) {
+    int v = 0;
+    if (parse_name(name, grad_accum_names, 2, &v))
+        return MODEL_EINVAL;
+    *out = (model_grad_accum_t)v;
+    return MODEL_OK;
+}
