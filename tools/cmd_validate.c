@@ -95,8 +95,10 @@ void cmd_validate_help(FILE *out) {
         "            mbs and interleave (virtual stages per GPU): empty cells follow --unrecorded,\n"
         "            attention (flash|materialized; empty: materialized on A100 systems, the\n"
         "            unfused softmax of Megatron-LM's A100-era releases, flash on newer GPUs),\n"
-        "            dp_comm (allreduce|sharded; empty: allreduce, Megatron's gradient all-reduce\n"
-        "            after the backward, not overlapped)\n"
+        "            dp_comm (allreduce|allreduce-overlap|sharded; empty: allreduce, Megatron's\n"
+        "            gradient all-reduce after the backward, not overlapped),\n"
+        "            grad_accumulation (add|fused; empty: add on A100 systems, the separate\n"
+        "            per-microbatch add of Megatron-LM's A100-era releases, fused on newer GPUs)\n"
         "\nEvery run also gets the embedding and output layer, the optimizer step, and NVLink\n"
         "domains of the system preset filled innermost-first (tp, cp, dp, pp). The rule search\n"
         "tries every mbs dividing gbs/dp and every interleave dividing layers/pp that Megatron\n"
@@ -169,7 +171,7 @@ typedef struct run_row {
     char system[32];
     double measured_s;
     int64_t cp;
-    int mbs_recorded, interleave_recorded, attention_recorded, dp_comm_recorded;
+    int mbs_recorded, interleave_recorded, attention_recorded, dp_comm_recorded, grad_accum_recorded;
     model_summary_t pred, ref;
     double error_pct, ref_error_pct;
 } run_row_t;
@@ -347,12 +349,15 @@ static int model_issue(const reader_t *rd, const model_issue_t *is) {
 static const char *const RECOMPUTE[] = {"none", "selective", "full"};
 static const char *const ATTENTION[] = {"flash", "materialized"};
 static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap"};
+static const char *const GRAD_ACCUM[] = {"fused", "add"};
 
-/* The attention kernel of a run that does not say: Megatron-LM's releases of the A100 era (2020-2022)
- * computed attention with materialised scores and a fused softmax kernel; on Hopper and later it
- * runs attention through Transformer Engine's fused (flash) kernels. */
-static model_attention_t default_attention(const model_system_t *sys) {
-    return strstr(sys->name, "A100") ? MODEL_ATTENTION_MATERIALIZED : MODEL_ATTENTION_FLASH;
+/* The software of a run that does not say, by GPU generation. Megatron-LM's releases of the A100 era
+ * (2020-2022) computed attention with materialised scores and a fused softmax kernel, and added each
+ * microbatch's weight gradients to the accumulated ones with a separate kernel (its main_grad hook;
+ * the fused weight-gradient accumulation came later); on Hopper and later GPUs Megatron runs
+ * attention through Transformer Engine's fused (flash) kernels and accumulates in the GEMM. */
+static int a100_era(const model_system_t *sys) {
+    return strstr(sys->name, "A100") != NULL;
 }
 
 static int read_row(const reader_t *rd, run_row_t *row) {
@@ -401,7 +406,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if ((rc = enum_cell(rd, "sequence_parallel", 1, BITS, 2, &bit, &given)))
         return rc;
     sp = bit;
-    job->training.attention = default_attention(&job->system);
+    job->training.attention = a100_era(&job->system) ? MODEL_ATTENTION_MATERIALIZED : MODEL_ATTENTION_FLASH;
     if ((rc = enum_cell(rd, "attention", 0, ATTENTION, 2, &e, &row->attention_recorded)))
         return rc;
     if (row->attention_recorded)
@@ -411,6 +416,11 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         return rc;
     if (row->dp_comm_recorded)
         job->training.dp_comm = (model_dp_comm_t)e;
+    job->training.grad_accumulation = a100_era(&job->system) ? MODEL_GRAD_ACCUM_ADD : MODEL_GRAD_ACCUM_FUSED;
+    if ((rc = enum_cell(rd, "grad_accumulation", 0, GRAD_ACCUM, 2, &e, &row->grad_accum_recorded)))
+        return rc;
+    if (row->grad_accum_recorded)
+        job->training.grad_accumulation = (model_grad_accum_t)e;
     if ((rc = num_cell(rd, "measured_iteration_s", &row->measured_s)))
         return rc;
     (void)seen;
@@ -547,6 +557,7 @@ static int print_json(FILE *out, const validate_args_t *a, const predictor_t *pr
         json_string(&w, "attention", model_attention_name(j->training.attention));
         json_bool(&w, "attention_recorded", r->attention_recorded);
         json_string(&w, "dp_comm", model_dp_comm_name(j->training.dp_comm));
+        json_string(&w, "grad_accumulation", model_grad_accum_name(j->training.grad_accumulation));
         json_number(&w, "memory_gb", r->pred.memory_gb);
         json_bool(&w, "fits", r->pred.fits);
         breakdown_json(&w, &r->pred);
