@@ -53,6 +53,7 @@ static model_job_t fixture_job(int row) {
         j.training.recompute = MODEL_RECOMPUTE_FULL;
         j.training.sequence_parallel = MODEL_SEQPAR_OFF;
         j.training.attention = MODEL_ATTENTION_MATERIALIZED;
+        j.training.grad_accumulation = MODEL_GRAD_ACCUM_ADD;
     } else if (row == 1) { /* mid-selective: tp 8, pp 4, dp 8, interleave 2, SP on */
         j.model = (model_transformer_t){"x", 2048, 6144, 48, 40, 4 * 6144, 51200};
         assert_int_equal(model_system_preset("DGX-A100", &j.system), MODEL_OK);
@@ -61,6 +62,7 @@ static model_job_t fixture_job(int row) {
         j.par = (model_parallel_t){MODEL_STRATEGY_1D, 8, 8, 8, 1, 4, 1, 1, 8, 1, 1, 1};
         j.training.recompute = MODEL_RECOMPUTE_SELECTIVE;
         j.training.attention = MODEL_ATTENTION_MATERIALIZED;
+        j.training.grad_accumulation = MODEL_GRAD_ACCUM_ADD;
         j.training.interleave = 2;
     } else { /* h100-cp: tp 4 x cp 2 (2d-seqp), pp 2, dp 4, mbs unrecorded (1), flash on H100 */
         j.model = (model_transformer_t){"x", 4096, 4096, 32, 32, 11008, 32000};

@@ -291,6 +291,30 @@ static void test_embedding(void **state) {
     assert_identity(&e.summary);
 }
 
+/* Unfused gradient accumulation: one add per microbatch over the block's weight gradients (read
+ * both, write one), as a vector kernel in the backward; the edge layers add theirs too. */
+static void test_grad_accumulation(void **state) {
+    (void)state;
+    model_job_t j = megatron_job(MODEL_COMPAT_CORRECTED);
+    j.training.embedding = 1;
+    static model_estimate_t fused, add;
+    estimate(&j, &fused);
+    j.training.grad_accumulation = MODEL_GRAD_ACCUM_ADD;
+    estimate(&j, &add);
+    assert_int_equal(add.block.n_layers, fused.block.n_layers + 1);
+    const model_layer_t *g = layer(&add.block, "wgrad-add");
+    assert_close(g->bwd.hbm_gb, 3.0 * fused.block.weights_gb, 1e-12);
+    assert_close(g->bwd.time_s,
+                 fmax(20e-6 + g->bwd.flops_tflop / (0.8 * 78.0), g->bwd.hbm_gb / (HBM_EFF * 2039.0)), 1e-12);
+    assert_close(g->weights_gb, 0.0, 0.0);
+    assert_close(add.block.t_bwd_s, fused.block.t_bwd_s + g->bwd.time_s, 1e-12);
+    assert_close(add.block.output_gb, fused.block.output_gb, 0.0);
+    assert_close(add.summary.p2p_one_s, fused.summary.p2p_one_s, 0.0);
+    const model_layer_t *lf = layer(&fused.block, "logits"), *la = layer(&add.block, "logits");
+    assert_close(la->bwd.hbm_gb, lf->bwd.hbm_gb + 3.0 * lf->weights_gb, 1e-12);
+    assert_identity(&add.summary);
+}
+
 /* The reference ignores every training option, bit for bit. */
 static void test_reference_ignores_training(void **state) {
     (void)state;
@@ -298,13 +322,14 @@ static void test_reference_ignores_training(void **state) {
     static model_estimate_t plain, opts;
     estimate(&j, &plain);
     j.training = (model_training_t){
-        MODEL_RECOMPUTE_FULL, MODEL_SEQPAR_OFF, MODEL_ATTENTION_MATERIALIZED, MODEL_DP_ALLREDUCE, 1, 1, 5};
+        MODEL_RECOMPUTE_FULL, MODEL_SEQPAR_OFF, MODEL_ATTENTION_MATERIALIZED, MODEL_DP_ALLREDUCE, 1, 1, 5,
+        MODEL_GRAD_ACCUM_ADD};
     j.model.vocab = 0; /* not even checked */
     estimate(&j, &opts);
     assert_true(plain.summary.iteration_time_s == opts.summary.iteration_time_s);
     assert_true(plain.summary.memory_gb == opts.summary.memory_gb);
     assert_true(plain.block.t_bwd_s == opts.block.t_bwd_s);
-    assert_int_equal(opts.block.n_layers, 14);
+    assert_int_equal(opts.block.n_layers, 14); /* no split attention, no wgrad-add */
     assert_int_equal(opts.block.n_edges, 0);
     assert_int_equal(opts.summary.interleave, 1);
 }
@@ -367,6 +392,9 @@ static void test_training_checks(void **state) {
     assert_string_equal(model_dp_comm_name(d), "allreduce-overlap");
     assert_string_equal(model_recompute_name(MODEL_RECOMPUTE_FULL), "full");
     assert_string_equal(model_attention_name(MODEL_ATTENTION_FLASH), "flash");
+    model_grad_accum_t g;
+    assert_int_equal(model_grad_accum_parse("add", &g), MODEL_OK);
+    assert_string_equal(model_grad_accum_name(g), "add");
 }
 
 /* Every option together: 2d-seqp with the edges, the identity, and memory that includes the logits. */
@@ -374,13 +402,9 @@ static void test_all_options_2d_seqp(void **state) {
     (void)state;
     model_job_t j = megatron_job(MODEL_COMPAT_CORRECTED);
     j.par = (model_parallel_t){MODEL_STRATEGY_2D_SEQP, 24, 8, 4, 2, 8, 1, 1, 4, 2, 1, 1};
-    j.training = (model_training_t){MODEL_RECOMPUTE_SELECTIVE,
-                                    MODEL_SEQPAR_ON,
-                                    MODEL_ATTENTION_MATERIALIZED,
-                                    MODEL_DP_ALLREDUCE,
-                                    1,
-                                    1,
-                                    2};
+    j.training = (model_training_t){
+        MODEL_RECOMPUTE_SELECTIVE, MODEL_SEQPAR_ON, MODEL_ATTENTION_MATERIALIZED, MODEL_DP_ALLREDUCE, 1, 1, 2,
+        MODEL_GRAD_ACCUM_ADD};
     static model_estimate_t e;
     estimate(&j, &e);
     assert_identity(&e.summary);
@@ -403,6 +427,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer_step),
         cmocka_unit_test(test_dp_allreduce),
         cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_grad_accumulation),
         cmocka_unit_test(test_reference_ignores_training),
         cmocka_unit_test(test_search_with_training),
         cmocka_unit_test(test_training_checks),
