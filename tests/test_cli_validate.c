@@ -125,6 +125,25 @@ static void test_three_rows_json(void **state) {
     cli_run_free(&r);
 }
 
+/* The figures docs/validation.md and the README report for Narayanan et al. 2021 (Table 1): if the
+ * model changes, re-run `stepsim validate --measured tests/data/megatron-narayanan2021-runs.csv` and
+ * update both. */
+static void test_megatron_set(void **state) {
+    (void)state;
+    cli_run_t r = cli_run("validate", "--measured", STEPSIM_DATA_DIR "/megatron-narayanan2021-runs.csv",
+                          "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    cJSON *j = parse_one(&r);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "rows")), 10);
+    assert_rel(num(j, "mean_abs_error_pct"), 5.04486591655586, 1e-9);
+    assert_rel(num(j, "max_abs_error_pct"), 7.53408901423787, 1e-9);
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(j, "reference");
+    assert_rel(num(ref, "mean_abs_error_pct"), 40.95961478865298, 1e-9);
+    assert_rel(num(ref, "max_abs_error_pct"), 52.36744626308818, 1e-9);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
 /* The search rule only fills what a row leaves empty, and never predicts slower than fixed. */
 static void test_search_rule(void **state) {
     (void)state;
@@ -235,9 +254,9 @@ static void test_usage_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_three_rows_json), cmocka_unit_test(test_search_rule),
-        cmocka_unit_test(test_text_report),     cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_three_rows_json), cmocka_unit_test(test_megatron_set),
+        cmocka_unit_test(test_search_rule),     cmocka_unit_test(test_text_report),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_usage_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
