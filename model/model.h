@@ -14,11 +14,12 @@
  * - compat: MODEL_COMPAT_REFERENCE reproduces the published model to floating-point
  *   rounding, quirks included (seed-model.md section 12); it ignores job->training entirely.
  *   MODEL_COMPAT_CORRECTED (the default) fixes items 1-3 of section 12 (docs/model.md), uses the
- *   collective model of docs/collectives.md, checked against measured NCCL runs, and models what
- *   job->training asks for (recomputation, sequence parallelism off, materialised attention, the
- *   embedding and output layer, the optimizer step, the interleaved schedule, Megatron's
- *   data-parallel all-reduce; docs/validation.md). A zeroed model_training_t is the model without
- *   any of these, so a memset job gives the same numbers as before they existed.
+ *   collective model of docs/collectives.md, checked against measured NCCL runs, streams HBM at
+ *   90% of its bandwidth (the reference: 100%), and models what job->training asks for
+ *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
+ *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
+ *   unfused gradient accumulation; docs/validation.md). A zeroed model_training_t asks for none of
+ *   them: the block table and the iteration formula are then exactly the ones without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
  *   which allocates the result array that model_search_result_destroy frees.
  * - Errors: fallible functions return MODEL_OK (0) or a negative model_status_t and never abort

@@ -361,7 +361,7 @@ static int a100_era(const model_system_t *sys) {
 }
 
 static int read_row(const reader_t *rd, run_row_t *row) {
-    int64_t tp = 0, pp = 0, dp = 0, cp = 1, gpus = 0, v = 1, sp = 0, seen = 0;
+    int64_t tp = 0, pp = 0, dp = 0, cp = 1, gpus = 0, v = 1;
     int given = 0, e = 0;
     model_job_t *job = &row->job;
     model_transformer_t *m = &job->model;
@@ -402,10 +402,9 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         return rc;
     job->training.recompute = (model_recompute_t)e;
     static const char *const BITS[] = {"0", "1"};
-    int bit = 0;
-    if ((rc = enum_cell(rd, "sequence_parallel", 1, BITS, 2, &bit, &given)))
+    int sp = 0;
+    if ((rc = enum_cell(rd, "sequence_parallel", 1, BITS, 2, &sp, &given)))
         return rc;
-    sp = bit;
     job->training.attention = a100_era(&job->system) ? MODEL_ATTENTION_MATERIALIZED : MODEL_ATTENTION_FLASH;
     if ((rc = enum_cell(rd, "attention", 0, ATTENTION, 2, &e, &row->attention_recorded)))
         return rc;
@@ -423,7 +422,6 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         job->training.grad_accumulation = (model_grad_accum_t)e;
     if ((rc = num_cell(rd, "measured_iteration_s", &row->measured_s)))
         return rc;
-    (void)seen;
 
     if (tp * pp * dp * cp != gpus) {
         char msg[160];
