@@ -186,7 +186,7 @@ static void test_text_report(void **state) {
     r = cli_run("validate", "--help", NULL);
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "--unrecorded"));
-    assert_non_null(strstr(r.out, "mbs 1, interleave 1"));
+    assert_non_null(strstr(r.out, "mbs 1 and interleave 1"));
     cli_run_free(&r);
     r = cli_run("help", "validate", NULL);
     assert_int_equal(r.rc, 0);

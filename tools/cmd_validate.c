@@ -64,16 +64,14 @@ static const struct {
 } OPTS[] = {
     {"--measured", "FILE.csv", "", "measured runs, one per row (required)"},
     {"--unrecorded", "RULE", "fixed",
-     "how empty mbs / interleave cells are filled: fixed (mbs 1, interleave 1: the defaults of the "
-     "measured-runs schema) or search (the fastest predicted setting that fits in memory, for the run's "
-     "own tp, pp, dp and cp)"},
+     "how empty mbs and interleave cells are filled: fixed or search (below)"},
     {"--json", NULL, "off", "print exactly one JSON object on stdout"},
     {"--help", NULL, "", "print this help and exit"},
 };
 
 void cmd_validate_help(FILE *out) {
     fprintf(out,
-            "usage: stepsim validate --measured FILE.csv [--unrecorded search|fixed] [--json]\n\n"
+            "usage: stepsim validate --measured FILE.csv [--unrecorded fixed|search] [--json]\n\n"
             "Predict every measured training run of FILE.csv with the analytic model (the prediction\n"
             "source is printed: analytic) and print, per run, the predicted and measured iteration time\n"
             "and the signed error, then the mean and the maximum absolute error; the published\n"
