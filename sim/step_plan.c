@@ -1,0 +1,64 @@
+/* step_plan.c - one block's forward and backward pass as a plan: runs of layers without
+ * communication merged into one compute segment (comp_s + mem_exposed_s each, the roofline time),
+ * each collective of a layer after that layer's compute, and SUMMA layers (whose panel broadcasts
+ * overlap their GEMM) as segments of their own. The backward pass visits the layers in reverse. */
+#include "step_internal.h"
+
+step_group_t step_group_of(model_group_t g) {
+    switch (g) {
+    case MODEL_GROUP_TP2:
+        return STEP_GROUP_CP;
+    case MODEL_GROUP_DP:
+        return STEP_GROUP_DP;
+    default:
+        return STEP_GROUP_TP;
+    }
+}
+
+static void flush(step_plan_t *p, step_seg_t *acc, int *open) {
+    if (*open && p->n < STEP_MAX_SEGS)
+        p->seg[p->n++] = *acc;
+    *open = 0;
+}
+
+void step_plan_build(const model_block_t *blk, step_plan_t plans[2]) {
+    for (int pass = 0; pass < 2; pass++) {
+        step_plan_t *p = &plans[pass];
+        step_seg_t acc = {0};
+        int open = 0;
+        p->n = 0;
+        for (int k = 0; k < blk->n_layers; k++) {
+            const int i = pass ? blk->n_layers - 1 - k : k;
+            const model_layer_t *ly = &blk->layers[i];
+            const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+            const double dur = ps->comp_s + ps->mem_exposed_s;
+            if (ly->summa_overlap && ps->n_colls > 0) {
+                flush(p, &acc, &open);
+                const step_seg_t seg = {STEP_SEG_SUMMA,    i, i, -1, dur, ps->flops_tflop, ps->hbm_gb,
+                                        ly->activations_gb};
+                if (p->n < STEP_MAX_SEGS)
+                    p->seg[p->n++] = seg;
+                continue;
+            }
+            if (!open) {
+                const step_seg_t start = {STEP_SEG_COMPUTE, i, i, -1, 0.0, 0.0, 0.0, 0.0};
+                acc = start;
+                open = 1;
+            }
+            acc.layer1 = i;
+            acc.dur_s += dur;
+            acc.flops_tflop += ps->flops_tflop;
+            acc.hbm_gb += ps->hbm_gb;
+            acc.act_gb += ly->activations_gb;
+            if (ps->n_colls <= 0)
+                continue;
+            flush(p, &acc, &open);
+            for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
+                const step_seg_t seg = {STEP_SEG_COLL, i, i, c, 0.0, 0.0, 0.0, 0.0};
+                if (p->n < STEP_MAX_SEGS)
+                    p->seg[p->n++] = seg;
+            }
+        }
+        flush(p, &acc, &open);
+    }
+}
