@@ -69,7 +69,7 @@ static const struct {
     {"search", CMD_SEARCH, "enumerate every parallel layout and print the top K by throughput"},
     {"topo", 0, "build a cluster topology: size, diameter, bisection, cost; GraphML/DOT export"},
     {"collective", 0, "simulate one collective on a topology (not in this version)"},
-    {"run", 0, "simulate one training step event by event (not in this version)"},
+    {"run", 0, "simulate one training step event by event: step time, breakdown, memory, links, trace"},
     {"compare", 0, "compare the simulator with the analytic model (not in this version)"},
     {"validate", 0, "compare predictions with measured training runs (--measured FILE.csv)"},
     {"sweep", 0, "run estimate or search over a grid of scenarios, one JSON line per point"},
@@ -85,6 +85,7 @@ static const struct {
     {"sweep", cmd_sweep, cmd_sweep_help},
     {"topo", cmd_topo, cmd_topo_help},
     {"validate", cmd_validate, cmd_validate_help},
+    {"run", cmd_run, cmd_run_help},
 };
 
 /* ---- help ------------------------------------------------------------------------------------ */

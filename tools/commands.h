@@ -54,4 +54,16 @@ void cmd_topo_help(FILE *out);
 int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
 void cmd_validate_help(FILE *out);
 
+/* `stepsim run [SCENARIO.json] ...` (cmd_run.c): one training step simulated event by event. The
+ * options that are not scenario fields, as text (NULL: the default); deterministic leaves out the
+ * wall time (sweep lines must not depend on it). cmd_run_result returns the --json object. */
+typedef struct run_opts {
+    int json, deterministic;
+    const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
+    const char *trace, *trace_ranks;
+} run_opts_t;
+int cmd_run(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
+void cmd_run_help(FILE *out);
+int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_diag_t *diag);
+
 #endif
