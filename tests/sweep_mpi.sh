@@ -57,11 +57,11 @@ grep -q "with 3 processes" "$dir/resumed.out" || fail "mpirun -np 3: summary: $(
 same_sets "$dir/serial.jsonl" "$dir/resumed.jsonl" || fail "mpirun -np 3 --resume: lines differ from the serial run"
 
 # A bad grid under mpirun: exit 2 and one line (from rank 0 only).
-echo '{"command": "run"}' >"$dir/bad.json"
+echo '{"command": "rn"}' >"$dir/bad.json"
 rc=0
 mpirun -np 2 --oversubscribe "$stepsim" sweep "$dir/bad.json" --out "$dir/bad.jsonl" 2>"$dir/bad.err" >/dev/null || rc=$?
 [[ $rc -ne 0 ]] || fail "a bad grid under mpirun exited 0"
 [[ ! -e $dir/bad.jsonl ]] || fail "a bad grid under mpirun created the output file"
-[[ $(grep -c 'is not available in sweeps yet' "$dir/bad.err") -eq 1 ]] || fail "bad grid: stderr: $(cat "$dir/bad.err")"
+[[ $(grep -c 'is not a command' "$dir/bad.err") -eq 1 ]] || fail "bad grid: stderr: $(cat "$dir/bad.err")"
 
 echo "sweep.mpi: $n points: mpirun -np 2 equals the serial run; -np 3 --resume completes a cut file"

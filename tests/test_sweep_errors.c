@@ -18,9 +18,6 @@ typedef struct grid_case {
 } grid_case_t;
 
 static const grid_case_t CASES[] = {
-    {"command_run",
-     "{\"command\": \"run\"}",
-     {"command: \"run\" is not available in sweeps yet", "allowed: estimate, search"}},
     {"command_unknown",
      "{\"command\": \"estimat\"}",
      {"command: \"estimat\" is not a command", "did you mean \"estimate\""}},

@@ -104,17 +104,50 @@ static int point_search(const cJSON *scenario, const cJSON *options, cJSON **res
     return rc;
 }
 
+/* run: "analytic" (the model's times instead of flows on the topology), "interleave" (virtual stages
+ * per GPU; 1 is 1F1B). The wall time is left out of the result, so lines stay deterministic. */
+static int point_run(const cJSON *scenario, const cJSON *options, cJSON **result, cli_diag_t *diag) {
+    scenario_t scn;
+    int searched = 0;
+    char schedule[32];
+    run_opts_t opts;
+    memset(&opts, 0, sizeof opts);
+    opts.json = opts.deterministic = 1;
+    opts.comm = option_value(options, "analytic") ? "analytic" : "network";
+    const int64_t v = option_value(options, "interleave");
+    if (v > 1)
+        snprintf(schedule, sizeof schedule, "interleaved:%" PRId64, v);
+    else
+        snprintf(schedule, sizeof schedule, "1f1b");
+    opts.schedule = schedule;
+    *result = NULL;
+    int rc = load_point(&scn, scenario, &searched, diag);
+    if (!rc && searched) {
+        model_parallel_t best;
+        int64_t evaluated = 0, feasible = 0;
+        rc = cmd_search_best(&scn, &best, &evaluated, &feasible, diag);
+        if (!rc)
+            scenario_set_layout(&scn, &best, SCN_FROM_DERIVED);
+    }
+    if (!rc)
+        rc = cmd_run_result(&scn, &opts, result, diag);
+    scenario_destroy(&scn);
+    return rc;
+}
+
+static const sweep_option_t RUN_OPTIONS[] = {{"analytic", SWEEP_OPT_BOOL, 0, 0, 1},
+                                             {"interleave", SWEEP_OPT_INT, 1, 1, 64},
+                                             {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
 static const sweep_option_t ESTIMATE_OPTIONS[] = {{"layers", SWEEP_OPT_BOOL, 0, 0, 1},
                                                   {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
 static const sweep_option_t SEARCH_OPTIONS[] = {{"top", SWEEP_OPT_INT, 10, 1, 1000000},
                                                 {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
-static const sweep_option_t NO_OPTIONS[] = {{NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
 
 /* One line per command. */
 static const sweep_command_t COMMANDS[] = {
     {"estimate", point_estimate, ESTIMATE_OPTIONS, 1, NULL},
     {"search", point_search, SEARCH_OPTIONS, 0, NULL},
-    {"run", NULL, NO_OPTIONS, 1, "simulation points join when `stepsim run` lands"},
+    {"run", point_run, RUN_OPTIONS, 1, NULL},
 };
 
 const sweep_command_t *sweep_command_find(const char *name) {
