@@ -142,7 +142,7 @@ static void set_costs(const sim_engine_t *e, sim_coll_t *c) {
     const sim_proto_params_t *pp = &e->cfg.proto[c->proto];
     const int a = proto_class(c);
     double eff = pp->efficiency[a];
-    if (c->crossing && c->per_domain == 1)
+    if (c->crossing && c->per_domain == 1 && c->algo != SIM_ALGO_DIRECT) /* collectives, not messages */
         eff *= e->cfg.single_member_efficiency;
     c->wire = 1.0 / eff;
     const double cap = pp->max_busbw_bytes_per_s[c->crossing ? 1 : 0];
@@ -320,9 +320,11 @@ static void add_ring_phase(sim_coll_t *c, int32_t n_rings, int32_t len, int32_t 
 
 /* k channels: k rings over the same members in different orders, each moving size / k. One
  * channel keeps the members' order. Several channels across g-member domains (g > 1) visit the
- * domains in order and enter domain d at its (c mod g)-th member, leaving from the one before: NCCL's
- * rings, which use every NIC of a node once in each direction. Inside one domain of at most 5
- * members they take the Hamiltonian cycles (ring_cycle); otherwise the coprime strides. */
+ * domains in order; channel c enters domain d at its ((c - d) mod g)-th member and leaves from the
+ * one before, which is the member the next domain enters at: every hop between domains stays on one
+ * rail (NIC index), and over g channels every NIC of a domain sends once and receives once (NCCL's
+ * rings on a rail-aligned fabric). Inside one domain of at most 5 members they take the Hamiltonian
+ * cycles (ring_cycle); otherwise the coprime strides. */
 static int plan_ring(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
     const int32_t n = c->n, k = c->channels;
     if (pairs_alloc(e, c, k * n))
@@ -337,7 +339,7 @@ static int plan_ring(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
         if (cycles)
             ring_cycle(n, ch, perm);
         for (int32_t q = 0; q < n; q++)
-            pos[q] = node_rings ? order[q / g * g + (ch + q % g) % g]
+            pos[q] = node_rings ? order[q / g * g + ((ch - q / g + q % g) % g + g) % g]
                      : cycles   ? order[perm[q]]
                                 : (int32_t)(q * s % n);
         for (int32_t q = 0; q < n; q++)
@@ -472,8 +474,13 @@ static double tree_chunk(const sim_engine_t *e, const sim_coll_t *c) {
     return chunk;
 }
 
-static int plan_tree(sim_engine_t *e, sim_coll_t *c) {
-    const int32_t n = c->n;
+/* NCCL's double binary tree over the members. Across g-member domains (g > 1) tree rank t is the
+ * (t / N)-th member of domain t mod N (rail-major, N domains), so a tree edge joins the same rail of
+ * different domains, as NCCL's trees (one per channel, each over one NIC of every node) do, instead
+ * of crossing rails through the network's switches. */
+static int plan_tree(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
+    const int32_t n = c->n, nd = g > 1 && n > g ? n / g : 0;
+#define TREE_MEMBER(t) (nd ? order[(t) % nd * g + (t) / nd] : (t))
     free(c->tree_parent); /* planned before, as a candidate of auto */
     free(c->tree_child);
     c->tree_parent = malloc((size_t)n * 2 * sizeof *c->tree_parent);
@@ -487,9 +494,10 @@ static int plan_tree(sim_engine_t *e, sim_coll_t *c) {
             const int32_t p = c->tree_parent[t * n + v];
             if (p < 0)
                 continue;
-            pair_set(c, (2 * t) * n + v, v, p);     /* up: child -> parent */
-            pair_set(c, (2 * t + 1) * n + v, p, v); /* down: parent -> child */
+            pair_set(c, (2 * t) * n + v, TREE_MEMBER(v), TREE_MEMBER(p));     /* up: child -> parent */
+            pair_set(c, (2 * t + 1) * n + v, TREE_MEMBER(p), TREE_MEMBER(v)); /* down: parent -> child */
         }
+#undef TREE_MEMBER
     c->chunk = tree_chunk(e, c);
     const int64_t k = n_chunks(c->size_bytes / 2.0, c->chunk);
     c->phases[c->n_phases++] = (sim_phase_t){
@@ -511,7 +519,7 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
     case SIM_ALGO_CHAIN:
         return plan_chain(e, c);
     case SIM_ALGO_TREE:
-        return plan_tree(e, c);
+        return plan_tree(e, c, order, g);
     default: /* direct */
         if (pairs_alloc(e, c, 1))
             return SIM_ENOMEM;

@@ -222,7 +222,7 @@ typedef struct sim_config {
     sim_proto_params_t proto[SIM_PROTO_COUNT];
     sim_ring_latency_t ring_latency; /* default SIM_RING_LATENCY_SLOWEST */
     /* Wire efficiency, (0, 1], of collectives that cross domains with one member in each (NCCL: a GPU
-     * that sends and receives through the same NIC). Default 1. */
+     * that sends and receives through the same NIC); not of sendrecv (direct). Default 1. */
     double single_member_efficiency;
     /* > 0: the tree's chunk adapts as NCCL's: chunk_bytes halves while a tree gets fewer than
      * 8 x depth chunks, down to this. 0 (default): chunk_bytes. */

@@ -283,6 +283,21 @@ static void test_tree_chunk(void **state) {
     expect_time("tree chunk", &r, (k + 2 * depth - 1) * (2e-6 + load * c / 25e9));
 }
 
+/* Across domains the tree's ranks are rail-major: 16 GPUs in domains of 4 give a tree whose idle
+ * time is its closed form, and sendrecv does not pay the single-member efficiency. */
+static void test_tree_across_domains(void **state) {
+    (void)state;
+    sim_config_t cfg;
+    sim_config_default(&cfg);
+    cfg.single_member_efficiency = 0.5;
+    const star_run_t r = run_star(&cfg, 16, 4, SIM_COLL_ALLREDUCE, SIM_ALGO_TREE, SIM_PROTO_AUTO, 1,
+                                  SIM_FIDELITY_FAST, 64 * MIB);
+    assert_true(fabs(r.time_s - r.closed_s) < 1e-6 * r.closed_s);
+    const star_run_t p = run_star(&cfg, 2, 1, SIM_COLL_SENDRECV, SIM_ALGO_AUTO, SIM_PROTO_AUTO, 1,
+                                  SIM_FIDELITY_STEP, 64 * MIB);
+    expect_time("sendrecv", &p, 2e-6 + 64 * MIB / 25e9);
+}
+
 static void test_nccl_config(void **state) {
     (void)state;
     sim_config_t cfg;
@@ -372,6 +387,7 @@ int main(void) {
         cmocka_unit_test(test_mesh_cycles),
         cmocka_unit_test(test_caps_and_single_member),
         cmocka_unit_test(test_tree_chunk),
+        cmocka_unit_test(test_tree_across_domains),
         cmocka_unit_test(test_nccl_config),
         cmocka_unit_test(test_config_errors),
     };
