@@ -125,7 +125,7 @@ static const error_case_t CASES[] = {
     {"two_files", {"estimate", "a.json", "b.json"}, 2, {"b.json: unexpected argument", "one scenario file"}},
     {"unknown_command", {"estimat"}, 2, {"estimat: unknown command", "did you mean \"estimate\""}},
     {"missing_command", {NULL}, 2, {"missing command", "estimate, search"}},
-    {"command_not_available", {"collective"}, 2, {"collective: not available"}},
+    {"command_not_available", {"compare"}, 2, {"compare: not available"}},
     {"inline_model_json",
      {"estimate", "--model", "{\"seq_len\": 2048}"},
      2,

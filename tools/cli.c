@@ -68,7 +68,7 @@ static const struct {
     {"estimate", CMD_ESTIMATE, "closed-form iteration time, throughput and memory of one configuration"},
     {"search", CMD_SEARCH, "enumerate every parallel layout and print the top K by throughput"},
     {"topo", 0, "build a cluster topology: size, diameter, bisection, cost; GraphML/DOT export"},
-    {"collective", 0, "simulate one collective on a topology (not in this version)"},
+    {"collective", 0, "simulate one collective on a topology, like nccl-tests: time, algbw, busbw"},
     {"run", 0, "simulate one training step event by event: step time, breakdown, memory, links, trace"},
     {"compare", 0, "compare the simulator with the analytic model (not in this version)"},
     {"validate", 0, "compare predictions with measured training runs (--measured FILE.csv)"},
@@ -86,6 +86,7 @@ static const struct {
     {"topo", cmd_topo, cmd_topo_help},
     {"validate", cmd_validate, cmd_validate_help},
     {"run", cmd_run, cmd_run_help},
+    {"collective", cmd_collective, cmd_collective_help},
 };
 
 /* ---- help ------------------------------------------------------------------------------------ */

@@ -66,4 +66,9 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
 void cmd_run_help(FILE *out);
 int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_diag_t *diag);
 
+/* `stepsim collective [SCENARIO.json] --op OP ...` (cmd_collective.c): one collective simulated on a
+ * topology, nccl-tests style. */
+int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
+void cmd_collective_help(FILE *out);
+
 #endif

@@ -1,0 +1,684 @@
+/* cmd_collective.c - `stepsim collective`: nccl-tests for a simulated cluster. One collective (op,
+ * algorithm, protocol, GPUs, GPUs per node, groups, placement) over a size or a doubling size sweep on a
+ * topology built by topo/, simulated by sim_coll_bench_run on a fresh engine per size; prints time,
+ * the closed form, algbw and busbw per size (interfaces.md), as a table or one JSON object.
+ *
+ * The topology comes from --topology, else the scenario file's "topology", else "ideal" built from the
+ * system (--system or the scenario's): the system only gives link speeds to the ideal topology. Presets
+ * and built kinds are sized to the nodes the GPUs need (--gpus / --gpus-per-node), tori and GraphML
+ * files are taken whole. With --calibration nccl (the default) the engine runs NCCL's cost model
+ * (sim_config_nccl: protocols, launch and step latencies, NCCL's NVLink rate) for the GPU and host the
+ * topology's node implies, and the network links run at the fabric's NCCL efficiency (docs/engine.md,
+ * "Calibration"); --calibration none gives the bare alpha-beta flow model on nominal links.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <igraph.h>
+
+#include "commands.h"
+#include "output.h"
+#include "sim.h"
+#include "topo.h"
+#include "topo_json.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_SIZES 64
+#define MAX_SIZE_BYTES 1125899906842624.0 /* 1 PiB */
+
+/* NCCL's efficiency on the network links, per fabric (docs/engine.md): InfiniBand reaches 46-48 of
+ * 50 GB/s per NDR NIC and ~24 of 25 per HDR NIC (NVIDIA maintainers, nccl-tests #290, #252);
+ * Slingshot (the dragonfly kind's defaults and both dragonfly presets) is the value measured on
+ * Perlmutter at 2-4 GPUs per node (33.5 of 50 and 70.5 of 100 GB/s of bus bandwidth). */
+#define NET_EFF_INFINIBAND 0.94
+#define NET_EFF_SLINGSHOT 0.70
+/* NVLink on A100 (NVLink-3): measured NCCL bus bandwidth of about 200 of 300 GB/s per GPU on an
+ * 8 x A100 NVLink node (nccl-tests #149), rather than NCCL's modelled 20 of 25 GB/s per link; H100 and
+ * later keep sim_config_nccl's 20.6 of 25 GB/s, which matches the ~370 of 450 GB/s NVIDIA's
+ * maintainers quote for rings (nccl-tests #212). */
+#define NVLINK_EFF_A100 0.67
+
+enum {
+    O_TOPOLOGY,
+    O_SYSTEM,
+    O_OP,
+    O_ALGO,
+    O_PROTO,
+    O_GPUS,
+    O_GPN,
+    O_SIZE,
+    O_SIZES,
+    O_GROUPS,
+    O_PLACEMENT,
+    O_FIDELITY,
+    O_CHANNELS,
+    O_CALIBRATION,
+    O_NET_EFF,
+    O_NVLINK_EFF,
+    O_JSON,
+    O_HELP,
+    O_COUNT
+};
+
+static const struct {
+    const char *name, *arg, *def, *help;
+} OPTS[O_COUNT] = {
+    {"--topology", "NAME|FILE|JSON", "the scenario's, else ideal",
+     "topology preset, kind, GraphML or JSON file, or inline object (scenario: topology)"},
+    {"--system", "NAME|JSON", "the scenario's (A100)",
+     "link speeds of the ideal topology (scenario: system)"},
+    {"--op", "OP", "allreduce", "allreduce, allgather, reducescatter, broadcast, reduce or sendrecv"},
+    {"--algo", "ALGO", "auto",
+     "ring, tree, hierarchical, halving-doubling, chain, direct, or auto (as NCCL's tuner)"},
+    {"--proto", "PROTO", "auto", "NCCL protocol: simple, ll, ll128, or auto"},
+    {"--gpus", "N", "every GPU of the topology", "GPUs of all groups together (scenario: gpus)"},
+    {"--gpus-per-node", "K", "the topology's node size", "use the first K GPUs of every node"},
+    {"--size", "BYTES", "", "one size: bytes, or with a K, M or G suffix (x 1024, 1024^2, 1024^3)"},
+    {"--sizes", "MIN:MAX", "1M:1G", "sizes MIN, 2 MIN, 4 MIN, ... up to MAX"},
+    {"--groups", "G", "1", "G equal, disjoint groups run the collective at once"},
+    {"--placement", "P", "contiguous", "contiguous, or strided (group g holds GPUs g, g+G, ...)"},
+    {"--fidelity", "F", "fast", "fast (one coflow per ring) or step (every step's flows)"},
+    {"--channels", "N|auto", "auto", "rings per ring phase (NCCL channels), 1..64"},
+    {"--calibration", "C", "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none"},
+    {"--net-efficiency", "X", "0.70 on dragonflies, else 0.94",
+     "usable fraction of every network link (with --calibration nccl)"},
+    {"--nvlink-efficiency", "X", "0.67 (A100), 0.824 (H100 and later)",
+     "usable fraction of every NVLink link (with --calibration nccl)"},
+    {"--json", NULL, "off", "print exactly one JSON object on stdout"},
+    {"--help", NULL, "", "print this help and exit"},
+};
+
+typedef struct coll_args {
+    const char *scenario;
+    const char *value[O_COUNT]; /* the option's text, NULL if not given */
+    int json, help;
+} coll_args_t;
+
+/* Everything resolved from the arguments. */
+typedef struct coll_req {
+    sim_coll_op_t op;
+    sim_coll_algo_t algo;
+    sim_proto_t proto;
+    sim_fidelity_t fidelity;
+    int64_t gpus, gpn, groups;
+    int strided, calibrated, channels;
+    double net_eff, nvlink_eff; /* 0: the default */
+    double sizes[MAX_SIZES];
+    int n_sizes;
+} coll_req_t;
+
+void cmd_collective_help(FILE *out) {
+    fprintf(out, "usage: stepsim collective [SCENARIO.json] [--option value ...]\n\n"
+                 "Simulate one collective the way nccl-tests measures a real one: G groups of GPUs run it\n"
+                 "at once on a topology; print time, closed form, algbw and busbw per size (busbw = algbw\n"
+                 "x 2(n-1)/n for allreduce, x (n-1)/n for allgather and reducescatter, n the group size).\n\n"
+                 "options:\n");
+    for (size_t i = 0; i < COUNT(OPTS); i++) {
+        char lhs[48];
+        snprintf(lhs, sizeof lhs, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
+                 OPTS[i].arg ? OPTS[i].arg : "");
+        fprintf(out, "  %-28s %s%s%s%s\n", lhs, OPTS[i].help, OPTS[i].def[0] ? " (default: " : "",
+                OPTS[i].def, OPTS[i].def[0] ? ")" : "");
+    }
+    fprintf(out, "  Options also take the form --option=value.\n\n"
+                 "topology presets (sized to the nodes the GPUs need):\n");
+    for (size_t i = 0; topo_preset_name(i); i++)
+        fprintf(out, "  %-18s %s\n", topo_preset_name(i), topo_preset_summary(topo_preset_name(i)));
+    fprintf(out,
+            "\nUnits: sizes in bytes (nccl-tests' size: the whole buffer), times in microseconds in the\n"
+            "table and seconds in JSON, bandwidths in GB/s (1e9) in the table and bytes/s in JSON.\n"
+            "Calibration and the measured accuracy: docs/engine.md.\n");
+}
+
+/* ---- parsing ---------------------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, coll_args_t *a, cli_diag_t *d) {
+    memset(a, 0, sizeof *a);
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "-h") == 0) {
+            a->help = 1;
+            continue;
+        }
+        if (s[0] != '-') {
+            if (a->scenario)
+                return cli_fail(d, CLI_EUSAGE,
+                                "%.60s: unexpected argument (the scenario file is %.60s); allowed: one "
+                                "SCENARIO.json",
+                                s, a->scenario);
+            a->scenario = s;
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(s, '=');
+        const size_t len = eq ? (size_t)(eq - s) : strlen(s);
+        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
+        int o = -1;
+        for (int k = 0; k < O_COUNT; k++)
+            if (strcmp(name, OPTS[k].name) == 0)
+                o = k;
+        if (o < 0) {
+            const char *names[O_COUNT];
+            for (int k = 0; k < O_COUNT; k++)
+                names[k] = OPTS[k].name;
+            const char *sg = cli_suggest(name, names, O_COUNT);
+            return cli_fail(d, CLI_EUSAGE,
+                            "%.60s: unknown option%s%s%s; allowed: see `stepsim collective --help`", name,
+                            sg ? " (did you mean " : "", sg ? sg : "", sg ? "?)" : "");
+        }
+        if (!OPTS[o].arg) {
+            if (eq)
+                return cli_fail(d, CLI_EUSAGE, "%s: takes no value (got \"%.60s\"); allowed: %s alone", name,
+                                eq + 1, name);
+            if (o == O_JSON)
+                a->json = 1;
+            else
+                a->help = 1;
+            continue;
+        }
+        if (eq)
+            a->value[o] = eq + 1;
+        else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+            a->value[o] = argv[++i];
+        else
+            return cli_fail(d, CLI_EUSAGE, "%s: missing value; allowed: %s %s", name, name, OPTS[o].arg);
+    }
+    return CLI_OK;
+}
+
+static int parse_int(const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out, cli_diag_t *d) {
+    char *end = NULL;
+    errno = 0;
+    const long long v = strtoll(text, &end, 10);
+    if (!text[0] || *end || errno)
+        return cli_fail(d, CLI_EUSAGE, "%s: \"%.60s\" is not an integer; allowed: %lld..%lld", opt, text,
+                        (long long)lo, (long long)hi);
+    if (v < lo || v > hi)
+        return cli_fail(d, CLI_EUSAGE, "%s: %lld is out of range; allowed: %lld..%lld", opt, v, (long long)lo,
+                        (long long)hi);
+    *out = v;
+    return CLI_OK;
+}
+
+static int parse_fraction(const char *opt, const char *text, double *out, cli_diag_t *d) {
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(text, &end);
+    if (!text[0] || *end || errno || !(v > 0.0 && v <= 1.0))
+        return cli_fail(d, CLI_EUSAGE, "%s: \"%.60s\" is not a fraction; allowed: a number in (0, 1]", opt,
+                        text);
+    *out = v;
+    return CLI_OK;
+}
+
+/* "65536", "64K", "1M", "8G": bytes, suffixes powers of two. */
+static int parse_size(const char *opt, const char *text, double *out, cli_diag_t *d) {
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(text, &end, 10);
+    double mult = 1.0;
+    if (end != text && *end && !end[1]) {
+        switch (*end) {
+        case 'K':
+        case 'k':
+            mult = 1024.0;
+            end++;
+            break;
+        case 'M':
+        case 'm':
+            mult = 1024.0 * 1024.0;
+            end++;
+            break;
+        case 'G':
+        case 'g':
+            mult = 1024.0 * 1024.0 * 1024.0;
+            end++;
+            break;
+        default:
+            break;
+        }
+    }
+    if (end == text || *end || errno || text[0] == '-')
+        return cli_fail(
+            d, CLI_EUSAGE,
+            "%s: \"%.60s\" is not a size; allowed: a positive integer of bytes, optionally with a K, "
+            "M or G suffix (1K = 1024)",
+            opt, text);
+    const double bytes = (double)v * mult;
+    if (!(bytes >= 1.0) || bytes > MAX_SIZE_BYTES)
+        return cli_fail(d, CLI_EUSAGE, "%s: %.60s is out of range; allowed: 1 byte to 1P (2^50 bytes)", opt,
+                        text);
+    *out = bytes;
+    return CLI_OK;
+}
+
+static int parse_sizes(const char *text, coll_req_t *r, cli_diag_t *d) {
+    const char *colon = strchr(text, ':');
+    if (!colon)
+        return cli_fail(d, CLI_EUSAGE, "--sizes: \"%.60s\" is not MIN:MAX; allowed: e.g. --sizes 1M:1G",
+                        text);
+    char lo_text[64];
+    snprintf(lo_text, sizeof lo_text, "%.*s", (int)((size_t)(colon - text) < 63 ? colon - text : 63), text);
+    double lo, hi;
+    int rc = parse_size("--sizes", lo_text, &lo, d);
+    if (!rc)
+        rc = parse_size("--sizes", colon + 1, &hi, d);
+    if (rc)
+        return rc;
+    if (lo > hi)
+        return cli_fail(d, CLI_EUSAGE, "--sizes: MIN %s is larger than MAX %s; allowed: MIN <= MAX", lo_text,
+                        colon + 1);
+    r->n_sizes = 0;
+    for (double s = lo; s <= hi; s *= 2.0) {
+        if (r->n_sizes == MAX_SIZES)
+            return cli_fail(d, CLI_EUSAGE,
+                            "--sizes: %.60s gives more than %d sizes; allowed: MAX / MIN < 2^%d", text,
+                            MAX_SIZES, MAX_SIZES);
+        r->sizes[r->n_sizes++] = s;
+    }
+    return CLI_OK;
+}
+
+static int parse_choice(const char *opt, const char *text, const char *const *names, int n, int *out,
+                        const char *allowed, cli_diag_t *d) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(text, names[i]) == 0) {
+            *out = i;
+            return CLI_OK;
+        }
+    const char *sg = cli_suggest(text, names, (size_t)n);
+    return cli_fail(d, CLI_EUSAGE, "%s: \"%.60s\" is not allowed%s%s%s; allowed: %s", opt, text,
+                    sg ? " (did you mean \"" : "", sg ? sg : "", sg ? "\"?)" : "", allowed);
+}
+
+/* Which algorithms apply to which op (the engine checks the group's shape). */
+static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
+    const int ring_op = op <= SIM_COLL_REDUCESCATTER,
+              chain_op = op == SIM_COLL_BROADCAST || op == SIM_COLL_REDUCE;
+    switch (algo) {
+    case SIM_ALGO_TREE:
+        return op == SIM_COLL_ALLREDUCE ? NULL : "applies to allreduce only";
+    case SIM_ALGO_HIERARCHICAL:
+    case SIM_ALGO_HALVING_DOUBLING:
+        return ring_op ? NULL : "applies to allreduce, allgather and reducescatter";
+    case SIM_ALGO_RING:
+        return ring_op || chain_op || op == SIM_COLL_SENDRECV ? NULL : "does not apply";
+    case SIM_ALGO_CHAIN:
+        return chain_op ? NULL : "applies to broadcast and reduce";
+    case SIM_ALGO_DIRECT:
+        return op == SIM_COLL_SENDRECV ? NULL : "applies to sendrecv";
+    default:
+        return NULL;
+    }
+}
+
+static int resolve_request(const coll_args_t *a, coll_req_t *r, cli_diag_t *d) {
+    static const char *const ops[] = {"allreduce", "allgather", "reducescatter",
+                                      "broadcast", "reduce",    "sendrecv"};
+    static const char *const algos[] = {"auto",  "ring",  "tree", "hierarchical", "halving-doubling",
+                                        "chain", "direct"};
+    static const char *const protos[] = {"auto", "simple", "ll", "ll128"};
+    static const char *const placements[] = {"contiguous", "strided"};
+    static const char *const fidelities[] = {"step", "fast"};
+    static const char *const calibrations[] = {"none", "nccl"};
+    memset(r, 0, sizeof *r);
+    r->op = SIM_COLL_ALLREDUCE;
+    r->fidelity = SIM_FIDELITY_FAST;
+    r->groups = 1;
+    r->calibrated = 1;
+    r->channels = SIM_CHANNELS_AUTO;
+    int v = 0, rc = CLI_OK;
+    const char *const *val = a->value;
+    if (!rc && val[O_OP] &&
+        !(rc = parse_choice("--op", val[O_OP], ops, (int)COUNT(ops), &v,
+                            "allreduce, allgather, reducescatter, broadcast, reduce, sendrecv", d)))
+        r->op = (sim_coll_op_t)v;
+    if (!rc && val[O_ALGO] &&
+        !(rc = parse_choice("--algo", val[O_ALGO], algos, (int)COUNT(algos), &v,
+                            "ring, tree, hierarchical, halving-doubling, chain, direct, auto", d)))
+        r->algo = (sim_coll_algo_t)v;
+    if (!rc && val[O_PROTO] &&
+        !(rc = parse_choice("--proto", val[O_PROTO], protos, (int)COUNT(protos), &v,
+                            "simple, ll, ll128, auto", d)))
+        r->proto = (sim_proto_t)v;
+    if (!rc && val[O_PLACEMENT] &&
+        !(rc = parse_choice("--placement", val[O_PLACEMENT], placements, 2, &v, "contiguous, strided", d)))
+        r->strided = v;
+    if (!rc && val[O_FIDELITY] &&
+        !(rc = parse_choice("--fidelity", val[O_FIDELITY], fidelities, 2, &v, "step, fast", d)))
+        r->fidelity = v ? SIM_FIDELITY_FAST : SIM_FIDELITY_STEP;
+    if (!rc && val[O_CALIBRATION] &&
+        !(rc = parse_choice("--calibration", val[O_CALIBRATION], calibrations, 2, &v, "nccl, none", d)))
+        r->calibrated = v;
+    if (!rc && val[O_GPUS])
+        rc = parse_int("--gpus", val[O_GPUS], 1, INT32_MAX, &r->gpus, d);
+    if (!rc && val[O_GPN])
+        rc = parse_int("--gpus-per-node", val[O_GPN], 1, 1 << 20, &r->gpn, d);
+    if (!rc && val[O_GROUPS])
+        rc = parse_int("--groups", val[O_GROUPS], 1, INT32_MAX, &r->groups, d);
+    if (!rc && val[O_CHANNELS] && strcmp(val[O_CHANNELS], "auto") != 0) {
+        int64_t k;
+        if (!(rc = parse_int("--channels", val[O_CHANNELS], 1, 64, &k, d)))
+            r->channels = (int)k;
+    }
+    if (!rc && val[O_NET_EFF])
+        rc = parse_fraction("--net-efficiency", val[O_NET_EFF], &r->net_eff, d);
+    if (!rc && val[O_NVLINK_EFF])
+        rc = parse_fraction("--nvlink-efficiency", val[O_NVLINK_EFF], &r->nvlink_eff, d);
+    if (!rc && val[O_SIZE] && val[O_SIZES])
+        rc = cli_fail(d, CLI_EUSAGE, "--size: given with --sizes %.60s; allowed: one of --size, --sizes",
+                      val[O_SIZES]);
+    if (!rc && val[O_SIZE]) {
+        r->n_sizes = 1;
+        rc = parse_size("--size", val[O_SIZE], &r->sizes[0], d);
+    } else if (!rc) {
+        rc = parse_sizes(val[O_SIZES] ? val[O_SIZES] : "1M:1G", r, d);
+    }
+    if (rc)
+        return rc;
+    const char *why = algo_mismatch(r->op, r->algo);
+    if (why)
+        return cli_fail(d, CLI_EUSAGE, "--algo: %s %s (--op %s); allowed: auto or an algorithm of the op",
+                        sim_coll_algo_name(r->algo), why, sim_coll_op_name(r->op));
+    return CLI_OK;
+}
+
+/* ---- topology ----------------------------------------------------------------------------------- */
+
+typedef struct coll_topo {
+    topo_params_t p;
+    char store[1024];
+    char where[300], prefix[320];
+    topo_t *t;
+    int64_t nodes, node_gpus;
+} coll_topo_t;
+
+static int load_scenario(const coll_args_t *a, scenario_t *scn, cli_diag_t *d) {
+    int rc = scenario_init(scn, d);
+    if (!rc && a->scenario)
+        rc = scenario_load_file(scn, a->scenario, d);
+    if (!rc && a->value[O_SYSTEM])
+        rc = scenario_set_option(scn, "--system", a->value[O_SYSTEM], d);
+    if (!rc && a->value[O_TOPOLOGY])
+        rc = scenario_set_option(scn, "--topology", a->value[O_TOPOLOGY], d);
+    return rc;
+}
+
+/* Parameters for `gpus` GPUs (0: the topology's own size). */
+static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, coll_topo_t *ct,
+                           cli_diag_t *d) {
+    cJSON *ideal = NULL;
+    const cJSON *spec = scn->topology;
+    if (a->value[O_TOPOLOGY])
+        snprintf(ct->where, sizeof ct->where, "--topology");
+    else if (spec)
+        snprintf(ct->where, sizeof ct->where, "%s: topology", a->scenario);
+    else {
+        snprintf(ct->where, sizeof ct->where, "topology");
+        spec = ideal = cJSON_CreateString("ideal");
+        if (!ideal)
+            return cli_fail(d, CLI_ERUNTIME, "collective: out of memory");
+    }
+    if (a->value[O_TOPOLOGY] || !scn->topology)
+        snprintf(ct->prefix, sizeof ct->prefix, "%s: ", ct->where);
+    else
+        snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->scenario);
+    int rc = topo_json_params(spec, ct->where, &scn->system, gpus, &ct->p, ct->store, sizeof ct->store, d);
+    if (!rc && ideal && gpus == 0)
+        ct->p.gpus = scn->value[SCN_GPUS];
+    cJSON_Delete(ideal);
+    return rc;
+}
+
+/* Build the topology the request needs: first its own size, to learn the node; then, for kinds that
+ * can be sized, just the nodes the GPUs take. Fills r->gpus and r->gpn when they were not given. */
+static int build_topology(const coll_args_t *a, scenario_t *scn, coll_req_t *r, coll_topo_t *ct,
+                          cli_diag_t *d) {
+    int rc = topo_params_for(a, scn, 0, ct, d);
+    if (rc)
+        return rc;
+    const topo_kind_t kind = ct->p.kind;
+    const int sized = kind != TOPO_KIND_TORUS && kind != TOPO_KIND_GRAPHML;
+    int64_t g = ct->p.node.gpus_per_node > 0 ? ct->p.node.gpus_per_node : 1;
+    if (kind != TOPO_KIND_GRAPHML && r->gpn > g)
+        return cli_fail(d, CLI_EUSAGE,
+                        "--gpus-per-node: %lld exceeds the topology's %lld GPUs per node; allowed: 1..%lld",
+                        (long long)r->gpn, (long long)g, (long long)g);
+    if (sized && r->gpus > 0) {
+        const int64_t k = r->gpn > 0 ? r->gpn : r->gpus < g ? r->gpus : g;
+        if (r->gpus % k)
+            return cli_fail(
+                d, CLI_EUSAGE,
+                "--gpus: %lld is not a multiple of %lld GPUs per node; allowed: a multiple of %lld",
+                (long long)r->gpus, (long long)k, (long long)k);
+        if ((rc = topo_params_for(a, scn, r->gpus / k * g, ct, d)))
+            return rc;
+    }
+    topo_issue_t issue;
+    char msg[400];
+    igraph_set_error_handler(igraph_error_handler_ignore);
+    igraph_set_warning_handler(igraph_warning_handler_ignore);
+    rc = topo_new(&ct->p, &ct->t, &issue);
+    if (rc)
+        return cli_fail(d, topo_json_exit_code(rc), "%s%s", ct->prefix,
+                        topo_issue_format(&issue, msg, sizeof msg));
+    ct->nodes = topo_node_count(ct->t);
+    const int64_t n = topo_gpu_count(ct->t);
+    /* NVLink domains as the engine sees them (sim_topo_network): nodes when GPUs are node-major. */
+    sim_network_desc_t net;
+    if (sim_topo_network(ct->t, &net) != SIM_OK)
+        return cli_fail(d, CLI_EUSAGE, "%stoo many GPUs or links for the engine (2^31)", ct->prefix);
+    ct->node_gpus = net.gpus_per_domain;
+    if (r->gpn > ct->node_gpus)
+        return cli_fail(d, CLI_EUSAGE,
+                        "--gpus-per-node: %lld exceeds the topology's %lld GPUs per node; allowed: 1..%lld",
+                        (long long)r->gpn, (long long)ct->node_gpus, (long long)ct->node_gpus);
+    if (r->gpn == 0) /* a node's GPUs, or all of them when fewer */
+        r->gpn = r->gpus > 0 && r->gpus < ct->node_gpus ? r->gpus : ct->node_gpus;
+    const int64_t domains = n / ct->node_gpus;
+    if (r->gpus == 0)
+        r->gpus = domains * r->gpn;
+    if (r->gpus % r->gpn)
+        return cli_fail(d, CLI_EUSAGE,
+                        "--gpus: %lld is not a multiple of %lld GPUs per node; allowed: a multiple of %lld",
+                        (long long)r->gpus, (long long)r->gpn, (long long)r->gpn);
+    if (r->gpus / r->gpn > domains)
+        return cli_fail(d, CLI_EUSAGE, "--gpus: %lld at %lld per node need %lld nodes; the topology has %lld",
+                        (long long)r->gpus, (long long)r->gpn, (long long)(r->gpus / r->gpn),
+                        (long long)domains);
+    return CLI_OK;
+}
+
+/* ---- engine configuration ------------------------------------------------------------------------ */
+
+/* The GPU and host NCCL's constants depend on, from the node (docs/engine.md): NVLink-4 and faster
+ * nodes are Hopper-class; Perlmutter, Frontier and DGX A100 nodes have AMD CPUs; Perlmutter's and
+ * Frontier's NICs hang off the CPU, so NCCL keeps LL128 off the network there. */
+static void nccl_platform(const topo_params_t *p, sim_nccl_platform_t *pl) {
+    const char *name = p->node.name;
+    const int slingshot = strcmp(name, "perlmutter-gpu") == 0 || strcmp(name, "frontier-node") == 0;
+    pl->sm = p->node.nvlink_bandwidth_bytes_per_s >= 450e9 ? 90 : 80;
+    pl->amd_host = slingshot || strcmp(name, "dgx-a100") == 0;
+    pl->ll128_network = !slingshot;
+}
+
+static double default_net_eff(const topo_params_t *p) {
+    return p->kind == TOPO_KIND_DRAGONFLY ? NET_EFF_SLINGSHOT : NET_EFF_INFINIBAND;
+}
+
+static void engine_config(const coll_req_t *r, const topo_params_t *p, sim_config_t *cfg) {
+    sim_config_default(cfg);
+    cfg->fidelity = r->fidelity;
+    if (r->calibrated) {
+        sim_nccl_platform_t pl;
+        nccl_platform(p, &pl);
+        sim_config_nccl(cfg, &pl);
+        cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff > 0 ? r->net_eff : default_net_eff(p);
+        if (r->nvlink_eff > 0)
+            cfg->link_kind_efficiency[SIM_LINK_NVLINK] = r->nvlink_eff;
+        else if (pl.sm < 90)
+            cfg->link_kind_efficiency[SIM_LINK_NVLINK] = NVLINK_EFF_A100;
+    } else {
+        if (r->net_eff > 0)
+            cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
+        if (r->nvlink_eff > 0)
+            cfg->link_kind_efficiency[SIM_LINK_NVLINK] = r->nvlink_eff;
+    }
+}
+
+/* ---- running and printing ------------------------------------------------------------------------ */
+
+typedef struct coll_row {
+    double size_bytes;
+    sim_coll_bench_result_t res;
+} coll_row_t;
+
+static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg, coll_row_t *rows,
+                     cli_diag_t *d) {
+    sim_network_desc_t net;
+    sim_topo_network(ct->t, &net);
+    for (int i = 0; i < r->n_sizes; i++) {
+        const sim_coll_bench_t b = {.op = r->op,
+                                    .algo = r->algo,
+                                    .fidelity = r->fidelity,
+                                    .mode = SIM_COMM_NETWORK,
+                                    .gpus = (int32_t)r->gpus,
+                                    .groups = (int32_t)r->groups,
+                                    .gpus_per_node = (int32_t)r->gpn,
+                                    .channels = r->channels,
+                                    .strided = r->strided,
+                                    .size_bytes = r->sizes[i],
+                                    .proto = r->proto};
+        char err[300];
+        rows[i].size_bytes = r->sizes[i];
+        const int rc = sim_coll_bench_run(cfg, &net, &b, &rows[i].res, err, sizeof err);
+        const char *why = strncmp(err, "collective: ", 12) == 0 ? err + 12 : err;
+        if (rc == SIM_ENOMEM)
+            return cli_fail(d, CLI_ERUNTIME, "out of memory (%s)", why);
+        if (rc)
+            return cli_fail(d, CLI_EUSAGE, "%s; allowed: another --algo, --gpus, --groups or --placement",
+                            why);
+    }
+    return CLI_OK;
+}
+
+static const char *fidelity_name(sim_fidelity_t f) {
+    return f == SIM_FIDELITY_STEP ? "step" : "fast";
+}
+
+static int print_json(FILE *out, const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg,
+                      const coll_row_t *rows) {
+    json_writer_t w;
+    json_start(&w, out);
+    json_string(&w, "op", sim_coll_op_name(r->op));
+    json_string(&w, "algo", sim_coll_algo_name(r->algo));
+    json_int(&w, "gpus", r->gpus);
+    json_string(&w, "proto", sim_proto_name(r->proto));
+    json_string(&w, "topology", topo_name(ct->t));
+    json_int(&w, "gpus_per_node", r->gpn);
+    json_int(&w, "groups", r->groups);
+    json_string(&w, "placement", r->strided ? "strided" : "contiguous");
+    json_string(&w, "fidelity", fidelity_name(r->fidelity));
+    json_string(&w, "calibration", r->calibrated ? "nccl" : "none");
+    json_number(&w, "network_efficiency", cfg->link_kind_efficiency[SIM_LINK_NETWORK]);
+    json_number(&w, "nvlink_efficiency", cfg->link_kind_efficiency[SIM_LINK_NVLINK]);
+    json_open_array(&w, "results");
+    for (int i = 0; i < r->n_sizes; i++) {
+        const sim_coll_bench_result_t *x = &rows[i].res;
+        json_open_object(&w, NULL);
+        json_number(&w, "size_bytes", rows[i].size_bytes);
+        json_number(&w, "time_s", x->time_s);
+        json_number(&w, "closed_form_s", x->closed_form_s);
+        json_number(&w, "algbw_bytes_per_s", x->algbw_bytes_per_s);
+        json_number(&w, "busbw_bytes_per_s", x->busbw_bytes_per_s);
+        json_string(&w, "algo", sim_coll_algo_name(x->algo));
+        json_string(&w, "proto", sim_proto_name(x->proto));
+        json_int(&w, "channels", x->channels);
+        json_int(&w, "flows", x->flows);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    return json_finish(&w);
+}
+
+static void print_text(FILE *out, const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg,
+                       const coll_row_t *rows) {
+    const int64_t per_group = r->gpus / r->groups;
+    fprintf(out, "stepsim collective: %s, algo %s, proto %s on %s (%s): %lld GPUs, %lld per node\n",
+            sim_coll_op_name(r->op), sim_coll_algo_name(r->algo), sim_proto_name(r->proto), topo_name(ct->t),
+            topo_kind_name(topo_kind(ct->t)), (long long)r->gpus, (long long)r->gpn);
+    fprintf(out,
+            "%lld group%s of %lld, %s; fidelity %s; calibration %s (network links x %.3g, NVLink x %.3g)\n\n",
+            (long long)r->groups, r->groups > 1 ? "s" : "", (long long)per_group,
+            r->strided ? "strided" : "contiguous", fidelity_name(r->fidelity),
+            r->calibrated ? "nccl" : "none", cfg->link_kind_efficiency[SIM_LINK_NETWORK],
+            cfg->link_kind_efficiency[SIM_LINK_NVLINK]);
+    fprintf(out, "%14s %12s %12s %10s %10s  %-16s %-6s %8s\n", "size", "time", "closed form", "algbw",
+            "busbw", "algo", "proto", "channels");
+    fprintf(out, "%14s %12s %12s %10s %10s\n", "(B)", "(us)", "(us)", "(GB/s)", "(GB/s)");
+    for (int i = 0; i < r->n_sizes; i++) {
+        const sim_coll_bench_result_t *x = &rows[i].res;
+        fprintf(out, "%14.0f %12.2f %12.2f %10.2f %10.2f  %-16s %-6s %8d\n", rows[i].size_bytes,
+                x->time_s * 1e6, x->closed_form_s * 1e6, x->algbw_bytes_per_s / 1e9,
+                x->busbw_bytes_per_s / 1e9, sim_coll_algo_name(x->algo), sim_proto_name(x->proto),
+                (int)x->channels);
+    }
+}
+
+int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+    (void)err;
+    coll_args_t a;
+    int rc = parse_args(argc, argv, &a, d);
+    if (rc)
+        return rc;
+    if (a.help) {
+        cmd_collective_help(out);
+        return CLI_OK;
+    }
+    coll_req_t r;
+    if ((rc = resolve_request(&a, &r, d)))
+        return rc;
+    scenario_t scn;
+    memset(&scn, 0, sizeof scn);
+    coll_topo_t ct;
+    memset(&ct, 0, sizeof ct);
+    coll_row_t *rows = NULL;
+    rc = load_scenario(&a, &scn, d);
+    if (!rc && !a.value[O_GPUS] && scn.given[SCN_GPUS])
+        r.gpus = scn.value[SCN_GPUS];
+    if (!rc)
+        rc = build_topology(&a, &scn, &r, &ct, d);
+    if (!rc && r.gpus % r.groups)
+        rc = cli_fail(d, CLI_EUSAGE, "--groups: %lld does not divide --gpus %lld; allowed: a divisor of %lld",
+                      (long long)r.groups, (long long)r.gpus, (long long)r.gpus);
+    if (!rc && r.op == SIM_COLL_SENDRECV && r.gpus / r.groups != 2)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--groups: sendrecv runs in groups of 2 GPUs, got %lld of %lld; allowed: --groups %lld",
+                      (long long)r.groups, (long long)(r.gpus / r.groups), (long long)(r.gpus / 2));
+    if (!rc && r.algo == SIM_ALGO_HALVING_DOUBLING) {
+        const int64_t m = r.gpus / r.groups;
+        if (m & (m - 1))
+            rc = cli_fail(d, CLI_EUSAGE, "--algo: halving-doubling needs a power-of-two group, got %lld GPUs",
+                          (long long)m);
+    }
+    sim_config_t cfg;
+    if (!rc) {
+        engine_config(&r, &ct.p, &cfg);
+        rows = calloc((size_t)r.n_sizes, sizeof *rows);
+        if (!rows)
+            rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory");
+    }
+    if (!rc)
+        rc = run_sizes(&r, &ct, &cfg, rows, d);
+    if (!rc && a.json && print_json(out, &r, &ct, &cfg, rows) != 0)
+        rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory while printing");
+    if (!rc && !a.json)
+        print_text(out, &r, &ct, &cfg, rows);
+    free(rows);
+    topo_free(ct.t);
+    scenario_destroy(&scn);
+    return rc;
+}
