@@ -480,6 +480,7 @@ static int choose_unrecorded(run_row_t *row, cli_diag_t *d) {
             if (model_job_check(&cand, NULL) != MODEL_OK)
                 continue;
             model_summary_t s;
+            memset(&s, 0, sizeof s);
             int rc = ANALYTIC.predict(&cand, &s, d);
             if (rc)
                 return rc;
