@@ -266,20 +266,19 @@ static int comm_ops(builder_t *b, step_group_t g, model_coll_op_t cop, double by
 /* A collective of a layer in the chain. Fixed ones fold into the compute operation at microbatch
  * granularity. */
 static int chain_coll(builder_t *b, step_group_t g, model_coll_op_t cop, double bytes, int root,
-                      int32_t block, const sim_sched_item_t *it, sim_op_id_t *ops) {
+                      int32_t block, const sim_sched_item_t *it, double fixed_s, sim_op_id_t *ops) {
     sim_step_t *s = b->s;
     int rc;
     if (s->fixed_group[g] && s->granularity == SIM_GRANULARITY_MICROBATCH) {
-        double t = 0.0;
-        if ((rc = step_fixed_time(s, g, cop, bytes, root, &t)))
-            return rc;
-        acc_add(b, block, b->acc_open ? b->acc_layer0 : -1, -1, 0.0, t, 0.0, 0.0, 0.0);
+        acc_add(b, block, b->acc_open ? b->acc_layer0 : -1, -1, 0.0, fixed_s, 0.0, 0.0, 0.0);
         return SIM_OK;
     }
     if ((rc = flush(b)))
         return rc;
-    if ((rc = comm_ops(b, g, cop, bytes, root, STEP_STREAM_TP, it->pass, it->chunk, it->microbatch, ops)))
-        return rc;
+    if (s->fixed_group[g])
+        rc = fixed_ops(b, g, cop, bytes, fixed_s, STEP_STREAM_TP, it->pass, it->chunk, it->microbatch, ops);
+    else
+        rc = real_colls(b, g, cop, bytes, root, STEP_STREAM_TP, it->pass, it->chunk, it->microbatch, ops);
     for (int32_t j = 0; j < b->n && !rc; j++)
         rc = chain_add(b, j, ops[j], STEP_STREAM_TP);
     return rc;
@@ -287,43 +286,12 @@ static int chain_coll(builder_t *b, step_group_t g, model_coll_op_t cop, double 
 
 /* ---- SUMMA layers ----------------------------------------------------------------------------------- */
 
-/* Fixed time of one panel (every collective of the pass at volume / nb). */
-static int summa_panel_s(builder_t *b, const model_pass_t *ps, double nb, int panel, double *out) {
-    double t = 0.0;
-    for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
-        const model_coll_t *k = &ps->colls[c];
-        double tc = 0.0;
-        const int rc = step_fixed_time(b->s, step_group_of(k->group), k->op, k->volume_gb / nb * 1e9,
-                                       panel % (int)(k->group_size > 0 ? k->group_size : 1), &tc);
-        if (rc)
-            return rc;
-        t += tc;
-    }
-    *out = t;
-    return SIM_OK;
-}
-
-/* A SUMMA layer whose groups take fixed times: its exposed communication as a fixed segment, then its
- * compute. Reference: panel 0 exposed, then the GEMM beside all nb panels (the model's rule,
- * seed-model.md 5.3). Corrected: the panels pipelined with nb GEMM slices. */
+/* A SUMMA layer whose groups take fixed times: its exposed communication (precompute) as a fixed
+ * segment, then its compute. */
 static int summa_fixed(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
-                       const sim_sched_item_t *it, sim_op_id_t *ops) {
+                       const sim_sched_item_t *it, double exposed, sim_op_id_t *ops) {
     sim_step_t *s = b->s;
-    const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1), c = seg->dur_s;
-    double total = 0.0, p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
-    for (int i = 0; i < (int)nb; i++) {
-        double p = 0.0;
-        const int rc = summa_panel_s(b, ps, nb, i, &p);
-        if (rc)
-            return rc;
-        if (i == 0)
-            p0 = p;
-        sum += p;
-        comm_end += p;
-        g_end = fmax(g_end, comm_end) + c / nb;
-    }
-    total = s->job.compat == MODEL_COMPAT_REFERENCE ? p0 + fmax(c, sum) : g_end;
-    const double exposed = fmax(total - c, 0.0);
+    const double c = seg->dur_s;
     double bytes = 0.0;
     for (int k = 0; k < ps->n_colls && k < MODEL_MAX_COLLS; k++)
         bytes += ps->colls[k].volume_gb * 1e9;
@@ -455,12 +423,13 @@ static int block_pass(builder_t *b, const sim_sched_item_t *it, int32_t block, s
             break;
         case STEP_SEG_COLL: {
             const model_coll_t *c = &ps->colls[seg->coll];
-            rc = chain_coll(b, step_group_of(c->group), c->op, c->volume_gb * 1e9, 0, block, it, ops);
+            rc = chain_coll(b, step_group_of(c->group), c->op, c->volume_gb * 1e9, 0, block, it,
+                            s->seg_fixed_s[it->pass][k], ops);
             break;
         }
         case STEP_SEG_SUMMA: {
             const int fixed = s->fixed_group[STEP_GROUP_TP] && s->fixed_group[STEP_GROUP_CP];
-            rc = fixed ? summa_fixed(b, seg, ps, block, it, ops)
+            rc = fixed ? summa_fixed(b, seg, ps, block, it, s->seg_fixed_s[it->pass][k], ops)
                        : summa_real(b, seg, ps, block, it, ops, ops2);
             break;
         }
@@ -717,6 +686,52 @@ static void builder_free(builder_t *b) {
     free(b->opt);
 }
 
+/* The fixed times of every plan segment: a COLL segment's collective, a SUMMA layer's exposed
+ * communication. Reference: panel 0 exposed, then the GEMM beside all nb panels (the model's rule,
+ * seed-model.md 5.3). Corrected: the panels pipelined with nb GEMM slices. */
+static int precompute(sim_step_t *s) {
+    const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
+    for (int pass = 0; pass < 2; pass++) {
+        const step_plan_t *plan = &s->plans[pass];
+        for (int k = 0; k < plan->n; k++) {
+            const step_seg_t *seg = &plan->seg[k];
+            const model_layer_t *ly = &s->est.block.layers[seg->layer0];
+            const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+            s->seg_fixed_s[pass][k] = 0.0;
+            int rc = SIM_OK;
+            if (seg->kind == STEP_SEG_COLL) {
+                const model_coll_t *c = &ps->colls[seg->coll];
+                const step_group_t g = step_group_of(c->group);
+                if (s->fixed_group[g])
+                    rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &s->seg_fixed_s[pass][k]);
+            } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
+                       s->fixed_group[STEP_GROUP_CP]) {
+                double p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
+                for (int i = 0; i < (int)nb && !rc; i++) {
+                    double p = 0.0;
+                    for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS && !rc; c++) {
+                        const model_coll_t *mc = &ps->colls[c];
+                        double tc = 0.0;
+                        rc = step_fixed_time(s, step_group_of(mc->group), mc->op, mc->volume_gb / nb * 1e9,
+                                             i % (int)(mc->group_size > 0 ? mc->group_size : 1), &tc);
+                        p += tc;
+                    }
+                    p0 = i == 0 ? p : p0;
+                    sum += p;
+                    comm_end += p;
+                    g_end = fmax(g_end, comm_end) + seg->dur_s / nb;
+                }
+                const double total =
+                    s->job.compat == MODEL_COMPAT_REFERENCE ? p0 + fmax(seg->dur_s, sum) : g_end;
+                s->seg_fixed_s[pass][k] = fmax(total - seg->dur_s, 0.0);
+            }
+            if (rc)
+                return rc;
+        }
+    }
+    return SIM_OK;
+}
+
 int step_build(sim_step_t *s) {
     builder_t b;
     memset(&b, 0, sizeof b);
@@ -750,6 +765,8 @@ int step_build(sim_step_t *s) {
         rc = step_fail(s, SIM_ENOMEM,
                        "step: out of memory for the schedule of %lld passes x %d GPUs per stage",
                        (long long)(pp * nit), b.n);
+    if (!rc)
+        rc = precompute(s);
     if (!rc)
         rc = stage_groups(&b);
     for (int32_t p = 0; p < s->pp && !rc; p++) {

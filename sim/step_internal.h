@@ -112,6 +112,9 @@ struct sim_step {
     step_fixed_key_t *fixed;
     int32_t n_fixed, cap_fixed;
     int32_t group_per_domain[STEP_GROUP_COUNT]; /* members of the group in one domain (analytic) */
+    /* per plan segment whose collectives take fixed times: a COLL segment's collective, a SUMMA
+     * layer's exposed communication (filled by step_build) */
+    double seg_fixed_s[2][STEP_MAX_SEGS];
     double optimizer_s;
     /* operations */
     step_meta_t *meta;
