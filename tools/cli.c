@@ -70,8 +70,8 @@ static const struct {
     {"topo", 0, "build a cluster topology: size, diameter, bisection, cost; GraphML/DOT export"},
     {"collective", 0, "simulate one collective on a topology, like nccl-tests: time, algbw, busbw"},
     {"run", 0, "simulate one training step event by event: step time, breakdown, memory, links, trace"},
-    {"compare", 0, "compare the simulator with the analytic model (not in this version)"},
-    {"validate", 0, "compare predictions with measured training runs (--measured FILE.csv)"},
+    {"compare", 0, "simulate one workload on several topologies: step time, slowdown, links, cost"},
+    {"validate", 0, "the analytic-to-simulated waterfall, or measured runs (--measured FILE.csv)"},
     {"sweep", 0, "run estimate or search over a grid of scenarios, one JSON line per point"},
     {"help", 0, "print help: stepsim help [COMMAND]"},
 };
@@ -87,6 +87,7 @@ static const struct {
     {"validate", cmd_validate, cmd_validate_help},
     {"run", cmd_run, cmd_run_help},
     {"collective", cmd_collective, cmd_collective_help},
+    {"compare", cmd_compare, cmd_compare_help},
 };
 
 /* ---- help ------------------------------------------------------------------------------------ */

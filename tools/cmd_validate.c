@@ -105,6 +105,8 @@ void cmd_validate_help(FILE *out) {
         "keeps the fastest that fits in memory (the fastest overall if none fits).\n"
         "Constants and reasons: docs/validation.md.\n"
         "Exit codes: 0 ok; 2 bad usage or a bad file (one line naming the file, row and column).\n");
+    fprintf(out, "\n");
+    cmd_waterfall_help(out);
     fprintf(out, "\nsystem presets:");
     for (size_t i = 0; model_system_preset_name(i); i++)
         fprintf(out, " %s", model_system_preset_name(i));
@@ -642,8 +644,25 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
     return CLI_OK;
 }
 
+/* Whether argv has --measured (else the command is the waterfall of cmd_compare.c). */
+static int has_measured(int argc, char **argv) {
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--measured") == 0 || strncmp(argv[i], "--measured=", 11) == 0)
+            return 1;
+    return 0;
+}
+
 int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
-    (void)err;
+    if (!has_measured(argc, argv)) {
+        int help = 0;
+        for (int i = 2; i < argc; i++)
+            help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+        if (help) {
+            cmd_validate_help(out);
+            return CLI_OK;
+        }
+        return cmd_waterfall(argc, argv, out, err, d);
+    }
     validate_args_t a;
     int rc = parse_args(argc, argv, &a, d);
     if (rc)

@@ -71,4 +71,12 @@ int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_
 int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
 void cmd_collective_help(FILE *out);
 
+/* `stepsim compare [SCENARIO.json] --topologies A,B,C ...` (cmd_compare.c): one workload simulated on
+ * several topologies (and GPU counts); `stepsim validate [SCENARIO.json]` without --measured: the
+ * waterfall from the analytic estimate to the simulated step (cmd_validate calls cmd_waterfall). */
+int cmd_compare(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
+void cmd_compare_help(FILE *out);
+int cmd_waterfall(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
+void cmd_waterfall_help(FILE *out);
+
 #endif
