@@ -7,8 +7,11 @@
  *   ring   AR 2(n-1)(a + M/n b)      RS, AG (n-1)(a + M/n b)
  *   hd     AR 2 log2(n) a + 2 (n-1)/n M b      RS, AG log2(n) a + (n-1)/n M b
  *   chain  (n + k - 2)(a + c b), k = ceil(M / chunk) chunks of c = M / k
- *   tree   (k + 2D - 1)(a + L c b), both trees carry M/2 in k chunks of c = M / (2k); D the depth and
- *          L the per-rank link load of the two trees (sim_dbtree_shape); L = 4 gives 2 M b for large M
+ *   tree   2D (a + 2 c b) + (k - 1) L c b, both trees carry M/2 in k chunks of c = M / (2k); D the
+ *          depth and L the per-rank link load of the two trees (sim_dbtree_shape): chunk 0 of both
+ *          trees crosses 2D edges, sharing links two by two; the others follow bandwidth-bound, their
+ *          latencies hidden (NCCL keeps 8 chunks in flight per connection); L = 4 gives 2 M b for
+ *          large M
  *   hier   ring phases: AR = RS(M, g, intra) + AR(M/g, n/g, inter) + AG(M, g, intra), etc.
  *   with k channels, ring and hier take M/k, beta being what one channel gets on its narrowest link
  *   direct a + M b */
@@ -209,7 +212,7 @@ static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n
         sim_dbtree_shape(n, &depth, &load);
         const int64_t k = chunks(m / 2.0, p->chunk_bytes);
         const double c = m / 2.0 / (double)k;
-        return (double)(k + 2 * depth - 1) * (a + load * c / b);
+        return 2.0 * depth * (a + 2.0 * c / b) + (double)(k - 1) * load * c / b;
     }
     case SIM_ALGO_DIRECT:
         return op == SIM_COLL_SENDRECV ? a + m / b : -1.0;

@@ -18,6 +18,7 @@ void sim_i_coll_destroy(sim_coll_t *c) {
     free(c->mask);
     free(c->tree_parent);
     free(c->tree_child);
+    free(c->tree_last);
     memset(c, 0, sizeof *c);
 }
 
@@ -483,9 +484,11 @@ static int plan_tree(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
 #define TREE_MEMBER(t) (nd ? order[(t) % nd * g + (t) / nd] : (t))
     free(c->tree_parent); /* planned before, as a candidate of auto */
     free(c->tree_child);
+    free(c->tree_last);
+    c->tree_last = malloc((size_t)n * 4 * sizeof *c->tree_last);
     c->tree_parent = malloc((size_t)n * 2 * sizeof *c->tree_parent);
     c->tree_child = malloc((size_t)n * 4 * sizeof *c->tree_child);
-    if (!c->tree_parent || !c->tree_child || pairs_alloc(e, c, 4 * n))
+    if (!c->tree_parent || !c->tree_child || !c->tree_last || pairs_alloc(e, c, 4 * n))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for the tree");
     sim_i_dbtree_build(n, c->tree_parent, c->tree_child);
     sim_dbtree_shape(n, &c->tree_depth, &c->tree_load);

@@ -11,8 +11,8 @@
  * members. Halving-doubling and sendrecv have O(log n) and 1 steps and always run step-exact.
  *
  * State (c->st, ints): ring: sent, received, busy per member; halving-doubling: sent, busy per
- * rank plus a received-steps bit mask; chain: sent, busy per edge; tree: up-sent, up-busy,
- * down-sent, down-busy per (tree, rank). */
+ * rank plus a received-steps bit mask; chain: sent, busy per edge; tree: up-started, up-done,
+ * down-started, down-done per (tree, rank), one chunk in flight per edge. */
 #include <math.h>
 #include <string.h>
 
@@ -31,20 +31,27 @@ static double phase_bound(const sim_coll_t *c) {
     return k == SIM_PH_RING || k == SIM_PH_CHAIN ? c->bound : INFINITY;
 }
 
-/* A flow of `bytes` data bytes over one pair: the protocol's wire bytes, at its rate cap. */
-static void start_pair(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag) {
+/* A flow of `bytes` data bytes over one pair, after lat_ps: the protocol's wire bytes, at its rate
+ * cap. */
+static void start_pair_after(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag,
+                             sim_time_ps_t lat_ps) {
     sim_coll_t *c = &e->colls[id];
     const sim_pair_t *p = &c->pairs[pair];
     const int32_t slot = sim_i_flow_start(e, &c->routes[p->route_off], NULL, p->route_len, bytes * c->wire,
-                                          1.0, phase_bound(c), p->lat_ps, id, tag, p->src, p->dst);
+                                          1.0, phase_bound(c), lat_ps, id, tag, p->src, p->dst);
     if (slot < 0)
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a flow");
     c->flows++;
 }
 
-/* One coflow over pairs [lo, hi) (skipping unused pairs): `units` steps of `chunk` data bytes each
- * (the protocol's wire bytes, at its rate cap), and `units` times the slowest pair's latency. */
-static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, int64_t units, double chunk,
+/* The same after the pair's step latency. */
+static void start_pair(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag) {
+    start_pair_after(e, id, pair, bytes, tag, e->colls[id].pairs[pair].lat_ps);
+}
+
+/* One coflow over pairs [lo, hi) (skipping unused pairs): `bytes` data bytes per member (the
+ * protocol's wire bytes, at its rate cap), after `lat_units` times the slowest pair's latency. */
+static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, int64_t lat_units, double bytes,
                          int32_t tag) {
     sim_coll_t *c = &e->colls[id];
     sim_time_ps_t lat = 0;
@@ -64,8 +71,8 @@ static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, in
     }
     const sim_net_t *n = &e->net;
     const int32_t slot =
-        sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, (double)units * chunk * c->wire, 1.0,
-                         phase_bound(c), units * lat, id, tag, src < 0 ? -1 : src, src < 0 ? -1 : dst);
+        sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, bytes * c->wire, 1.0, phase_bound(c),
+                         lat_units * lat, id, tag, src < 0 ? -1 : src, src < 0 ? -1 : dst);
     if (slot < 0)
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a coflow");
     c->flows++;
@@ -101,7 +108,7 @@ static void ring_begin(sim_engine_t *e, int32_t id) {
         c->pending = ph->n_rings;
         for (int32_t j = 0; j < ph->n_rings; j++)
             start_coflow(e, id, ph->pair0 + j * ph->ring_len, ph->pair0 + (j + 1) * ph->ring_len, ph->steps,
-                         ph->chunk_bytes, j);
+                         ph->steps * ph->chunk_bytes, j);
         return;
     }
     memset(c->st, 0, 3 * (size_t)m * sizeof *c->st);
@@ -197,7 +204,8 @@ static void chain_begin(sim_engine_t *e, int32_t id) {
     const sim_phase_t *ph = cur(e, id);
     if (c->fidelity == SIM_FIDELITY_FAST) {
         c->pending = 1;
-        start_coflow(e, id, 0, c->n_pairs, (int64_t)ph->steps + c->n - 2, ph->chunk_bytes, 0);
+        const int64_t units = (int64_t)ph->steps + c->n - 2;
+        start_coflow(e, id, 0, c->n_pairs, units, (double)units * ph->chunk_bytes, 0);
         return;
     }
     memset(c->st, 0, 2 * (size_t)c->n * sizeof *c->st);
@@ -218,7 +226,10 @@ static void chain_done(sim_engine_t *e, int32_t id, int32_t j) {
 
 /* ---- double binary tree ------------------------------------------------------------------------- */
 
-/* Per (tree t, rank v): up-sent, up-busy (edge v -> parent), down-sent, down-busy (parent -> v). */
+/* Per (tree t, rank v): up-started, up-done (edge v -> parent), down-started, down-done (parent -> v).
+ * One chunk is in flight per edge and direction. NCCL keeps 8 slots per connection, so a chunk that
+ * follows the previous one on its edge back to back is already on its way: it pays no latency. A
+ * chunk that waited for its inputs pays the step latency. */
 static int32_t *tree_st(sim_coll_t *c, int field, int t, int32_t v) {
     return &c->st[(2 * field + t) * c->n + v];
 }
@@ -227,20 +238,27 @@ static int32_t *tree_st(sim_coll_t *c, int field, int t, int32_t v) {
 static int tree_has_reduced(sim_coll_t *c, int t, int32_t v, int32_t i) {
     for (int k = 0; k < 2; k++) {
         const int32_t ch = c->tree_child[2 * (t * c->n + v) + k];
-        if (ch >= 0 && *tree_st(c, 0, t, ch) <= i)
+        if (ch >= 0 && *tree_st(c, 1, t, ch) <= i)
             return 0;
     }
     return 1;
 }
 
+/* Start chunk `done` of an edge (pair and tag `edge`) whose last chunk arrived at tree_last[edge]. */
+static void tree_start(sim_engine_t *e, int32_t id, int32_t edge, int32_t done) {
+    sim_coll_t *c = &e->colls[id];
+    const int back_to_back = done > 0 && c->tree_last[edge] == e->now;
+    start_pair_after(e, id, edge, cur(e, id)->chunk_bytes, edge, back_to_back ? 0 : c->pairs[edge].lat_ps);
+}
+
 static void tree_up_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
     sim_coll_t *c = &e->colls[id];
     const int32_t i = *tree_st(c, 0, t, v);
-    if (c->tree_parent[t * c->n + v] < 0 || *tree_st(c, 1, t, v) || i >= cur(e, id)->steps ||
+    if (c->tree_parent[t * c->n + v] < 0 || i > *tree_st(c, 1, t, v) || i >= cur(e, id)->steps ||
         !tree_has_reduced(c, t, v, i))
         return;
-    *tree_st(c, 1, t, v) = 1;
-    start_pair(e, id, 2 * t * c->n + v, cur(e, id)->chunk_bytes, 2 * t * c->n + v);
+    ++*tree_st(c, 0, t, v);
+    tree_start(e, id, 2 * t * c->n + v, i);
 }
 
 /* Edge parent -> v sends chunk i once the parent has its final value: the root after reducing, any
@@ -251,13 +269,13 @@ static void tree_down_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
     if (p < 0)
         return;
     const int32_t i = *tree_st(c, 2, t, v);
-    if (*tree_st(c, 3, t, v) || i >= cur(e, id)->steps)
+    if (i > *tree_st(c, 3, t, v) || i >= cur(e, id)->steps)
         return;
     const int root = c->tree_parent[t * c->n + p] < 0;
-    if (root ? !tree_has_reduced(c, t, p, i) : *tree_st(c, 2, t, p) <= i)
+    if (root ? !tree_has_reduced(c, t, p, i) : *tree_st(c, 3, t, p) <= i)
         return;
-    *tree_st(c, 3, t, v) = 1;
-    start_pair(e, id, (2 * t + 1) * c->n + v, cur(e, id)->chunk_bytes, (2 * t + 1) * c->n + v);
+    ++*tree_st(c, 2, t, v);
+    tree_start(e, id, (2 * t + 1) * c->n + v, i);
 }
 
 static void tree_down_children(sim_engine_t *e, int32_t id, int t, int32_t v) {
@@ -266,15 +284,24 @@ static void tree_down_children(sim_engine_t *e, int32_t id, int t, int32_t v) {
         tree_down_try(e, id, t, c->tree_child[2 * (t * c->n + v) + k]);
 }
 
+/* Fast: one coflow. Chunk 0 of both trees crosses 2D edges at (alpha + 2 c beta) each (the two
+ * trees' first chunks share a rank's links); the later chunks follow back to back, their latencies
+ * hidden, so they add only the busiest link's time, L c beta each. On an idle network the coflow
+ * runs at B / L (L units on the busiest link), so it carries 2D 2c / L + (k - 1) c bytes after 2D
+ * latencies. */
 static void tree_begin(sim_engine_t *e, int32_t id) {
     sim_coll_t *c = &e->colls[id];
     const sim_phase_t *ph = cur(e, id);
     if (c->fidelity == SIM_FIDELITY_FAST) {
         c->pending = 1;
-        start_coflow(e, id, 0, c->n_pairs, (int64_t)ph->steps + 2 * c->tree_depth - 1, ph->chunk_bytes, 0);
+        const double bytes = 4.0 * c->tree_depth * ph->chunk_bytes / (c->tree_load > 0 ? c->tree_load : 1) +
+                             (ph->steps - 1.0) * ph->chunk_bytes;
+        start_coflow(e, id, 0, c->n_pairs, 2 * (int64_t)c->tree_depth, bytes, 0);
         return;
     }
     memset(c->st, 0, 8 * (size_t)c->n * sizeof *c->st);
+    for (int32_t k = 0; k < 4 * c->n; k++)
+        c->tree_last[k] = -1;
     c->pending = 4 * (int64_t)(c->n - 1) * ph->steps;
     for (int t = 0; t < 2; t++)
         for (int32_t v = 0; v < c->n; v++)
@@ -287,17 +314,16 @@ static void tree_done(sim_engine_t *e, int32_t id, int32_t tag) {
     if (c->fidelity == SIM_FIDELITY_FAST)
         return;
     const int32_t n = c->n, v = tag % n, t = tag / (2 * n), down = (tag / n) % 2;
+    c->tree_last[tag] = e->now;
     if (!down) {
-        ++*tree_st(c, 0, t, v);
-        *tree_st(c, 1, t, v) = 0;
+        ++*tree_st(c, 1, t, v);
         const int32_t p = c->tree_parent[t * n + v];
         tree_up_try(e, id, t, v);
         tree_up_try(e, id, t, p);
         if (c->tree_parent[t * n + p] < 0)
             tree_down_children(e, id, t, p);
     } else {
-        ++*tree_st(c, 2, t, v);
-        *tree_st(c, 3, t, v) = 0;
+        ++*tree_st(c, 3, t, v);
         tree_down_try(e, id, t, v);
         tree_down_children(e, id, t, v);
     }

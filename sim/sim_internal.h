@@ -171,6 +171,7 @@ typedef struct sim_coll {
     uint64_t *mask;
     /* double binary tree: parent of each rank in each tree (-1 at the root), and children */
     int32_t *tree_parent, *tree_child; /* [2 n], [2 n * 2] (-1 where absent) */
+    sim_time_ps_t *tree_last;          /* [4 n]: when each tree edge's last chunk arrived (step) */
     int32_t tree_depth, tree_load;
 } sim_coll_t;
 
