@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "csv.h"
 #include "output.h"
+#include "simpoint.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -57,6 +58,8 @@ typedef struct validate_args {
     const char *rule_text;
     unrecorded_rule_t rule;
     int json, help;
+    int sim;                  /* --sim: also predict through the simulation */
+    const char *sim_topology; /* --sim-topology: auto (default), or a topology for every row */
 } validate_args_t;
 
 static const struct {
@@ -65,6 +68,8 @@ static const struct {
     {"--measured", "FILE.csv", "", "measured runs, one per row (required)"},
     {"--unrecorded", "RULE", "fixed",
      "how empty mbs and interleave cells are filled: fixed or search (below)"},
+    {"--sim", NULL, "off", "also predict every run through the simulation (below)"},
+    {"--sim-topology", "T", "auto", "the network of --sim: auto, or a topology for every row"},
     {"--json", NULL, "off", "print exactly one JSON object on stdout"},
     {"--help", NULL, "", "print this help and exit"},
 };
@@ -124,6 +129,10 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - s) : 63, s);
         if (strcmp(name, "--json") == 0 && !eq)
             a->json = 1;
+        else if (strcmp(name, "--sim") == 0 && !eq)
+            a->sim = 1;
+        else if (strcmp(name, "--sim-topology") == 0)
+            slot = &a->sim_topology;
         else if ((strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) && !eq)
             a->help = 1;
         else if (strcmp(name, "--measured") == 0)
@@ -137,7 +146,7 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
             const char *sg = cli_suggest(name, names, COUNT(OPTS));
             return cli_fail(d, CLI_EUSAGE,
                             "validate: %.60s: unknown %s%s%s%s; allowed: --measured FILE.csv, --unrecorded "
-                            "search|fixed, --json, --help",
+                            "search|fixed, --sim, --sim-topology T, --json, --help",
                             s, s[0] == '-' ? "option" : "argument", sg ? " (did you mean " : "", sg ? sg : "",
                             sg ? "?)" : "");
         }
@@ -157,6 +166,9 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
     else
         return cli_fail(d, CLI_EUSAGE, "--unrecorded: \"%.60s\" is not a rule; allowed: search, fixed",
                         a->rule_text);
+    if (a->sim_topology && !a->sim)
+        return cli_fail(d, CLI_EUSAGE,
+                        "--sim-topology: given without --sim; allowed: --sim --sim-topology T");
     if (!a->help && !a->measured)
         return cli_fail(
             d, CLI_EUSAGE,
@@ -176,6 +188,12 @@ typedef struct run_row {
     int mbs_recorded, interleave_recorded, attention_recorded, dp_comm_recorded, grad_accum_recorded;
     model_summary_t pred, ref;
     double error_pct, ref_error_pct;
+    /* --sim: the simulation with analytic communication and with the network (0: not simulated) */
+    double sim_analytic_s, sim_network_s, sim_analytic_error_pct, sim_network_error_pct;
+    double sim_unmodeled_s; /* the analytic cost added for what the simulation does not model */
+    char sim_topology[64];
+    char sim_error[200]; /* why a row was not simulated ("" if it was) */
+    double sim_wall_s;
 } run_row_t;
 
 /* Where a cell is: "FILE: row 3 (GPT-7.5B): column tp". */
@@ -528,7 +546,7 @@ static void breakdown_json(json_writer_t *w, const model_summary_t *s) {
 }
 
 static int print_json(FILE *out, const validate_args_t *a, const predictor_t *pr, const run_row_t *rows,
-                      size_t n, const summary_stats_t *st) {
+                      size_t n, const summary_stats_t *st, cJSON *sim) {
     json_writer_t w;
     json_start(&w, out);
     json_open_array(&w, "rows");
@@ -575,6 +593,10 @@ static int print_json(FILE *out, const validate_args_t *a, const predictor_t *pr
     json_number(&w, "mean_abs_error_pct", st->ref_mean_abs);
     json_number(&w, "max_abs_error_pct", st->ref_max_abs);
     json_close_object(&w);
+    if (sim && !w.failed && w.depth > 0)
+        cJSON_AddItemToObject(w.stack[0], "simulation", sim); /* owned by the document from here */
+    else
+        cJSON_Delete(sim);
     return json_finish(&w);
 }
 
@@ -652,6 +674,145 @@ static int has_measured(int argc, char **argv) {
     return 0;
 }
 
+/* ---- --sim: predictions through the simulation -------------------------------------------------- */
+
+/* The topology of --sim for a row: the DGX SuperPOD preset of a DGX system, else ideal. */
+static const char *sim_topology_of(const validate_args_t *a, const run_row_t *r) {
+    if (a->sim_topology && strcmp(a->sim_topology, "auto") != 0)
+        return a->sim_topology;
+    if (strcmp(r->system, "DGX-A100") == 0)
+        return "dgx-a100-superpod";
+    if (strcmp(r->system, "DGX-H100") == 0)
+        return "dgx-h100-superpod";
+    return "ideal";
+}
+
+/* The simulation does not model the embedding and output layer yet, and simulates the data-parallel
+ * gradients as per-block reduce-scatters (sharded); Megatron's runs have both the layer and a
+ * non-overlapped all-reduce. So the row's job is simulated without them (job'), and the analytic
+ * model's cost of the difference, analytic(job) - analytic(job'), is added to the simulated step:
+ * prediction = sim(job') + analytic(job) - analytic(job'). The difference is reported per row. */
+static int sim_rows(const validate_args_t *a, run_row_t *rows, size_t n, FILE *err, cli_diag_t *d) {
+    for (size_t i = 0; i < n; i++) {
+        run_row_t *r = &rows[i];
+        model_job_t job = r->job;
+        job.training.embedding = 0;
+        job.training.dp_comm = MODEL_DP_SHARDED;
+        model_summary_t plain;
+        memset(&plain, 0, sizeof plain);
+        int rc = ANALYTIC.predict(&job, &plain, d);
+        if (rc)
+            return rc;
+        r->sim_unmodeled_s = r->pred.iteration_time_s - plain.iteration_time_s;
+        snprintf(r->sim_topology, sizeof r->sim_topology, "%s", sim_topology_of(a, r));
+        cJSON *spec = cJSON_CreateString(r->sim_topology);
+        if (!spec)
+            return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+        simpoint_t p0, p1;
+        cli_diag_t pd;
+        pd.msg[0] = '\0';
+        rc = simpoint_run(&job, NULL, "--sim", 0, &p0, &pd);
+        if (!rc)
+            rc = simpoint_run(&job, spec, "--sim-topology", 0, &p1, &pd);
+        cJSON_Delete(spec);
+        if (rc == CLI_ERUNTIME && strstr(pd.msg, "out of memory"))
+            return cli_fail(d, CLI_ERUNTIME, "%s: %s", r->name, pd.msg);
+        if (rc) {
+            snprintf(r->sim_error, sizeof r->sim_error, "%.199s", pd.msg);
+            if (err)
+                fprintf(err, "stepsim validate: %s: not simulated: %s\n", r->name, pd.msg);
+            continue;
+        }
+        r->sim_wall_s = p0.wall_s + p1.wall_s;
+        r->sim_analytic_s = p0.step_time_s + r->sim_unmodeled_s;
+        r->sim_network_s = p1.step_time_s + r->sim_unmodeled_s;
+        r->sim_analytic_error_pct = 100.0 * (r->sim_analytic_s - r->measured_s) / r->measured_s;
+        r->sim_network_error_pct = 100.0 * (r->sim_network_s - r->measured_s) / r->measured_s;
+    }
+    return CLI_OK;
+}
+
+typedef struct sim_stats {
+    size_t simulated;
+    double mean_abs[3], max_abs[3]; /* analytic, simulation analytic comm, simulation network */
+} sim_stats_t;
+
+static void sim_stats_of(const run_row_t *rows, size_t n, sim_stats_t *st) {
+    memset(st, 0, sizeof *st);
+    for (size_t i = 0; i < n; i++)
+        st->simulated += rows[i].sim_error[0] == '\0';
+    for (size_t i = 0; i < n && st->simulated; i++) {
+        if (rows[i].sim_error[0])
+            continue;
+        const double e[3] = {rows[i].error_pct, rows[i].sim_analytic_error_pct,
+                             rows[i].sim_network_error_pct};
+        for (int k = 0; k < 3; k++) {
+            st->mean_abs[k] += fabs(e[k]) / (double)st->simulated;
+            st->max_abs[k] = fmax(st->max_abs[k], fabs(e[k]));
+        }
+    }
+}
+
+static void sim_text(FILE *out, const run_row_t *rows, size_t n) {
+    sim_stats_t st;
+    sim_stats_of(rows, n, &st);
+    fprintf(
+        out,
+        "\nthrough the simulation (--sim): the step simulated without the embedding layer and with sharded\n"
+        "data-parallel gradients, plus the analytic cost of both as Megatron ran them (column 'added')\n\n");
+    fprintf(out, "  %-14s %-18s %10s %12s %9s %12s %9s %12s %9s\n", "run", "network", "added (s)",
+            "sim, an. (s)", "error %", "sim, net (s)", "error %", "measured (s)", "wall (s)");
+    for (size_t i = 0; i < n; i++) {
+        const run_row_t *r = &rows[i];
+        if (r->sim_error[0]) {
+            fprintf(out, "  %-14.14s not simulated: %s\n", r->name, r->sim_error);
+            continue;
+        }
+        fprintf(out, "  %-14.14s %-18.18s %10.4f %12.4f %+9.2f %12.4f %+9.2f %12.4f %9.2f\n", r->name,
+                r->sim_topology, r->sim_unmodeled_s, r->sim_analytic_s, r->sim_analytic_error_pct,
+                r->sim_network_s, r->sim_network_error_pct, r->measured_s, r->sim_wall_s);
+    }
+    fprintf(out, "\n  on the %zu of %zu runs simulated:   mean abs error   max abs error\n", st.simulated, n);
+    static const char *const NAMES[3] = {"analytic model", "simulation, analytic comm",
+                                         "simulation, network"};
+    for (int k = 0; k < 3; k++)
+        fprintf(out, "  %-34s %12.2f %% %13.2f %%\n", NAMES[k], st.mean_abs[k], st.max_abs[k]);
+}
+
+static cJSON *sim_json(const run_row_t *rows, size_t n) {
+    sim_stats_t st;
+    sim_stats_of(rows, n, &st);
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_int(&w, "simulated_rows", (int64_t)st.simulated);
+    static const char *const KEYS[3] = {"analytic", "sim_analytic_comm", "sim_network"};
+    for (int k = 0; k < 3; k++) {
+        json_open_object(&w, KEYS[k]);
+        json_number(&w, "mean_abs_error_pct", st.mean_abs[k]);
+        json_number(&w, "max_abs_error_pct", st.max_abs[k]);
+        json_close_object(&w);
+    }
+    json_open_array(&w, "rows");
+    for (size_t i = 0; i < n; i++) {
+        const run_row_t *r = &rows[i];
+        json_open_object(&w, NULL);
+        json_string(&w, "name", r->name);
+        if (r->sim_error[0]) {
+            json_string(&w, "error", r->sim_error);
+        } else {
+            json_string(&w, "topology", r->sim_topology);
+            json_number(&w, "unmodeled_added_s", r->sim_unmodeled_s);
+            json_number(&w, "sim_analytic_comm_s", r->sim_analytic_s);
+            json_number(&w, "sim_analytic_comm_error_pct", r->sim_analytic_error_pct);
+            json_number(&w, "sim_network_s", r->sim_network_s);
+            json_number(&w, "sim_network_error_pct", r->sim_network_error_pct);
+        }
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    return json_take(&w);
+}
+
 int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     if (!has_measured(argc, argv)) {
         int help = 0;
@@ -689,14 +850,19 @@ int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
         rc = load_rows(&a, &t, rows, d);
     if (!rc)
         rc = predict_rows(&ANALYTIC, rows, n, d);
+    if (!rc && a.sim)
+        rc = sim_rows(&a, rows, n, err, d);
     if (!rc) {
         summary_stats_t st;
         stats_of(rows, n, &st);
         if (a.json) {
-            if (print_json(out, &a, &ANALYTIC, rows, n, &st) != 0)
+            cJSON *sim = a.sim ? sim_json(rows, n) : NULL;
+            if ((a.sim && !sim) || print_json(out, &a, &ANALYTIC, rows, n, &st, sim) != 0)
                 rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
         } else {
             print_text(out, &a, &ANALYTIC, rows, n, &st);
+            if (a.sim)
+                sim_text(out, rows, n);
         }
     }
     free(rows);
