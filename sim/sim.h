@@ -600,7 +600,7 @@ typedef struct sim_step_config {
     int optimizer_step; /* -1 (default): only in the corrected model; 0 never; 1 always */
     sim_collapse_t collapse;
     sim_granularity_t granularity;
-    int64_t max_ops; /* operation budget for the AUTO choices; 0: 3,000,000 */
+    int64_t max_ops; /* operation budget for the AUTO choices; 0: 1,500,000 (at most 50,000,000 are built) */
     /* Engine settings (fidelity, step overhead, link efficiency, chunk, seed); the step sets
      * comm_streams, comm_mode, has_system, system and compat itself. */
     sim_config_t engine;

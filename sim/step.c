@@ -10,8 +10,8 @@
 
 #include "step_internal.h"
 
-#define DEFAULT_MAX_OPS 3000000
-#define HARD_MAX_OPS 400000000LL
+#define DEFAULT_MAX_OPS 1500000
+#define HARD_MAX_OPS 50000000LL
 
 int step_fail(sim_step_t *s, int status, const char *fmt, ...) {
     va_list ap;
