@@ -481,7 +481,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
         if (!rc)
             snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
     } else {
-        snprintf(r->topology, sizeof r->topology, "none (analytic)");
+        snprintf(r->topology, sizeof r->topology, "none");
     }
     sim_step_t *step = NULL;
     trace_ctx_t tc;
@@ -628,10 +628,13 @@ static void result_text(FILE *out, const run_out_t *r, const scenario_t *scn, co
     fprintf(out, "simulation: %s", sim_schedule_name(r->cfg.schedule));
     if (s->virtual_stages > 1)
         fprintf(out, ":%d", s->virtual_stages);
-    fprintf(out, " schedule, %s sends, %s communication on %s, placement %s\n",
-            r->cfg.p2p_async ? "async" : "blocking",
-            r->cfg.comm == SIM_COMM_ANALYTIC ? "analytic" : "network", r->topology,
-            sim_placement_format(&r->cfg.placement, buf, sizeof buf));
+    if (r->cfg.comm == SIM_COMM_ANALYTIC)
+        fprintf(out, " schedule, %s sends, analytic communication (the model's times, no network)",
+                r->cfg.p2p_async ? "async" : "blocking");
+    else
+        fprintf(out, " schedule, %s sends, network communication on %s",
+                r->cfg.p2p_async ? "async" : "blocking", r->topology);
+    fprintf(out, ", placement %s\n", sim_placement_format(&r->cfg.placement, buf, sizeof buf));
     fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
             level_name(s->collapsed), s->collapse_note);
     fprintf(out, "            %" PRId64 " operations (%s granularity), %" PRId64 " events, %" PRId64 " flows",
@@ -642,7 +645,7 @@ static void result_text(FILE *out, const run_out_t *r, const scenario_t *scn, co
     fprintf(out, "\n\n");
     const double t = s->step_time_s, a = su->iteration_time_s;
     fprintf(out, "  %-34s %.6f s\n", "step time (simulated)", t);
-    fprintf(out, "  %-34s %.6f s (simulated %+.2f%%)\n", "iteration time (analytic estimate)", a,
+    fprintf(out, "  %-34s %.6f s (simulated %+.3f%%)\n", "iteration time (analytic estimate)", a,
             a > 0 ? 100.0 * (t / a - 1.0) : 0.0);
     fprintf(out, "  %-34s %.4f samples/s\n", "throughput", t > 0 ? (double)r->job.global_batch / t : 0.0);
     fprintf(out, "\n  %-34s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
