@@ -491,7 +491,8 @@ static int parse_gpus_list(const char *list, cmp_run_t *r, cli_diag_t *d) {
 
 static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t *d) {
     scenario_t scn;
-    int rc = load_scenario(a, 0, &scn, d);
+    /* with a scaling list, the table is of its last (largest) count */
+    int rc = load_scenario(a, r->n_gpus > 0 ? r->gpus[r->n_gpus - 1] : 0, &scn, d);
     if (!rc)
         rc = scenario_resolve(&scn, &r->job, d);
     if (!rc)
