@@ -63,6 +63,8 @@ static void net_init(net_t *n, const model_job_t *job) {
     sim_star_network(&n->star, &n->desc);
 }
 
+static int g_nccl; /* 1: the engine runs NCCL's cost model (sim_config_nccl, A100) */
+
 static sim_step_result_t run(const model_job_t *job, sim_comm_mode_t comm, sim_collapse_t collapse,
                              sim_schedule_t sched, int32_t v, const sim_observer_t *obs) {
     net_t n;
@@ -73,6 +75,12 @@ static sim_step_result_t run(const model_job_t *job, sim_comm_mode_t comm, sim_c
     cfg.collapse = collapse;
     cfg.schedule = sched;
     cfg.virtual_stages = v;
+    if (g_nccl) {
+        const sim_nccl_platform_t pl = {80, 1, 1};
+        sim_config_nccl(&cfg.engine, &pl);
+        cfg.engine.link_kind_efficiency[SIM_LINK_NETWORK] = 0.94;
+        cfg.engine.link_kind_efficiency[SIM_LINK_NVLINK] = 0.67;
+    }
     sim_step_t *s = NULL;
     char err[256];
     if (sim_step_new(job, &cfg, &n.desc, &s, err, sizeof err) != SIM_OK)
@@ -146,7 +154,9 @@ static void test_network_rails(void **state) {
         {MODEL_STRATEGY_2D, 2, 2, 2, 2, 2, 2, 2, 1, 1}, /* SUMMA rows and columns in a domain of 4 */
     };
     const int64_t nvs[] = {8, 4, 4};
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+    for (size_t k = 0; k < 2 * sizeof layouts / sizeof layouts[0]; k++) {
+        const size_t i = k % (sizeof layouts / sizeof layouts[0]);
+        g_nccl = k >= sizeof layouts / sizeof layouts[0];
         const model_job_t job = job_of(&layouts[i], nvs[i], 8, MODEL_COMPAT_CORRECTED);
         const sim_step_result_t c =
             run(&job, SIM_COMM_NETWORK, SIM_COLLAPSE_AUTO, SIM_SCHEDULE_1F1B, 1, NULL);
@@ -157,13 +167,16 @@ static void test_network_rails(void **state) {
         assert_true(f.flows > c.flows);
         same(&c, &f);
     }
-    /* interleaved, reference compat */
+    /* interleaved, reference compat; then NCCL's cost model (protocols, latencies, efficiencies) */
     const model_job_t job = job_of(&layouts[0], 8, 8, MODEL_COMPAT_REFERENCE);
-    const sim_step_result_t c =
-        run(&job, SIM_COMM_NETWORK, SIM_COLLAPSE_AUTO, SIM_SCHEDULE_INTERLEAVED, 2, NULL);
-    const sim_step_result_t f =
-        run(&job, SIM_COMM_NETWORK, SIM_COLLAPSE_OFF, SIM_SCHEDULE_INTERLEAVED, 2, NULL);
-    same(&c, &f);
+    for (g_nccl = 0; g_nccl < 2; g_nccl++) {
+        const sim_step_result_t c =
+            run(&job, SIM_COMM_NETWORK, SIM_COLLAPSE_AUTO, SIM_SCHEDULE_INTERLEAVED, 2, NULL);
+        const sim_step_result_t f =
+            run(&job, SIM_COMM_NETWORK, SIM_COLLAPSE_OFF, SIM_SCHEDULE_INTERLEAVED, 2, NULL);
+        same(&c, &f);
+    }
+    g_nccl = 0;
 }
 
 static void test_network_refuses(void **state) {

@@ -73,6 +73,7 @@ static const run_option_t OPTS[] = {
      OPT_RUN},
     {"--fidelity", "F", "fast", "collectives as one coflow per phase (fast) or every step's flows (step)",
      OPT_RUN},
+    {"--calibration", "C", "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none", OPT_RUN},
     {"--links", "K", "5", "how many of the busiest links to report (0..64)", OPT_RUN},
     {"--trace", "FILE", "none", "write a Chrome trace (Perfetto, chrome://tracing) of the simulated GPUs",
      OPT_RUN},
@@ -201,6 +202,7 @@ static int step_config(const run_opts_t *o, sim_step_config_t *c, int *links, cl
     static const char *const GRAN[] = {"auto", "layer", "microbatch"};
     static const char *const OPT[] = {"auto", "on", "off"};
     static const char *const FID[] = {"fast", "step"};
+    static const char *const CAL[] = {"nccl", "none"};
     sim_step_config_default(c);
     int v = 0, rc = CLI_OK;
     if (o->comm && !(rc = pick("--comm", o->comm, COMM, 2, &v, d)))
@@ -229,6 +231,8 @@ static int step_config(const run_opts_t *o, sim_step_config_t *c, int *links, cl
         c->optimizer_step = v == 0 ? -1 : v == 1 ? 1 : 0;
     if (!rc && o->fidelity && !(rc = pick("--fidelity", o->fidelity, FID, 2, &v, d)))
         c->engine.fidelity = v ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST;
+    if (!rc && o->calibration)
+        rc = pick("--calibration", o->calibration, CAL, 2, &v, d);
     *links = 5;
     if (!rc && o->links) {
         char *end = NULL;
@@ -256,9 +260,27 @@ static int64_t gcd64(int64_t a, int64_t b) {
     return a;
 }
 
-/* Build the topology of the scenario for job->gpus GPUs. */
+/* NCCL's constants for the network mode, as `stepsim collective --calibration nccl` takes them
+ * (tools/cmd_collective.c, docs/engine.md): the platform from the node (NVLink-4 and faster nodes are
+ * Hopper-class; DGX A100, Perlmutter and Frontier nodes have AMD hosts; Perlmutter's and Frontier's
+ * NICs sit behind the CPU, so no LL128 on the network there), InfiniBand links at 0.94 of their
+ * rate, Slingshot (dragonflies) at 0.70, A100 NVLink at 0.67. */
+static void calibrate(const topo_params_t *p, sim_config_t *cfg) {
+    const char *name = p->node.name;
+    const int slingshot = strcmp(name, "perlmutter-gpu") == 0 || strcmp(name, "frontier-node") == 0;
+    sim_nccl_platform_t pl;
+    pl.sm = p->node.nvlink_bandwidth_bytes_per_s >= 450e9 ? 90 : 80;
+    pl.amd_host = slingshot || strcmp(name, "dgx-a100") == 0;
+    pl.ll128_network = !slingshot;
+    sim_config_nccl(cfg, &pl);
+    cfg->link_kind_efficiency[SIM_LINK_NETWORK] = p->kind == TOPO_KIND_DRAGONFLY ? 0.70 : 0.94;
+    if (pl.sm < 90)
+        cfg->link_kind_efficiency[SIM_LINK_NVLINK] = 0.67;
+}
+
+/* Build the topology of the scenario for job->gpus GPUs (its parameters in *params). */
 static int build_topology(const scenario_t *scn, const run_opts_t *o, const model_job_t *job, topo_t **out,
-                          char *prefix, size_t prefix_size, cli_diag_t *d) {
+                          topo_params_t *params, char *prefix, size_t prefix_size, cli_diag_t *d) {
     char where[300], store[1024], msg[400];
     cJSON *ideal = NULL;
     const cJSON *spec = scn->topology;
@@ -283,6 +305,7 @@ static int build_topology(const scenario_t *scn, const run_opts_t *o, const mode
     if (p.kind == TOPO_KIND_IDEAL && p.node.gpus_per_node > 0 && job->gpus % p.node.gpus_per_node)
         p.node.gpus_per_node = p.node.nics_per_node = gcd64(job->gpus, p.node.gpus_per_node);
     topo_issue_t issue;
+    *params = p;
     igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_set_warning_handler(igraph_warning_handler_ignore);
     rc = topo_new(&p, out, &issue);
@@ -450,7 +473,7 @@ typedef struct run_out {
     char link_names[MAX_LINKS][96];
     double link_util[MAX_LINKS];
     double wall_s;
-    int traced;
+    int traced, calibrated;
     trace_writer_stats_t trace_stats;
 } run_out_t;
 
@@ -475,7 +498,11 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
     char prefix[320] = "";
     memset(&net, 0, sizeof net);
     if (r->cfg.comm == SIM_COMM_NETWORK) {
-        rc = build_topology(scn, o, &r->job, &topo, prefix, sizeof prefix, d);
+        topo_params_t tp;
+        rc = build_topology(scn, o, &r->job, &topo, &tp, prefix, sizeof prefix, d);
+        r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
+        if (!rc && r->calibrated)
+            calibrate(&tp, &r->cfg.engine);
         if (!rc && sim_topo_network(topo, &net) != SIM_OK)
             rc = cli_fail(d, CLI_EUSAGE, "%stoo large for the engine (more than 2^31 GPUs or links)", prefix);
         if (!rc)
@@ -579,6 +606,7 @@ static cJSON *result_json(const run_out_t *r, const scenario_t *scn, const run_o
     json_open_object(&w, "simulation");
     json_string(&w, "comm", r->cfg.comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
     json_string(&w, "topology", r->topology);
+    json_string(&w, "calibration", r->calibrated ? "nccl" : "none");
     json_string(&w, "schedule", sim_schedule_name(r->cfg.schedule));
     json_int(&w, "virtual_stages", s->virtual_stages);
     json_string(&w, "placement", sim_placement_format(&r->cfg.placement, buf, sizeof buf));
@@ -632,8 +660,8 @@ static void result_text(FILE *out, const run_out_t *r, const scenario_t *scn, co
         fprintf(out, " schedule, %s sends, analytic communication (the model's times, no network)",
                 r->cfg.p2p_async ? "async" : "blocking");
     else
-        fprintf(out, " schedule, %s sends, network communication on %s",
-                r->cfg.p2p_async ? "async" : "blocking", r->topology);
+        fprintf(out, " schedule, %s sends, network communication on %s (calibration %s)",
+                r->cfg.p2p_async ? "async" : "blocking", r->topology, r->calibrated ? "nccl" : "none");
     fprintf(out, ", placement %s\n", sim_placement_format(&r->cfg.placement, buf, sizeof buf));
     fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
             level_name(s->collapsed), s->collapse_note);
@@ -723,6 +751,8 @@ static int apply(const run_args_t *a, scenario_t *scn, run_opts_t *o, cli_diag_t
             o->optimizer = v;
         else if (strcmp(n, "--fidelity") == 0)
             o->fidelity = v;
+        else if (strcmp(n, "--calibration") == 0)
+            o->calibration = v;
         else if (strcmp(n, "--links") == 0)
             o->links = v;
         else if (strcmp(n, "--trace") == 0)

@@ -60,6 +60,7 @@ void cmd_validate_help(FILE *out);
 typedef struct run_opts {
     int json, deterministic;
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
+    const char *calibration;
     const char *trace, *trace_ranks;
 } run_opts_t;
 int cmd_run(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *diag);
