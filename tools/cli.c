@@ -62,7 +62,7 @@ static const cli_option_t OPTIONS[] = {
 
 static const struct {
     const char *name;
-    unsigned id; /* 0: not available in this version */
+    unsigned id; /* 0: parses its own arguments (OWN_ARGS) or is help */
     const char *summary;
 } COMMANDS[] = {
     {"estimate", CMD_ESTIMATE, "closed-form iteration time, throughput and memory of one configuration"},
@@ -91,6 +91,15 @@ static const struct {
 };
 
 /* ---- help ------------------------------------------------------------------------------------ */
+
+/* "estimate, search, ..., help": every command, for the "allowed" part of a message. */
+static const char *command_list(char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < COUNT(COMMANDS) && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", COMMANDS[i].name);
+    return buf;
+}
 
 static void print_usage(FILE *out) {
     fprintf(out,
@@ -332,6 +341,11 @@ static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d) {
             OWN_ARGS[i].help(out);
             return CLI_OK;
         }
+    for (size_t i = 0; i < COUNT(OWN_ARGS); i++)
+        if (strcmp(argv[2], OWN_ARGS[i].name) == 0) {
+            OWN_ARGS[i].help(out);
+            return CLI_OK;
+        }
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         if (strcmp(argv[2], COMMANDS[i].name) == 0) {
             if (COMMANDS[i].id)
@@ -344,16 +358,17 @@ static int help_command(int argc, char **argv, FILE *out, cli_diag_t *d) {
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         names[i] = COMMANDS[i].name;
     const char *s = cli_suggest(argv[2], names, COUNT(COMMANDS));
-    return cli_fail(d, CLI_EUSAGE,
-                    "help: unknown command \"%.60s\"%s%s%s; allowed: estimate, search, sweep, topo", argv[2],
-                    s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+    char list[160];
+    return cli_fail(d, CLI_EUSAGE, "help: unknown command \"%.60s\"%s%s%s; allowed: %s", argv[2],
+                    s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "",
+                    command_list(list, sizeof list));
 }
 
 static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+    char list[160];
     if (argc < 2)
-        return cli_fail(d, CLI_EUSAGE,
-                        "missing command; allowed: estimate, search, sweep, topo, help, --version "
-                        "(see `stepsim help`)");
+        return cli_fail(d, CLI_EUSAGE, "missing command; allowed: %s, --version (see `stepsim help`)",
+                        command_list(list, sizeof list));
     const char *c = argv[1];
     if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
         fprintf(out, "stepsim %s\n", STEPSIM_VERSION);
@@ -364,23 +379,17 @@ static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) 
     for (size_t i = 0; i < COUNT(OWN_ARGS); i++)
         if (strcmp(c, OWN_ARGS[i].name) == 0)
             return OWN_ARGS[i].run(argc, argv, out, err, d);
-    for (size_t i = 0; i < COUNT(COMMANDS); i++) {
-        if (strcmp(c, COMMANDS[i].name) != 0)
-            continue;
-        if (!COMMANDS[i].id)
-            return cli_fail(d, CLI_EUSAGE,
-                            "%s: not available in this version; allowed: estimate, search, sweep, topo, help",
-                            c);
-        return run_command(COMMANDS[i].id, c, argc, argv, out, d);
-    }
+    for (size_t i = 0; i < COUNT(COMMANDS); i++)
+        if (COMMANDS[i].id && strcmp(c, COMMANDS[i].name) == 0)
+            return run_command(COMMANDS[i].id, c, argc, argv, out, d);
     const char *names[COUNT(COMMANDS) + 1];
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
         names[i] = COMMANDS[i].name;
     names[COUNT(COMMANDS)] = "--version";
     const char *s = cli_suggest(c, names, COUNT(names));
-    return cli_fail(d, CLI_EUSAGE,
-                    "%.60s: unknown command%s%s%s; allowed: estimate, search, sweep, topo, help, --version",
-                    c, s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+    return cli_fail(d, CLI_EUSAGE, "%.60s: unknown command%s%s%s; allowed: %s, --version", c,
+                    s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "",
+                    command_list(list, sizeof list));
 }
 
 int cli_main(int argc, char **argv, FILE *out, FILE *err) {
