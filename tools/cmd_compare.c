@@ -74,9 +74,21 @@ static int parse_args(int argc, char **argv, const char *cmd, const char *const 
         int mine = 0;
         for (int k = 0; own[k]; k++)
             mine |= strcmp(own[k], name) == 0;
-        if (!mine && !is_scenario_option(name))
-            return cli_fail(d, CLI_EUSAGE, "%.60s: unknown option; allowed: see `stepsim %s --help`", name,
-                            cmd);
+        if (!mine && !is_scenario_option(name)) {
+            const char *cands[SCN_FIELD_COUNT + 12];
+            size_t nc = 0;
+            for (int k = 0; own[k] && nc < 8; k++)
+                cands[nc++] = own[k];
+            for (int f = 0; f < SCN_FIELD_COUNT; f++)
+                cands[nc++] = scenario_field_option((scenario_field_t)f);
+            cands[nc++] = "--json";
+            cands[nc++] = "--help";
+            if (strcmp(cmd, "validate") == 0)
+                cands[nc++] = "--measured";
+            const char *sg = cli_suggest(name, cands, nc);
+            return cli_fail(d, CLI_EUSAGE, "%.60s: unknown option%s%s%s; allowed: see `stepsim %s --help`",
+                            name, sg ? " (did you mean " : "", sg ? sg : "", sg ? "?)" : "", cmd);
+        }
         const char *value = NULL;
         if (eq)
             value = eq + 1;

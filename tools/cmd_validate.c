@@ -172,8 +172,8 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
     if (!a->help && !a->measured)
         return cli_fail(
             d, CLI_EUSAGE,
-            "validate: --measured FILE.csv is required; allowed: --measured FILE.csv (the comparison "
-            "with the simulation comes with the run command)");
+            "validate: --measured FILE.csv is required with --unrecorded and --sim; allowed: --measured "
+            "FILE.csv (without these options validate prints the waterfall of the scenario)");
     return CLI_OK;
 }
 
@@ -666,11 +666,16 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
     return CLI_OK;
 }
 
-/* Whether argv has --measured (else the command is the waterfall of cmd_compare.c). */
+/* Whether argv has --measured or an option only it takes (else the command is the waterfall of
+ * cmd_compare.c). */
 static int has_measured(int argc, char **argv) {
+    static const char *const MEASURED_ONLY[] = {"--measured", "--unrecorded", "--sim", "--sim-topology"};
     for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--measured") == 0 || strncmp(argv[i], "--measured=", 11) == 0)
-            return 1;
+        for (size_t k = 0; k < COUNT(MEASURED_ONLY); k++) {
+            const size_t n = strlen(MEASURED_ONLY[k]);
+            if (strncmp(argv[i], MEASURED_ONLY[k], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '='))
+                return 1;
+        }
     return 0;
 }
 

@@ -27,7 +27,24 @@ static int64_t gcd64(int64_t a, int64_t b) {
     return a;
 }
 
-static int build(const model_job_t *job, const cJSON *spec, const char *where, topo_t **out, cli_diag_t *d) {
+/* NCCL's constants for the network mode, as run applies them by default (--calibration nccl): a copy
+ * of tools/cmd_run.c's calibrate(), kept in step with it by the tools.compare test (the waterfall's
+ * last total must equal run's step). */
+static void calibrate(const topo_params_t *p, sim_config_t *cfg) {
+    const char *name = p->node.name;
+    const int slingshot = strcmp(name, "perlmutter-gpu") == 0 || strcmp(name, "frontier-node") == 0;
+    sim_nccl_platform_t pl;
+    pl.sm = p->node.nvlink_bandwidth_bytes_per_s >= 450e9 ? 90 : 80;
+    pl.amd_host = slingshot || strcmp(name, "dgx-a100") == 0;
+    pl.ll128_network = !slingshot;
+    sim_config_nccl(cfg, &pl);
+    cfg->link_kind_efficiency[SIM_LINK_NETWORK] = p->kind == TOPO_KIND_DRAGONFLY ? 0.70 : 0.94;
+    if (pl.sm < 90)
+        cfg->link_kind_efficiency[SIM_LINK_NVLINK] = 0.67;
+}
+
+static int build(const model_job_t *job, const cJSON *spec, const char *where, topo_t **out,
+                 topo_params_t *pp, cli_diag_t *d) {
     char store[1024], msg[400];
     topo_params_t p;
     int rc = topo_json_params(spec, where, &job->system, job->gpus, &p, store, sizeof store, d);
@@ -38,6 +55,7 @@ static int build(const model_job_t *job, const cJSON *spec, const char *where, t
     topo_issue_t issue;
     igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_set_warning_handler(igraph_warning_handler_ignore);
+    *pp = p;
     rc = topo_new(&p, out, &issue);
     if (rc)
         return cli_fail(d, topo_json_exit_code(rc), "%s: %s", where,
@@ -70,7 +88,10 @@ int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, i
     memset(&net, 0, sizeof net);
     int rc = CLI_OK;
     if (spec) {
-        rc = build(job, spec, where, &topo, d);
+        topo_params_t params;
+        rc = build(job, spec, where, &topo, &params, d);
+        if (!rc)
+            calibrate(&params, &cfg.engine);
         if (!rc && sim_topo_network(topo, &net) != SIM_OK)
             rc =
                 cli_fail(d, CLI_EUSAGE, "%s: too large for the engine (more than 2^31 GPUs or links)", where);

@@ -4,9 +4,9 @@
  *
  * Contract
  * - The job is model.h's, already checked (scenario_resolve or validate's rows). The simulation
- *   runs it as the run command would with its defaults (sim_step_config_default), except that the
- *   schedule follows the job: interleaved with job->training.interleave virtual stages when that is
- *   above 1, else 1F1B.
+ *   runs it as the run command would with its defaults (sim_step_config_default, and on a network
+ *   NCCL's calibration, run's --calibration nccl), except that the schedule follows the job: interleaved with
+ * job->training.interleave virtual stages when that is above 1, else 1F1B.
  * - spec NULL: analytic communication (no network). Otherwise a topology specification as
  *   topo_json_params takes it (a preset, kind, file name or object), sized to the job's GPUs; the
  *   "ideal" kind is filled from the job's system. where prefixes error messages ("--topologies").
