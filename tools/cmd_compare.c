@@ -1080,7 +1080,7 @@ static int waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d)
               "set xrange [-0.6:%d.6]\nset yrange [%.9g:%.9g]\n"
               "set palette defined (0 '#4c72b0', 1 '#dd8452', 2 '#55a868', 3 '#8172b2')\nset cbrange [0:3]\n"
               "unset colorbox\n"
-              "plot $wf using 1:(($2+$3)/2):(0.3):(0.3):2:3:4:xtic(5) with boxxyerror fc palette, "
+              "plot $wf using 1:(($2+$3)/2):($1-0.3):($1+0.3):2:3:4:xtic(5) with boxxyerror fc palette, "
               "$wf using 1:3:(sprintf('%%.3f', ($4==1||$4==2) ? ($4==1 ? $3-$2 : $2-$3) : $3)) "
               "with labels offset 0,0.8\nset output\n",
               topo, WF_COUNT, lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
