@@ -2,8 +2,10 @@
 # run-example.sh - install dependencies, build stepsim (Release) and run the default job.
 #
 # Usage: tools/run-example.sh [STEPSIM-ARGS...]
-#   With no arguments: `stepsim estimate` then `stepsim search` on the built-in default scenario
-#   (gpt3_1T on 4096 A100 GPUs, NVLink domains of 8, global batch 4096).
+#   With no arguments: `stepsim estimate`, then `stepsim run` (one training step simulated event by
+#   event) on the built-in default scenario (gpt3_1T on 4096 A100 GPUs, NVLink domains of 8, global
+#   batch 4096), writing a Chrome trace of one replica of every pipeline stage to build/run-trace.json
+#   (open it in https://ui.perfetto.dev or chrome://tracing; README, "run").
 #   With arguments: `stepsim ARGS...` instead, e.g. tools/run-example.sh search --strategy all
 # Works from any directory. Set-up and build messages go to stderr, stepsim's results to stdout.
 # STEPSIM_SKIP_DEPS=1 skips the Debian package check (tools/lib-deps.sh).
@@ -39,5 +41,7 @@ if (($# > 0)); then
 else
     run estimate
     echo
-    run search
+    run run --trace build/run-trace.json --trace-ranks 0-255
+    echo
+    echo 'Open build/run-trace.json in https://ui.perfetto.dev (or chrome://tracing).'
 fi
