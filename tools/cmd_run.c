@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "output.h"
 #include "sim.h"
+#include "simpoint.h"
 #include "topo.h"
 #include "topo_json.h"
 #include "trace.h"
@@ -260,24 +261,6 @@ static int64_t gcd64(int64_t a, int64_t b) {
     return a;
 }
 
-/* NCCL's constants for the network mode, as `stepsim collective --calibration nccl` takes them
- * (tools/cmd_collective.c, docs/engine.md): the platform from the node (NVLink-4 and faster nodes are
- * Hopper-class; DGX A100, Perlmutter and Frontier nodes have AMD hosts; Perlmutter's and Frontier's
- * NICs sit behind the CPU, so no LL128 on the network there), InfiniBand links at 0.94 of their
- * rate, Slingshot (dragonflies) at 0.70, A100 NVLink at 0.67. */
-static void calibrate(const topo_params_t *p, sim_config_t *cfg) {
-    const char *name = p->node.name;
-    const int slingshot = strcmp(name, "perlmutter-gpu") == 0 || strcmp(name, "frontier-node") == 0;
-    sim_nccl_platform_t pl;
-    pl.sm = p->node.nvlink_bandwidth_bytes_per_s >= 450e9 ? 90 : 80;
-    pl.amd_host = slingshot || strcmp(name, "dgx-a100") == 0;
-    pl.ll128_network = !slingshot;
-    sim_config_nccl(cfg, &pl);
-    cfg->link_kind_efficiency[SIM_LINK_NETWORK] = p->kind == TOPO_KIND_DRAGONFLY ? 0.70 : 0.94;
-    if (pl.sm < 90)
-        cfg->link_kind_efficiency[SIM_LINK_NVLINK] = 0.67;
-}
-
 /* Build the topology of the scenario for job->gpus GPUs (its parameters in *params). */
 static int build_topology(const scenario_t *scn, const run_opts_t *o, const model_job_t *job, topo_t **out,
                           topo_params_t *params, char *prefix, size_t prefix_size, cli_diag_t *d) {
@@ -502,7 +485,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
         rc = build_topology(scn, o, &r->job, &topo, &tp, prefix, sizeof prefix, d);
         r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
         if (!rc && r->calibrated)
-            calibrate(&tp, &r->cfg.engine);
+            simpoint_calibrate(&tp, &r->cfg.engine);
         if (!rc && sim_topo_network(topo, &net) != SIM_OK)
             rc = cli_fail(d, CLI_EUSAGE, "%stoo large for the engine (more than 2^31 GPUs or links)", prefix);
         if (!rc)

@@ -27,10 +27,12 @@ static int64_t gcd64(int64_t a, int64_t b) {
     return a;
 }
 
-/* NCCL's constants for the network mode, as run applies them by default (--calibration nccl): a copy
- * of tools/cmd_run.c's calibrate(), kept in step with it by the tools.compare test (the waterfall's
- * last total must equal run's step). */
-static void calibrate(const topo_params_t *p, sim_config_t *cfg) {
+/* NCCL's constants for the network mode, as `stepsim collective --calibration nccl` takes them
+ * (tools/cmd_collective.c, docs/engine.md): the platform from the node (NVLink-4 and faster nodes are
+ * Hopper-class; DGX A100, Perlmutter and Frontier nodes have AMD hosts; Perlmutter's and Frontier's
+ * NICs sit behind the CPU, so no LL128 on the network there), InfiniBand links at 0.94 of their
+ * rate, Slingshot (dragonflies) at 0.70, A100 NVLink at 0.67. Shared by run, compare and validate. */
+void simpoint_calibrate(const topo_params_t *p, sim_config_t *cfg) {
     const char *name = p->node.name;
     const int slingshot = strcmp(name, "perlmutter-gpu") == 0 || strcmp(name, "frontier-node") == 0;
     sim_nccl_platform_t pl;
@@ -91,7 +93,7 @@ int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, i
         topo_params_t params;
         rc = build(job, spec, where, &topo, &params, d);
         if (!rc)
-            calibrate(&params, &cfg.engine);
+            simpoint_calibrate(&params, &cfg.engine);
         if (!rc && sim_topo_network(topo, &net) != SIM_OK)
             rc =
                 cli_fail(d, CLI_EUSAGE, "%s: too large for the engine (more than 2^31 GPUs or links)", where);

@@ -22,6 +22,7 @@
 
 #include "model.h"
 #include "scenario.h"
+#include "sim.h"
 #include "topo.h"
 
 typedef struct simpoint {
@@ -42,6 +43,10 @@ typedef struct simpoint {
  * max-flow: slower on large topologies). Returns CLI_OK and fills *out. */
 int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, int want_summary,
                  simpoint_t *out, cli_diag_t *d);
+
+/* NCCL's calibration of the network mode for a topology built from p (run's --calibration nccl,
+ * the default): platform constants, and link efficiencies per link kind. */
+void simpoint_calibrate(const topo_params_t *p, sim_config_t *cfg);
 
 /* The proxy's one number: switches + network cables + optical transceivers, each counted 1
  * (docs/compare.md). 0 without a summary. */
