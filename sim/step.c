@@ -250,7 +250,8 @@ static int decide(sim_step_t *s) {
                 step_estimate_ops(s, SIM_STEP_FULL, SIM_GRANULARITY_LAYER) <= max_ops) {
                 set_level(s, SIM_STEP_FULL);
                 s->collapse_exact = 1;
-                snprintf(s->collapse_note, sizeof s->collapse_note, "none (%.150s)", note);
+                snprintf(s->collapse_note, sizeof s->collapse_note,
+                         "every GPU simulated: collapsing would not be exact (%.140s)", note);
             } else if (!exact) {
                 set_level(s, SIM_STEP_RAILS);
                 s->collapse_exact = 0;

@@ -563,7 +563,17 @@ static int messages(builder_t *b) {
                     after = b->opt[(int64_t)p * b->n + j];
                 sim_op_id_t snd, rcv;
                 int rc;
+                /* Analytic mode: a real message (so traces draw its arrow) whenever the engine's own
+                 * analytic time for it rounds to the hop time wanted here; else two fixed-time ends
+                 * that start together (the receive is posted early either way). */
+                int fixed_pair = 0;
                 if (s->cfg.comm == SIM_COMM_ANALYTIC) {
+                    const int same = src / s->gpus_per_domain == dst / s->gpus_per_domain;
+                    const double engine_s = model_collective_time_s(
+                        &s->job.system, s->job.compat, MODEL_COLL_P2P, bytes * 1e-9, 2, same ? 2 : 1);
+                    fixed_pair = sim_s_to_ps(engine_s) != sim_s_to_ps(hop_s);
+                }
+                if (fixed_pair) {
                     rc = sim_op_compute(b->e, src, ss, hop_s, NAMES[it->pass][0], &snd);
                     if (!rc)
                         rc = sim_op_compute(b->e, dst, rs, hop_s, NAMES[it->pass][1], &rcv);
@@ -583,7 +593,7 @@ static int messages(builder_t *b) {
                     m->group = 3;
                     m->coll_op = MODEL_COLL_P2P;
                     m->comm_gb = bytes * 1e-9;
-                    m->fixed = s->cfg.comm == SIM_COMM_ANALYTIC;
+                    m->fixed = (int8_t)fixed_pair;
                     m->pass = (int8_t)it->pass;
                     m->chunk = e ? c2 : it->chunk;
                     m->microbatch = it->microbatch;
@@ -591,9 +601,9 @@ static int messages(builder_t *b) {
                 rc = depend(b, snd, producer);
                 if (!rc)
                     rc = depend(b, snd, producer2);
-                if (!rc && s->cfg.comm == SIM_COMM_ANALYTIC)
+                if (!rc && fixed_pair)
                     rc = depend(b, rcv, producer);
-                if (!rc && s->cfg.comm == SIM_COMM_ANALYTIC)
+                if (!rc && fixed_pair)
                     rc = depend(b, rcv, producer2);
                 if (!rc)
                     rc = depend(b, consumer, rcv);

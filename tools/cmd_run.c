@@ -273,10 +273,18 @@ static int build_topology(const scenario_t *scn, const run_opts_t *o, const mode
     else if (spec)
         snprintf(where, sizeof where, "%s: topology", scn->file[0] ? scn->file : "scenario");
     else {
+        /* the ideal topology of the system; a job smaller than a domain (or not a multiple of it)
+         * gets domains of gcd(gpus, nvlink_size) */
         snprintf(where, sizeof where, "topology");
-        spec = ideal = cJSON_CreateString("ideal");
-        if (!ideal)
+        const int64_t nvs = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
+        const int64_t g = gcd64(job->gpus, nvs);
+        spec = ideal = cJSON_CreateObject();
+        if (!ideal || !cJSON_AddStringToObject(ideal, "kind", "ideal") ||
+            (g != nvs && (!cJSON_AddNumberToObject(ideal, "gpus_per_node", (double)g) ||
+                          !cJSON_AddNumberToObject(ideal, "nics_per_node", (double)g)))) {
+            cJSON_Delete(ideal);
             return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
+        }
     }
     (void)o;
     snprintf(prefix, prefix_size, "%s: ", where);
@@ -285,8 +293,6 @@ static int build_topology(const scenario_t *scn, const run_opts_t *o, const mode
     cJSON_Delete(ideal);
     if (rc)
         return rc;
-    if (p.kind == TOPO_KIND_IDEAL && p.node.gpus_per_node > 0 && job->gpus % p.node.gpus_per_node)
-        p.node.gpus_per_node = p.node.nics_per_node = gcd64(job->gpus, p.node.gpus_per_node);
     topo_issue_t issue;
     *params = p;
     igraph_set_error_handler(igraph_error_handler_ignore);
