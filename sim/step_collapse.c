@@ -20,6 +20,9 @@
 
 #include "step_internal.h"
 
+/* The most routes the check looks up (about 0.1 us each). */
+#define MAX_CHECKED_ROUTES 1e8
+
 typedef struct check {
     sim_step_t *s;
     int n_k;
@@ -236,8 +239,17 @@ int step_rails_exact(sim_step_t *s, char *note, size_t note_size) {
         step_fail(s, SIM_ENOMEM, "step: out of memory for the collapse check");
     } else {
         memset(c.rail, 0xff, nl * sizeof *c.rail);
-        const int bad = fixed_links(&c, 0, STEP_GROUP_TP) || (two_d && fixed_links(&c, 1, STEP_GROUP_CP)) ||
-                        (two_d && cross_kind(&c)) || group_pairs(&c, STEP_GROUP_DP, "data-parallel") ||
+        /* every ordered pair of every group is routed (twice more for the shifts): keep it bounded */
+        double pairs = (double)s->gpus * (double)(step_group_size(s, STEP_GROUP_TP) +
+                                                  (two_d ? step_group_size(s, STEP_GROUP_CP) : 0));
+        pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_DP) * (1.0 + c.n_k);
+        if (s->job.par.strategy == MODEL_STRATEGY_2D_SEQP)
+            pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_CP) * (1.0 + c.n_k);
+        if (pairs > MAX_CHECKED_ROUTES)
+            fail(&c, "not checked: %.3g routes to compare (more than %.3g)", pairs, MAX_CHECKED_ROUTES);
+        const int bad = c.failed || fixed_links(&c, 0, STEP_GROUP_TP) ||
+                        (two_d && fixed_links(&c, 1, STEP_GROUP_CP)) || (two_d && cross_kind(&c)) ||
+                        group_pairs(&c, STEP_GROUP_DP, "data-parallel") ||
                         (s->job.par.strategy == MODEL_STRATEGY_2D_SEQP &&
                          group_pairs(&c, STEP_GROUP_CP, "context-parallel")) ||
                         pipeline_pairs(&c);
