@@ -464,7 +464,14 @@ typedef struct run_out {
     double wall_s;
     int traced, calibrated;
     trace_writer_stats_t trace_stats;
+    double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL */
 } run_out_t;
+
+static void run_out_free(run_out_t *r) {
+    if (r)
+        free(r->stage_act_gb);
+    free(r);
+}
 
 static double now_s(void) {
     struct timespec t;
@@ -523,6 +530,16 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
         rc = cli_fail(d, CLI_ERUNTIME, "simulation: %s", sim_step_last_error(step));
     if (!rc && sim_step_result(step, &r->res) != SIM_OK)
         rc = cli_fail(d, CLI_ERUNTIME, "simulation: out of memory");
+    if (!rc) { /* every stage's first GPU (tensor, context and data rank 0) is always simulated */
+        const int64_t pp = r->job.par.pp;
+        r->stage_act_gb = malloc((size_t)pp * sizeof *r->stage_act_gb);
+        sim_placement_t pl = r->cfg.placement;
+        for (int64_t p = 0; r->stage_act_gb && p < pp; p++) {
+            const int64_t x[SIM_DIM_COUNT] = {0, 0, p, 0};
+            r->stage_act_gb[p] =
+                sim_step_gpu_peak_activations_gb(step, (int32_t)sim_placement_gpu(&pl, &r->job.par, x));
+        }
+    }
     if (!rc && topo && links > 0) {
         int32_t ids[MAX_LINKS];
         r->n_links = sim_links_busiest(sim_step_engine(step), links, ids, r->link_util);
@@ -591,6 +608,12 @@ static cJSON *result_json(const run_out_t *r, const scenario_t *scn, const run_o
     json_number(&w, "analytic_activations", su->activations_gb);
     json_number(&w, "capacity", r->job.system.hbm_capacity_gb);
     json_bool(&w, "fits", s->peak_memory_gb <= r->job.system.hbm_capacity_gb);
+    if (r->stage_act_gb) {
+        json_open_array(&w, "stage_peak_activations");
+        for (int64_t p = 0; p < r->job.par.pp; p++)
+            json_number(&w, NULL, r->stage_act_gb[p]);
+        json_close_array(&w);
+    }
     json_close_object(&w);
     json_open_object(&w, "simulation");
     json_string(&w, "comm", r->cfg.comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
@@ -707,7 +730,7 @@ int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_
         if (!*result)
             rc = cli_fail(diag, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
     }
-    free(r);
+    run_out_free(r);
     return rc;
 }
 
@@ -791,7 +814,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
             rc = simulate(&scn, &o, r, d);
         if (!rc)
             result_text(out, r, &scn, &o);
-        free(r);
+        run_out_free(r);
     }
     scenario_destroy(&scn);
     return rc;
