@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <igraph.h>
 
 #include "commands.h"
 #include "output.h"
@@ -252,65 +251,29 @@ static int step_config(const run_opts_t *o, sim_step_config_t *c, int *links, cl
 
 /* ---- the network ---------------------------------------------------------------------------------- */
 
-static int64_t gcd64(int64_t a, int64_t b) {
-    while (b) {
-        const int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* Build the topology of the scenario for job->gpus GPUs (its parameters in *params). */
-static int build_topology(const scenario_t *scn, const run_opts_t *o, const model_job_t *job, topo_t **out,
-                          topo_params_t *params, char *prefix, size_t prefix_size, cli_diag_t *d) {
-    char where[300], store[1024], msg[400];
+/* Build the topology of the scenario for job->gpus GPUs (its parameters in *params): the scenario's
+ * or the option's, else the ideal topology of the system (simpoint_topology sizes its domains). */
+static int build_topology(const scenario_t *scn, const model_job_t *job, topo_t **out, topo_params_t *params,
+                          char *prefix, size_t prefix_size, cli_diag_t *d) {
+    char where[300];
     cJSON *ideal = NULL;
     const cJSON *spec = scn->topology;
-    const int from_option = scn->origin[SCN_TOPOLOGY] == SCN_FROM_OPTION;
-    if (spec && from_option)
+    if (spec && scn->origin[SCN_TOPOLOGY] == SCN_FROM_OPTION)
         snprintf(where, sizeof where, "--topology");
     else if (spec)
         snprintf(where, sizeof where, "%s: topology", scn->file[0] ? scn->file : "scenario");
     else {
-        /* the ideal topology of the system; a job smaller than a domain (or not a multiple of it)
-         * gets domains of gcd(gpus, nvlink_size) */
         snprintf(where, sizeof where, "topology");
-        const int64_t nvs = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
-        const int64_t g = gcd64(job->gpus, nvs);
         spec = ideal = cJSON_CreateObject();
-        if (!ideal || !cJSON_AddStringToObject(ideal, "kind", "ideal") ||
-            (g != nvs && (!cJSON_AddNumberToObject(ideal, "gpus_per_node", (double)g) ||
-                          !cJSON_AddNumberToObject(ideal, "nics_per_node", (double)g)))) {
+        if (!ideal || !cJSON_AddStringToObject(ideal, "kind", "ideal")) {
             cJSON_Delete(ideal);
             return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
         }
     }
-    (void)o;
     snprintf(prefix, prefix_size, "%s: ", where);
-    topo_params_t p;
-    int rc = topo_json_params(spec, where, &job->system, job->gpus, &p, store, sizeof store, d);
+    const int rc = simpoint_topology(job, spec, where, out, params, d);
     cJSON_Delete(ideal);
-    if (rc)
-        return rc;
-    topo_issue_t issue;
-    *params = p;
-    igraph_set_error_handler(igraph_error_handler_ignore);
-    igraph_set_warning_handler(igraph_warning_handler_ignore);
-    rc = topo_new(&p, out, &issue);
-    if (rc)
-        return cli_fail(d, topo_json_exit_code(rc), "%s%s", prefix,
-                        topo_issue_format(&issue, msg, sizeof msg));
-    if (topo_gpu_count(*out) != job->gpus) {
-        const int64_t n = topo_gpu_count(*out);
-        topo_free(*out);
-        *out = NULL;
-        return cli_fail(d, CLI_EUSAGE,
-                        "%sthe topology has %" PRId64 " GPUs but the job needs %" PRId64
-                        "; allowed: a topology of %" PRId64 " GPUs",
-                        prefix, n, job->gpus, job->gpus);
-    }
-    return CLI_OK;
+    return rc;
 }
 
 /* ---- the trace ------------------------------------------------------------------------------------ */
@@ -495,7 +458,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
     memset(&net, 0, sizeof net);
     if (r->cfg.comm == SIM_COMM_NETWORK) {
         topo_params_t tp;
-        rc = build_topology(scn, o, &r->job, &topo, &tp, prefix, sizeof prefix, d);
+        rc = build_topology(scn, &r->job, &topo, &tp, prefix, sizeof prefix, d);
         r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
         if (!rc && r->calibrated)
             simpoint_calibrate(&tp, &r->cfg.engine);

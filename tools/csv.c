@@ -1,4 +1,4 @@
-/* csv.c - whole-file CSV reader without quoting (see csv.h). Lines end in \n or \r\n; blank lines
+/* csv.c - whole-file CSV reader with RFC 4180 quoting (see csv.h). Lines end in \n or \r\n; blank lines
  * are skipped. */
 #include <errno.h>
 #include <stdio.h>
@@ -42,24 +42,55 @@ static char *slurp(const char *path) {
     return buf;
 }
 
-/* Split one line in place into fields; return the count, fill *out (allocated). */
+int csv_split_line(char *line, char **fields, int max_fields) {
+    int count = 0;
+    char *src = line, *dst = line;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (;;) {
+        if (count == max_fields)
+            return -1;
+        fields[count++] = dst;
+        int quoted = 0;
+        while (*src != '\0' && (quoted || *src != ',')) {
+            if (*src == '"' && quoted && src[1] == '"') {
+                *dst++ = '"';
+                src += 2;
+            } else if (*src == '"') {
+                quoted = !quoted;
+                src++;
+            } else {
+                *dst++ = *src++;
+            }
+        }
+        if (quoted)
+            return -1;
+        const int more = *src == ',';
+        *dst++ = '\0';
+        if (!more)
+            return count;
+        src++;
+    }
+}
+
+/* Split one line into fields (allocated: commas bound the count); return the count, or 0 with errno
+ * ENOMEM or EINVAL (unbalanced quotes). */
 static size_t split(char *line, char ***out) {
     size_t n = 1;
     for (char *p = line; *p; p++)
         n += *p == ',';
     char **f = malloc(n * sizeof *f);
-    if (!f)
+    if (!f) {
+        errno = ENOMEM;
         return 0;
-    size_t i = 0;
-    f[i++] = line;
-    for (char *p = line; *p; p++) {
-        if (*p == ',') {
-            *p = '\0';
-            f[i++] = p + 1;
-        }
+    }
+    const int got = csv_split_line(line, f, (int)n);
+    if (got < 0) {
+        free(f);
+        errno = EINVAL;
+        return 0;
     }
     *out = f;
-    return n;
+    return (size_t)got;
 }
 
 int csv_load(const char *path, csv_table_t *t) {
@@ -87,8 +118,9 @@ int csv_load(const char *path, csv_table_t *t) {
             continue;
         t->widths[t->n_rows] = split(line, &t->rows[t->n_rows]);
         if (t->widths[t->n_rows] == 0) {
+            const int err = errno;
             csv_free(t);
-            errno = ENOMEM;
+            errno = err;
             return -1;
         }
         t->n_rows++;

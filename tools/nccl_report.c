@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv.h"
 #include "model.h"
 
 #define MAX_FIELDS 64
@@ -38,37 +39,6 @@ typedef struct schema {
 
 typedef enum regime { REGIME_ONE_PER_NODE, REGIME_MULTI_PER_NODE, REGIME_ONE_NODE, REGIME_COUNT } regime_t;
 static const char *const regime_names[REGIME_COUNT] = {"1 GPU/node", ">1 GPU/node", "single node"};
-
-/* Split line in place into at most MAX_FIELDS fields; double quotes group commas, "" is a quote. */
-static int split_csv(char *line, char **fields) {
-    int count = 0;
-    char *src = line, *dst = line;
-    line[strcspn(line, "\r\n")] = '\0';
-    for (;;) {
-        if (count == MAX_FIELDS)
-            return -1;
-        fields[count++] = dst;
-        int quoted = 0;
-        while (*src != '\0' && (quoted || *src != ',')) {
-            if (*src == '"' && quoted && src[1] == '"') {
-                *dst++ = '"';
-                src += 2;
-            } else if (*src == '"') {
-                quoted = !quoted;
-                src++;
-            } else {
-                *dst++ = *src++;
-            }
-        }
-        if (quoted)
-            return -1;
-        const int more = *src == ',';
-        *dst++ = '\0';
-        if (!more)
-            return count;
-        src++;
-    }
-}
 
 static int find_column(char **fields, int count, const char *name) {
     for (int i = 0; i < count; i++)
@@ -205,7 +175,7 @@ static int read_csv(const char *path, table_t *tab, schema_t *sc) {
     char why_buf[160];
     while (getline(&line, &line_cap, fp) >= 0) {
         line_no++;
-        const int count = split_csv(line, fields);
+        const int count = csv_split_line(line, fields, MAX_FIELDS);
         if (count < 0) {
             why = "unbalanced quotes or too many fields";
             goto err;

@@ -32,6 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "csv.h"
 #include "model.h"
 
 #define MAX_FIELDS 64
@@ -52,37 +53,6 @@ typedef struct table {
 
 static const char *const OPS[3] = {"allgather", "reducescatter", "allreduce"};
 static const char *const REGIMES[MAX_REGIMES] = {"1 GPU/node", "2 GPUs/node", "4 GPUs/node", "single node"};
-
-/* Split line in place into at most MAX_FIELDS fields; double quotes group commas, "" is a quote. */
-static int split_csv(char *line, char **fields) {
-    int count = 0;
-    char *src = line, *dst = line;
-    line[strcspn(line, "\r\n")] = '\0';
-    for (;;) {
-        if (count == MAX_FIELDS)
-            return -1;
-        fields[count++] = dst;
-        int quoted = 0;
-        while (*src != '\0' && (quoted || *src != ',')) {
-            if (*src == '"' && quoted && src[1] == '"') {
-                *dst++ = '"';
-                src += 2;
-            } else if (*src == '"') {
-                quoted = !quoted;
-                src++;
-            } else {
-                *dst++ = *src++;
-            }
-        }
-        if (quoted)
-            return -1;
-        const int more = *src == ',';
-        *dst++ = '\0';
-        if (!more)
-            return count;
-        src++;
-    }
-}
 
 static int column(char **fields, int n, const char *name) {
     for (int i = 0; i < n; i++)
@@ -139,7 +109,7 @@ static int read_csv(const char *path, table_t *t) {
     model_system_preset("H100", &h100);
     while (rc == 0 && getline(&line, &cap, f) >= 0) {
         no++;
-        const int n = split_csv(line, fl);
+        const int n = csv_split_line(line, fl, MAX_FIELDS);
         if (n < 0) {
             fprintf(stderr, "nccl_sim_report: %s: line %ld: unbalanced quotes or too many fields\n", path,
                     no);

@@ -45,8 +45,8 @@ void simpoint_calibrate(const topo_params_t *p, sim_config_t *cfg) {
         cfg->link_kind_efficiency[SIM_LINK_NVLINK] = 0.67;
 }
 
-static int build(const model_job_t *job, const cJSON *spec, const char *where, topo_t **out,
-                 topo_params_t *pp, cli_diag_t *d) {
+int simpoint_topology(const model_job_t *job, const cJSON *spec, const char *where, topo_t **out,
+                      topo_params_t *pp, cli_diag_t *d) {
     char store[1024], msg[400];
     topo_params_t p;
     int rc = topo_json_params(spec, where, &job->system, job->gpus, &p, store, sizeof store, d);
@@ -91,7 +91,7 @@ int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, i
     int rc = CLI_OK;
     if (spec) {
         topo_params_t params;
-        rc = build(job, spec, where, &topo, &params, d);
+        rc = simpoint_topology(job, spec, where, &topo, &params, d);
         if (!rc)
             simpoint_calibrate(&params, &cfg.engine);
         if (!rc && sim_topo_network(topo, &net) != SIM_OK)

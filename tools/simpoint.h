@@ -44,6 +44,13 @@ typedef struct simpoint {
 int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, int want_summary,
                  simpoint_t *out, cli_diag_t *d);
 
+/* Build the topology of spec (as topo_json_params takes it) for job->gpus GPUs, its parameters in
+ * *params; an ideal topology whose domains do not divide the job gets domains of
+ * gcd(gpus, gpus_per_node). where prefixes error messages. CLI_OK, or the topology's exit code with
+ * one line in d. Installs igraph's ignoring error handler. */
+int simpoint_topology(const model_job_t *job, const cJSON *spec, const char *where, topo_t **out,
+                      topo_params_t *params, cli_diag_t *d);
+
 /* NCCL's calibration of the network mode for a topology built from p (run's --calibration nccl,
  * the default): platform constants, and link efficiencies per link kind. */
 void simpoint_calibrate(const topo_params_t *p, sim_config_t *cfg);
