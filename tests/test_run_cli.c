@@ -76,6 +76,21 @@ static void test_text(void **state) {
     cli_run_free(&r);
 }
 
+/* A job smaller than one NVLink domain runs on the default ideal topology (domains of gcd(gpus, nvs)),
+ * with run and with compare. */
+static void test_job_smaller_than_a_domain(void **state) {
+    (void)state;
+    static const char *const cmds[] = {"run", "compare"};
+    for (int i = 0; i < 2; i++) {
+        cli_run_t r = cli_run(cmds[i], "--model", "gpt3", "--gpus", "4", "--tp", "4", "--pp", "1", "--dp",
+                              "1", "--gbs", "4", "--nvs", "8", NULL);
+        if (r.rc != 0)
+            fail_msg("%s: exit %d: %s", cmds[i], r.rc, r.err);
+        assert_non_null(strstr(r.out, "ideal"));
+        cli_run_free(&r);
+    }
+}
+
 static void test_bad_options(void **state) {
     (void)state;
     static const struct {
@@ -214,6 +229,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_text),
+        cmocka_unit_test(test_job_smaller_than_a_domain),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_trace),
     };

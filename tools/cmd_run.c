@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-
 #include "commands.h"
 #include "output.h"
 #include "sim.h"

@@ -45,15 +45,40 @@ void simpoint_calibrate(const topo_params_t *p, sim_config_t *cfg) {
         cfg->link_kind_efficiency[SIM_LINK_NVLINK] = 0.67;
 }
 
+/* An ideal topology takes its domains from the system's nvlink_size; a job that is not a multiple of
+ * it gets domains of gcd(gpus, nvlink_size). Return the adjusted copy of spec (caller deletes), or
+ * NULL when spec needs none (not ideal, or domains given, or they already divide the job). */
+static cJSON *ideal_domains(const model_job_t *job, const cJSON *spec) {
+    const int64_t nvs = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
+    const int64_t g = gcd64(job->gpus, nvs);
+    const int is_ideal =
+        (cJSON_IsString(spec) && strcmp(spec->valuestring, "ideal") == 0) ||
+        (cJSON_IsObject(spec) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(spec, "kind")) &&
+         strcmp(cJSON_GetObjectItemCaseSensitive(spec, "kind")->valuestring, "ideal") == 0 &&
+         !cJSON_GetObjectItemCaseSensitive(spec, "gpus_per_node"));
+    if (!is_ideal || g == nvs)
+        return NULL;
+    cJSON *copy = cJSON_IsObject(spec) ? cJSON_Duplicate(spec, 1) : cJSON_CreateObject();
+    if (copy && !cJSON_GetObjectItemCaseSensitive(copy, "kind"))
+        cJSON_AddStringToObject(copy, "kind", "ideal");
+    if (copy) {
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "nics_per_node");
+        cJSON_AddNumberToObject(copy, "gpus_per_node", (double)g);
+        cJSON_AddNumberToObject(copy, "nics_per_node", (double)g);
+    }
+    return copy;
+}
+
 int simpoint_topology(const model_job_t *job, const cJSON *spec, const char *where, topo_t **out,
                       topo_params_t *pp, cli_diag_t *d) {
     char store[1024], msg[400];
     topo_params_t p;
-    int rc = topo_json_params(spec, where, &job->system, job->gpus, &p, store, sizeof store, d);
+    cJSON *adjusted = ideal_domains(job, spec);
+    int rc = topo_json_params(adjusted ? adjusted : spec, where, &job->system, job->gpus, &p, store,
+                              sizeof store, d);
+    cJSON_Delete(adjusted);
     if (rc)
         return rc;
-    if (p.kind == TOPO_KIND_IDEAL && p.node.gpus_per_node > 0 && job->gpus % p.node.gpus_per_node)
-        p.node.gpus_per_node = p.node.nics_per_node = gcd64(job->gpus, p.node.gpus_per_node);
     topo_issue_t issue;
     igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_set_warning_handler(igraph_warning_handler_ignore);
