@@ -627,6 +627,19 @@ static void scaling_text(FILE *out, const cmp_run_t *r) {
     }
 }
 
+/* "config": the job's size and layout, shared by compare's and the waterfall's JSON. */
+static void config_json(json_writer_t *w, const model_job_t *job) {
+    json_open_object(w, "config");
+    json_int(w, "gpus", job->gpus);
+    json_int(w, "global_batch", job->global_batch);
+    json_int(w, "dp", job->par.dp);
+    json_int(w, "tp", job->par.tp);
+    json_int(w, "pp", job->par.pp);
+    json_int(w, "mbs", job->par.mbs);
+    json_string(w, "system", job->system.name);
+    json_close_object(w);
+}
+
 static cJSON *compare_json(const cmp_run_t *r) {
     json_writer_t w;
     json_start(&w, NULL);
@@ -684,15 +697,7 @@ static cJSON *compare_json(const cmp_run_t *r) {
         }
         json_close_array(&w);
     }
-    json_open_object(&w, "config");
-    json_int(&w, "gpus", r->job.gpus);
-    json_int(&w, "global_batch", r->job.global_batch);
-    json_int(&w, "dp", r->job.par.dp);
-    json_int(&w, "tp", r->job.par.tp);
-    json_int(&w, "pp", r->job.par.pp);
-    json_int(&w, "mbs", r->job.par.mbs);
-    json_string(&w, "system", r->job.system.name);
-    json_close_object(&w);
+    config_json(&w, &r->job);
     return json_take(&w);
 }
 
@@ -1042,14 +1047,7 @@ static cJSON *waterfall_json(const waterfall_t *w) {
         json_close_object(&j);
     }
     json_close_array(&j);
-    json_open_object(&j, "config");
-    json_int(&j, "gpus", w->job.gpus);
-    json_int(&j, "global_batch", w->job.global_batch);
-    json_int(&j, "dp", w->job.par.dp);
-    json_int(&j, "tp", w->job.par.tp);
-    json_int(&j, "pp", w->job.par.pp);
-    json_string(&j, "system", w->job.system.name);
-    json_close_object(&j);
+    config_json(&j, &w->job);
     return json_take(&j);
 }
 
