@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "test_cli_run.h"
+#include "test_cli_assert.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -92,43 +93,8 @@ static void test_error_cases(void **state) {
         int n = 0;
         while (n < 16 && c->args[n])
             n++;
-        cli_run_t r = cli_run_argv(n, c->args);
-        if (r.rc != 2 || r.out[0] || cli_run_lines(r.err) != 1)
-            fprintf(stderr, "case %s: rc %d, stdout \"%s\", stderr \"%s\"\n", c->name, r.rc, r.out, r.err);
-        assert_int_equal(r.rc, 2);
-        assert_string_equal(r.out, "");
-        assert_int_equal(cli_run_lines(r.err), 1);
-        for (int k = 0; k < 3 && c->frag[k]; k++) {
-            if (!strstr(r.err, c->frag[k]))
-                fprintf(stderr, "case %s: \"%s\" not in \"%s\"\n", c->name, c->frag[k], r.err);
-            assert_non_null(strstr(r.err, c->frag[k]));
-        }
-        cli_run_free(&r);
+        cli_expect_error(c->name, c->args, n, 2, c->frag, 3);
     }
-}
-
-static cJSON *run_json(const char *const *args, int n) {
-    cli_run_t r = cli_run_argv(n, args);
-    if (r.rc != 0)
-        fprintf(stderr, "stderr: %s\n", r.err);
-    assert_int_equal(r.rc, 0);
-    assert_string_equal(r.err, "");
-    cJSON *doc = cJSON_Parse(r.out);
-    assert_non_null(doc);
-    cli_run_free(&r);
-    return doc;
-}
-
-static double num(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    assert_true(cJSON_IsNumber(v));
-    return v->valuedouble;
-}
-
-static const char *str(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    assert_true(cJSON_IsString(v));
-    return v->valuestring;
 }
 
 /* The interfaces.md shape; algbw and busbw follow from the time; the sweep doubles. */
@@ -136,26 +102,28 @@ static void test_json_fields(void **state) {
     (void)state;
     const char *args[] = {"collective", "--topology", "perlmutter", "--gpus",
                           "16",         "--sizes",    "1M:8M",      "--json"};
-    cJSON *doc = run_json(args, 8);
-    assert_string_equal(str(doc, "op"), "allreduce");
-    assert_string_equal(str(doc, "algo"), "auto");
-    assert_int_equal((int)num(doc, "gpus"), 16);
-    assert_int_equal((int)num(doc, "gpus_per_node"), 4);
-    assert_string_equal(str(doc, "calibration"), "nccl");
+    cJSON *doc = cli_run_json(args, 8);
+    assert_string_equal(cli_json_str(doc, "op"), "allreduce");
+    assert_string_equal(cli_json_str(doc, "algo"), "auto");
+    assert_int_equal((int)cli_json_num(doc, "gpus"), 16);
+    assert_int_equal((int)cli_json_num(doc, "gpus_per_node"), 4);
+    assert_string_equal(cli_json_str(doc, "calibration"), "nccl");
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(doc, "results");
     assert_int_equal(cJSON_GetArraySize(results), 4);
     double want = MIB, prev_busbw = 0;
     const cJSON *res;
     cJSON_ArrayForEach(res, results) {
-        const double size = num(res, "size_bytes"), t = num(res, "time_s");
+        const double size = cli_json_num(res, "size_bytes"), t = cli_json_num(res, "time_s");
         assert_true(size == want);
         want *= 2;
-        assert_true(t > 0 && num(res, "closed_form_s") > 0);
-        assert_true(fabs(num(res, "algbw_bytes_per_s") - size / t) < 1e-9 * size / t);
-        assert_true(fabs(num(res, "busbw_bytes_per_s") - size / t * 2.0 * 15 / 16) < 1e-9 * size / t);
-        assert_true(num(res, "busbw_bytes_per_s") > prev_busbw); /* latency matters less as size grows */
-        prev_busbw = num(res, "busbw_bytes_per_s");
-        assert_true(strlen(str(res, "algo")) > 0 && strlen(str(res, "proto")) > 0);
+        assert_true(t > 0 && cli_json_num(res, "closed_form_s") > 0);
+        assert_true(fabs(cli_json_num(res, "algbw_bytes_per_s") - size / t) < 1e-9 * size / t);
+        assert_true(fabs(cli_json_num(res, "busbw_bytes_per_s") - size / t * 2.0 * 15 / 16) <
+                    1e-9 * size / t);
+        assert_true(cli_json_num(res, "busbw_bytes_per_s") >
+                    prev_busbw); /* latency matters less as size grows */
+        prev_busbw = cli_json_num(res, "busbw_bytes_per_s");
+        assert_true(strlen(cli_json_str(res, "algo")) > 0 && strlen(cli_json_str(res, "proto")) > 0);
     }
     cJSON_Delete(doc);
 }
@@ -169,22 +137,22 @@ static void test_uncalibrated_ring(void **state) {
                           "--calibration", "none",       "--algo",
                           "ring",          "--channels", "1",
                           "--size",        "16M",        "--json"};
-    cJSON *doc = run_json(args, 12);
+    cJSON *doc = cli_run_json(args, 12);
     const cJSON *res = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "results"), 0);
     const double m = 16 * MIB, want = 14 * (0.6e-6 + m / 8 / 50e9);
-    assert_true(fabs(num(res, "time_s") - want) < 1e-6 * want);
-    assert_true(fabs(num(res, "closed_form_s") - want) < 1e-6 * want);
-    assert_string_equal(str(res, "proto"), "simple");
+    assert_true(fabs(cli_json_num(res, "time_s") - want) < 1e-6 * want);
+    assert_true(fabs(cli_json_num(res, "closed_form_s") - want) < 1e-6 * want);
+    assert_string_equal(cli_json_str(res, "proto"), "simple");
     cJSON_Delete(doc);
     const char *ag[] = {"collective",    "--topology", "{\"kind\": \"fat-tree\", \"tiers\": 2, \"k\": 4}",
                         "--calibration", "none",       "--op",
                         "allgather",     "--size",     "16M",
                         "--fidelity",    "step",       "--json"};
-    doc = run_json(ag, 12);
+    doc = cli_run_json(ag, 12);
     res = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "results"), 0);
-    const double t = num(res, "time_s");
+    const double t = cli_json_num(res, "time_s");
     assert_true(fabs(t - 7 * (0.6e-6 + m / 8 / 50e9)) < 1e-3 * t);
-    assert_true(fabs(num(res, "busbw_bytes_per_s") - m / t * 7 / 8) < 1e-9 * m / t);
+    assert_true(fabs(cli_json_num(res, "busbw_bytes_per_s") - m / t * 7 / 8) < 1e-9 * m / t);
     cJSON_Delete(doc);
 }
 
@@ -194,19 +162,21 @@ static void test_groups_and_placement(void **state) {
     (void)state;
     const char *pairs[] = {"collective", "--topology", "perlmutter",  "--gpus",  "16",     "--op", "sendrecv",
                            "--groups",   "8",          "--placement", "strided", "--size", "64M",  "--json"};
-    cJSON *doc = run_json(pairs, 14);
-    assert_string_equal(str(doc, "placement"), "strided");
+    cJSON *doc = cli_run_json(pairs, 14);
+    assert_string_equal(cli_json_str(doc, "placement"), "strided");
     const cJSON *res = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "results"), 0);
-    assert_string_equal(str(res, "algo"), "direct");
+    assert_string_equal(cli_json_str(res, "algo"), "direct");
     /* one NIC each way at 0.7 x 25 GB/s */
-    assert_true(fabs(num(res, "busbw_bytes_per_s") - 17.5e9) < 0.02 * 17.5e9);
+    assert_true(fabs(cli_json_num(res, "busbw_bytes_per_s") - 17.5e9) < 0.02 * 17.5e9);
     cJSON_Delete(doc);
     const char *one[] = {"collective", "--topology", "perlmutter", "--gpus", "4", "--size", "256M", "--json"};
     const char *four[] = {"collective", "--topology", "perlmutter", "--gpus", "16",
                           "--groups",   "4",          "--size",     "256M",   "--json"};
-    cJSON *a = run_json(one, 8), *b = run_json(four, 10);
-    const double ta = num(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a, "results"), 0), "time_s");
-    const double tb = num(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(b, "results"), 0), "time_s");
+    cJSON *a = cli_run_json(one, 8), *b = cli_run_json(four, 10);
+    const double ta =
+        cli_json_num(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a, "results"), 0), "time_s");
+    const double tb =
+        cli_json_num(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(b, "results"), 0), "time_s");
     assert_true(fabs(ta - tb) < 1e-9 * ta);
     cJSON_Delete(a);
     cJSON_Delete(b);

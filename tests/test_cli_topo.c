@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "test_cli_run.h"
+#include "test_cli_assert.h"
 
 typedef struct error_case {
     const char *name;
@@ -129,94 +130,58 @@ static void test_error_cases(void **state) {
         int n = 0;
         while (n < 8 && c->args[n])
             n++;
-        cli_run_t r = cli_run_argv(n, c->args);
-        if (r.rc != c->rc || r.out[0] || cli_run_lines(r.err) != 1)
-            fprintf(stderr, "case %s: rc %d, stdout \"%s\", stderr \"%s\"\n", c->name, r.rc, r.out, r.err);
-        assert_int_equal(r.rc, c->rc);
-        assert_string_equal(r.out, "");
-        assert_int_equal(cli_run_lines(r.err), 1);
-        for (int k = 0; k < 3 && c->frag[k]; k++) {
-            if (!strstr(r.err, c->frag[k]))
-                fprintf(stderr, "case %s: \"%s\" not in \"%s\"\n", c->name, c->frag[k], r.err);
-            assert_non_null(strstr(r.err, c->frag[k]));
-        }
-        cli_run_free(&r);
+        cli_expect_error(c->name, c->args, n, c->rc, c->frag, 3);
     }
-}
-
-static cJSON *run_json(const char *const *args, int n) {
-    cli_run_t r = cli_run_argv(n, args);
-    if (r.rc != 0)
-        fprintf(stderr, "stderr: %s\n", r.err);
-    assert_int_equal(r.rc, 0);
-    assert_string_equal(r.err, "");
-    cJSON *doc = cJSON_Parse(r.out);
-    assert_non_null(doc);
-    cli_run_free(&r);
-    return doc;
-}
-
-static double num(const cJSON *doc, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
-    assert_non_null(v);
-    assert_true(cJSON_IsNumber(v));
-    return v->valuedouble;
-}
-
-static const char *str(const cJSON *doc, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
-    assert_true(cJSON_IsString(v));
-    return v->valuestring;
 }
 
 static void test_json_fields(void **state) {
     (void)state;
     const char *args[] = {"topo", "--topology", "{\"kind\": \"fat-tree\", \"tiers\": 3, \"k\": 8}", "--json"};
-    cJSON *doc = run_json(args, 4);
-    assert_string_equal(str(doc, "name"), "fat-tree");
-    assert_string_equal(str(doc, "kind"), "fat-tree");
-    assert_int_equal((int64_t)num(doc, "gpus"), 128);
-    assert_int_equal((int64_t)num(doc, "nodes"), 128);
-    assert_int_equal((int64_t)num(doc, "switches"), 80);
-    assert_int_equal((int64_t)num(doc, "links"), 384);
-    assert_int_equal((int64_t)num(doc, "diameter_hops"), 6);
-    assert_float_equal(num(doc, "bisection_bandwidth_bytes_per_s"), 64 * 50e9, 1);
-    assert_float_equal(num(doc, "injection_bandwidth_bytes_per_s"), 128 * 50e9, 1);
-    assert_float_equal(num(doc, "bisection_closed_form_bytes_per_s"), 64 * 50e9, 1);
+    cJSON *doc = cli_run_json(args, 4);
+    assert_string_equal(cli_json_str(doc, "name"), "fat-tree");
+    assert_string_equal(cli_json_str(doc, "kind"), "fat-tree");
+    assert_int_equal((int64_t)cli_json_num(doc, "gpus"), 128);
+    assert_int_equal((int64_t)cli_json_num(doc, "nodes"), 128);
+    assert_int_equal((int64_t)cli_json_num(doc, "switches"), 80);
+    assert_int_equal((int64_t)cli_json_num(doc, "links"), 384);
+    assert_int_equal((int64_t)cli_json_num(doc, "diameter_hops"), 6);
+    assert_float_equal(cli_json_num(doc, "bisection_bandwidth_bytes_per_s"), 64 * 50e9, 1);
+    assert_float_equal(cli_json_num(doc, "injection_bandwidth_bytes_per_s"), 128 * 50e9, 1);
+    assert_float_equal(cli_json_num(doc, "bisection_closed_form_bytes_per_s"), 64 * 50e9, 1);
     const cJSON *cost = cJSON_GetObjectItemCaseSensitive(doc, "cost");
-    assert_int_equal((int64_t)num(cost, "optical_transceivers"), 512);
+    assert_int_equal((int64_t)cli_json_num(cost, "optical_transceivers"), 512);
     cJSON_Delete(doc);
 }
 
 static void test_presets_and_files(void **state) {
     (void)state;
     const char *h100[] = {"topo", "--topology", "dgx-h100-superpod", "--gpus", "248", "--json"};
-    cJSON *doc = run_json(h100, 6);
-    assert_int_equal((int64_t)num(doc, "switches"), 12);
-    assert_int_equal((int64_t)num(doc, "nodes"), 31);
+    cJSON *doc = cli_run_json(h100, 6);
+    assert_int_equal((int64_t)cli_json_num(doc, "switches"), 12);
+    assert_int_equal((int64_t)cli_json_num(doc, "nodes"), 31);
     cJSON_Delete(doc);
     const char *frontier[] = {"topo", "--topology", "{\"preset\": \"frontier\", \"gpus\": 4096}", "--json"};
-    doc = run_json(frontier, 4);
-    assert_int_equal((int64_t)num(doc, "nodes"), 512);
-    assert_int_equal((int64_t)num(doc, "switches"), 4 * 32);
-    assert_string_equal(str(doc, "routing"), "ugal");
+    doc = cli_run_json(frontier, 4);
+    assert_int_equal((int64_t)cli_json_num(doc, "nodes"), 512);
+    assert_int_equal((int64_t)cli_json_num(doc, "switches"), 4 * 32);
+    assert_string_equal(cli_json_str(doc, "routing"), "ugal");
     cJSON_Delete(doc);
     const char *scenario[] = {"topo", "@topo/scenario_b200.json", "--json"};
-    doc = run_json(scenario, 3);
-    assert_int_equal((int64_t)num(doc, "gpus"), 2048);
-    assert_int_equal((int64_t)num(doc, "switches"), 64 + 32); /* 8 SUs: 2 tiers, 32 spines */
+    doc = cli_run_json(scenario, 3);
+    assert_int_equal((int64_t)cli_json_num(doc, "gpus"), 2048);
+    assert_int_equal((int64_t)cli_json_num(doc, "switches"), 64 + 32); /* 8 SUs: 2 tiers, 32 spines */
     cJSON_Delete(doc);
     const char *file[] = {"topo", "--topology", "@topo/dragonfly.json", "--json"};
-    doc = run_json(file, 4);
-    assert_int_equal((int64_t)num(doc, "switches"), 36);
-    assert_int_equal((int64_t)num(doc, "diameter_hops"), 5);
+    doc = cli_run_json(file, 4);
+    assert_int_equal((int64_t)cli_json_num(doc, "switches"), 36);
+    assert_int_equal((int64_t)cli_json_num(doc, "diameter_hops"), 5);
     cJSON_Delete(doc);
     const char *ideal[] = {"topo", "--json"}; /* the default scenario's A100 system, 4096 GPUs */
-    doc = run_json(ideal, 2);
-    assert_string_equal(str(doc, "kind"), "ideal");
-    assert_int_equal((int64_t)num(doc, "gpus"), 4096);
-    assert_int_equal((int64_t)num(doc, "switches"), 1);
-    assert_float_equal(num(doc, "injection_bandwidth_bytes_per_s"), 4096 * 25e9, 1);
+    doc = cli_run_json(ideal, 2);
+    assert_string_equal(cli_json_str(doc, "kind"), "ideal");
+    assert_int_equal((int64_t)cli_json_num(doc, "gpus"), 4096);
+    assert_int_equal((int64_t)cli_json_num(doc, "switches"), 1);
+    assert_float_equal(cli_json_num(doc, "injection_bandwidth_bytes_per_s"), 4096 * 25e9, 1);
     cJSON_Delete(doc);
 }
 
@@ -229,11 +194,11 @@ static void test_export_and_reload(void **state) {
     snprintf(dot, sizeof dot, "%s/cluster.dot", dir);
     const char *exp[] = {
         "topo", "--topology", "dgx-h100-superpod", "--gpus", "504", "--json", "--graphml", gml, "--dot", dot};
-    cJSON *a = run_json(exp, 10);
+    cJSON *a = cli_run_json(exp, 10);
     const char *back[] = {"topo", "--topology", gml, "--json"};
-    cJSON *b = run_json(back, 4);
-    assert_string_equal(str(b, "kind"), "graphml");
-    assert_string_equal(str(b, "name"), "dgx-h100-superpod");
+    cJSON *b = cli_run_json(back, 4);
+    assert_string_equal(cli_json_str(b, "kind"), "graphml");
+    assert_string_equal(cli_json_str(b, "name"), "dgx-h100-superpod");
     static const char *const same[] = {"gpus",
                                        "nodes",
                                        "switches",
@@ -242,7 +207,8 @@ static void test_export_and_reload(void **state) {
                                        "bisection_bandwidth_bytes_per_s",
                                        "injection_bandwidth_bytes_per_s"};
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
-        assert_float_equal(num(a, same[i]), num(b, same[i]), 1e-6 * (num(a, same[i]) + 1));
+        assert_float_equal(cli_json_num(a, same[i]), cli_json_num(b, same[i]),
+                           1e-6 * (cli_json_num(a, same[i]) + 1));
     cJSON_Delete(a);
     cJSON_Delete(b);
     FILE *f = fopen(dot, "r");
