@@ -398,6 +398,19 @@ static void sb_printf(sbuf_t *b, const char *fmt, ...) {
     }
 }
 
+/* Run the script in b (frees it) writing tmp, renamed onto path; on failure tmp is removed. */
+static int plot_finish(sbuf_t *b, const char *path, const char *tmp, cli_diag_t *d) {
+    int rc;
+    if (b->failed)
+        rc = cli_fail(d, CLI_ERUNTIME, "--plot: out of memory");
+    else
+        rc = gnuplot_run(b->s, path, tmp, d);
+    if (rc)
+        remove(tmp);
+    free(b->s);
+    return rc;
+}
+
 /* Quote a label for gnuplot's inline data (no quotes inside). */
 static void gp_label(char *out, size_t n, const char *s) {
     size_t j = 0;
@@ -803,14 +816,7 @@ static int compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
         sb_printf(&b, "\nunset multiplot\n");
     }
     sb_printf(&b, "set output\n");
-    if (b.failed)
-        rc = cli_fail(d, CLI_ERUNTIME, "--plot: out of memory");
-    else
-        rc = gnuplot_run(b.s, path, tmp, d);
-    if (rc)
-        remove(tmp);
-    free(b.s);
-    return rc;
+    return plot_finish(&b, path, tmp, d);
 }
 
 int cmd_compare(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
@@ -1083,14 +1089,7 @@ static int waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d)
               "with labels offset 0,0.8\nset output\n",
               topo, WF_COUNT, lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
               hi + 0.15 * (hi - lo) + 1e-9);
-    if (b.failed)
-        rc = cli_fail(d, CLI_ERUNTIME, "--plot: out of memory");
-    else
-        rc = gnuplot_run(b.s, path, tmp, d);
-    if (rc)
-        remove(tmp);
-    free(b.s);
-    return rc;
+    return plot_finish(&b, path, tmp, d);
 }
 
 int cmd_waterfall(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {

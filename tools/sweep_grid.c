@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scenario_internal.h" /* SCN_DEFAULT_MODEL, SCN_DEFAULT_SYSTEM */
+#include "scenario_internal.h" /* SCN_DEFAULT_MODEL, SCN_DEFAULT_SYSTEM, scn_describe */
 #include "sweep.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -28,24 +28,6 @@ uint64_t sweep_fnv1a(uint64_t h, const char *s, size_t n) {
 }
 
 /* ---- small JSON helpers ---------------------------------------------------------------------- */
-
-/* A JSON value for a message: numbers and strings by value, the rest by type. */
-static void describe(const cJSON *v, char *buf, size_t n) {
-    if (cJSON_IsNumber(v))
-        snprintf(buf, n, "%.17g", v->valuedouble);
-    else if (cJSON_IsString(v))
-        snprintf(buf, n, "\"%.60s\" (a string)", v->valuestring);
-    else if (cJSON_IsBool(v))
-        snprintf(buf, n, "%s (a boolean)", cJSON_IsTrue(v) ? "true" : "false");
-    else if (cJSON_IsNull(v))
-        snprintf(buf, n, "null");
-    else if (cJSON_IsArray(v))
-        snprintf(buf, n, "an array");
-    else if (cJSON_IsObject(v))
-        snprintf(buf, n, "an object");
-    else
-        snprintf(buf, n, "an invalid value");
-}
 
 static int is_string(const cJSON *v, const char *s) {
     return cJSON_IsString(v) && v->valuestring && strcmp(v->valuestring, s) == 0;
@@ -184,7 +166,7 @@ static int set_path(cJSON *root, const char *path, const cJSON *value, const cha
                 cJSON_Delete(repl), repl = NULL;
         } else if (!cJSON_IsObject(child)) {
             char what[96];
-            describe(child, what, sizeof what);
+            scn_describe(child, what, sizeof what);
             return cli_fail(d, CLI_EUSAGE,
                             "%s: %s is %s, not an object; allowed: a dotted path of scenario fields "
                             "(e.g. parallel.strategy, system.hbm_capacity)",
@@ -224,7 +206,7 @@ static int normalize_layout(cJSON *scn, const char *where, cli_diag_t *d) {
     const cJSON *layout = cJSON_GetObjectItemCaseSensitive(par, "layout");
     if (layout && !is_string(layout, "search")) {
         char what[96];
-        describe(layout, what, sizeof what);
+        scn_describe(layout, what, sizeof what);
         return cli_fail(d, CLI_EUSAGE,
                         "%s: parallel.layout: %s; allowed: \"search\" (the best layout of the analytic "
                         "model's search)",
@@ -363,7 +345,7 @@ static int parse_command(sweep_grid_t *g, cli_diag_t *d) {
     sweep_command_list(list, sizeof list);
     if (!v)
         return cli_fail(d, CLI_EUSAGE, "%s: command: missing; allowed: %s", g->path, list);
-    describe(v, what, sizeof what);
+    scn_describe(v, what, sizeof what);
     if (!cJSON_IsString(v))
         return cli_fail(d, CLI_EUSAGE, "%s: command: %s is not a string; allowed: %s", g->path, what, list);
     g->cmd = sweep_command_find(v->valuestring);
@@ -386,7 +368,7 @@ static int parse_vary(sweep_grid_t *g, cli_diag_t *d) {
     g->n_vary = 1; /* no vary: the product of no axes is the base scenario itself */
     if (!vary)
         return CLI_OK;
-    describe(vary, what, sizeof what);
+    scn_describe(vary, what, sizeof what);
     if (!cJSON_IsObject(vary) || !vary->child)
         return cli_fail(d, CLI_EUSAGE,
                         "%s: vary: %s%s; allowed: an object {\"dotted.path\": [values, ...], ...}", g->path,
@@ -412,7 +394,7 @@ static int parse_vary(sweep_grid_t *g, cli_diag_t *d) {
                 return cli_fail(d, CLI_EUSAGE, "%s: vary[\"%.60s\"]: overlaps vary[\"%.60s\"]; allowed: %s",
                                 g->path, q, p, "keys that name different scenario fields");
         }
-        describe(c, what, sizeof what);
+        scn_describe(c, what, sizeof what);
         if (!cJSON_IsArray(c))
             return cli_fail(d, CLI_EUSAGE,
                             "%s: vary[\"%.60s\"]: %s is not a list; allowed: a non-empty array", g->path,
@@ -439,7 +421,7 @@ static int parse_points(sweep_grid_t *g, cli_diag_t *d) {
         g->n_points = g->n_vary;
         return CLI_OK;
     }
-    describe(pts, what, sizeof what);
+    scn_describe(pts, what, sizeof what);
     if (!cJSON_IsArray(pts))
         return cli_fail(d, CLI_EUSAGE, "%s: points: %s is not a list; allowed: an array of scenario objects",
                         g->path, what);
@@ -448,7 +430,7 @@ static int parse_points(sweep_grid_t *g, cli_diag_t *d) {
         g->n_vary = 0; /* points alone: no base point */
     size_t i = 0;
     for (const cJSON *c = pts->child; c; c = c->next, i++) {
-        describe(c, what, sizeof what);
+        scn_describe(c, what, sizeof what);
         if (!cJSON_IsObject(c))
             return cli_fail(d, CLI_EUSAGE, "%s: points[%zu]: %s is not an object; allowed: a scenario object",
                             g->path, i, what);
@@ -499,7 +481,7 @@ static void option_list(const sweep_command_t *cmd, char *buf, size_t n, const c
 
 static int command_option(sweep_grid_t *g, const sweep_option_t *o, const cJSON *v, cli_diag_t *d) {
     char what[96];
-    describe(v, what, sizeof what);
+    scn_describe(v, what, sizeof what);
     if (o->kind == SWEEP_OPT_BOOL) {
         if (!cJSON_IsBool(v))
             return cli_fail(d, CLI_EUSAGE, "%s: options.%s: %s is not a boolean; allowed: true, false",
@@ -542,7 +524,7 @@ static int parse_options(sweep_grid_t *g, cli_diag_t *d) {
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
     option_list(g->cmd, list, sizeof list, names, &n_names);
     if (opts && !cJSON_IsObject(opts)) {
-        describe(opts, what, sizeof what);
+        scn_describe(opts, what, sizeof what);
         return cli_fail(d, CLI_EUSAGE,
                         "%s: options: %s is not an object; allowed: {\"option\": value} with "
                         "options %s",
@@ -593,7 +575,7 @@ static int parse_options(sweep_grid_t *g, cli_diag_t *d) {
 static int parse_top(sweep_grid_t *g, cli_diag_t *d) {
     char what[96], path[256] = "";
     if (!cJSON_IsObject(g->doc)) {
-        describe(g->doc, what, sizeof what);
+        scn_describe(g->doc, what, sizeof what);
         return cli_fail(d, CLI_EUSAGE,
                         "%s: (top level): %s; allowed: a grid object {\"command\", \"scenario\", "
                         "\"vary\", \"points\", \"options\"}",
@@ -618,14 +600,14 @@ static int parse_top(sweep_grid_t *g, cli_diag_t *d) {
     for (size_t i = 0; i < COUNT(texts); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(g->doc, texts[i]);
         if (v && !cJSON_IsString(v)) {
-            describe(v, what, sizeof what);
+            scn_describe(v, what, sizeof what);
             return cli_fail(d, CLI_EUSAGE, "%s: %s: %s is not a string; allowed: a string", g->path, texts[i],
                             what);
         }
     }
     g->base = cJSON_GetObjectItemCaseSensitive(g->doc, "scenario");
     if (g->base && !cJSON_IsObject(g->base)) {
-        describe(g->base, what, sizeof what);
+        scn_describe(g->base, what, sizeof what);
         return cli_fail(d, CLI_EUSAGE,
                         "%s: scenario: %s is not an object; allowed: a scenario object (the "
                         "keys of a scenario file)",
