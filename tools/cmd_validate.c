@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate.h"
 #include "commands.h"
 #include "csv.h"
 #include "output.h"
@@ -60,6 +61,9 @@ typedef struct validate_args {
     int json, help;
     int sim;                  /* --sim: also predict through the simulation */
     const char *sim_topology; /* --sim-topology: auto (default), or a topology for every row */
+    const char *flop_eff_text;
+    double flop_eff; /* --flop-efficiency: replaces every row's system value (0: the preset's) */
+    int calibrate;   /* --calibrate: fit the flop efficiency per system */
 } validate_args_t;
 
 static const struct {
@@ -70,13 +74,16 @@ static const struct {
      "how empty mbs and interleave cells are filled: fixed or search (below)"},
     {"--sim", NULL, "off", "also predict every run through the simulation (below)"},
     {"--sim-topology", "T", "auto", "the network of --sim: auto, or a topology for every row"},
+    {"--flop-efficiency", "X", "the preset's", "FLOP efficiency of every run's GPU, 0 < X <= 1"},
+    {"--calibrate", NULL, "off", "fit the FLOP efficiency of each system to its runs (below)"},
     {"--json", NULL, "off", "print exactly one JSON object on stdout"},
     {"--help", NULL, "", "print this help and exit"},
 };
 
 void cmd_validate_help(FILE *out) {
     fprintf(out,
-            "usage: stepsim validate --measured FILE.csv [--unrecorded fixed|search] [--json]\n\n"
+            "usage: stepsim validate --measured FILE.csv [--unrecorded fixed|search] [--sim [--sim-topology T]]\n"
+            "                        [--flop-efficiency X] [--calibrate] [--json]\n\n"
             "Predict every measured training run of FILE.csv with the analytic model (the prediction\n"
             "source is printed: analytic) and print, per run, the predicted and measured iteration time\n"
             "and the signed error, then the mean and the maximum absolute error; the published\n"
@@ -108,6 +115,10 @@ void cmd_validate_help(FILE *out) {
         "the measured-runs schema); the rule search tries every mbs dividing gbs/dp and every\n"
         "interleave dividing layers/pp that Megatron accepts, with the run's own degrees, and\n"
         "keeps the fastest that fits in memory (the fastest overall if none fits).\n"
+        "--calibrate fits the FLOP efficiency of each system preset to its runs (least squares of the\n"
+        "percentage errors over 0.40..1.00 in steps of 0.005, analytic model, the other settings kept)\n"
+        "and prints its errors with leave-one-out errors beside them (each run predicted with the\n"
+        "efficiency fitted to the others); apply a fit with --flop-efficiency X.\n"
         "Constants and reasons: docs/validation.md.\n"
         "Exit codes: 0 ok; 2 bad usage or a bad file (one line naming the file, row and column).\n");
     fprintf(out, "\n");
@@ -133,6 +144,10 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
             a->sim = 1;
         else if (strcmp(name, "--sim-topology") == 0)
             slot = &a->sim_topology;
+        else if (strcmp(name, "--calibrate") == 0 && !eq)
+            a->calibrate = 1;
+        else if (strcmp(name, "--flop-efficiency") == 0)
+            slot = &a->flop_eff_text;
         else if ((strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) && !eq)
             a->help = 1;
         else if (strcmp(name, "--measured") == 0)
@@ -144,11 +159,13 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
             for (size_t k = 0; k < COUNT(OPTS); k++)
                 names[k] = OPTS[k].name;
             const char *sg = cli_suggest(name, names, COUNT(OPTS));
-            return cli_fail(d, CLI_EUSAGE,
-                            "validate: %.60s: unknown %s%s%s%s; allowed: --measured FILE.csv, --unrecorded "
-                            "search|fixed, --sim, --sim-topology T, --json, --help",
-                            s, s[0] == '-' ? "option" : "argument", sg ? " (did you mean " : "", sg ? sg : "",
-                            sg ? "?)" : "");
+            return cli_fail(
+                d, CLI_EUSAGE,
+                "validate: %.60s: unknown %s%s%s%s; allowed: --measured FILE.csv, --unrecorded "
+                "search|fixed, --sim, --sim-topology T, --flop-efficiency X, --calibrate, --json, "
+                "--help",
+                s, s[0] == '-' ? "option" : "argument", sg ? " (did you mean " : "", sg ? sg : "",
+                sg ? "?)" : "");
         }
         if (slot) {
             if (eq)
@@ -166,13 +183,23 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
     else
         return cli_fail(d, CLI_EUSAGE, "--unrecorded: \"%.60s\" is not a rule; allowed: search, fixed",
                         a->rule_text);
+    if (a->flop_eff_text) {
+        char *end = NULL;
+        errno = 0;
+        a->flop_eff = strtod(a->flop_eff_text, &end);
+        if (!a->flop_eff_text[0] || *end || errno || !(a->flop_eff > 0.0 && a->flop_eff <= 1.0))
+            return cli_fail(d, CLI_EUSAGE,
+                            "--flop-efficiency: \"%.60s\" is not a number in (0, 1]; allowed: e.g. 0.75",
+                            a->flop_eff_text);
+    }
     if (a->sim_topology && !a->sim)
         return cli_fail(d, CLI_EUSAGE,
                         "--sim-topology: given without --sim; allowed: --sim --sim-topology T");
     if (!a->help && !a->measured)
         return cli_fail(
             d, CLI_EUSAGE,
-            "validate: --measured FILE.csv is required with --unrecorded and --sim; allowed: --measured "
+            "validate: --measured FILE.csv is required with --unrecorded, --sim, --flop-efficiency and "
+            "--calibrate; allowed: --measured "
             "FILE.csv (without these options validate prints the waterfall of the scenario)");
     return CLI_OK;
 }
@@ -203,6 +230,7 @@ typedef struct reader {
     size_t r;
     const char *name;
     cli_diag_t *d;
+    double flop_eff; /* > 0: replaces the system preset's FLOP efficiency */
 } reader_t;
 
 static int bad_cell(const reader_t *rd, const char *col, const char *text, const char *allowed) {
@@ -320,6 +348,8 @@ static int system_cell(const reader_t *rd, run_row_t *row) {
     const char *s = csv_cell(rd->t, rd->r, idx);
     if (model_system_preset(s, &row->job.system) == MODEL_OK) {
         snprintf(row->system, sizeof row->system, "%s", s);
+        if (rd->flop_eff > 0.0)
+            row->job.system.flop_efficiency = rd->flop_eff;
         return CLI_OK;
     }
     const char *names[32];
@@ -546,7 +576,7 @@ static void breakdown_json(json_writer_t *w, const model_summary_t *s) {
 }
 
 static int print_json(FILE *out, const validate_args_t *a, const predictor_t *pr, const run_row_t *rows,
-                      size_t n, const summary_stats_t *st, cJSON *sim) {
+                      size_t n, const summary_stats_t *st, cJSON *sim, cJSON *calib) {
     json_writer_t w;
     json_start(&w, out);
     json_open_array(&w, "rows");
@@ -593,10 +623,15 @@ static int print_json(FILE *out, const validate_args_t *a, const predictor_t *pr
     json_number(&w, "mean_abs_error_pct", st->ref_mean_abs);
     json_number(&w, "max_abs_error_pct", st->ref_max_abs);
     json_close_object(&w);
+    /* owned by the document from here */
     if (sim && !w.failed && w.depth > 0)
-        cJSON_AddItemToObject(w.stack[0], "simulation", sim); /* owned by the document from here */
+        cJSON_AddItemToObject(w.stack[0], "simulation", sim);
     else
         cJSON_Delete(sim);
+    if (calib && !w.failed && w.depth > 0)
+        cJSON_AddItemToObject(w.stack[0], "calibration", calib);
+    else
+        cJSON_Delete(calib);
     return json_finish(&w);
 }
 
@@ -636,7 +671,7 @@ static void print_text(FILE *out, const validate_args_t *a, const predictor_t *p
 
 static int load_rows(const validate_args_t *a, const csv_table_t *t, run_row_t *rows, cli_diag_t *d) {
     for (size_t r = 1; r < t->n_rows; r++) {
-        reader_t rd = {a->measured, t, r, "", d};
+        reader_t rd = {a->measured, t, r, "", d, a->flop_eff};
         rd.name = text_of(&rd, "name");
         int idx;
         int rc = column(&rd, "name", 1, &idx);
@@ -669,7 +704,8 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
 /* Whether argv has --measured or an option only it takes (else the command is the waterfall of
  * cmd_compare.c). */
 static int has_measured(int argc, char **argv) {
-    static const char *const MEASURED_ONLY[] = {"--measured", "--unrecorded", "--sim", "--sim-topology"};
+    static const char *const MEASURED_ONLY[] = {"--measured",     "--unrecorded",      "--sim",
+                                                "--sim-topology", "--flop-efficiency", "--calibrate"};
     for (int i = 2; i < argc; i++)
         for (size_t k = 0; k < COUNT(MEASURED_ONLY); k++) {
             const size_t n = strlen(MEASURED_ONLY[k]);
@@ -818,6 +854,81 @@ static cJSON *sim_json(const run_row_t *rows, size_t n) {
     return json_take(&w);
 }
 
+/* ---- --calibrate: the FLOP efficiency fitted per system ------------------------------------------ */
+
+/* One fit over the rows of rows[first]'s system (marking them done), printed to out or, with json,
+ * added to the array systems. */
+static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char *done, FILE *out,
+                            cJSON *systems, cli_diag_t *d) {
+    model_job_t *jobs = malloc(n * sizeof *jobs);
+    double *measured = malloc(n * sizeof *measured);
+    const char **names = malloc(n * sizeof *names);
+    size_t m = 0;
+    int rc = jobs && measured && names ? CLI_OK : cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    for (size_t i = first; i < n && !rc; i++) {
+        if (done[i] || strcmp(rows[i].system, rows[first].system) != 0)
+            continue;
+        done[i] = 1;
+        jobs[m] = rows[i].job;
+        measured[m] = rows[i].measured_s;
+        names[m++] = rows[i].name;
+    }
+    calib_fit_t fit;
+    if (!rc)
+        rc = calib_fit(jobs, measured, m, &fit, d);
+    if (!rc) {
+        if (systems) {
+            cJSON *o = calib_json(&fit, names);
+            if (o)
+                cJSON_AddItemToArray(systems, o);
+            else
+                rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
+        } else {
+            calib_print_text(out, &fit, names);
+        }
+        calib_free(&fit);
+    }
+    free(jobs);
+    free(measured);
+    free(names);
+    return rc;
+}
+
+/* Every system's fit: text to out, or (json) a new object into *json_out. */
+static int calibrate_rows(const run_row_t *rows, size_t n, FILE *out, cJSON **json_out, cli_diag_t *d) {
+    char *done = calloc(n, 1);
+    cJSON *root = json_out ? cJSON_CreateObject() : NULL;
+    cJSON *systems = root ? cJSON_AddArrayToObject(root, "systems") : NULL;
+    if (!done || (json_out && !systems)) {
+        free(done);
+        cJSON_Delete(root);
+        return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    }
+    if (json_out) {
+        cJSON_AddStringToObject(root, "objective", "least squares of the percentage errors");
+        cJSON_AddNumberToObject(root, "grid_from", CALIB_FROM);
+        cJSON_AddNumberToObject(root, "grid_to", CALIB_TO);
+        cJSON_AddNumberToObject(root, "grid_step", CALIB_STEP);
+    } else {
+        fprintf(
+            out,
+            "\ncalibration (--calibrate): each system's FLOP efficiency fitted to its runs, least squares\n"
+            "of the percentage errors over %.3f..%.3f in steps of %.3f, analytic model, the runs'\n"
+            "settings kept as read; leave-one-out predicts each run from a fit to the others\n",
+            CALIB_FROM, CALIB_TO, CALIB_STEP);
+    }
+    int rc = CLI_OK;
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!done[i])
+            rc = calibrate_system(rows, n, i, done, out, systems, d);
+    free(done);
+    if (rc || !json_out)
+        cJSON_Delete(root);
+    else
+        *json_out = root;
+    return rc;
+}
+
 int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     if (!has_measured(argc, argv)) {
         int help = 0;
@@ -861,13 +972,20 @@ int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
         summary_stats_t st;
         stats_of(rows, n, &st);
         if (a.json) {
-            cJSON *sim = a.sim ? sim_json(rows, n) : NULL;
-            if ((a.sim && !sim) || print_json(out, &a, &ANALYTIC, rows, n, &st, sim) != 0)
+            cJSON *calib = NULL;
+            if (a.calibrate)
+                rc = calibrate_rows(rows, n, NULL, &calib, d);
+            cJSON *sim = a.sim && !rc ? sim_json(rows, n) : NULL;
+            if (!rc && ((a.sim && !sim) || print_json(out, &a, &ANALYTIC, rows, n, &st, sim, calib) != 0))
                 rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
+            else if (rc)
+                cJSON_Delete(calib);
         } else {
             print_text(out, &a, &ANALYTIC, rows, n, &st);
             if (a.sim)
                 sim_text(out, rows, n);
+            if (a.calibrate)
+                rc = calibrate_rows(rows, n, out, NULL, d);
         }
     }
     free(rows);
