@@ -81,13 +81,14 @@ static const struct {
 };
 
 void cmd_validate_help(FILE *out) {
-    fprintf(out,
-            "usage: stepsim validate --measured FILE.csv [--unrecorded fixed|search] [--sim [--sim-topology T]]\n"
-            "                        [--flop-efficiency X] [--calibrate] [--json]\n\n"
-            "Predict every measured training run of FILE.csv with the analytic model (the prediction\n"
-            "source is printed: analytic) and print, per run, the predicted and measured iteration time\n"
-            "and the signed error, then the mean and the maximum absolute error; the published\n"
-            "reference model's prediction of the same layout is shown beside it.\n\noptions:\n");
+    fprintf(
+        out,
+        "usage: stepsim validate --measured FILE.csv [--unrecorded fixed|search] [--sim [--sim-topology T]]\n"
+        "                        [--flop-efficiency X] [--calibrate] [--json]\n\n"
+        "Predict every measured training run of FILE.csv with the analytic model (the prediction\n"
+        "source is printed: analytic) and print, per run, the predicted and measured iteration time\n"
+        "and the signed error, then the mean and the maximum absolute error; the published\n"
+        "reference model's prediction of the same layout is shown beside it.\n\noptions:\n");
     for (size_t i = 0; i < COUNT(OPTS); i++) {
         char lhs[40];
         snprintf(lhs, sizeof lhs, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
