@@ -52,6 +52,15 @@ static const cli_option_t OPTIONS[] = {
     {"--nv-pp", "N", CMD_ESTIMATE, "derived", "PP members per NVLink domain (parallel.nv.pp)"},
     {"--compat", "MODE", CMD_BOTH, "corrected",
      "reference (the published model, quirks included) or corrected"},
+    {"--recompute", "R", CMD_BOTH, "none",
+     "corrected: activation recomputation none|selective|full (training.*)"},
+    {"--sequence-parallel", "on|off", CMD_BOTH, "on", "corrected, 1d: Megatron sequence parallelism"},
+    {"--attention", "A", CMD_BOTH, "flash", "corrected: flash, or materialized scores (Megatron 2021)"},
+    {"--embedding", "on|off", CMD_BOTH, "off", "corrected: the embedding and output layer, the loss"},
+    {"--optimizer-step", "on|off", CMD_BOTH, "off", "corrected: the Adam step of the local parameters"},
+    {"--interleave", "V", CMD_ESTIMATE, "1", "corrected: virtual pipeline stages per GPU (pp > 1)"},
+    {"--dp-comm", "M", CMD_BOTH, "sharded", "corrected: sharded, allreduce or allreduce-overlap"},
+    {"--grad-accumulation", "G", CMD_BOTH, "fused", "corrected: fused, or add (a separate kernel)"},
     {"--topology", "NAME|JSON", CMD_BOTH, "none",
      "accepted and kept for run/compare; unused by this command"},
     {"--top", "K", CMD_SEARCH, "10", "how many of the best configurations to print"},
@@ -139,7 +148,9 @@ static void print_scenario_help(FILE *out) {
         "   nvlink_size, nic_factor, element_size (GB, 2e-9), mask_element_size (GB, 1e-9),\n"
         "   flop_efficiency (0.8), kernel_overhead (s, 20e-6)}, \"nvlink_size\": N, \"gpus\": N,\n"
         "   \"global_batch\": N, \"parallel\": {strategy, dp, tp, tp1, tp2, pp, mbs, nb,\n"
-        "   nv: {tp, tp1, tp2, dp, pp}}, \"compat\": \"reference\"|\"corrected\", \"topology\": ..}\n"
+        "   nv: {tp, tp1, tp2, dp, pp}}, \"compat\": \"reference\"|\"corrected\", \"training\":\n"
+        "   {recompute, sequence_parallel (bool), attention, embedding (bool), optimizer_step (bool),\n"
+        "   interleave, dp_comm, grad_accumulation} (corrected only), \"topology\": ..}\n"
         "  Units: TFLOP/s, GB/s, GB, seconds (seed-model.md section 2).\n");
 }
 

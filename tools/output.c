@@ -133,6 +133,31 @@ void output_memory_json(json_writer_t *w, const model_summary_t *s) {
     json_close_object(w);
 }
 
+/* Whether a corrected job uses any training option (the reference has none). */
+static int has_training(const model_job_t *job) {
+    const model_training_t *t = &job->training;
+    return job->compat == MODEL_COMPAT_CORRECTED &&
+           (t->recompute || t->sequence_parallel || t->attention || t->embedding || t->optimizer_step ||
+            t->interleave > 1 || t->dp_comm || t->grad_accumulation);
+}
+
+/* "training": every field, when any is set. */
+static void training_json(json_writer_t *w, const model_job_t *job) {
+    const model_training_t *t = &job->training;
+    if (!has_training(job))
+        return;
+    json_open_object(w, "training");
+    json_string(w, "recompute", model_recompute_name(t->recompute));
+    json_bool(w, "sequence_parallel", t->sequence_parallel == MODEL_SEQPAR_ON);
+    json_string(w, "attention", model_attention_name(t->attention));
+    json_bool(w, "embedding", t->embedding);
+    json_bool(w, "optimizer_step", t->optimizer_step);
+    json_int(w, "interleave", t->interleave > 1 ? t->interleave : 1);
+    json_string(w, "dp_comm", model_dp_comm_name(t->dp_comm));
+    json_string(w, "grad_accumulation", model_grad_accum_name(t->grad_accumulation));
+    json_close_object(w);
+}
+
 void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job,
                         const scenario_t *scn) {
     const model_parallel_t *p = &s->par;
@@ -158,6 +183,7 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
         json_string(w, "model", scenario_model_name(scn));
         json_string(w, "system", scenario_system_name(scn));
         json_string(w, "compat", model_compat_name(job->compat));
+        training_json(w, job);
     }
     json_close_object(w);
 }
@@ -195,4 +221,13 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
             " sequences, compat %s\n",
             scenario_model_name(scn), job->gpus, scenario_system_name(scn), job->system.nvlink_size,
             job->global_batch, model_compat_name(job->compat));
+    const model_training_t *t = &job->training;
+    if (has_training(job))
+        fprintf(f,
+                "training: recompute %s, sequence parallelism %s, %s attention, embedding %s, optimizer step "
+                "%s, interleave %" PRId64 ", dp comm %s, grad accumulation %s\n",
+                model_recompute_name(t->recompute), t->sequence_parallel == MODEL_SEQPAR_ON ? "on" : "off",
+                model_attention_name(t->attention), t->embedding ? "on" : "off",
+                t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
+                model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
 }

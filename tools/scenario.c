@@ -110,6 +110,14 @@ static const struct {
     [SCN_NV_DP] = {"parallel.nv.dp", "--nv-dp"},
     [SCN_NV_PP] = {"parallel.nv.pp", "--nv-pp"},
     [SCN_COMPAT] = {"compat", "--compat"},
+    [SCN_RECOMPUTE] = {"training.recompute", "--recompute"},
+    [SCN_SEQPAR] = {"training.sequence_parallel", "--sequence-parallel"},
+    [SCN_ATTENTION] = {"training.attention", "--attention"},
+    [SCN_EMBEDDING] = {"training.embedding", "--embedding"},
+    [SCN_OPTIMIZER_STEP] = {"training.optimizer_step", "--optimizer-step"},
+    [SCN_INTERLEAVE] = {"training.interleave", "--interleave"},
+    [SCN_DP_COMM] = {"training.dp_comm", "--dp-comm"},
+    [SCN_GRAD_ACCUM] = {"training.grad_accumulation", "--grad-accumulation"},
     [SCN_TOPOLOGY] = {"topology", "--topology"},
 };
 
@@ -376,6 +384,8 @@ int scenario_set_option(scenario_t *scn, const char *option, const char *value, 
         rc = option_object(scn, (scenario_field_t)f, option, value, diag);
     else if (f == SCN_STRATEGY || f == SCN_COMPAT || f == SCN_TOPOLOGY)
         rc = option_named(scn, (scenario_field_t)f, option, value, diag);
+    else if (scn_is_training((scenario_field_t)f))
+        rc = scn_training_set(scn, (scenario_field_t)f, option, value, diag);
     else
         rc = option_int(option, value, &scn->value[f], diag);
     if (rc != CLI_OK)

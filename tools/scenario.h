@@ -75,6 +75,15 @@ typedef enum scenario_field {
     SCN_NV_DP,
     SCN_NV_PP,
     SCN_COMPAT,
+    /* training.*: what a run does beyond the blocks (model_training_t; corrected model only) */
+    SCN_RECOMPUTE,
+    SCN_SEQPAR,
+    SCN_ATTENTION,
+    SCN_EMBEDDING,
+    SCN_OPTIMIZER_STEP,
+    SCN_INTERLEAVE,
+    SCN_DP_COMM,
+    SCN_GRAD_ACCUM,
     SCN_TOPOLOGY,
     SCN_FIELD_COUNT
 } scenario_field_t;
@@ -90,6 +99,7 @@ typedef struct scenario {
     model_system_t system;
     int strategy; /* model_strategy_t, or SCN_STRATEGY_ALL */
     model_compat_t compat;
+    model_training_t training; /* the training.* fields (zero: the model's defaults) */
     /* integer fields indexed by scenario_field_t (SCN_NVS..SCN_NV_PP); 0 = not given */
     int64_t value[SCN_FIELD_COUNT];
     scenario_origin_t origin[SCN_FIELD_COUNT];

@@ -40,4 +40,15 @@ int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, cons
 int scn_bad_strategy(cli_diag_t *diag, const char *where, const char *value);
 int scn_bad_compat(cli_diag_t *diag, const char *where, const char *value);
 
+/* scenario_training.c: the training.* fields. */
+int scn_is_training(scenario_field_t f);
+/* Set training field f from its text ("full", "off", "2"); where names it in messages. */
+int scn_training_set(scenario_t *scn, scenario_field_t f, const char *where, const char *text,
+                     cli_diag_t *diag);
+/* The "training" object of a scenario file: strings, booleans for on/off fields, an integer
+ * interleave. */
+int scn_parse_training(scenario_t *scn, const scn_src_t *src, const cJSON *obj);
+/* A training field given with compat reference (which has none): CLI_EUSAGE naming it; else CLI_OK. */
+int scn_training_for_reference(const scenario_t *scn, cli_diag_t *diag);
+
 #endif

@@ -361,8 +361,9 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
 
 /* ---- top level ------------------------------------------------------------------------------- */
 
-static const char *const TOP_KEYS[] = {"name", "description",  "model",    "system", "nvlink_size",
-                                       "gpus", "global_batch", "parallel", "compat", "topology"};
+static const char *const TOP_KEYS[] = {"name",        "description", "model",        "system",
+                                       "nvlink_size", "gpus",        "global_batch", "parallel",
+                                       "compat",      "training",    "topology"};
 
 static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, char *dst, size_t n) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -446,6 +447,8 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
         rc = parse_parallel(scn, &src, v);
     if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "compat")))
         rc = parse_compat(scn, &src, v);
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "training")))
+        rc = scn_parse_training(scn, &src, v);
     if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "topology")))
         rc = parse_topology(scn, &src, v);
     return rc;

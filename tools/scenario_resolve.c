@@ -204,6 +204,7 @@ static void fill_job(const scenario_t *s, model_job_t *job) {
     job->gpus = v[SCN_GPUS];
     job->global_batch = v[SCN_GBS];
     job->compat = s->compat;
+    job->training = s->training;
     model_parallel_t *p = &job->par;
     p->strategy = s->strategy == SCN_STRATEGY_ALL ? MODEL_STRATEGY_1D : (model_strategy_t)s->strategy;
     p->dp = v[SCN_DP], p->tp = v[SCN_TP], p->tp1 = v[SCN_TP1], p->tp2 = v[SCN_TP2], p->pp = v[SCN_PP];
@@ -342,7 +343,9 @@ static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d) {
 int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag) {
     int no_dp = 0;
     model_issue_t issue;
-    int rc = strategy_fields(scn, diag);
+    int rc = scn_training_for_reference(scn, diag);
+    if (!rc)
+        rc = strategy_fields(scn, diag);
     if (!rc)
         rc = tensor_degree(scn, diag);
     if (rc)
@@ -368,6 +371,9 @@ int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, c
     model_issue_t issue;
     int s = scn->given[SCN_STRATEGY] ? scn->strategy : SCN_STRATEGY_ALL;
     *mask = s == SCN_STRATEGY_ALL ? (1u << MODEL_STRATEGY_COUNT) - 1u : 1u << s;
+    int rc = scn_training_for_reference(scn, diag);
+    if (rc)
+        return rc;
     /* A trivially valid layout (one GPU), so that model_job_check judges the model and system only. */
     fill_job(scn, job);
     model_parallel_t one = {MODEL_STRATEGY_1D, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
