@@ -16,23 +16,29 @@ static double grid_efficiency(size_t k) {
     return CALIB_FROM + (double)k * CALIB_STEP;
 }
 
-/* err[k * n + i]: the percentage error of run i at grid point k. */
-static int error_table(const model_job_t *jobs, const double *measured_s, size_t n, double *err,
+/* out[i]: the percentage error of run i at efficiency eff (<= 0: the run's own). */
+static int errors_at(const model_job_t *jobs, const double *measured_s, size_t n, double eff, double *out,
+                     model_estimate_t *e, cli_diag_t *d) {
+    for (size_t i = 0; i < n; i++) {
+        model_job_t job = jobs[i];
+        if (eff > 0.0)
+            job.system.flop_efficiency = eff;
+        if (model_estimate(&job, e) != MODEL_OK)
+            return cli_fail(d, CLI_EUSAGE, "validate: --calibrate: the model rejected a checked job");
+        out[i] = 100.0 * (e->summary.iteration_time_s - measured_s[i]) / measured_s[i];
+    }
+    return CLI_OK;
+}
+
+/* err[k * n + i]: the error of run i at grid point k; row: at the runs' own efficiency. */
+static int error_table(const model_job_t *jobs, const double *measured_s, size_t n, double *err, double *row,
                        cli_diag_t *d) {
     model_estimate_t *e = malloc(sizeof *e);
     if (!e)
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
-    int rc = CLI_OK;
-    for (size_t k = 0; k < grid_points() && !rc; k++) {
-        for (size_t i = 0; i < n && !rc; i++) {
-            model_job_t job = jobs[i];
-            job.system.flop_efficiency = grid_efficiency(k);
-            if (model_estimate(&job, e) != MODEL_OK)
-                rc = cli_fail(d, CLI_EUSAGE, "validate: --calibrate: the model rejected a checked job");
-            else
-                err[k * n + i] = 100.0 * (e->summary.iteration_time_s - measured_s[i]) / measured_s[i];
-        }
-    }
+    int rc = errors_at(jobs, measured_s, n, 0.0, row, e, d);
+    for (size_t k = 0; k < grid_points() && !rc; k++)
+        rc = errors_at(jobs, measured_s, n, grid_efficiency(k), &err[k * n], e, d);
     free(e);
     return rc;
 }
@@ -65,22 +71,6 @@ static calib_errors_t errors_of(const double *e, size_t n) {
     return s;
 }
 
-static int current_errors(const model_job_t *jobs, const double *measured_s, size_t n, double *e,
-                          cli_diag_t *d) {
-    model_estimate_t *est = malloc(sizeof *est);
-    if (!est)
-        return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
-    int rc = CLI_OK;
-    for (size_t i = 0; i < n && !rc; i++) {
-        if (model_estimate(&jobs[i], est) != MODEL_OK)
-            rc = cli_fail(d, CLI_EUSAGE, "validate: --calibrate: the model rejected a checked job");
-        else
-            e[i] = 100.0 * (est->summary.iteration_time_s - measured_s[i]) / measured_s[i];
-    }
-    free(est);
-    return rc;
-}
-
 int calib_fit(const model_job_t *jobs, const double *measured_s, size_t n, calib_fit_t *out, cli_diag_t *d) {
     memset(out, 0, sizeof *out);
     if (n == 0)
@@ -96,9 +86,7 @@ int calib_fit(const model_job_t *jobs, const double *measured_s, size_t n, calib
                  ? CLI_OK
                  : cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (!rc)
-        rc = error_table(jobs, measured_s, n, err, d);
-    if (!rc)
-        rc = current_errors(jobs, measured_s, n, row, d);
+        rc = error_table(jobs, measured_s, n, err, row, d);
     if (!rc) {
         out->current = errors_of(row, n);
         const size_t k = best_point(err, n, n);
