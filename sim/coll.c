@@ -2,7 +2,9 @@
  * pairs, their routes, which phases), the barrier start, analytic timing, and the results.
  *
  * Routes are looked up once, when the collective is added, and kept per pair, so the run never
- * calls the route function. The phases' state machines are in coll_algos.c. */
+ * calls the route function, except with adaptive routing: then these are the plan's (idle-network)
+ * routes and coll_algos.c routes every flow again when it starts. The phases' state machines are in
+ * coll_algos.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

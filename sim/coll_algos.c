@@ -31,14 +31,42 @@ static double phase_bound(const sim_coll_t *c) {
     return k == SIM_PH_RING || k == SIM_PH_CHAIN ? c->bound : INFINITY;
 }
 
+/* The links of a flow over pair p that starts now: the planned route, or with adaptive routing the
+ * route chosen against the current link loads (into buf), in which case *dlat_ps is its latency
+ * minus the planned route's (the pair's latencies were computed on the planned route). */
+static const int32_t *pair_route(sim_engine_t *e, const sim_coll_t *c, const sim_pair_t *p, int32_t *buf,
+                                 int32_t *len, sim_time_ps_t *dlat_ps) {
+    const int32_t *planned = &c->routes[p->route_off];
+    *len = p->route_len;
+    *dlat_ps = 0;
+    if (!e->route_load)
+        return planned;
+    const int32_t n = sim_i_route_now(e, p->src, p->dst, buf);
+    if (n < 1)
+        return planned;
+    *len = n;
+    *dlat_ps = sim_i_route_lat_ps(e, buf, n) - sim_i_route_lat_ps(e, planned, p->route_len);
+    return buf;
+}
+
+/* A latency moved by a rerouting's difference, never below 0 (a ring's mean latency may be below
+ * one member's planned route). */
+static sim_time_ps_t shifted(sim_time_ps_t lat_ps, sim_time_ps_t dlat_ps) {
+    return lat_ps + dlat_ps > 0 ? lat_ps + dlat_ps : 0;
+}
+
 /* A flow of `bytes` data bytes over one pair, after lat_ps: the protocol's wire bytes, at its rate
- * cap. */
+ * cap. A flow that pays no latency (a tree chunk following the previous one) pays none whatever its
+ * route. */
 static void start_pair_after(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag,
                              sim_time_ps_t lat_ps) {
     sim_coll_t *c = &e->colls[id];
     const sim_pair_t *p = &c->pairs[pair];
-    const int32_t slot = sim_i_flow_start(e, &c->routes[p->route_off], NULL, p->route_len, bytes * c->wire,
-                                          1.0, phase_bound(c), lat_ps, id, tag, p->src, p->dst);
+    int32_t buf[SIM_ROUTE_MAX], len;
+    sim_time_ps_t dlat;
+    const int32_t *links = pair_route(e, c, p, buf, &len, &dlat);
+    const int32_t slot = sim_i_flow_start(e, links, NULL, len, bytes * c->wire, 1.0, phase_bound(c),
+                                          lat_ps > 0 ? shifted(lat_ps, dlat) : 0, id, tag, p->src, p->dst);
     if (slot < 0)
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a flow");
     c->flows++;
@@ -50,7 +78,9 @@ static void start_pair(sim_engine_t *e, int32_t id, int32_t pair, double bytes, 
 }
 
 /* One coflow over pairs [lo, hi) (skipping unused pairs): `bytes` data bytes per member (the
- * protocol's wire bytes, at its rate cap), after `lat_units` times the slowest pair's latency. */
+ * protocol's wire bytes, at its rate cap), after `lat_units` times the slowest pair's latency. With
+ * adaptive routing each member is routed in turn against the loads including the members before it
+ * (counted in while merging, counted out before the coflow counts in as a whole). */
 static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, int64_t lat_units, double bytes,
                          int32_t tag) {
     sim_coll_t *c = &e->colls[id];
@@ -61,14 +91,20 @@ static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, in
         const sim_pair_t *p = &c->pairs[i];
         if (p->src < 0)
             continue;
-        if (sim_i_net_merge_add(e, &c->routes[p->route_off], p->route_len)) {
+        int32_t buf[SIM_ROUTE_MAX], len;
+        sim_time_ps_t dlat;
+        const int32_t *links = pair_route(e, c, p, buf, &len, &dlat);
+        if (sim_i_net_merge_add(e, links, len)) {
             e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory merging routes");
             return;
         }
-        lat = p->lat_ps > lat ? p->lat_ps : lat;
+        sim_i_load_route(e, links, len, 1);
+        const sim_time_ps_t pl = shifted(p->lat_ps, dlat);
+        lat = pl > lat ? pl : lat;
         src = src == -1 ? p->src : -2;
         dst = p->dst;
     }
+    sim_i_load_merged(e, -1);
     const sim_net_t *n = &e->net;
     const int32_t slot =
         sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, bytes * c->wire, 1.0, phase_bound(c),

@@ -232,6 +232,7 @@ int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_e
     e->streams_per_gpu = 1 + e->cfg.comm_streams;
     e->route = net->route;
     e->route_ctx = net->route_ctx;
+    e->route_load = net->route_load;
     e->rng = e->cfg.seed;
     e->q = sim_queue_new(1024);
     e->streams = calloc((size_t)e->n_gpus * (size_t)e->streams_per_gpu, sizeof *e->streams);

@@ -10,7 +10,22 @@
  * max-min on it only, and re-keys only the flows whose rate changed: remaining -= old rate x
  * elapsed, new completion = now + remaining / new rate, rounded up to a whole picosecond. Per link,
  * bytes and busy time are integrated lazily: a link's load changes only when it is in a solved
- * component. Known limit: rates that change by less than 1e-12 relative are kept as they were. */
+ * component. Known limit: rates that change by less than 1e-12 relative are kept as they were.
+ *
+ * Link loads for adaptive routing (UGAL; only when the network has a route_load callback). BookSim's
+ * UGAL weighs a path's hops by the queue occupancy it would join; at flow level the analogue of a
+ * queue is the set of flows sharing a link. So a link's load counts the flows routed over it that
+ * have started (latency phase included) and not yet ended, each as many times as it crosses the
+ * link (a coflow's merged route), scaled by C_ref / C_link, C_ref being the smallest usable network
+ * link capacity: a newcomer's fair share of link j is C_j / (units_j + 1), so 1 + load_j is how many
+ * times slower than an idle reference link j would serve it, and topo's cost hops x (1 + the
+ * largest load on the path) compares paths in those units (on a dragonfly, whose router links all
+ * have one capacity, the load is the flow count itself). Counting at route time, not at activation,
+ * means flows started at one timestamp (a collective phase) see the ones routed just before them.
+ * Counts are integers and the loads are recomputed from them, so no rounding accumulates and the
+ * choices are reproducible. Utilisation (used rate / capacity) would not do: it is 0 until the next
+ * re-solve, so simultaneous flows would all see an idle network, and it saturates at 1, which can
+ * never outweigh a Valiant path's extra hops. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +176,35 @@ static void slot_free(sim_net_t *n, int32_t s) {
 
 /* ---- set-up and tear-down ----------------------------------------------------------------------- */
 
+/* The load arrays of adaptive routing, once per engine: C_ref is the smallest usable capacity of a
+ * network link (of any link if there is none). */
+static int loads_init(sim_engine_t *e, const sim_network_desc_t *d) {
+    sim_net_t *n = &e->net;
+    const size_t nl = (size_t)(d->n_links > 0 ? d->n_links : 1);
+    n->load_units = calloc(nl, sizeof *n->load_units);
+    n->load_scale = calloc(nl, sizeof *n->load_scale);
+    n->link_load = calloc(nl, sizeof *n->link_load);
+    if (!n->load_units || !n->load_scale || !n->link_load)
+        return sim_i_fail(e, SIM_ENOMEM, "network: out of memory for the link loads of %d links", d->n_links);
+    double ref = INFINITY, ref_any = INFINITY;
+    for (int32_t i = 0; i < d->n_links; i++) {
+        const int kind = d->link_kind ? d->link_kind(d->route_ctx, i) : SIM_LINK_NETWORK;
+        ref_any = fmin(ref_any, n->links[i].cap);
+        if (kind == SIM_LINK_NETWORK)
+            ref = fmin(ref, n->links[i].cap);
+    }
+    if (!isfinite(ref))
+        ref = ref_any;
+    for (int32_t i = 0; i < d->n_links; i++)
+        n->load_scale[i] = ref / n->links[i].cap;
+    return SIM_OK;
+}
+
+static void load_add(sim_net_t *n, int32_t link, int32_t units) {
+    n->load_units[link] += units;
+    n->link_load[link] = (double)n->load_units[link] * n->load_scale[link];
+}
+
 int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *d) {
     sim_net_t *n = &e->net;
     memset(n, 0, sizeof *n);
@@ -187,7 +231,7 @@ int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *d) {
         n->links[i].cap = cap * e->cfg.link_efficiency * e->cfg.link_kind_efficiency[kind];
         n->links[i].lat_ps = sim_s_to_ps(lat);
     }
-    return SIM_OK;
+    return d->route_load ? loads_init(e, d) : SIM_OK;
 }
 
 void sim_i_net_destroy(sim_net_t *n) {
@@ -205,6 +249,9 @@ void sim_i_net_destroy(sim_net_t *n) {
     free(n->bheap);
     free(n->merge_links);
     free(n->merge_use);
+    free(n->load_units);
+    free(n->load_scale);
+    free(n->link_load);
     memset(n, 0, sizeof *n);
 }
 
@@ -271,9 +318,13 @@ static int32_t flow_new(sim_engine_t *e, const int32_t *links, const double *use
     return slot;
 }
 
-/* Enter the latency phase now. */
+/* Enter the latency phase now; with adaptive routing the flow counts in its links' loads from now
+ * until it ends. */
 static int flow_begin(sim_engine_t *e, int32_t slot) {
-    sim_flow_t *f = &e->net.flows[slot];
+    sim_net_t *n = &e->net;
+    sim_flow_t *f = &n->flows[slot];
+    for (int32_t i = 0; n->load_units && i < f->n_hops; i++)
+        load_add(n, n->hops[f->hop_off + i].link, (int32_t)n->hops[f->hop_off + i].use);
     f->state = SIM_FLOW_LATENCY;
     f->t_start = e->now;
     e->stats.flows_started++;
@@ -344,6 +395,8 @@ static void flow_complete(sim_engine_t *e, int32_t slot) {
             (void)mark_dirty(n, h->link); /* cannot fail: the dirty list had room when it joined */
         }
     }
+    for (int32_t i = 0; n->load_units && i < f->n_hops; i++)
+        load_add(n, n->hops[f->hop_off + i].link, -(int32_t)n->hops[f->hop_off + i].use);
     f->remaining = 0.0;
     if (e->has_obs && e->obs.flow_end) {
         const sim_flow_info_t info = flow_info(n, slot);
@@ -535,6 +588,43 @@ int sim_i_net_merge_add(sim_engine_t *e, const int32_t *links, int32_t cnt) {
         n->merge_use[n->n_merge++] = 1.0;
     }
     return SIM_OK;
+}
+
+/* ---- adaptive routing --------------------------------------------------------------------------- */
+
+int32_t sim_i_route_now(sim_engine_t *e, int32_t src, int32_t dst, int32_t *buf) {
+    const sim_net_t *n = &e->net;
+    if (!e->route_load)
+        return -1;
+    const int len = e->route_load(e->route_ctx, src, dst, n->link_load, buf, SIM_ROUTE_MAX);
+    if (len < 1 || len > SIM_ROUTE_MAX)
+        return -1;
+    for (int j = 0; j < len; j++) {
+        if (buf[j] < 0 || buf[j] >= n->n_links)
+            return -1;
+        for (int k = 0; k < j; k++)
+            if (buf[k] == buf[j])
+                return -1;
+    }
+    return len;
+}
+
+sim_time_ps_t sim_i_route_lat_ps(const sim_engine_t *e, const int32_t *links, int32_t n) {
+    sim_time_ps_t lat = 0;
+    for (int32_t i = 0; i < n; i++)
+        lat += e->net.links[links[i]].lat_ps;
+    return lat;
+}
+
+void sim_i_load_route(sim_engine_t *e, const int32_t *links, int32_t n, int32_t units) {
+    for (int32_t i = 0; e->net.load_units && i < n; i++)
+        load_add(&e->net, links[i], units);
+}
+
+void sim_i_load_merged(sim_engine_t *e, int32_t sign) {
+    sim_net_t *n = &e->net;
+    for (int32_t i = 0; n->load_units && i < n->n_merge; i++)
+        load_add(n, n->merge_links[i], sign * (int32_t)n->merge_use[i]);
 }
 
 /* ---- public: raw flows and link statistics ------------------------------------------------------ */

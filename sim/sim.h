@@ -31,7 +31,9 @@
  *   simultaneous events are broken by a per-engine sequence number, never by pointers.
  * - Hot path: after sim_engine_run starts, no event allocates except when a pool grows
  *   (geometrically), and the route callback is not called (routes are looked up when a
- *   collective or flow is added).
+ *   collective or flow is added). The one exception is adaptive routing (route_load in
+ *   sim_network_desc_t): then every collective flow is looked up again, against the current link
+ *   loads, when it starts; that callback must not allocate either (topo_route does not).
  */
 #ifndef STEPSIM_SIM_H
 #define STEPSIM_SIM_H
@@ -109,6 +111,15 @@ typedef struct sim_network_desc {
     /* The sim_link_kind_t of link `link`, called once per link by sim_engine_new with route_ctx;
      * NULL: every link is network. */
     int (*link_kind)(void *ctx, int32_t link);
+    /* Adaptive routing (UGAL), optional. NULL: routes do not depend on the traffic, and the lookups
+     * of `route` when a collective is added are final. Set: the engine keeps a load per link (the
+     * flows routed over it and not yet ended, per unit of capacity: see sim/network.c) and routes
+     * every flow of a collective again when it starts, with this function and link_load[0..n_links)
+     * (read only, dimensionless, >= 0); `route` still gives the plan's routes (latencies, closed
+     * forms, the auto choice: the idle network's). Same return contract as sim_route_fn; must be
+     * deterministic, must not allocate, and must give `route`'s route when every load is 0. */
+    int (*route_load)(void *ctx, int32_t src_gpu, int32_t dst_gpu, const double *link_load, int32_t *links,
+                      int32_t cap);
 } sim_network_desc_t;
 
 /* The ideal non-blocking star (the `ideal` topology): every GPU has one up and one down link of
@@ -138,7 +149,8 @@ void sim_star_network(const sim_star_t *star, sim_network_desc_t *desc);
 
 /* A topology built by topo/ (topo.h): its link table (borrowed, not copied until sim_engine_new) and
  * link kinds (topo_link_get), routes from topo_route with the topology's own routing (ECMP hashed per (src,
- * dst) pair), and NVLink domains = topo nodes when GPUs are numbered node-major with equal nodes (else 1 GPU
+ * dst) pair; UGAL also sets route_load, so that it compares paths against the engine's link loads), and
+ * NVLink domains = topo nodes when GPUs are numbered node-major with equal nodes (else 1 GPU
  * per domain). The topology is the route function's context: keep it alive as long as the engine. Return
  * SIM_OK or SIM_EINVAL (more than 2^31 GPUs or links). */
 struct topo;

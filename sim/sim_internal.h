@@ -105,6 +105,11 @@ typedef struct sim_net {
     int32_t *merge_links;
     double *merge_use;
     int32_t n_merge, cap_merge;
+    /* adaptive routing only (NULL otherwise), allocated once by sim_i_net_init: per link, the flow
+     * crossings routed over it and not yet ended, and load_units x load_scale, which the route_load
+     * callback reads */
+    int32_t *load_units;
+    double *load_scale, *link_load;
 } sim_net_t;
 
 /* ---- collectives -------------------------------------------------------------------------------- */
@@ -203,6 +208,9 @@ struct sim_engine {
     int32_t n_gpus, gpus_per_domain, streams_per_gpu;
     sim_route_fn route;
     void *route_ctx;
+    /* adaptive routing (sim_network_desc_t.route_load); NULL: the plan's routes are final */
+    int (*route_load)(void *ctx, int32_t src, int32_t dst, const double *link_load, int32_t *links,
+                      int32_t cap);
     sim_time_ps_t now;
     uint64_t seq, rng;
     sim_queue_t *q;
@@ -248,6 +256,16 @@ void sim_i_net_solve(sim_engine_t *e);
 void sim_i_net_merge_begin(sim_engine_t *e);
 int sim_i_net_merge_add(sim_engine_t *e, const int32_t *links, int32_t n);
 int sim_i_flow_activate_pending(sim_engine_t *e, int32_t slot);
+/* Adaptive routing. sim_i_route_now: the route from src to dst against the current link loads, into
+ * buf[SIM_ROUTE_MAX]; returns its length, or -1 when the network does not route by load or the
+ * callback gave no valid route (the caller keeps its planned route). sim_i_route_lat_ps: the sum of
+ * a route's link latencies. sim_i_load_route: count a route into the loads (units > 0) or out of them
+ * (units < 0), for a coflow's members to see the members merged before them; sim_i_load_merged does
+ * the same for the merged route. All O(route length); no-ops without adaptive routing. */
+int32_t sim_i_route_now(sim_engine_t *e, int32_t src, int32_t dst, int32_t *buf);
+sim_time_ps_t sim_i_route_lat_ps(const sim_engine_t *e, const int32_t *links, int32_t n);
+void sim_i_load_route(sim_engine_t *e, const int32_t *links, int32_t n, int32_t units);
+void sim_i_load_merged(sim_engine_t *e, int32_t sign);
 
 /* maxmin.c: progressive filling over net.comp_flows / comp_links; sets flow->rate. */
 int sim_i_maxmin_solve(sim_net_t *n, int32_t n_flows, int32_t n_links);

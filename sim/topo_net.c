@@ -7,13 +7,26 @@
 #include "topo.h"
 
 /* ECMP hashing keys on the (src, dst) pair, so a pair always takes the same path: the engine looks
- * routes up once per collective pair and caches them. */
+ * routes up once per collective pair and keeps them. */
 static int route_cb(void *ctx, int32_t src, int32_t dst, int32_t *links, int32_t cap) {
     const topo_flow_t f = {.src_gpu = src,
                            .dst_gpu = dst,
                            .key = ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst,
                            .routing = TOPO_ROUTING_DEFAULT,
                            .link_load = NULL};
+    const int len = topo_route((const topo_t *)ctx, &f, links, cap);
+    return len > 0 ? len : -1;
+}
+
+/* UGAL: the same flow key (so the same minimal path and Valiant candidates), compared against the
+ * engine's link loads each time a flow starts. With every load 0 it gives route_cb's route. */
+static int route_load_cb(void *ctx, int32_t src, int32_t dst, const double *load, int32_t *links,
+                         int32_t cap) {
+    const topo_flow_t f = {.src_gpu = src,
+                           .dst_gpu = dst,
+                           .key = ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst,
+                           .routing = TOPO_ROUTING_DEFAULT,
+                           .link_load = load};
     const int len = topo_route((const topo_t *)ctx, &f, links, cap);
     return len > 0 ? len : -1;
 }
@@ -52,5 +65,6 @@ int sim_topo_network(const struct topo *t, sim_network_desc_t *d) {
     d->route_ctx = (void *)(uintptr_t)t;
     d->gpus_per_domain = domain_size(t, n);
     d->link_kind = kind_cb;
+    d->route_load = topo_routing(t) == TOPO_ROUTING_UGAL ? route_load_cb : NULL;
     return SIM_OK;
 }
