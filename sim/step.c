@@ -103,6 +103,33 @@ double step_analytic_coll_s(const sim_step_t *s, step_group_t g, model_coll_op_t
                                    s->group_per_domain[g]);
 }
 
+const model_layer_t *step_layer(const sim_step_t *s, int id) {
+    const model_block_t *b = &s->est.block;
+    if (id >= 0 && id < b->n_layers)
+        return &b->layers[id];
+    if (id >= STEP_EDGE_ID && id - STEP_EDGE_ID < b->n_edges)
+        return &b->edges[id - STEP_EDGE_ID];
+    return NULL;
+}
+
+double step_part_weights_gb(const sim_step_t *s, step_part_t part) {
+    const model_block_t *b = &s->est.block;
+    if (part == STEP_PART_BLOCK)
+        return b->weights_gb;
+    return part == STEP_PART_EMBEDDING ? b->first_weights_gb : b->last_weights_gb;
+}
+
+/* As the model sums them (model_estimate's w_first, w_last; with one stage both edges). */
+double step_stage_weights_gb(const sim_step_t *s, int32_t stage) {
+    const model_block_t *b = &s->est.block;
+    double w = b->weights_gb * (double)s->layers_per_stage;
+    if (stage == 0)
+        w += b->first_weights_gb;
+    if (stage == s->pp - 1)
+        w += b->last_weights_gb;
+    return w;
+}
+
 double step_hop_s(const sim_step_t *s, int32_t a, int32_t b) {
     if (s->job.compat == MODEL_COMPAT_REFERENCE)
         return s->est.summary.p2p_one_s;
@@ -155,33 +182,34 @@ int step_fixed_time(sim_step_t *s, step_group_t g, model_coll_op_t op, double si
 /* Measure every fixed collective the plans use (so that a disagreement is known before building). */
 static int prime_fixed(sim_step_t *s) {
     const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
-    for (int pass = 0; pass < 2; pass++) {
-        const step_plan_t *plan = &s->plans[pass];
-        for (int k = 0; k < plan->n; k++) {
-            const step_seg_t *seg = &plan->seg[k];
-            const model_layer_t *ly = &s->est.block.layers[seg->layer0];
-            const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
-            for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
-                if (seg->kind == STEP_SEG_COLL && c != seg->coll)
-                    continue;
-                if (seg->kind == STEP_SEG_COMPUTE)
-                    continue;
-                const model_coll_t *mc = &ps->colls[c];
-                const step_group_t g = step_group_of(mc->group);
-                if (!s->fixed_group[g])
-                    continue;
-                const int panels = seg->kind == STEP_SEG_SUMMA ? (int)nb : 1;
-                const double bytes = mc->volume_gb * 1e9 / (seg->kind == STEP_SEG_SUMMA ? nb : 1.0);
-                for (int i = 0; i < panels; i++) {
-                    double t;
-                    const int rc = step_fixed_time(s, g, mc->op, bytes,
-                                                   i % (int)(mc->group_size > 0 ? mc->group_size : 1), &t);
-                    if (rc)
-                        return rc;
+    for (int part = 0; part < STEP_PARTS; part++)
+        for (int pass = 0; pass < 2; pass++) {
+            const step_plan_t *plan = &s->plans[part][pass];
+            for (int k = 0; k < plan->n; k++) {
+                const step_seg_t *seg = &plan->seg[k];
+                const model_layer_t *ly = step_layer(s, seg->layer0);
+                const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+                for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
+                    if (seg->kind == STEP_SEG_COLL && c != seg->coll)
+                        continue;
+                    if (seg->kind == STEP_SEG_COMPUTE)
+                        continue;
+                    const model_coll_t *mc = &ps->colls[c];
+                    const step_group_t g = step_group_of(mc->group);
+                    if (!s->fixed_group[g])
+                        continue;
+                    const int panels = seg->kind == STEP_SEG_SUMMA ? (int)nb : 1;
+                    const double bytes = mc->volume_gb * 1e9 / (seg->kind == STEP_SEG_SUMMA ? nb : 1.0);
+                    for (int i = 0; i < panels; i++) {
+                        double t;
+                        const int rc = step_fixed_time(
+                            s, g, mc->op, bytes, i % (int)(mc->group_size > 0 ? mc->group_size : 1), &t);
+                        if (rc)
+                            return rc;
+                    }
                 }
             }
         }
-    }
     return SIM_OK;
 }
 
@@ -347,13 +375,20 @@ static int check_job(sim_step_t *s) {
     }
     s->chunk_blocks = s->layers_per_stage / s->v;
     const model_training_t *t = &s->job.training;
-    if (s->job.compat == MODEL_COMPAT_CORRECTED && t->embedding)
+    s->emb = s->est.block.n_edges > 0;
+    s->dp_comm = s->job.compat == MODEL_COMPAT_CORRECTED ? t->dp_comm : MODEL_DP_SHARDED;
+    if (s->emb && s->job.par.strategy != MODEL_STRATEGY_1D)
+        return step_fail(
+            s, SIM_EINVAL,
+            "job: training.embedding with strategy %s: its vocab-parallel layers use the whole "
+            "tensor group (tp1 x tp2), which the simulated step does not form; allowed: strategy "
+            "1d, or embedding 0",
+            model_strategy_name(s->job.par.strategy));
+    if (s->dp_comm != MODEL_DP_SHARDED && s->dp_comm != MODEL_DP_ALLREDUCE &&
+        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP)
         return step_fail(s, SIM_EINVAL,
-                         "job: training.embedding: the embedding and output layer are not simulated "
-                         "yet; allowed: 0");
-    if (s->job.compat == MODEL_COMPAT_CORRECTED && t->dp_comm != MODEL_DP_SHARDED)
-        return step_fail(s, SIM_EINVAL, "job: training.dp_comm: %s is not simulated yet; allowed: sharded",
-                         model_dp_comm_name(t->dp_comm));
+                         "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap",
+                         (int)s->dp_comm);
     if (s->job.compat == MODEL_COMPAT_CORRECTED && t->interleave > 1 && t->interleave != s->v)
         return step_fail(
             s, SIM_EINVAL,
@@ -437,7 +472,13 @@ int sim_step_new(const model_job_t *job, const sim_step_config_t *cfg, const sim
         s->n[SIM_DIM_CP] = job->par.strategy == MODEL_STRATEGY_1D ? 1 : job->par.tp2;
         s->n[SIM_DIM_PP] = job->par.pp;
         s->n[SIM_DIM_DP] = job->par.dp;
-        step_plan_build(&s->est.block, s->plans);
+        const model_block_t *blk = &s->est.block;
+        step_plan_build(blk->layers, blk->n_layers, 0, s->plans[STEP_PART_BLOCK]);
+        /* the edges: the embedding first, then the output layers in order (model_block_build) */
+        const int n_emb = blk->n_edges > 0 ? 1 : 0;
+        step_plan_build(blk->edges, n_emb, STEP_EDGE_ID, s->plans[STEP_PART_EMBEDDING]);
+        step_plan_build(blk->edges + n_emb, blk->n_edges - n_emb, STEP_EDGE_ID + n_emb,
+                        s->plans[STEP_PART_OUTPUT]);
         rc = make_network(s, net);
     }
     if (!rc) {
@@ -746,9 +787,9 @@ int sim_step_op(const sim_step_t *s, sim_op_id_t op, sim_step_op_t *out) {
     out->microbatch = m->microbatch;
     out->first_block = m->first_block;
     out->n_blocks = m->n_blocks;
-    const model_block_t *b = &s->est.block;
-    out->first_layer = m->layer0 >= 0 && m->layer0 < b->n_layers ? b->layers[m->layer0].name : NULL;
-    out->last_layer = m->layer1 >= 0 && m->layer1 < b->n_layers ? b->layers[m->layer1].name : NULL;
+    const model_layer_t *l0 = step_layer(s, m->layer0), *l1 = step_layer(s, m->layer1);
+    out->first_layer = l0 ? l0->name : NULL;
+    out->last_layer = l1 ? l1->name : NULL;
     out->collective = m->coll_op >= 0 ? model_coll_op_name((model_coll_op_t)m->coll_op) : NULL;
     out->group = m->group >= 0 && m->group < 4 ? GROUP[m->group] : NULL;
     out->flops_tflop = m->flops_tflop;

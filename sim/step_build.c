@@ -9,6 +9,13 @@
  * attach between them: a real collective, a data-parallel dependency (the all-gather before a
  * block's first forward, the reduce-scatter after its last backward), the end of the pass, or, at
  * layer granularity, a fixed-duration collective (which is then an operation of its own).
+ * The first virtual stage runs the embedding before its blocks (its backward after them), the last
+ * the output layers after its blocks (backward before them), as plans of their own. Data parallelism
+ * follows training.dp_comm: sharded, per block (and edge part) an all-gather before its first forward
+ * and a reduce-scatter after its last backward; allreduce-overlap, an all-reduce bucket after each
+ * one's last backward; allreduce, one all-reduce of the stage's gradients after its last backward.
+ * Then, with several stages and the embedding, the tied embedding's gradient all-reduce between
+ * the first and the last stage, then the optimizer step.
  * Pipeline messages are added last, once every stage's passes exist: per channel in the sender's
  * order, so both ends see the same order. */
 #include <math.h>
@@ -71,6 +78,8 @@ typedef struct builder {
     int32_t *first, *last;   /* [pp][n_items][n] chain ops of each item */
     int32_t *last2;          /* [pp][n_items][n] a second op the item's end waits for (SUMMA panels), -1 */
     int32_t *opt;            /* [pp][n] the optimizer op, -1 */
+    int32_t *fin;            /* [pp][n] the op the stage's gradient work ends with (the embedding
+                                sync waits for it), -1 */
     int64_t cur_item;
 } builder_t;
 
@@ -141,12 +150,16 @@ static void acc_add(builder_t *b, int32_t block, int layer0, int layer1, double 
                     double hbm, double act) {
     if (!b->acc_open) {
         b->acc_open = 1;
-        b->acc_block0 = block;
+        b->acc_block0 = b->acc_block1 = -1;
         b->acc_layer0 = layer0;
         b->acc_layer1 = layer1;
         b->acc_dur = b->acc_tp = b->acc_flops = b->acc_hbm = b->acc_act = 0.0;
     }
-    b->acc_block1 = block;
+    if (block >= 0) { /* -1: an edge layer, no block */
+        if (b->acc_block0 < 0)
+            b->acc_block0 = block;
+        b->acc_block1 = block;
+    }
     if (layer1 >= 0)
         b->acc_layer1 = layer1;
     b->acc_dur += dur;
@@ -176,8 +189,8 @@ static int flush(builder_t *b) {
         m->pass = (int8_t)b->acc_pass;
         m->chunk = b->acc_chunk;
         m->microbatch = b->acc_mb;
-        m->first_block = global_block(b, b->acc_chunk, lo);
-        m->n_blocks = (int16_t)(hi - lo + 1);
+        m->first_block = lo >= 0 ? global_block(b, b->acc_chunk, lo) : -1;
+        m->n_blocks = (int16_t)(lo >= 0 ? hi - lo + 1 : 0);
         m->layer0 = (int8_t)b->acc_layer0;
         m->layer1 = (int8_t)b->acc_layer1;
         m->flops_tflop = b->acc_flops;
@@ -372,27 +385,32 @@ static int summa_real(builder_t *b, const step_seg_t *seg, const model_pass_t *p
 
 /* ---- data parallelism -------------------------------------------------------------------------------- */
 
-static int dp_allgather(builder_t *b, const sim_sched_item_t *it, sim_op_id_t *ops) {
+/* The all-gather of a part's weights (weights_gb) before its first forward (sharded). */
+static int dp_allgather(builder_t *b, const sim_sched_item_t *it, double weights_gb, sim_op_id_t *ops) {
     sim_step_t *s = b->s;
-    if (step_group_size(s, STEP_GROUP_DP) <= 1)
+    if (step_group_size(s, STEP_GROUP_DP) <= 1 || weights_gb <= 0.0)
         return SIM_OK;
     int rc = flush(b);
     if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, s->est.block.weights_gb * 1e9, 0,
-                      STEP_STREAM_DP, 0, it->chunk, it->microbatch, ops);
+        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, weights_gb * 1e9, 0, STEP_STREAM_DP, 0,
+                      it->chunk, it->microbatch, ops);
     for (int32_t j = 0; j < b->n && !rc; j++)
         b->pend[j] = ops[j];
     return rc;
 }
 
-static int dp_reducescatter(builder_t *b, const sim_sched_item_t *it, sim_op_id_t *ops) {
+/* A collective cop of gradients (weights_gb) over the data-parallel group after the chain's tail: a
+ * part's reduce-scatter after its last backward (sharded), its bucket's all-reduce
+ * (allreduce-overlap), or the stage's one all-reduce after the last backward (allreduce). */
+static int dp_after(builder_t *b, const sim_sched_item_t *it, model_coll_op_t cop, double weights_gb,
+                    sim_op_id_t *ops) {
     sim_step_t *s = b->s;
-    if (step_group_size(s, STEP_GROUP_DP) <= 1)
+    if (step_group_size(s, STEP_GROUP_DP) <= 1 || weights_gb <= 0.0)
         return SIM_OK;
     int rc = flush(b);
     if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_REDUCESCATTER, s->est.block.weights_gb * 1e9, 0,
-                      STEP_STREAM_DP, 1, it->chunk, it->microbatch, ops);
+        rc = comm_ops(b, STEP_GROUP_DP, cop, weights_gb * 1e9, 0, STEP_STREAM_DP, 1, it ? it->chunk : -1,
+                      it ? it->microbatch : -1, ops);
     for (int32_t j = 0; j < b->n && !rc; j++) {
         rc = depend(b, ops[j], b->tail[j]);
         if (!rc)
@@ -404,14 +422,16 @@ static int dp_reducescatter(builder_t *b, const sim_sched_item_t *it, sim_op_id_
 
 /* ---- one stage -------------------------------------------------------------------------------------- */
 
-static int block_pass(builder_t *b, const sim_sched_item_t *it, int32_t block, sim_op_id_t *ops,
-                      sim_op_id_t *ops2) {
+/* One pass of a part: a block (block >= 0, stage-local) or an edge part (block -1). */
+static int part_pass(builder_t *b, const sim_sched_item_t *it, step_part_t part, int32_t block,
+                     sim_op_id_t *ops, sim_op_id_t *ops2) {
     sim_step_t *s = b->s;
-    const step_plan_t *plan = &s->plans[it->pass];
+    const step_plan_t *plan = &s->plans[part][it->pass];
+    const double *fixed_s = s->seg_fixed_s[part][it->pass];
     int rc = SIM_OK;
     for (int k = 0; k < plan->n && !rc; k++) {
         const step_seg_t *seg = &plan->seg[k];
-        const model_layer_t *ly = &s->est.block.layers[seg->layer0];
+        const model_layer_t *ly = step_layer(s, seg->layer0);
         const model_pass_t *ps = it->pass ? &ly->bwd : &ly->fwd;
         b->acc_pass = it->pass;
         b->acc_chunk = it->chunk;
@@ -423,13 +443,13 @@ static int block_pass(builder_t *b, const sim_sched_item_t *it, int32_t block, s
             break;
         case STEP_SEG_COLL: {
             const model_coll_t *c = &ps->colls[seg->coll];
-            rc = chain_coll(b, step_group_of(c->group), c->op, c->volume_gb * 1e9, 0, block, it,
-                            s->seg_fixed_s[it->pass][k], ops);
+            rc = chain_coll(b, step_group_of(c->group), c->op, c->volume_gb * 1e9, 0, block, it, fixed_s[k],
+                            ops);
             break;
         }
         case STEP_SEG_SUMMA: {
             const int fixed = s->fixed_group[STEP_GROUP_TP] && s->fixed_group[STEP_GROUP_CP];
-            rc = fixed ? summa_fixed(b, seg, ps, block, it, s->seg_fixed_s[it->pass][k], ops)
+            rc = fixed ? summa_fixed(b, seg, ps, block, it, fixed_s[k], ops)
                        : summa_real(b, seg, ps, block, it, ops, ops2);
             break;
         }
@@ -438,11 +458,48 @@ static int block_pass(builder_t *b, const sim_sched_item_t *it, int32_t block, s
     return rc;
 }
 
+/* The data-parallel work of a part around its passes: sharded, an all-gather of its weights before
+ * its first forward and a reduce-scatter after its last backward; allreduce-overlap, an all-reduce
+ * bucket of its gradients after its last backward; allreduce, nothing here (one all-reduce of the
+ * whole stage after the last backward). seen and done count the part's passes. */
+static int part_with_dp(builder_t *b, const sim_sched_item_t *it, step_part_t part, int32_t block, char *seen,
+                        int32_t *done, sim_op_id_t *ops, sim_op_id_t *ops2) {
+    sim_step_t *s = b->s;
+    const double w_gb = step_part_weights_gb(s, part);
+    int rc = SIM_OK;
+    if (!it->pass && !*seen) {
+        *seen = 1;
+        if (s->dp_comm == MODEL_DP_SHARDED)
+            rc = dp_allgather(b, it, w_gb, ops);
+    }
+    if (!rc)
+        rc = part_pass(b, it, part, block, ops, ops2);
+    if (!rc && it->pass && ++*done == s->m && s->dp_comm != MODEL_DP_ALLREDUCE)
+        rc = dp_after(b, it, s->dp_comm == MODEL_DP_SHARDED ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE,
+                      w_gb, ops);
+    return rc;
+}
+
+/* Megatron's scatter/gather of pipeline messages without sequence parallelism (the model's p2p time):
+ * each tensor rank receives 1/tp of the replicated block output and the tensor group all-gathers it
+ * before the pass begins. */
+static int p2p_gather(builder_t *b, const sim_sched_item_t *it, sim_op_id_t *ops) {
+    sim_step_t *s = b->s;
+    const double bytes = s->est.block.output_gb * 1e9;
+    double t = 0.0;
+    int rc = SIM_OK;
+    if (s->fixed_group[STEP_GROUP_TP])
+        rc = step_fixed_time(s, STEP_GROUP_TP, MODEL_COLL_ALLGATHER, bytes, 0, &t);
+    return rc ? rc : chain_coll(b, STEP_GROUP_TP, MODEL_COLL_ALLGATHER, bytes, 0, -1, it, t, ops);
+}
+
 static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *ops2) {
     sim_step_t *s = b->s;
     const int32_t L = s->layers_per_stage, lc = s->chunk_blocks;
     char *seen = calloc((size_t)L, 1);
     int32_t *bwd_count = calloc((size_t)L, sizeof *bwd_count);
+    char seen_edge[STEP_PARTS] = {0, 0, 0};
+    int32_t done_edge[STEP_PARTS] = {0, 0, 0};
     int rc = seen && bwd_count ? SIM_OK : step_fail(s, SIM_ENOMEM, "step: out of memory");
     b->stage = p;
     b->gpus = s->stage_gpus + (int64_t)p * b->n;
@@ -451,34 +508,53 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
         b->tail_stream[j] = STEP_STREAM_COMPUTE;
     }
     b->acc_open = 0;
+    const int gather = s->job.compat == MODEL_COMPAT_CORRECTED &&
+                       s->job.training.sequence_parallel == MODEL_SEQPAR_OFF &&
+                       step_group_size(s, STEP_GROUP_TP) > 1;
     const sim_sched_item_t *items = b->items + (int64_t)p * b->n_items;
     for (int64_t i = 0; i < b->n_items && !rc; i++) {
         const sim_sched_item_t *it = &items[i];
+        /* the first and the last virtual stage run the edge layers */
+        const int vs_first = s->emb && p == 0 && it->chunk == 0;
+        const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
+        const int receives =
+            it->pass ? !(p == s->pp - 1 && it->chunk == s->v - 1) : !(p == 0 && it->chunk == 0);
         b->cur_item = i;
         b->acc_pass = it->pass;
         b->acc_chunk = it->chunk;
         b->acc_mb = it->microbatch;
+        if (gather && receives)
+            rc = p2p_gather(b, it, ops);
+        const step_part_t before = it->pass ? STEP_PART_OUTPUT : STEP_PART_EMBEDDING;
+        if (!rc && (it->pass ? vs_last : vs_first))
+            rc = part_with_dp(b, it, before, -1, &seen_edge[before], &done_edge[before], ops, ops2);
         for (int32_t k = 0; k < lc && !rc; k++) {
             const int32_t block = it->chunk * lc + (it->pass ? lc - 1 - k : k);
-            if (!it->pass && !seen[block]) {
-                seen[block] = 1;
-                rc = dp_allgather(b, it, ops);
-            }
-            if (!rc)
-                rc = block_pass(b, it, block, ops, ops2);
-            if (!rc && it->pass && ++bwd_count[block] == s->m)
-                rc = dp_reducescatter(b, it, ops);
+            rc = part_with_dp(b, it, STEP_PART_BLOCK, block, &seen[block], &bwd_count[block], ops, ops2);
         }
+        const step_part_t after = it->pass ? STEP_PART_EMBEDDING : STEP_PART_OUTPUT;
+        if (!rc && (it->pass ? vs_first : vs_last))
+            rc = part_with_dp(b, it, after, -1, &seen_edge[after], &done_edge[after], ops, ops2);
         if (!rc)
             rc = flush(b);
         for (int32_t j = 0; j < b->n && !rc; j++) /* trailing SUMMA panels end the item too */
             b->last2[((int64_t)p * b->n_items + i) * b->n + j] = b->tail2[j];
     }
     b->cur_item = -1;
-    if (!rc && s->optimizer_s > 0.0) {
+    /* allreduce: the stage's gradients, all at once after its last backward */
+    if (!rc && s->dp_comm == MODEL_DP_ALLREDUCE)
+        rc = dp_after(b, NULL, MODEL_COLL_ALLREDUCE, step_stage_weights_gb(s, p), ops);
+    for (int32_t j = 0; j < b->n && !rc; j++)
+        b->fin[(int64_t)p * b->n + j] = b->last_rs[j] >= 0 ? b->last_rs[j] : b->tail[j];
+    /* the optimizer step: the model's time on the stage with the most weights, scaled to this one's */
+    double w_max = 0.0;
+    for (int32_t q = 0; q < s->pp; q++)
+        w_max = fmax(w_max, step_stage_weights_gb(s, q));
+    const double opt_s = w_max > 0.0 ? s->optimizer_s * (step_stage_weights_gb(s, p) / w_max) : 0.0;
+    if (!rc && opt_s > 0.0) {
         for (int32_t j = 0; j < b->n && !rc; j++) {
             sim_op_id_t op;
-            rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, s->optimizer_s, "optimizer", &op);
+            rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, opt_s, "optimizer", &op);
             if (rc) {
                 rc = engine_fail(b, rc);
                 break;
@@ -498,6 +574,54 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
     free(seen);
     free(bwd_count);
     return rc;
+}
+
+/* The tied word embedding (pp > 1): after its gradient work, every GPU of the first stage all-reduces
+ * the embedding's gradient with its counterpart on the last stage (Megatron's embedding group), before
+ * either runs its optimizer step. */
+static int embedding_sync(builder_t *b) {
+    sim_step_t *s = b->s;
+    if (!s->emb || s->pp < 2)
+        return SIM_OK;
+    double emb_gb = 0.0;
+    const model_block_t *blk = &s->est.block;
+    for (int i = 0; i < blk->n_edges; i++)
+        if (blk->edges[i].module == MODEL_MODULE_OUTPUT && blk->edges[i].tensor_core)
+            emb_gb = blk->edges[i].weights_gb;
+    if (emb_gb <= 0.0)
+        return SIM_OK;
+    const int32_t ends[2] = {0, s->pp - 1};
+    for (int32_t j = 0; j < b->n; j++) {
+        int32_t gpus[2];
+        sim_op_id_t mem[2];
+        for (int e = 0; e < 2; e++)
+            gpus[e] = s->stage_gpus[(int64_t)ends[e] * b->n + j];
+        const sim_coll_desc_t d = {.op = SIM_COLL_ALLREDUCE,
+                                   .algo = SIM_ALGO_AUTO,
+                                   .fidelity = SIM_FIDELITY_DEFAULT,
+                                   .use_default_mode = 1,
+                                   .size_bytes = emb_gb * 1e9,
+                                   .gpus = gpus,
+                                   .n_gpus = 2,
+                                   .stream = STEP_STREAM_DP,
+                                   .name = "embedding sync"};
+        int rc = sim_coll_add(b->e, &d, mem, NULL);
+        if (rc)
+            return engine_fail(b, rc);
+        if ((rc = reserve(b)))
+            return rc;
+        for (int e = 0; e < 2 && !rc; e++) {
+            const int64_t k = (int64_t)ends[e] * b->n + j;
+            b->stage = ends[e];
+            comm_meta(b, mem[e], gpus[e], STEP_GROUP_DP, MODEL_COLL_ALLREDUCE, emb_gb * 1e9, 0, 1, -1, -1);
+            rc = depend(b, mem[e], b->fin[k]);
+            if (!rc)
+                rc = depend(b, b->opt[k], mem[e]);
+        }
+        if (rc)
+            return rc;
+    }
+    return SIM_OK;
 }
 
 /* ---- pipeline messages ----------------------------------------------------------------------------- */
@@ -694,6 +818,7 @@ static void builder_free(builder_t *b) {
     free(b->last);
     free(b->last2);
     free(b->opt);
+    free(b->fin);
 }
 
 /* The fixed times of every plan segment: a COLL segment's collective, a SUMMA layer's exposed
@@ -701,44 +826,47 @@ static void builder_free(builder_t *b) {
  * seed-model.md 5.3). Corrected: the panels pipelined with nb GEMM slices. */
 static int precompute(sim_step_t *s) {
     const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
-    for (int pass = 0; pass < 2; pass++) {
-        const step_plan_t *plan = &s->plans[pass];
-        for (int k = 0; k < plan->n; k++) {
-            const step_seg_t *seg = &plan->seg[k];
-            const model_layer_t *ly = &s->est.block.layers[seg->layer0];
-            const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
-            s->seg_fixed_s[pass][k] = 0.0;
-            int rc = SIM_OK;
-            if (seg->kind == STEP_SEG_COLL) {
-                const model_coll_t *c = &ps->colls[seg->coll];
-                const step_group_t g = step_group_of(c->group);
-                if (s->fixed_group[g])
-                    rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &s->seg_fixed_s[pass][k]);
-            } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
-                       s->fixed_group[STEP_GROUP_CP]) {
-                double p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
-                for (int i = 0; i < (int)nb && !rc; i++) {
-                    double p = 0.0;
-                    for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS && !rc; c++) {
-                        const model_coll_t *mc = &ps->colls[c];
-                        double tc = 0.0;
-                        rc = step_fixed_time(s, step_group_of(mc->group), mc->op, mc->volume_gb / nb * 1e9,
-                                             i % (int)(mc->group_size > 0 ? mc->group_size : 1), &tc);
-                        p += tc;
+    for (int part = 0; part < STEP_PARTS; part++)
+        for (int pass = 0; pass < 2; pass++) {
+            const step_plan_t *plan = &s->plans[part][pass];
+            double *fixed_s = s->seg_fixed_s[part][pass];
+            for (int k = 0; k < plan->n; k++) {
+                const step_seg_t *seg = &plan->seg[k];
+                const model_layer_t *ly = step_layer(s, seg->layer0);
+                const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+                fixed_s[k] = 0.0;
+                int rc = SIM_OK;
+                if (seg->kind == STEP_SEG_COLL) {
+                    const model_coll_t *c = &ps->colls[seg->coll];
+                    const step_group_t g = step_group_of(c->group);
+                    if (s->fixed_group[g])
+                        rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &fixed_s[k]);
+                } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
+                           s->fixed_group[STEP_GROUP_CP]) {
+                    double p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
+                    for (int i = 0; i < (int)nb && !rc; i++) {
+                        double p = 0.0;
+                        for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS && !rc; c++) {
+                            const model_coll_t *mc = &ps->colls[c];
+                            double tc = 0.0;
+                            rc =
+                                step_fixed_time(s, step_group_of(mc->group), mc->op, mc->volume_gb / nb * 1e9,
+                                                i % (int)(mc->group_size > 0 ? mc->group_size : 1), &tc);
+                            p += tc;
+                        }
+                        p0 = i == 0 ? p : p0;
+                        sum += p;
+                        comm_end += p;
+                        g_end = fmax(g_end, comm_end) + seg->dur_s / nb;
                     }
-                    p0 = i == 0 ? p : p0;
-                    sum += p;
-                    comm_end += p;
-                    g_end = fmax(g_end, comm_end) + seg->dur_s / nb;
+                    const double total =
+                        s->job.compat == MODEL_COMPAT_REFERENCE ? p0 + fmax(seg->dur_s, sum) : g_end;
+                    fixed_s[k] = fmax(total - seg->dur_s, 0.0);
                 }
-                const double total =
-                    s->job.compat == MODEL_COMPAT_REFERENCE ? p0 + fmax(seg->dur_s, sum) : g_end;
-                s->seg_fixed_s[pass][k] = fmax(total - seg->dur_s, 0.0);
+                if (rc)
+                    return rc;
             }
-            if (rc)
-                return rc;
         }
-    }
     return SIM_OK;
 }
 
@@ -768,10 +896,11 @@ int step_build(sim_step_t *s) {
     b.last = malloc(pp * nit * n * sizeof *b.last);
     b.last2 = malloc(pp * nit * n * sizeof *b.last2);
     b.opt = malloc(pp * n * sizeof *b.opt);
+    b.fin = malloc(pp * n * sizeof *b.fin);
     sim_op_id_t *ops = malloc(n * sizeof *ops), *ops2 = malloc(n * sizeof *ops2);
     int rc = SIM_OK;
     if (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf || !b.items ||
-        !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !ops || !ops2)
+        !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2)
         rc = step_fail(s, SIM_ENOMEM,
                        "step: out of memory for the schedule of %lld passes x %d GPUs per stage",
                        (long long)(pp * nit), b.n);
@@ -793,9 +922,12 @@ int step_build(sim_step_t *s) {
         memset(b.last, 0xff, pp * nit * n * sizeof *b.last);
         memset(b.last2, 0xff, pp * nit * n * sizeof *b.last2);
         memset(b.opt, 0xff, pp * n * sizeof *b.opt);
+        memset(b.fin, 0xff, pp * n * sizeof *b.fin);
     }
     for (int32_t p = 0; p < s->pp && !rc; p++)
         rc = build_stage(&b, p, ops, ops2);
+    if (!rc)
+        rc = embedding_sync(&b);
     if (!rc)
         rc = messages(&b);
     free(ops);
@@ -807,14 +939,14 @@ int step_build(sim_step_t *s) {
 /* ---- the operation estimate ----------------------------------------------------------------------- */
 
 /* Operations one GPU emits for one block pass. */
-static double block_ops(const sim_step_t *s, int pass, const int fixed[STEP_GROUP_COUNT],
+static double block_ops(const sim_step_t *s, step_part_t part, int pass, const int fixed[STEP_GROUP_COUNT],
                         sim_granularity_t gran) {
-    const step_plan_t *plan = &s->plans[pass];
+    const step_plan_t *plan = &s->plans[part][pass];
     const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
     double ops = 0.0;
     for (int k = 0; k < plan->n; k++) {
         const step_seg_t *seg = &plan->seg[k];
-        const model_layer_t *ly = &s->est.block.layers[seg->layer0];
+        const model_layer_t *ly = step_layer(s, seg->layer0);
         const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
         if (seg->kind == STEP_SEG_COMPUTE) {
             ops += 1.0;
@@ -846,8 +978,17 @@ int64_t step_estimate_ops(const sim_step_t *s, sim_step_collapsed_t level, sim_g
     if (gran == SIM_GRANULARITY_MICROBATCH && all_fixed)
         per_gpu = 2.0 * s->m * s->v + 4.0 * s->layers_per_stage;
     else
-        per_gpu = passes * (block_ops(s, 0, fixed, gran) + block_ops(s, 1, fixed, gran));
-    per_gpu += 4.0 * s->m * s->v + 2.0 * s->layers_per_stage + 1.0; /* messages, data parallel, optimizer */
+        per_gpu = passes * (block_ops(s, STEP_PART_BLOCK, 0, fixed, gran) +
+                            block_ops(s, STEP_PART_BLOCK, 1, fixed, gran));
+    /* the edge layers (on the end stages; counted as if on every one), the p2p all-gathers without
+     * sequence parallelism */
+    for (int part = STEP_PART_EMBEDDING; part < STEP_PARTS; part++)
+        per_gpu += (double)s->m * (block_ops(s, (step_part_t)part, 0, fixed, gran) +
+                                   block_ops(s, (step_part_t)part, 1, fixed, gran));
+    if (s->job.compat == MODEL_COMPAT_CORRECTED && s->job.training.sequence_parallel == MODEL_SEQPAR_OFF)
+        per_gpu += 2.0 * s->m * s->v;
+    /* messages, data parallel, optimizer; the edges' data parallel and the embedding sync */
+    per_gpu += 4.0 * s->m * s->v + 2.0 * s->layers_per_stage + 1.0 + (s->emb ? 6.0 : 0.0);
     const double total = per_gpu * gpus;
     return total > 9e18 ? INT64_MAX : (int64_t)total;
 }

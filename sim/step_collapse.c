@@ -7,7 +7,8 @@
  * other tensor group's of the same kind, no data-, context- or pipeline-parallel traffic; groups of
  * different kinds (2D SUMMA's rows and columns) may share links only where they share a GPU, since
  * a GPU runs its tensor collectives one after another; (2) the other traffic of different rails
- * uses disjoint links; and (3) shifting every rank's tensor coordinate by one maps every route of
+ * (data-parallel, pipeline, and the tied embedding's all-reduce between the first and the last
+ * stage) uses disjoint links; and (3) shifting every rank's tensor coordinate by one maps every route of
  * that traffic onto another route link for link (one consistent, one-to-one link map with equal
  * capacities and latencies, and NVLink-domain membership preserved), so every rail sees the same
  * network. Then every rail's timeline is the same and a tensor collective takes the same time as on
@@ -205,6 +206,25 @@ static int pipeline_pairs(check_t *c) {
     return 0;
 }
 
+/* The tied embedding's gradient all-reduce between every first-stage GPU and its last-stage
+ * counterpart. */
+static int embedding_pairs(check_t *c) {
+    sim_step_t *s = c->s;
+    if (!s->emb || s->pp <= 1)
+        return 0;
+    for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
+        int64_t x[SIM_DIM_COUNT];
+        sim_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
+        if (x[SIM_DIM_PP] != 0)
+            continue;
+        x[SIM_DIM_PP] = s->pp - 1;
+        const int32_t last = step_gpu(s, x);
+        if (other_pair(c, gpu, last, "embedding") || other_pair(c, last, gpu, "embedding"))
+            return 1;
+    }
+    return 0;
+}
+
 int step_rails_exact(sim_step_t *s, char *note, size_t note_size) {
     check_t c;
     memset(&c, 0, sizeof c);
@@ -252,7 +272,7 @@ int step_rails_exact(sim_step_t *s, char *note, size_t note_size) {
                         group_pairs(&c, STEP_GROUP_DP, "data-parallel") ||
                         (s->job.par.strategy == MODEL_STRATEGY_2D_SEQP &&
                          group_pairs(&c, STEP_GROUP_CP, "context-parallel")) ||
-                        pipeline_pairs(&c);
+                        pipeline_pairs(&c) || embedding_pairs(&c);
         exact = !bad;
         if (exact)
             snprintf(

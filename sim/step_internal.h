@@ -51,8 +51,16 @@ typedef struct step_plan {
     int n;
 } step_plan_t;
 
-/* Build the forward (pass 0) and backward (pass 1) plans of one block. */
-void step_plan_build(const model_block_t *blk, step_plan_t plans[2]);
+/* The parts of a stage's microbatch pass that have plans: a transformer block, the embedding (first
+ * virtual stage) and the output layers (final LayerNorm, logits, loss; last virtual stage). */
+typedef enum step_part { STEP_PART_BLOCK = 0, STEP_PART_EMBEDDING = 1, STEP_PART_OUTPUT = 2 } step_part_t;
+#define STEP_PARTS 3
+
+/* Layer ids: 0..n_layers-1 are the block's layers, STEP_EDGE_ID + i the block's edges[i]. */
+#define STEP_EDGE_ID MODEL_BLOCK_LAYERS
+
+/* Build the forward (pass 0) and backward (pass 1) plans of the n layers (ids id0..id0+n-1). */
+void step_plan_build(const model_layer_t *layers, int n, int id0, step_plan_t plans[2]);
 /* The step group of a model collective (TP1 -> TP, TP2 -> CP, DP -> DP). */
 step_group_t step_group_of(model_group_t g);
 
@@ -89,8 +97,10 @@ struct sim_step {
     model_job_t job;
     model_estimate_t est;
     sim_step_config_t cfg;
-    step_plan_t plans[2];
-    int64_t n[SIM_DIM_COUNT]; /* sizes: tp1, tp2 (1 in 1d), pp, dp */
+    step_plan_t plans[STEP_PARTS][2]; /* [part][pass]; the edge parts are empty without embedding */
+    int emb;                          /* 1: the embedding and output layers run (corrected, embedding) */
+    model_dp_comm_t dp_comm;          /* MODEL_DP_SHARDED for the reference */
+    int64_t n[SIM_DIM_COUNT];         /* sizes: tp1, tp2 (1 in 1d), pp, dp */
     int32_t pp, v, m, layers_per_stage, chunk_blocks;
     int32_t gpus, gpus_per_domain;
     /* networks */
@@ -114,8 +124,8 @@ struct sim_step {
     int32_t group_per_domain[STEP_GROUP_COUNT]; /* members of the group in one domain (analytic) */
     /* per plan segment whose collectives take fixed times: a COLL segment's collective, a SUMMA
      * layer's exposed communication (filled by step_build) */
-    double seg_fixed_s[2][STEP_MAX_SEGS];
-    double optimizer_s;
+    double seg_fixed_s[STEP_PARTS][2][STEP_MAX_SEGS];
+    double optimizer_s; /* the model's: on the stage with the most parameters */
     /* operations */
     step_meta_t *meta;
     int32_t cap_meta;
@@ -149,6 +159,12 @@ double step_analytic_coll_s(const sim_step_t *s, step_group_t g, model_coll_op_t
 /* The fixed time of a collective of group g (analytic, or measured on the network). */
 int step_fixed_time(sim_step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root,
                     double *out_s);
+/* The layer of id (see STEP_EDGE_ID), or NULL. */
+const model_layer_t *step_layer(const sim_step_t *s, int id);
+/* Weights (GB) one GPU of a stage holds: its blocks and its edge layers. */
+double step_stage_weights_gb(const sim_step_t *s, int32_t stage);
+/* Weights (GB) of one part (a block, the embedding, the output layers). */
+double step_part_weights_gb(const sim_step_t *s, step_part_t part);
 /* Pipeline hop time (analytic mode) from stage a to b. */
 double step_hop_s(const sim_step_t *s, int32_t stage_a, int32_t stage_b);
 

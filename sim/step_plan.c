@@ -1,7 +1,8 @@
-/* step_plan.c - one block's forward and backward pass as a plan: runs of layers without
- * communication merged into one compute segment (comp_s + mem_exposed_s each, the roofline time),
- * each collective of a layer after that layer's compute, and SUMMA layers (whose panel broadcasts
- * overlap their GEMM) as segments of their own. The backward pass visits the layers in reverse. */
+/* step_plan.c - the forward and backward pass of a run of layers (a block, the embedding, the output
+ * layers) as a plan: runs of layers without communication merged into one compute segment (comp_s +
+ * mem_exposed_s each, the roofline time), each collective of a layer after that layer's compute, and
+ * SUMMA layers (whose panel broadcasts overlap their GEMM) as segments of their own. The backward
+ * pass visits the layers in reverse. */
 #include "step_internal.h"
 
 step_group_t step_group_of(model_group_t g) {
@@ -21,15 +22,15 @@ static void flush(step_plan_t *p, step_seg_t *acc, int *open) {
     *open = 0;
 }
 
-void step_plan_build(const model_block_t *blk, step_plan_t plans[2]) {
+void step_plan_build(const model_layer_t *layers, int n_layers, int id0, step_plan_t plans[2]) {
     for (int pass = 0; pass < 2; pass++) {
         step_plan_t *p = &plans[pass];
         step_seg_t acc = {0};
         int open = 0;
         p->n = 0;
-        for (int k = 0; k < blk->n_layers; k++) {
-            const int i = pass ? blk->n_layers - 1 - k : k;
-            const model_layer_t *ly = &blk->layers[i];
+        for (int k = 0; k < n_layers; k++) {
+            const int li = pass ? n_layers - 1 - k : k, i = id0 + li;
+            const model_layer_t *ly = &layers[li];
             const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
             const double dur = ps->comp_s + ps->mem_exposed_s;
             if (ly->summa_overlap && ps->n_colls > 0) {

@@ -44,6 +44,21 @@ static model_job_t job_of(const layout_t *l, int64_t nvs, int64_t gbs, model_com
     return job;
 }
 
+/* The same with the corrected model's embedding and output layer (vocabulary 50,257), Megatron's
+ * data-parallel all-reduce (dp_comm, or the overlapped buckets) and the optimizer step: the first
+ * and last stages now differ from the middle ones. */
+static model_job_t emb_job_of(const layout_t *l, int64_t nvs, int64_t gbs, model_dp_comm_t dp_comm) {
+    model_job_t job = job_of(l, nvs, gbs, MODEL_COMPAT_CORRECTED);
+    job.model.vocab = 50257;
+    job.training.embedding = 1;
+    job.training.dp_comm = dp_comm;
+    job.training.optimizer_step = 1;
+    model_issue_t issue;
+    if (model_job_check(&job, &issue) != MODEL_OK)
+        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
+    return job;
+}
+
 typedef struct net {
     sim_star_t star;
     sim_network_desc_t desc;
@@ -179,6 +194,47 @@ static void test_network_rails(void **state) {
     g_nccl = 0;
 }
 
+/* Embedding jobs (the end stages differ): analytic stage collapse and the network rail collapse
+ * against every GPU, 1d with 2 and 4 stages, 1F1B and interleaved, all three data-parallel modes. */
+static void test_embedding(void **state) {
+    (void)state;
+    const layout_t analytic[] = {
+        {MODEL_STRATEGY_1D, 2, 4, 1, 2, 1, 4, 1, 1, 2}, /* tp in the domain, stages share it */
+        {MODEL_STRATEGY_1D, 2, 2, 1, 4, 1, 2, 1, 2, 1}, /* four stages across domains */
+    };
+    for (size_t i = 0; i < sizeof analytic / sizeof analytic[0]; i++)
+        for (int d = 0; d < 3; d++) {
+            const model_job_t job = emb_job_of(&analytic[i], 8, 8, (model_dp_comm_t)d);
+            for (int32_t v = 1; v <= 2; v++) {
+                const sim_schedule_t sc = v > 1 ? SIM_SCHEDULE_INTERLEAVED : SIM_SCHEDULE_1F1B;
+                model_job_t jv = job;
+                jv.training.interleave = v;
+                const sim_step_result_t c = run(&jv, SIM_COMM_ANALYTIC, SIM_COLLAPSE_AUTO, sc, v, NULL);
+                const sim_step_result_t f = run(&jv, SIM_COMM_ANALYTIC, SIM_COLLAPSE_OFF, sc, v, NULL);
+                assert_int_equal(c.collapsed, SIM_STEP_STAGES);
+                same(&c, &f);
+            }
+        }
+    const layout_t rails[] = {
+        {MODEL_STRATEGY_1D, 2, 8, 1, 2, 1, 8, 1, 1, 1}, /* tp 8 fills a domain of 8 */
+        {MODEL_STRATEGY_1D, 2, 4, 1, 4, 1, 4, 1, 1, 1}, /* tp 4 in a domain of 4, four stages */
+    };
+    const int64_t nvs[] = {8, 4};
+    for (size_t i = 0; i < sizeof rails / sizeof rails[0]; i++)
+        for (int d = 0; d < 3; d++) {
+            const model_job_t job = emb_job_of(&rails[i], nvs[i], 8, (model_dp_comm_t)d);
+            const sim_step_result_t c =
+                run(&job, SIM_COMM_NETWORK, SIM_COLLAPSE_AUTO, SIM_SCHEDULE_1F1B, 1, NULL);
+            const sim_step_result_t f =
+                run(&job, SIM_COMM_NETWORK, SIM_COLLAPSE_OFF, SIM_SCHEDULE_1F1B, 1, NULL);
+            if (c.collapsed != SIM_STEP_RAILS || !c.collapse_exact)
+                fail_msg("layout %zu: not collapsed exactly: %s", i, c.collapse_note);
+            assert_true(c.simulated_gpus < f.simulated_gpus);
+            assert_true(c.breakdown.exposed_dp_comm_s > 0.0);
+            same(&c, &f);
+        }
+}
+
 static void test_network_refuses(void **state) {
     (void)state;
     /* tp 4 with 2 per domain: tensor traffic crosses NICs that pipeline traffic also uses */
@@ -269,7 +325,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_analytic_stages), cmocka_unit_test(test_network_rails),
         cmocka_unit_test(test_network_refuses), cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refusals),        cmocka_unit_test(test_embedding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
