@@ -5,9 +5,10 @@
  * model_estimate to a picosecond per operation once the one residual is taken off: the last stage,
  * the slowest with the output layer, sends no activations, so of the model's 2 p2p per microbatch
  * and stage it pays one (docs/run.md: m + 1 hops on the critical path). Also the exposed
- * data-parallel time and the activation peaks of the end stages, interleaved schedules (within 1%:
- * the closed form's bubble divides the edge layers by v, the schedule does not), the overlapped and
- * sharded variants against their bounds, a network run, and the refusal of embedding outside 1d. */
+ * data-parallel time and the activation peaks of the end stages, interleaved schedules (between the
+ * closed form less those hops and that plus the edge layers' share of the bubble the closed form
+ * divides by v, which the schedule does not), the overlapped and sharded variants against their
+ * bounds, a network run, and the refusal of embedding outside 1d. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
