@@ -24,8 +24,9 @@
  * means flows started at one timestamp (a collective phase) see the ones routed just before them.
  * Counts are integers and the loads are recomputed from them, so no rounding accumulates and the
  * choices are reproducible. Utilisation (used rate / capacity) would not do: it is 0 until the next
- * re-solve, so simultaneous flows would all see an idle network, and it saturates at 1, which can
- * never outweigh a Valiant path's extra hops. */
+ * re-solve, so simultaneous flows would all see an idle network, and it saturates at 1, so a 1-hop
+ * minimal path (cost at most 2) would never be left for a Valiant path of 2 hops or more, however
+ * many flows share it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
