@@ -729,23 +729,31 @@ static const char *sim_topology_of(const validate_args_t *a, const run_row_t *r)
     return "ideal";
 }
 
-/* The simulation does not model the embedding and output layer yet, and simulates the data-parallel
- * gradients as per-block reduce-scatters (sharded); Megatron's runs have both the layer and a
- * non-overlapped all-reduce. So the row's job is simulated without them (job'), and the analytic
- * model's cost of the difference, analytic(job) - analytic(job'), is added to the simulated step:
- * prediction = sim(job') + analytic(job) - analytic(job'). The difference is reported per row. */
+/* The simulation runs each row's job as it is, with one exception: it has the embedding and output
+ * layer in 1d only. A 2d or 2d-seqp row with them is simulated without them (job'), and the analytic
+ * model's cost of the difference, analytic(job) - analytic(job'), is added to the simulated step and
+ * reported per row ("added"; 0 for every other row). */
+static int sim_job(const run_row_t *r, model_job_t *job, double *added_s, cli_diag_t *d) {
+    *job = r->job;
+    *added_s = 0.0;
+    if (job->par.strategy == MODEL_STRATEGY_1D || !job->training.embedding)
+        return CLI_OK;
+    job->training.embedding = 0;
+    model_summary_t plain;
+    memset(&plain, 0, sizeof plain);
+    int rc = ANALYTIC.predict(job, &plain, d);
+    if (!rc)
+        *added_s = r->pred.iteration_time_s - plain.iteration_time_s;
+    return rc;
+}
+
 static int sim_rows(const validate_args_t *a, run_row_t *rows, size_t n, FILE *err, cli_diag_t *d) {
     for (size_t i = 0; i < n; i++) {
         run_row_t *r = &rows[i];
-        model_job_t job = r->job;
-        job.training.embedding = 0;
-        job.training.dp_comm = MODEL_DP_SHARDED;
-        model_summary_t plain;
-        memset(&plain, 0, sizeof plain);
-        int rc = ANALYTIC.predict(&job, &plain, d);
+        model_job_t job;
+        int rc = sim_job(r, &job, &r->sim_unmodeled_s, d);
         if (rc)
             return rc;
-        r->sim_unmodeled_s = r->pred.iteration_time_s - plain.iteration_time_s;
         snprintf(r->sim_topology, sizeof r->sim_topology, "%s", sim_topology_of(a, r));
         cJSON *spec = cJSON_CreateString(r->sim_topology);
         if (!spec)
@@ -798,10 +806,10 @@ static void sim_stats_of(const run_row_t *rows, size_t n, sim_stats_t *st) {
 static void sim_text(FILE *out, const run_row_t *rows, size_t n) {
     sim_stats_t st;
     sim_stats_of(rows, n, &st);
-    fprintf(
-        out,
-        "\nthrough the simulation (--sim): the step simulated without the embedding layer and with sharded\n"
-        "data-parallel gradients, plus the analytic cost of both as Megatron ran them (column 'added')\n\n");
+    fprintf(out,
+            "\nthrough the simulation (--sim): each run's step simulated as it is; the simulation has the\n"
+            "embedding and output layer in 1d only, so a 2d or 2d-seqp run gets their analytic cost (column "
+            "'added')\n\n");
     fprintf(out, "  %-14s %-18s %10s %12s %9s %12s %9s %12s %9s\n", "run", "network", "added (s)",
             "sim, an. (s)", "error %", "sim, net (s)", "error %", "measured (s)", "wall (s)");
     for (size_t i = 0; i < n; i++) {
