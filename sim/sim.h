@@ -541,13 +541,18 @@ int32_t sim_links_busiest(const sim_engine_t *e, int32_t k, int32_t *links, doub
  * - Workload: per pipeline stage, microbatch, pass and block, the layers of model_block_build as
  *   compute operations (roofline time comp_s + mem_exposed_s), contiguous layers without
  *   communication merged into one operation; each layer's tensor- and context-parallel collectives
- *   over their groups; pipeline sends of activations and gradients between stages; per block a
- *   data-parallel all-gather of the weights before its first forward and a reduce-scatter of its
- *   gradients after its last backward, on their own stream; in the corrected model the optimizer
- *   step after the last reduce-scatter. Streams: 0 compute, 1 tensor/context-parallel collectives,
- *   2 data-parallel collectives, 3..6 pipeline sends to the next stage, receives from the previous,
- *   sends to the previous, receives from the next (one stream per channel, so both ends order the
- *   messages alike and a receive is posted before its data arrives).
+ *   over their groups; pipeline sends of activations and gradients between stages; with
+ *   training.embedding (1d only) the embedding on the first virtual stage and the final LayerNorm,
+ *   output GEMM and loss on the last, from the model's edge layers; data-parallel communication by
+ *   training.dp_comm, on its own stream: sharded (per block an all-gather of the weights before its
+ *   first forward and a reduce-scatter of its gradients after its last backward), allreduce (one
+ *   all-reduce of the stage's gradients after its last backward) or allreduce-overlap (one bucket
+ *   per block after its last backward), then with pp > 1 the tied embedding's sync between the first
+ *   and last stage; in the corrected model the optimizer step, for each stage's own weights, after
+ *   its data-parallel work (sim_step_config_t.optimizer_step). Streams: 0 compute, 1 tensor/context-
+ *   parallel collectives, 2 data-parallel collectives, 3..6 pipeline sends to the next stage,
+ *   receives from the previous, sends to the previous, receives from the next (one stream per
+ *   channel, so both ends order the messages alike and a receive is posted before its data arrives).
  * - Communication: SIM_COMM_ANALYTIC prices every collective with model_collective_time_s (members
  *   per NVLink domain from the placement) and every pipeline hop with the model's p2p time
  *   (reference: the model's averaged hop; corrected: each hop's own, in or out of the domain);
