@@ -74,7 +74,29 @@ static void test_ugal_beats_minimal(void **state) {
     assert_true(ideal2 == ideal && minimal2 == minimal && ugal2 == ugal);
 }
 
+/* Under UGAL `run --collapse auto` simulates every GPU: one rail alone would see only its own load. */
+static void test_ugal_never_collapsed(void **state) {
+    (void)state;
+    cli_run_t r = cli_run("run", "--model", MODEL, "--gpus", "32", "--nvs", "4", "--tp", "4", "--pp", "1",
+                          "--gbs", "32", "--topology",
+                          "{\"kind\":\"dragonfly\",\"p\":2,\"a\":4,\"h\":2,\"g\":4,\"gpus_per_node\":4,"
+                          "\"nics_per_node\":4,\"nvlink_bandwidth_bytes_per_s\":3e11,\"routing\":\"ugal\"}",
+                          "--json", NULL);
+    if (r.rc != 0)
+        fail_msg("exit %d: %s", r.rc, r.err);
+    cJSON *j = cJSON_Parse(r.out);
+    assert_non_null(j);
+    const cJSON *c =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "simulation"), "collapse");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(c, "collapsed")->valuestring, "none");
+    assert_int_equal((int)num(c, "simulated_gpus"), 32);
+    assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(c, "note")->valuestring, "adaptive routing"));
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ugal_beats_minimal)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ugal_beats_minimal),
+                                       cmocka_unit_test(test_ugal_never_collapsed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
