@@ -213,6 +213,11 @@ static int prime_fixed(sim_step_t *s) {
     return SIM_OK;
 }
 
+/* Whether the corrected job recomputes whole blocks (the reference has no recomputation). */
+static int recompute_full(const sim_step_t *s) {
+    return s->job.compat == MODEL_COMPAT_CORRECTED && s->job.training.recompute == MODEL_RECOMPUTE_FULL;
+}
+
 /* The optimizer step: the model's Adam step (model_estimate with training.optimizer_step, the
  * corrected model's HBM-bound pass over this GPU's shard of the stage's parameters). */
 static double optimizer_s(const sim_step_t *s) {
@@ -473,11 +478,12 @@ int sim_step_new(const model_job_t *job, const sim_step_config_t *cfg, const sim
         s->n[SIM_DIM_PP] = job->par.pp;
         s->n[SIM_DIM_DP] = job->par.dp;
         const model_block_t *blk = &s->est.block;
-        step_plan_build(blk->layers, blk->n_layers, 0, s->plans[STEP_PART_BLOCK]);
+        step_plan_build(blk->layers, blk->n_layers, 0, recompute_full(s) ? blk->checkpoint_gb : -1.0,
+                        s->plans[STEP_PART_BLOCK]);
         /* the edges: the embedding first, then the output layers in order (model_block_build) */
         const int n_emb = blk->n_edges > 0 ? 1 : 0;
-        step_plan_build(blk->edges, n_emb, STEP_EDGE_ID, s->plans[STEP_PART_EMBEDDING]);
-        step_plan_build(blk->edges + n_emb, blk->n_edges - n_emb, STEP_EDGE_ID + n_emb,
+        step_plan_build(blk->edges, n_emb, STEP_EDGE_ID, -1.0, s->plans[STEP_PART_EMBEDDING]);
+        step_plan_build(blk->edges + n_emb, blk->n_edges - n_emb, STEP_EDGE_ID + n_emb, -1.0,
                         s->plans[STEP_PART_OUTPUT]);
         rc = make_network(s, net);
     }
@@ -508,6 +514,9 @@ int sim_step_new(const model_job_t *job, const sim_step_config_t *cfg, const sim
         s->peak_act_gb = calloc((size_t)s->gpus, sizeof *s->peak_act_gb);
         if (!s->act_gb || !s->peak_act_gb)
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
+        /* full recomputation: the working set of the one block being recomputed, as the model */
+        for (int32_t g = 0; !rc && recompute_full(s) && g < s->gpus; g++)
+            s->act_gb[g] = s->peak_act_gb[g] = s->est.block.activations_gb;
     }
     if (!rc)
         rc = step_build(s);

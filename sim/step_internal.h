@@ -60,7 +60,8 @@ typedef enum step_part { STEP_PART_BLOCK = 0, STEP_PART_EMBEDDING = 1, STEP_PART
 #define STEP_EDGE_ID MODEL_BLOCK_LAYERS
 
 /* Build the forward (pass 0) and backward (pass 1) plans of the n layers (ids id0..id0+n-1). */
-void step_plan_build(const model_layer_t *layers, int n, int id0, step_plan_t plans[2]);
+/* checkpoint_gb >= 0: full recomputation, only that is kept from the forward to the backward. */
+void step_plan_build(const model_layer_t *layers, int n, int id0, double checkpoint_gb, step_plan_t plans[2]);
 /* The step group of a model collective (TP1 -> TP, TP2 -> CP, DP -> DP). */
 step_group_t step_group_of(model_group_t g);
 

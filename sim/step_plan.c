@@ -22,7 +22,22 @@ static void flush(step_plan_t *p, step_seg_t *acc, int *open) {
     *open = 0;
 }
 
-void step_plan_build(const model_layer_t *layers, int n_layers, int id0, step_plan_t plans[2]) {
+/* Full recomputation keeps only the block's input between its forward and backward passes: the
+ * checkpoint is allocated by the forward's last computing segment and freed by the backward's last
+ * one (collective segments carry no memory), and no layer keeps its own activations. */
+static void keep_checkpoint(step_plan_t *p, double checkpoint_gb) {
+    int last = -1;
+    for (int i = 0; i < p->n; i++) {
+        p->seg[i].act_gb = 0.0;
+        if (p->seg[i].kind != STEP_SEG_COLL)
+            last = i;
+    }
+    if (last >= 0)
+        p->seg[last].act_gb = checkpoint_gb;
+}
+
+void step_plan_build(const model_layer_t *layers, int n_layers, int id0, double checkpoint_gb,
+                     step_plan_t plans[2]) {
     for (int pass = 0; pass < 2; pass++) {
         step_plan_t *p = &plans[pass];
         step_seg_t acc = {0};
@@ -61,5 +76,7 @@ void step_plan_build(const model_layer_t *layers, int n_layers, int id0, step_pl
             }
         }
         flush(p, &acc, &open);
+        if (checkpoint_gb >= 0.0)
+            keep_checkpoint(p, checkpoint_gb);
     }
 }

@@ -121,8 +121,9 @@ static const char *describe(const spec_t *sp, char *buf, size_t size) {
 }
 
 /* 1F1B, allreduce: the model's closed form to a picosecond per operation, less m + 1 hops with pp > 1;
- * the exposed data-parallel time (the all-reduce and the embedding sync) and, without
- * recomputation, both end stages' activation peaks are the model's. */
+ * the exposed data-parallel time (the all-reduce and the embedding sync) and both end stages'
+ * activation peaks are the model's (with full recomputation: the blocks' inputs per microbatch in
+ * flight plus one block's working set). */
 static void test_closed_form(void **state) {
     (void)state;
     for (int64_t pp = 1; pp <= 4; pp *= 2)
@@ -154,12 +155,18 @@ static void test_closed_form(void **state) {
                 assert_true(su->dp_allreduce_s > 0.0);
                 assert_true(pp == 1 || su->embedding_sync_s > 0.0);
                 breakdown_adds_up(what, &o.r);
-                if (!rec) {
-                    const double blocks_gb = blk->activations_gb * (double)su->layers_per_stage;
+                {
+                    /* full recomputation keeps each block's input and one block's working set */
+                    const double kept_gb = rec ? blk->checkpoint_gb : blk->activations_gb;
+                    const double work_gb = rec ? blk->activations_gb : 0.0;
+                    const double blocks_gb = kept_gb * (double)su->layers_per_stage;
                     const double in_flight = (double)(pp < su->n_microbatches ? pp : su->n_microbatches);
                     const double first_gb = in_flight * (blocks_gb + blk->first_activations_gb +
-                                                         (pp == 1 ? blk->last_activations_gb : 0.0));
-                    const double last_gb = pp == 1 ? first_gb : blocks_gb + blk->last_activations_gb;
+                                                         (pp == 1 ? blk->last_activations_gb : 0.0)) +
+                                            work_gb;
+                    const double last_gb =
+                        pp == 1 ? first_gb : blocks_gb + blk->last_activations_gb + work_gb;
+                    assert_true(!rec || blk->checkpoint_gb > 0.0);
                     if (fabs(o.first_peak_gb - first_gb) > 1e-9 * first_gb ||
                         fabs(o.last_peak_gb - last_gb) > 1e-9 * last_gb)
                         fail_msg("%s: activation peaks %.9g / %.9g GB, the model's %.9g / %.9g GB", what,
