@@ -176,6 +176,32 @@ static void estimate_layouts(void **state) {
     remove(out);
 }
 
+/* A grid may vary the training fields: every line is estimate's own result for its scenario, and the
+ * six points differ. */
+static void training_grid(void **state) {
+    (void)state;
+    char out[128];
+    sweep_scratch(out, sizeof out, "training.jsonl");
+    cJSON *lines = run_grid("training.json", out);
+    assert_int_equal(cJSON_GetArraySize(lines), 6);
+    double prev = -1.0;
+    const cJSON *line;
+    cJSON_ArrayForEach(line, lines) {
+        const cJSON *scn = get(line, "scenario"), *res = get(line, "result");
+        assert_non_null(get(scn, "training"));
+        int rc = 0;
+        cJSON *want = command_json("estimate", scn, NULL, NULL, &rc);
+        assert_int_equal(rc, 0);
+        assert_true(cJSON_Compare(res, want, 1));
+        const double t = get(res, "iteration_time_s")->valuedouble;
+        assert_true(t != prev);
+        prev = t;
+        cJSON_Delete(want);
+    }
+    cJSON_Delete(lines);
+    remove(out);
+}
+
 /* The --json summary counts what the file holds. */
 static void summary_json(void **state) {
     (void)state;
@@ -229,9 +255,8 @@ static void help(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(search_lines),
-        cmocka_unit_test(estimate_layouts),
-        cmocka_unit_test(summary_json),
+        cmocka_unit_test(search_lines),  cmocka_unit_test(estimate_layouts),
+        cmocka_unit_test(training_grid), cmocka_unit_test(summary_json),
         cmocka_unit_test(help),
     };
     return cmocka_run_group_tests_name("sweep.lines", tests, NULL, NULL);

@@ -122,7 +122,8 @@ static int valid_path(const char *p) {
 
 /* Scenario fields that hold objects, so a dotted path may go through them. */
 static int object_field(const char *path) {
-    static const char *const fields[] = {"model", "system", "parallel", "parallel.nv", "topology"};
+    static const char *const fields[] = {"model",       "system",   "parallel",
+                                         "parallel.nv", "training", "topology"};
     for (size_t i = 0; i < COUNT(fields); i++)
         if (strcmp(path, fields[i]) == 0)
             return 1;
@@ -145,7 +146,7 @@ static int set_path(cJSON *root, const char *path, const cJSON *value, const cha
             return cli_fail(
                 d, CLI_EUSAGE,
                 "%s: %s is not an object of a scenario; allowed: dotted paths into model, system, "
-                "parallel, parallel.nv or topology",
+                "parallel, parallel.nv, training or topology",
                 where, buf);
         } else if (!child && top && (strcmp(comp, "model") == 0 || strcmp(comp, "system") == 0)) {
             /* The built-in default, as a base to change. */
