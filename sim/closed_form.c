@@ -6,7 +6,12 @@
  * of a step's slowest link, n ranks, M = size_bytes (docs/engine.md has the derivations).
  *   ring   AR 2(n-1)(a + M/n b)      RS, AG (n-1)(a + M/n b)
  *   hd     AR 2 log2(n) a + 2 (n-1)/n M b      RS, AG log2(n) a + (n-1)/n M b
- *   chain  (n + k - 2)(a + c b), k = ceil(M / chunk) chunks of c = M / k
+ *   chain  (n - 1)(a + c b) + (k - 1) c b + floor((k - 1) / W) max(0, a - (W - 1) c b), k = ceil(M /
+ *          chunk) chunks of c = M / k, W chunks in flight per edge (W = 1: (n + k - 2)(a + c b)).
+ *          Chunk i starts its latency on edge 0 when chunk i - W has crossed it, and its transfer a
+ *          after that or when chunk i - 1's ends, whichever is later: S_i = a + i c b + floor(i / W)
+ *          max(0, a - (W - 1) c b) (a window of W chunks costs a + c b or W c b); every later edge
+ *          repeats edge 0's schedule a + c b later
  *   tree   2D (a + 2 c b) + (k - 1) L c b, both trees carry M/2 in k chunks of c = M / (2k); D the
  *          depth and L the per-rank link load of the two trees (sim_dbtree_shape): chunk 0 of both
  *          trees crosses 2D edges, sharing links two by two; the others follow bandwidth-bound, their
@@ -202,8 +207,11 @@ static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n
     case SIM_ALGO_CHAIN: {
         if (op != SIM_COLL_BROADCAST && op != SIM_COLL_REDUCE)
             return -1.0;
-        const int64_t k = chunks(m, p->chunk_bytes);
-        return (double)(n + k - 2) * (a + m / (double)k / b);
+        const int64_t k = chunks(m, p->chunk_bytes),
+                      w = p->chain_window > 0 ? p->chain_window : SIM_NCCL_STEPS;
+        const double t = m / (double)k / b; /* one chunk's transfer, c beta */
+        return (double)(n - 1) * (a + t) + (double)(k - 1) * t +
+               (double)((k - 1) / w) * fmax(0.0, a - (w - 1) * t);
     }
     case SIM_ALGO_TREE: {
         if (op != SIM_COLL_ALLREDUCE)

@@ -21,6 +21,7 @@ void sim_i_coll_destroy(sim_coll_t *c) {
     free(c->tree_parent);
     free(c->tree_child);
     free(c->tree_last);
+    free(c->chain_ready);
     memset(c, 0, sizeof *c);
 }
 
@@ -459,7 +460,19 @@ static int plan_chain(sim_engine_t *e, sim_coll_t *c) {
             pair_set(c, j, (c->root + n - 1 - j) % n, (c->root + n - 2 - j) % n);
     }
     c->chunk = e->cfg.chunk_bytes;
+    const int32_t w = e->cfg.chain_window;
+    if (w < 0 || w > 1024)
+        return sim_i_fail(e, SIM_EINVAL, "config: chain_window %d must be in 0..1024 (0: %d)", w,
+                          SIM_NCCL_STEPS);
+    c->window = w > 0 ? w : SIM_NCCL_STEPS;
     const int64_t k = n_chunks(c->size_bytes, c->chunk);
+    /* Step fidelity keeps, per edge, when each of the chunks that may be waiting for the edge became
+     * ready: at most window of them, so a ring of min(window, k) slots. */
+    c->chain_slots = k < c->window ? (int32_t)k : c->window;
+    free(c->chain_ready);
+    c->chain_ready = malloc((size_t)(n - 1) * (size_t)c->chain_slots * sizeof *c->chain_ready);
+    if (!c->chain_ready)
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for the chain");
     c->phases[c->n_phases++] =
         (sim_phase_t){.kind = SIM_PH_CHAIN, .steps = (int32_t)k, .chunk_bytes = c->size_bytes / (double)k};
     return SIM_OK;
@@ -542,6 +555,7 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
 static int plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab_params_t *p) {
     memset(p, 0, sizeof *p);
     p->chunk_bytes = c->algo == SIM_ALGO_TREE || c->algo == SIM_ALGO_CHAIN ? c->chunk : e->cfg.chunk_bytes;
+    p->chain_window = c->algo == SIM_ALGO_CHAIN ? c->window : e->cfg.chain_window;
     p->per_domain = 1;
     p->channels = c->channels;
     p->launch_s = sim_ps_to_s(c->launch_ps);

@@ -6,13 +6,15 @@
  * becomes one coflow: a single max-min variable whose route is the union of its members' routes
  * (a link crossed by c members carries c units), which is exactly "every member capped at the
  * slowest member's rate" (network-and-des.md 3.3 item 5). It carries one member's whole volume and
- * pays all its per-step latencies up front: steps x (slowest member's latency). On an idle network
- * both give the closed form of closed_form.c; under contention fast mode loses the skew between
- * members. Halving-doubling and sendrecv have O(log n) and 1 steps and always run step-exact.
+ * pays its per-step latencies up front: steps x (slowest member's latency), less those the chain's
+ * and the tree's pipelines hide behind transfers. On an idle network both give the closed form of
+ * closed_form.c; under contention fast mode loses the skew between members. Halving-doubling and
+ * sendrecv have O(log n) and 1 steps and always run step-exact.
  *
  * State (c->st, ints): ring: sent, received, busy per member; halving-doubling: sent, busy per
- * rank plus a received-steps bit mask; chain: sent, busy per edge; tree: up-started, up-done,
- * down-started, down-done per (tree, rank), one chunk in flight per edge. */
+ * rank plus a received-steps bit mask; chain: done, busy per edge (and chain_ready: when each chunk
+ * waiting for an edge became ready, up to W chunks being in flight per edge); tree: up-started,
+ * up-done, down-started, down-done per (tree, rank), one chunk in flight per edge. */
 #include <math.h>
 #include <string.h>
 
@@ -225,27 +227,76 @@ static void hd_done(sim_engine_t *e, int32_t id, int32_t r) {
 
 /* ---- pipelined chain ---------------------------------------------------------------------------- */
 
+/* Edge j (pair and tag j) carries chunks 0..k-1 in order, one transfer at a time: its bandwidth is
+ * shared in order, not between chunks. Chunk i is ready for edge j once it has crossed edge j - 1
+ * (at once for j = 0) and chunk i - W has crossed edge j (W = c->window chunks in flight per edge:
+ * NCCL's buffer slots, a slot being free again once its chunk has arrived). Its flow starts when
+ * chunk i - 1's ends and pays only what is left of its latency since it became ready, so a chunk's
+ * latency overlaps the transfers of the up to W - 1 chunks ahead of it. With W = 1 every chunk pays
+ * its whole latency after the previous one: the old one-chunk-in-flight chain. State: st[j] chunks
+ * done on edge j, st[n + j] busy; chain_ready[] when each waiting chunk became ready. */
+static sim_time_ps_t *chain_ready(sim_coll_t *c, int32_t j, int32_t i) {
+    return &c->chain_ready[(int64_t)j * c->chain_slots + i % c->chain_slots];
+}
+
+/* Chunk i may have become ready for edge j just now (it arrived, or its window opened). Each chunk
+ * becomes ready exactly once: at the later of its two conditions. Its slot is free: the chunk that
+ * used it last, i - slots, has crossed the edge (slots = W), or there is none (slots = k). */
+static void chain_mark(sim_engine_t *e, int32_t id, int32_t j, int32_t i) {
+    sim_coll_t *c = &e->colls[id];
+    const int32_t *done = c->st;
+    if (j >= c->n - 1 || i >= cur(e, id)->steps)
+        return;
+    if ((j == 0 || done[j - 1] > i) && done[j] > i - c->window)
+        *chain_ready(c, j, i) = e->now;
+}
+
 static void chain_try(sim_engine_t *e, int32_t id, int32_t j) {
     sim_coll_t *c = &e->colls[id];
     const sim_phase_t *ph = cur(e, id);
-    int32_t *sent = c->st, *busy = c->st + c->n;
-    if (j >= c->n - 1 || busy[j] || sent[j] >= ph->steps || (j > 0 && sent[j - 1] <= sent[j]))
+    int32_t *done = c->st, *busy = c->st + c->n;
+    if (j >= c->n - 1 || busy[j] || done[j] >= ph->steps)
+        return;
+    const int32_t i = done[j]; /* the next chunk; its window is open (done[j] = i > i - W) */
+    if (j > 0 && done[j - 1] <= i)
         return;
     busy[j] = 1;
-    start_pair(e, id, j, ph->chunk_bytes, j);
+    const sim_time_ps_t left = *chain_ready(c, j, i) + c->pairs[j].lat_ps - e->now;
+    start_pair_after(e, id, j, ph->chunk_bytes, j, left > 0 ? left : 0);
 }
 
+/* Fast: one coflow over every edge. On an idle network the chain takes (closed_form.c)
+ * (n - 1)(a + c b) + (k - 1) c b + q max(0, a - (W - 1) c b), q = floor((k - 1) / W): latency-bound
+ * (a > (W - 1) c b) that is n - 1 + q latencies and n + k - 2 - q (W - 1) chunks of bytes,
+ * bandwidth-bound n - 1 latencies and n + k - 2 chunks. The regime is decided with the plan's
+ * idle-network a and b (slowest latency, narrowest link, the protocol's cap and efficiency) and the
+ * bytes then move at the contended rate b': the coflow takes the form with q max(0, a - (W - 1) c b')
+ * replaced by q (a - (W - 1) c b') or 0, never more, so contention that moves the chain across the
+ * crossover makes fast mode optimistic by at most that term. */
 static void chain_begin(sim_engine_t *e, int32_t id) {
     sim_coll_t *c = &e->colls[id];
     const sim_phase_t *ph = cur(e, id);
+    const int64_t k = ph->steps, w = c->window;
     if (c->fidelity == SIM_FIDELITY_FAST) {
+        sim_time_ps_t lat = 0;
+        double bw = INFINITY;
+        for (int32_t j = 0; j < c->n_pairs; j++) {
+            lat = c->pairs[j].lat_ps > lat ? c->pairs[j].lat_ps : lat;
+            bw = fmin(bw, c->pairs[j].min_cap);
+        }
+        bw = fmin(bw, c->bound) / c->wire; /* data bytes/s, as the plan's alpha-beta parameters */
+        const int64_t q = (k - 1) / w;
+        const int latency_bound = sim_ps_to_s(lat) > (double)(w - 1) * (ph->chunk_bytes / bw);
+        const int64_t lat_units = c->n - 1 + (latency_bound ? q : 0);
+        const int64_t units = k + c->n - 2 - (latency_bound ? q * (w - 1) : 0);
         c->pending = 1;
-        const int64_t units = (int64_t)ph->steps + c->n - 2;
-        start_coflow(e, id, 0, c->n_pairs, units, (double)units * ph->chunk_bytes, 0);
+        start_coflow(e, id, 0, c->n_pairs, lat_units, (double)units * ph->chunk_bytes, 0);
         return;
     }
     memset(c->st, 0, 2 * (size_t)c->n * sizeof *c->st);
-    c->pending = (int64_t)(c->n - 1) * ph->steps;
+    c->pending = (int64_t)(c->n - 1) * k;
+    for (int32_t i = 0; i < c->chain_slots; i++)
+        chain_mark(e, id, 0, i);
     chain_try(e, id, 0);
 }
 
@@ -254,8 +305,10 @@ static void chain_done(sim_engine_t *e, int32_t id, int32_t j) {
     c->pending--;
     if (c->fidelity == SIM_FIDELITY_FAST)
         return;
-    c->st[j]++;
+    const int32_t i = c->st[j]++;
     c->st[c->n + j] = 0;
+    chain_mark(e, id, j, i + c->window);
+    chain_mark(e, id, j + 1, i);
     chain_try(e, id, j);
     chain_try(e, id, j + 1);
 }

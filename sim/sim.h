@@ -207,6 +207,10 @@ typedef enum sim_ring_latency {
                                      every step pays the mean latency of the ring's hops */
 } sim_ring_latency_t;
 
+/* NCCL_STEPS: the slots of an NCCL connection's buffer (src/include/device.h), each holding one
+ * chunk (Simple: 4 MiB / 8 = 512 KiB), so up to 8 chunks are in flight per connection. */
+#define SIM_NCCL_STEPS 8
+
 typedef struct sim_config {
     int32_t comm_streams; /* communication streams per GPU (stream 0 is compute); default 2 */
     uint64_t seed;        /* the engine's PRNG (sim_engine_rand); default 1 */
@@ -220,6 +224,12 @@ typedef struct sim_config {
     /* Pipeline chunk of the tree and chain algorithms (NCCL Simple: 4 MiB / 8 steps). Default
      * 512 KiB. */
     double chunk_bytes;
+    /* Chunks of a pipelined chain (broadcast, reduce) in flight per edge, W: chunk i may start
+     * across an edge once it has crossed the previous edge and chunk i - W has crossed this one; its
+     * latency then overlaps the transfers of the chunks ahead of it, which cross the edge one after
+     * another (docs/engine.md, "The chain's window"). 1 is one chunk at a time; 0 (default) is
+     * SIM_NCCL_STEPS; at most 1024 (sim_coll_add refuses more). */
+    int32_t chain_window;
     sim_fidelity_t fidelity;   /* default fidelity of collectives; SIM_FIDELITY_FAST by default */
     sim_comm_mode_t comm_mode; /* default mode of collectives; network by default */
     /* For analytic mode (copied); has_system 0 means analytic collectives are refused. */
@@ -423,11 +433,12 @@ int sim_coll_result(const sim_engine_t *e, sim_coll_id_t c, sim_coll_result_t *o
 typedef struct sim_ab_params {
     double alpha_s, bytes_per_s;
     double intra_alpha_s, intra_bytes_per_s;
-    int32_t per_domain; /* hierarchical: members per domain (g); n / g domains */
-    int32_t channels;   /* ring, hierarchical: rings per phase, each on M / channels, and bandwidth
-                           means what one of them gets on its narrowest link; 0 means 1 */
-    double chunk_bytes; /* tree and chain pipeline chunk */
-    double launch_s;    /* paid once before the first step (a protocol's launch latency); 0 none */
+    int32_t per_domain;   /* hierarchical: members per domain (g); n / g domains */
+    int32_t channels;     /* ring, hierarchical: rings per phase, each on M / channels, and bandwidth
+                             means what one of them gets on its narrowest link; 0 means 1 */
+    double chunk_bytes;   /* tree and chain pipeline chunk */
+    int32_t chain_window; /* chain: chunks in flight per edge (sim_config_t); 0: SIM_NCCL_STEPS */
+    double launch_s;      /* paid once before the first step (a protocol's launch latency); 0 none */
 } sim_ab_params_t;
 
 /* Closed-form time in seconds (docs/engine.md lists every formula). Return a negative value if the

@@ -158,6 +158,7 @@ typedef struct sim_coll {
     double bound;            /* rate cap of ring and chain flows, wire bytes/s; INFINITY: none */
     sim_time_ps_t launch_ps; /* the protocol's launch latency, before the first phase */
     double chunk;            /* tree and chain pipeline chunk */
+    int32_t window;          /* chain: chunks in flight per edge (W, >= 1) */
     const char *name;
     int32_t *gpus;
     sim_op_id_t *member_ops;
@@ -177,6 +178,10 @@ typedef struct sim_coll {
     /* double binary tree: parent of each rank in each tree (-1 at the root), and children */
     int32_t *tree_parent, *tree_child; /* [2 n], [2 n * 2] (-1 where absent) */
     sim_time_ps_t *tree_last;          /* [4 n]: when each tree edge's last chunk arrived (step) */
+    /* chain, step fidelity: when chunk i could start across edge j, at [j * slots + i % slots];
+     * slots = min(window, chunks) */
+    sim_time_ps_t *chain_ready;
+    int32_t chain_slots;
     int32_t tree_depth, tree_load;
 } sim_coll_t;
 

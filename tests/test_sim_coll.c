@@ -49,6 +49,7 @@ static int32_t log_uniform_int(uint64_t *s, int32_t lo, int32_t hi) {
 typedef struct net {
     int32_t n, g;
     double nic_bw, nic_lat, nv_bw, nv_lat, overhead_s, chunk;
+    int32_t window; /* config.chain_window (0: NCCL's 8) */
 } net_t;
 
 static net_t draw_net(uint64_t *s, int32_t n, int32_t g) {
@@ -85,6 +86,7 @@ static run_t run_coll(const net_t *x, sim_coll_op_t op, sim_coll_algo_t algo, si
     sim_config_default(&cfg);
     cfg.step_overhead_s = x->overhead_s;
     cfg.chunk_bytes = x->chunk;
+    cfg.chain_window = x->window;
     sim_engine_t *e = NULL;
     assert_int_equal(sim_engine_new(&cfg, &d, &e, NULL, 0), SIM_OK);
     int32_t *gpus = malloc((size_t)x->n * sizeof *gpus);
@@ -128,6 +130,14 @@ static double ring_time(sim_coll_op_t op, double m, int32_t n, double a, double 
     return steps * (a + m / n / bw);
 }
 
+/* The chain with w chunks in flight per edge: chunk i starts across edge 0 at a + i T + floor(i / w)
+ * max(0, a - (w - 1) T) (a window of w chunks takes the longer of w transfers and one latency plus
+ * a transfer), and every later edge repeats that a + T later; T = c / bw. */
+static double chain_time(double m, int32_t n, double a, double bw, double chunk, int32_t w) {
+    const double k = fmax(1.0, ceil(m / chunk)), t = m / k / bw;
+    return (n - 1.0) * (a + t) + (k - 1.0) * t + floor((k - 1.0) / w) * fmax(0.0, a - (w - 1.0) * t);
+}
+
 static double expected_s(const net_t *x, sim_coll_op_t op, sim_coll_algo_t algo, double m) {
     const int32_t n = x->n;
     const double a = alpha_nic(x), b = x->nic_bw;
@@ -138,10 +148,8 @@ static double expected_s(const net_t *x, sim_coll_op_t op, sim_coll_algo_t algo,
         const double lg = log2(n), bwt = (n - 1.0) / n * m / b;
         return op == SIM_COLL_ALLREDUCE ? 2.0 * (lg * a + bwt) : lg * a + bwt;
     }
-    case SIM_ALGO_CHAIN: {
-        const double k = fmax(1.0, ceil(m / x->chunk));
-        return (n + k - 2.0) * (a + m / k / b);
-    }
+    case SIM_ALGO_CHAIN: /* W chunks in flight per edge */
+        return chain_time(m, n, a, b, x->chunk, x->window > 0 ? x->window : SIM_NCCL_STEPS);
     case SIM_ALGO_TREE: { /* chunk 0 of both trees crosses 2D edges; the others follow bandwidth-bound */
         int32_t depth, load;
         sim_dbtree_shape(n, &depth, &load);
@@ -216,6 +224,82 @@ static void test_chain(void **state) {
             x.chunk = fmax(x.chunk, m / 32.0);
         check(step ? "step" : "fast", &x, i % 4 < 2 ? SIM_COLL_BROADCAST : SIM_COLL_REDUCE, SIM_ALGO_CHAIN,
               step ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST, m);
+    }
+}
+
+/* The chain over windows of 1 to 16 chunks and smaller chunks, so both regimes come up: latency-bound
+ * (alpha > (W - 1) c beta, a window of chunks costs alpha + c beta) and bandwidth-bound (chunks cross
+ * back to back, only n - 1 latencies show). W = 1 is the one-chunk-in-flight chain,
+ * (n + k - 2)(alpha + c beta). */
+static void test_chain_windows(void **state) {
+    (void)state;
+    static const int32_t windows[6] = {1, 2, 3, 8, 16, 0};
+    uint64_t s = 112;
+    int latency_bound = 0, bandwidth_bound = 0;
+    for (int i = 0; i < 80; i++) {
+        const int step = i % 2 == 0;
+        net_t x = draw_net(&s, log_uniform_int(&s, 2, step ? 128 : 1024), 1);
+        x.window = windows[rng_next(&s) % 6];
+        x.chunk = log_uniform(&s, KIB, 512 * KIB);
+        const double m = log_uniform(&s, 64 * KIB, GIB);
+        if (step) /* at most 32 chunks */
+            x.chunk = fmax(x.chunk, m / 32.0);
+        const double k = fmax(1.0, ceil(m / x.chunk)), w = x.window > 0 ? x.window : SIM_NCCL_STEPS;
+        if (k - 1.0 >= w) { /* floor((k - 1) / W) > 0: the regimes differ */
+            if (alpha_nic(&x) > (w - 1.0) * (m / k / x.nic_bw))
+                latency_bound++;
+            else
+                bandwidth_bound++;
+        }
+        check(step ? "step" : "fast", &x, i % 4 < 2 ? SIM_COLL_BROADCAST : SIM_COLL_REDUCE, SIM_ALGO_CHAIN,
+              step ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST, m);
+        if (x.window == 1) { /* the old form, written out */
+            const double want = (x.n + k - 2.0) * (alpha_nic(&x) + m / k / x.nic_bw);
+            const run_t r = run_coll(&x, SIM_COLL_BROADCAST, SIM_ALGO_CHAIN,
+                                     step ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST, m, 0);
+            assert_true(fabs(r.time_s - want) <= TOL * want);
+        }
+    }
+    print_message("chain draws with k > W: %d latency-bound, %d bandwidth-bound\n", latency_bound,
+                  bandwidth_bound);
+    assert_true(latency_bound >= 10);
+    assert_true(bandwidth_bound >= 10);
+}
+
+/* A chain of k >> W chunks with the latency large against a chunk's transfer is latency-pipelined:
+ * W chunks share each latency, so it takes (n - 2 + ceil(k / W)) latencies plus transfers, far below
+ * the one-chunk-in-flight (n + k - 2)(alpha + c beta); both fidelities give the closed form, and a
+ * window of 1 gives the old chain. With a small latency the chain is bandwidth-bound: only the first
+ * chunk's n - 1 latencies show. */
+static void test_chain_latency_pipelined(void **state) {
+    (void)state;
+    net_t x = {.n = 8, .g = 1, .nic_bw = 100e9, .overhead_s = 100e-6, .chunk = 512 * KIB};
+    const double m = 64 * x.chunk, k = 64, a = alpha_nic(&x), t = x.chunk / x.nic_bw;
+    const double w = SIM_NCCL_STEPS, old = (x.n + k - 2.0) * (a + t);
+    const double lat = (x.n - 2.0 + ceil(k / w)) * a; /* 14 latencies of 100 us, against 70 before */
+    for (int f = 0; f < 2; f++) {
+        const sim_fidelity_t fid = f ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST;
+        x.window = 0;
+        const run_t r = run_coll(&x, SIM_COLL_BROADCAST, SIM_ALGO_CHAIN, fid, m, 3);
+        const double want = chain_time(m, x.n, a, x.nic_bw, x.chunk, SIM_NCCL_STEPS);
+        assert_true(fabs(r.time_s - want) <= TOL * want);
+        assert_true(fabs(r.closed_form_s - want) <= 1e-9 * want);
+        assert_true(r.time_s >= lat && r.time_s <= lat + (x.n + k - 2.0) * t);
+        assert_true(r.time_s < 0.25 * old);
+        x.window = 1;
+        const run_t r1 = run_coll(&x, SIM_COLL_REDUCE, SIM_ALGO_CHAIN, fid, m, 3);
+        assert_true(fabs(r1.time_s - old) <= TOL * old);
+        assert_true(fabs(r1.closed_form_s - old) <= 1e-9 * old);
+    }
+    /* Bandwidth-bound: alpha = 2 us < 7 transfers of 5.2 us. */
+    x.overhead_s = 2e-6;
+    x.window = 0;
+    const double a2 = alpha_nic(&x), want = (x.n - 1.0) * (a2 + t) + (k - 1.0) * t;
+    for (int f = 0; f < 2; f++) {
+        const run_t r =
+            run_coll(&x, SIM_COLL_BROADCAST, SIM_ALGO_CHAIN, f ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST, m, 0);
+        assert_true(fabs(r.time_s - want) <= TOL * want);
+        assert_true(fabs(r.closed_form_s - want) <= 1e-9 * want);
     }
 }
 
@@ -468,6 +552,21 @@ static void test_invalid_requests(void **state) {
     assert_int_equal(sim_coll_op_parse("reducescatter", &o), SIM_OK);
     assert_int_equal(sim_coll_op_parse("nope", &o), SIM_EINVAL);
     sim_engine_free(e);
+    /* A chain window beyond 1024 is refused when a chain is added; 1024 itself is accepted. */
+    sim_config_t cfg;
+    sim_config_default(&cfg);
+    cfg.chain_window = 1025;
+    assert_int_equal(sim_engine_new(&cfg, &d, &e, NULL, 0), SIM_OK);
+    cd.algo = SIM_ALGO_CHAIN;
+    cd.root = 0;
+    assert_int_equal(sim_coll_add(e, &cd, NULL, NULL), SIM_EINVAL);
+    assert_non_null(strstr(sim_engine_last_error(e), "chain_window 1025"));
+    sim_engine_free(e);
+    cfg.chain_window = 1024;
+    assert_int_equal(sim_engine_new(&cfg, &d, &e, NULL, 0), SIM_OK);
+    assert_int_equal(sim_coll_add(e, &cd, NULL, NULL), SIM_OK);
+    assert_int_equal(sim_engine_run(e), SIM_OK);
+    sim_engine_free(e);
     sim_star_destroy(&star);
 }
 
@@ -671,6 +770,8 @@ int main(void) {
         cmocka_unit_test(test_ring_step),
         cmocka_unit_test(test_halving_doubling),
         cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_chain_windows),
+        cmocka_unit_test(test_chain_latency_pipelined),
         cmocka_unit_test(test_tree_fast),
         cmocka_unit_test(test_tree_step_bounds),
         cmocka_unit_test(test_hierarchical),
