@@ -120,6 +120,14 @@ static const char *describe(const spec_t *sp, char *buf, size_t size) {
     return buf;
 }
 
+/* The model's estimate of job (the caller frees it). */
+static model_estimate_t *estimated(const model_job_t *job) {
+    model_estimate_t *e = malloc(sizeof *e);
+    assert_non_null(e);
+    assert_int_equal(model_estimate(job, e), MODEL_OK);
+    return e;
+}
+
 /* 1F1B, allreduce: the model's closed form to a picosecond per operation, less m + 1 hops with pp > 1;
  * the exposed data-parallel time (the all-reduce and the embedding sync) and both end stages'
  * activation peaks are the model's (with full recomputation: the blocks' inputs per microbatch in
@@ -133,9 +141,7 @@ static void test_closed_form(void **state) {
                 char what[128];
                 describe(&sp, what, sizeof what);
                 const model_job_t job = job_of(&sp);
-                model_estimate_t *e = malloc(sizeof *e);
-                assert_non_null(e);
-                assert_int_equal(model_estimate(&job, e), MODEL_OK);
+                model_estimate_t *e = estimated(&job);
                 const model_summary_t *su = &e->summary;
                 const model_block_t *blk = &e->block;
                 const outcome_t o = simulate(&job, 1, SIM_COMM_ANALYTIC, SIM_COLLAPSE_AUTO);
@@ -190,9 +196,7 @@ static void test_interleaved(void **state) {
             char what[128];
             describe(&sp, what, sizeof what);
             const model_job_t job = job_of(&sp);
-            model_estimate_t *e = malloc(sizeof *e);
-            assert_non_null(e);
-            assert_int_equal(model_estimate(&job, e), MODEL_OK);
+            model_estimate_t *e = estimated(&job);
             const model_summary_t *su = &e->summary;
             const model_block_t *blk = &e->block;
             const outcome_t o = simulate(&job, 2, SIM_COMM_ANALYTIC, SIM_COLLAPSE_AUTO);
