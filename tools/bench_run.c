@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "stats.h"
 
 #define MAX_REPEAT 21
 
@@ -32,11 +33,6 @@ static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* One run in a child process: wall seconds and the child's peak RSS (KB, which it reports itself
@@ -107,8 +103,8 @@ int main(int argc, char **argv) {
             }
             rss = kb > rss ? kb : rss;
         }
-        qsort(t, (size_t)repeat, sizeof t[0], cmp_double);
-        printf("%-32s %8d %14.3f %14.3f %14.1f\n", SCENARIOS[k].name, repeat, t[repeat / 2], t[0],
+        const double med_s = stats_median(t, (size_t)repeat); /* t is sorted: t[0] is the minimum */
+        printf("%-32s %8d %14.3f %14.3f %14.1f\n", SCENARIOS[k].name, repeat, med_s, t[0],
                (double)rss / 1024.0);
     }
     return 0;

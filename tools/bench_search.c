@@ -8,16 +8,12 @@
 #include <time.h>
 
 #include "model.h"
+#include "stats.h"
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
@@ -51,8 +47,7 @@ int main(int argc, char **argv) {
             }
             times[r] = now_s() - t0;
         }
-        qsort(times, (size_t)repeats, sizeof *times, cmp_double);
-        const double med_s = times[repeats / 2];
+        const double med_s = stats_median(times, (size_t)repeats);
         printf("%-8s %12lld %14.6f %16.0f %12.0f %14.4f\n", model_strategy_name((model_strategy_t)st),
                (long long)res.candidates_evaluated, med_s, (double)res.candidates_evaluated / med_s,
                reference_s[st] / med_s, res.n_results ? res.results[0].throughput_samples_per_s : 0.0);

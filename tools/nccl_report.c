@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "csv.h"
+#include "stats.h"
 #include "model.h"
 
 #define MAX_FIELDS 64
@@ -225,16 +226,6 @@ static double row_error_pct(const row_t *r, const model_system_t *sys, model_com
     return 100.0 * (predicted_s - r->measured_s) / r->measured_s;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Selection of rows: op (MODEL_COLL_NONE = any), regime (REGIME_COUNT = any), size class
  * (0 small, 1 large, 2 any). */
 typedef struct filter {
@@ -270,7 +261,7 @@ static void print_group(const table_t *tab, const model_system_t *sys, const fil
         if (count == 0)
             return;
         mean_abs[m] /= (double)count;
-        med[m] = median(scratch, count);
+        med[m] = stats_median(scratch, count);
     }
     printf("| %-13s | %-11s | %-8s | %5zu | %+8.1f | %7.1f | %+8.1f | %7.1f |\n", label,
            f->regime == REGIME_COUNT ? "all" : regime_names[f->regime], size_names[f->size_class], count,

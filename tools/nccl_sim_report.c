@@ -33,6 +33,7 @@
 
 #include "cli.h"
 #include "csv.h"
+#include "stats.h"
 #include "model.h"
 
 #define MAX_FIELDS 64
@@ -276,16 +277,6 @@ static int regime_of(const row_t *r) {
     return r->per_node == 1 ? 0 : r->per_node == 2 ? 1 : r->per_node == 4 ? 2 : -1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 typedef struct stats {
     size_t n;
     double sim_med, sim_med_abs, sim_mean_abs, ref_med_abs, ref_mean_abs;
@@ -314,9 +305,9 @@ static stats_t group_stats(const table_t *t, const char *op, int regime, int siz
         return s;
     s.sim_mean_abs /= (double)s.n;
     s.ref_mean_abs /= (double)s.n;
-    s.sim_med = median(sim, s.n);
-    s.sim_med_abs = median(sim_abs, s.n);
-    s.ref_med_abs = median(ref_abs, s.n);
+    s.sim_med = stats_median(sim, s.n);
+    s.sim_med_abs = stats_median(sim_abs, s.n);
+    s.ref_med_abs = stats_median(ref_abs, s.n);
     return s;
 }
 
