@@ -1,0 +1,227 @@
+/* step.h - one training step of a transformer on the discrete-event engine (sim.h): the layer that
+ * turns model.h's job into operations, collectives and pipeline messages on GPU streams, runs them
+ * and reports the step time, its breakdown and the memory over time.
+ *
+ * Contract
+ * - Depends on model.h (the job and its per-layer costs) and sim.h (the engine and its network
+ *   description); knows nothing of JSON, trace formats or the command line, and never prints.
+ * - Prefix step_ (types step_*_t, constants STEP_*). No globals: every bit of state hangs off a
+ *   step_t; two steps in one process are independent.
+ * - Units: simulated times in picoseconds (sim_time_ps_t), results in seconds (_s), memory in GB
+ *   (_gb), compute in TFLOP, buffers in GB as the model reports them.
+ */
+#ifndef STEPSIM_STEP_H
+#define STEPSIM_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "sim.h"
+
+/* ==== training step ============================================================================ */
+/* One training step of a transformer (model.h's job) as operations on an engine (sim/step*.c,
+ * sim/step/schedule.c, sim/step/placement.c; docs/run.md).
+ *
+ * - Workload: per pipeline stage, microbatch, pass and block, the layers of model_block_build as
+ *   compute operations (roofline time comp_s + mem_exposed_s), contiguous layers without
+ *   communication merged into one operation; each layer's tensor- and context-parallel collectives
+ *   over their groups; pipeline sends of activations and gradients between stages; with
+ *   training.embedding (1d only) the embedding on the first virtual stage and the final LayerNorm,
+ *   output GEMM and loss on the last, from the model's edge layers; data-parallel communication by
+ *   training.dp_comm, on its own stream: sharded (per block an all-gather of the weights before its
+ *   first forward and a reduce-scatter of its gradients after its last backward), allreduce (one
+ *   all-reduce of the stage's gradients after its last backward) or allreduce-overlap (one bucket
+ *   per block after its last backward), then with pp > 1 the tied embedding's sync between the first
+ *   and last stage; in the corrected model the optimizer step, for each stage's own weights, after
+ *   its data-parallel work (step_config_t.optimizer_step). Streams: 0 compute, 1 tensor/context-
+ *   parallel collectives, 2 data-parallel collectives, 3..6 pipeline sends to the next stage,
+ *   receives from the previous, sends to the previous, receives from the next (one stream per
+ *   channel, so both ends order the messages alike and a receive is posted before its data arrives).
+ * - Communication: SIM_COMM_ANALYTIC prices every collective with model_collective_time_s (members
+ *   per NVLink domain from the placement) and every pipeline hop with the model's p2p time
+ *   (reference: the model's averaged hop; corrected: each hop's own, in or out of the domain);
+ *   SIM_COMM_NETWORK makes them flows on the network given to step_new.
+ * - Collapsing identical ranks (STEP_COLLAPSE_AUTO): analytic mode simulates one GPU per pipeline
+ *   stage (every tensor and data-parallel rank of a stage does the same thing at the same time, and
+ *   every collective's duration depends only on its group's shape); network mode simulates one
+ *   tensor rank ("rail") of every stage and replica when that is exact: the tensor groups' links
+ *   carry no other traffic and are disjoint between groups, the other rails' data- and pipeline-
+ *   parallel traffic uses links of their own, and every rail's routes map link for link onto the
+ *   next rail's (checked on every pair that may communicate). Tensor collectives then take their
+ *   idle-network time, measured once on the network. What was collapsed, and why not, is reported.
+ * - Times are the engine's (picoseconds). Results: the step time (the last operation's end), a
+ *   breakdown of the critical GPU's timeline (the GPU whose operation ends last) in which every
+ *   instant goes to the highest-priority busy category: compute > tensor-parallel communication >
+ *   pipeline communication > data-parallel communication > bubble and idle (a communication
+ *   operation is busy from the moment its collective starts, not while it waits for its peers), so
+ *   the parts add up to the step time; and per GPU the activation memory over time (allocated at the
+ *   end of a forward operation, freed at the end of the matching backward one) and its peak.
+ * - Memory and errors as the engine: step_new copies the job and the configuration; the network
+ *   description's arrays are copied by the engine, its route context must outlive the step. Errors
+ *   are SIM_EINVAL (err names the field and value), SIM_ENOMEM, SIM_EDEADLOCK. */
+
+typedef enum step_schedule {
+    STEP_SCHEDULE_1F1B = 0,       /* one-forward-one-backward (PipeDream-flush), warm-up pp - stage - 1 */
+    STEP_SCHEDULE_GPIPE = 1,      /* every forward, then every backward */
+    STEP_SCHEDULE_INTERLEAVED = 2 /* Megatron's interleaved 1F1B with v virtual stages per GPU */
+} step_schedule_t;
+
+/* Parallel dimensions of a rank: TP is tp1 (1d: tp), CP is tp2 (2d: SUMMA rows; 2d-seqp: context). */
+typedef enum step_dim { STEP_DIM_TP = 0, STEP_DIM_CP = 1, STEP_DIM_PP = 2, STEP_DIM_DP = 3 } step_dim_t;
+#define STEP_DIM_COUNT 4
+
+/* Rank placement: order[0] varies fastest. A GPU id is block * P + local, where P is the product of
+ * the NVLink counts (nv_tp1 nv_tp2 nv_pp nv_dp): the local index runs over the in-domain parts of
+ * the coordinates (x mod nv) and the block over the rest (x / nv), both in this order. With P equal
+ * to the NVLink domain this puts exactly nv members of every group in each domain. */
+typedef struct step_placement {
+    step_dim_t order[STEP_DIM_COUNT]; /* default TP, CP, PP, DP (Megatron's: tensor innermost) */
+} step_placement_t;
+
+typedef enum step_collapse {
+    STEP_COLLAPSE_AUTO = 0,  /* collapse where exact; else the full job if it fits max_ops, else APPROX */
+    STEP_COLLAPSE_OFF = 1,   /* simulate every GPU */
+    STEP_COLLAPSE_APPROX = 2 /* network: one rail even when not exact (tensor collectives at their
+                               idle-network time, other rails assumed alike) */
+} step_collapse_t;
+
+typedef enum step_granularity {
+    STEP_GRANULARITY_AUTO = 0,      /* LAYER unless that exceeds max_ops operations */
+    STEP_GRANULARITY_LAYER = 1,     /* an operation per run of layers between collectives */
+    STEP_GRANULARITY_MICROBATCH = 2 /* fixed-duration collectives folded into the compute operation of
+                                      a microbatch pass (split only where a dependency attaches) */
+} step_granularity_t;
+
+typedef struct step_config {
+    sim_comm_mode_t comm;    /* SIM_COMM_NETWORK (default) or SIM_COMM_ANALYTIC */
+    step_schedule_t schedule; /* default 1F1B */
+    int32_t virtual_stages;  /* interleaved: v >= 2 (layers/pp divisible by v, microbatches by pp) */
+    step_placement_t placement;
+    int p2p_async;      /* 0 (default): a sender's compute waits for its send to finish */
+    int optimizer_step; /* -1 (default): only in the corrected model; 0 never; 1 always */
+    step_collapse_t collapse;
+    step_granularity_t granularity;
+    int64_t max_ops; /* operation budget for the AUTO choices; 0: 1,500,000 (at most 50,000,000 are built) */
+    /* Engine settings (fidelity, step overhead, link efficiency, chunk, seed); the step sets
+     * comm_streams, comm_mode, has_system, system and compat itself. */
+    sim_config_t engine;
+} step_config_t;
+
+void step_config_default(step_config_t *cfg);
+
+const char *step_schedule_name(step_schedule_t s); /* "1f1b", "gpipe", "interleaved" */
+/* "1f1b", "gpipe", "interleaved" (v = 2) or "interleaved:V". SIM_OK or SIM_EINVAL. */
+int step_schedule_parse(const char *text, step_schedule_t *s, int32_t *virtual_stages);
+const char *step_dim_name(step_dim_t d); /* "tp", "cp", "pp", "dp" */
+/* A comma-separated order, innermost first, of tp (or tp1), cp (or tp2), pp, dp: "tp,cp,pp,dp".
+ * Missing dimensions follow in the default order. SIM_OK or SIM_EINVAL. */
+int step_placement_parse(const char *text, step_placement_t *out);
+void step_placement_default(step_placement_t *out);
+/* "tp,cp,pp,dp" into buf; returns buf. */
+char *step_placement_format(const step_placement_t *p, char *buf, size_t size);
+/* The GPU of the rank with coordinates x[STEP_DIM_*] (x[STEP_DIM_TP] < tp1, ...) for par (its
+ * degrees and nv counts), and the inverse. O(1). */
+int64_t step_placement_gpu(const step_placement_t *pl, const model_parallel_t *par,
+                          const int64_t x[STEP_DIM_COUNT]);
+void step_placement_coords(const step_placement_t *pl, const model_parallel_t *par, int64_t gpu,
+                          int64_t x[STEP_DIM_COUNT]);
+
+/* One entry of a stage's compute order: pass 0 forward, 1 backward, of a microbatch and a model
+ * chunk (virtual stage chunk * pp + stage). */
+typedef struct step_sched_item {
+    int32_t pass, microbatch, chunk;
+} step_sched_item_t;
+
+/* The compute order of one stage: 2 m v items. Interleaved needs v >= 2, pp >= 2 and m a multiple of
+ * pp (Megatron's rule); the others v = 1. Return SIM_OK or SIM_EINVAL. O(m v). */
+int step_schedule_order(step_schedule_t s, int32_t pp, int32_t v, int32_t m, int32_t stage,
+                       step_sched_item_t *items);
+
+typedef struct sim_step step_t;
+
+/* Build the step of job (which must pass model_job_check) on the network net (required for
+ * SIM_COMM_NETWORK, with net->n_gpus == job->gpus; ignored, may be NULL, for SIM_COMM_ANALYTIC).
+ * cfg NULL: step_config_default. Return SIM_OK and *out, or SIM_EINVAL / SIM_ENOMEM with *out
+ * NULL and one line in err. Complexity: linear in the operations built (plus, in network mode, one
+ * route lookup per pair of GPUs that may communicate, for the collapse check). */
+int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net,
+                 step_t **out, char *err, size_t err_size);
+void step_free(step_t *s); /* accepts NULL */
+
+/* Forward the engine's events to obs as well (e.g. a trace writer); copied; NULL clears. */
+void step_set_observer(step_t *s, const sim_observer_t *obs);
+/* Called whenever a simulated GPU's activation memory changes: gb is the GPU's total memory (static
+ * weights, gradients and optimizer states plus the live activations), in GB. */
+typedef void (*step_memory_fn)(void *ctx, sim_time_ps_t t_ps, int32_t gpu, double gb);
+void step_set_memory_callback(step_t *s, step_memory_fn fn, void *ctx);
+
+/* Run the step. SIM_OK, SIM_ENOMEM, SIM_EDEADLOCK (a bug: the schedule's DAG never deadlocks). */
+int step_run(step_t *s);
+const sim_engine_t *step_engine(const step_t *s);
+/* The last error in one line ("" if none). */
+const char *step_last_error(const step_t *s);
+
+typedef enum step_collapsed {
+    STEP_FULL = 0,   /* every GPU */
+    STEP_STAGES = 1, /* one GPU per pipeline stage (analytic) */
+    STEP_RAILS = 2   /* one tensor rank of every stage and replica (network) */
+} step_collapsed_t;
+
+typedef struct step_breakdown {
+    double compute_s, exposed_tp_comm_s, exposed_pp_comm_s, exposed_dp_comm_s, bubble_idle_s;
+} step_breakdown_t;
+
+typedef struct step_result {
+    double step_time_s;
+    step_breakdown_t breakdown; /* parts add up to step_time_s */
+    int32_t critical_gpu, critical_stage;
+    int64_t microbatches;
+    int32_t virtual_stages;
+    /* what was simulated */
+    int32_t gpus, simulated_gpus;
+    step_collapsed_t collapsed;
+    int collapse_exact;            /* 1: the collapse is exact (or nothing was collapsed) */
+    char collapse_note[200];       /* why the collapse is exact, or why not */
+    step_granularity_t granularity; /* resolved */
+    int64_t operations, events, flows;
+    double optimizer_s; /* the optimizer step's duration, 0 if none */
+    /* memory per GPU, GB */
+    double static_memory_gb;    /* weights + gradients + optimizer states (as the model) */
+    double peak_activations_gb; /* the largest peak over simulated GPUs */
+    double peak_memory_gb;      /* static + peak activations of that GPU */
+    int32_t peak_memory_gpu;
+} step_result_t;
+
+/* After step_run. SIM_OK or SIM_ESTATE (not run yet). */
+int step_result(const step_t *s, step_result_t *out);
+/* Peak activation memory of one GPU (GB), -1 if the GPU was not simulated. */
+double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu);
+
+/* What an operation of the step is (for trace arguments). Strings are static. */
+typedef enum step_op_kind {
+    STEP_OP_COMPUTE = 0,
+    STEP_OP_TP, /* a tensor- or context-parallel collective (or its fixed-time stand-in) */
+    STEP_OP_PP, /* a pipeline send or receive */
+    STEP_OP_DP, /* a data-parallel all-gather or reduce-scatter */
+    STEP_OP_OPTIMIZER
+} step_op_kind_t;
+
+typedef struct step_op {
+    step_op_kind_t kind;
+    const char *pass;                     /* "fwd", "bwd", "opt" or NULL */
+    int32_t stage, chunk, microbatch;     /* -1 where not applicable */
+    int32_t first_block, n_blocks;        /* blocks of the stage covered (first_block global in the model) */
+    const char *first_layer, *last_layer; /* layer names of the block table (NULL for none) */
+    const char *collective;               /* "allgather", ..., "p2p" or NULL */
+    const char *group;                    /* "tp", "cp", "dp", "pp" or NULL */
+    double flops_tflop, hbm_gb;           /* compute */
+    double comm_gb;                       /* buffer of a collective or message (nccl-tests size) */
+    double tp_comm_s;                     /* fixed-time collectives folded into a compute operation */
+    double activations_gb;                /* allocated (+) or freed (-) at the end of the operation */
+} step_op_t;
+
+/* SIM_OK, or SIM_EINVAL for an id that is not one of the step's operations. */
+int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
+
+#endif

@@ -1,0 +1,810 @@
+/* step.c - one training step on the engine: the decisions (what to collapse, how fine the
+ * operations are), the engine and its observer (activation memory over time), and the results
+ * (step time, the critical GPU's breakdown, memory peaks). The operations themselves are built by
+ * step_build.c; docs/run.md describes the workload and every decision. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "step_internal.h"
+
+#define DEFAULT_MAX_OPS 1500000
+#define HARD_MAX_OPS 50000000LL
+
+int step_fail(step_t *s, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int step_meta_reserve(step_t *s, int32_t n_ops) {
+    if (n_ops <= s->cap_meta)
+        return SIM_OK;
+    int64_t cap = s->cap_meta > 0 ? s->cap_meta : 1024;
+    while (cap < n_ops)
+        cap *= 2;
+    if (cap > INT32_MAX)
+        cap = INT32_MAX;
+    step_meta_t *m = realloc(s->meta, (size_t)cap * sizeof *m);
+    if (!m)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory for %d operations", n_ops);
+    s->meta = m;
+    s->cap_meta = (int32_t)cap;
+    return SIM_OK;
+}
+
+void step_config_default(step_config_t *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->comm = SIM_COMM_NETWORK;
+    cfg->schedule = STEP_SCHEDULE_1F1B;
+    cfg->virtual_stages = 1;
+    step_placement_default(&cfg->placement);
+    cfg->optimizer_step = -1;
+    cfg->collapse = STEP_COLLAPSE_AUTO;
+    cfg->granularity = STEP_GRANULARITY_AUTO;
+    sim_config_default(&cfg->engine);
+}
+
+/* ---- groups and placement ----------------------------------------------------------------------- */
+
+int step_group_dims(const step_t *s, step_group_t g, int dims[STEP_DIM_COUNT]) {
+    int want[STEP_DIM_COUNT] = {0, 0, 0, 0}, n = 0;
+    if (g == STEP_GROUP_TP)
+        want[STEP_DIM_TP] = 1;
+    else if (g == STEP_GROUP_CP)
+        want[STEP_DIM_CP] = 1;
+    else {
+        want[STEP_DIM_DP] = 1;
+        want[STEP_DIM_CP] = s->job.par.strategy == MODEL_STRATEGY_2D_SEQP;
+    }
+    for (int i = 0; i < STEP_DIM_COUNT; i++)
+        if (want[s->cfg.placement.order[i]])
+            dims[n++] = s->cfg.placement.order[i];
+    return n;
+}
+
+int64_t step_group_size(const step_t *s, step_group_t g) {
+    int dims[STEP_DIM_COUNT];
+    const int nd = step_group_dims(s, g, dims);
+    int64_t size = 1;
+    for (int i = 0; i < nd; i++)
+        size *= s->n[dims[i]];
+    return size;
+}
+
+int32_t step_gpu(const step_t *s, const int64_t x[STEP_DIM_COUNT]) {
+    return (int32_t)step_placement_gpu(&s->cfg.placement, &s->job.par, x);
+}
+
+int32_t step_group_members(const step_t *s, step_group_t g, const int64_t x[STEP_DIM_COUNT],
+                           int32_t *members) {
+    int dims[STEP_DIM_COUNT];
+    const int nd = step_group_dims(s, g, dims);
+    const int64_t size = step_group_size(s, g);
+    int64_t y[STEP_DIM_COUNT];
+    memcpy(y, x, sizeof y);
+    for (int64_t r = 0; r < size; r++) {
+        int64_t q = r;
+        for (int k = 0; k < nd; k++) {
+            y[dims[k]] = q % s->n[dims[k]];
+            q /= s->n[dims[k]];
+        }
+        members[r] = step_gpu(s, y);
+    }
+    return (int32_t)size;
+}
+
+double step_analytic_coll_s(const step_t *s, step_group_t g, model_coll_op_t op, double volume_gb) {
+    return model_collective_time_s(&s->job.system, s->job.compat, op, volume_gb, step_group_size(s, g),
+                                   s->group_per_domain[g]);
+}
+
+const model_layer_t *step_layer(const step_t *s, int id) {
+    const model_block_t *b = &s->est.block;
+    if (id >= 0 && id < b->n_layers)
+        return &b->layers[id];
+    if (id >= STEP_EDGE_ID && id - STEP_EDGE_ID < b->n_edges)
+        return &b->edges[id - STEP_EDGE_ID];
+    return NULL;
+}
+
+double step_part_weights_gb(const step_t *s, step_part_t part) {
+    const model_block_t *b = &s->est.block;
+    if (part == STEP_PART_BLOCK)
+        return b->weights_gb;
+    return part == STEP_PART_EMBEDDING ? b->first_weights_gb : b->last_weights_gb;
+}
+
+/* As the model sums them (model_estimate's w_first, w_last; with one stage both edges). */
+double step_stage_weights_gb(const step_t *s, int32_t stage) {
+    const model_block_t *b = &s->est.block;
+    double w = b->weights_gb * (double)s->layers_per_stage;
+    if (stage == 0)
+        w += b->first_weights_gb;
+    if (stage == s->pp - 1)
+        w += b->last_weights_gb;
+    return w;
+}
+
+double step_hop_s(const step_t *s, int32_t a, int32_t b) {
+    if (s->job.compat == MODEL_COMPAT_REFERENCE)
+        return s->est.summary.p2p_one_s;
+    const int64_t xa[STEP_DIM_COUNT] = {0, 0, a, 0}, xb[STEP_DIM_COUNT] = {0, 0, b, 0};
+    const int same = step_gpu(s, xa) / s->gpus_per_domain == step_gpu(s, xb) / s->gpus_per_domain;
+    return model_collective_time_s(&s->job.system, s->job.compat, MODEL_COLL_P2P,
+                                   s->est.summary.p2p_volume_gb, 2, same ? 2 : 1);
+}
+
+int step_fixed_time(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root,
+                    double *out_s) {
+    if (s->cfg.comm == SIM_COMM_ANALYTIC) {
+        *out_s = step_analytic_coll_s(s, g, op, size_bytes * 1e-9);
+        return SIM_OK;
+    }
+    if (op != MODEL_COLL_BROADCAST && op != MODEL_COLL_REDUCE)
+        root = 0;
+    for (int32_t i = 0; i < s->n_fixed; i++) {
+        const step_fixed_key_t *k = &s->fixed[i];
+        if (k->group == (int)g && k->op == (int)op && k->size_bytes == size_bytes && k->root == root) {
+            *out_s = k->time_s;
+            return SIM_OK;
+        }
+    }
+    double t = 0.0;
+    int agree = 1;
+    int rc = step_measure(s, g, op, size_bytes, root, &t, &agree);
+    if (rc)
+        return rc;
+    if (!agree && s->collapse_exact) {
+        s->collapse_exact = 0;
+        snprintf(s->collapse_note, sizeof s->collapse_note,
+                 "approximate: the %s groups' %s of %.6g bytes take different times on this network",
+                 g == STEP_GROUP_CP ? "cp" : "tp", model_coll_op_name(op), size_bytes);
+    }
+    if (s->n_fixed == s->cap_fixed) {
+        const int32_t cap = s->cap_fixed ? 2 * s->cap_fixed : 16;
+        step_fixed_key_t *f = realloc(s->fixed, (size_t)cap * sizeof *f);
+        if (!f)
+            return step_fail(s, SIM_ENOMEM, "step: out of memory");
+        s->fixed = f;
+        s->cap_fixed = cap;
+    }
+    const step_fixed_key_t k = {(int)g, (int)op, size_bytes, root, t};
+    s->fixed[s->n_fixed++] = k;
+    *out_s = t;
+    return SIM_OK;
+}
+
+/* Measure every fixed collective the plans use (so that a disagreement is known before building). */
+static int prime_fixed(step_t *s) {
+    const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
+    for (int part = 0; part < STEP_PARTS; part++)
+        for (int pass = 0; pass < 2; pass++) {
+            const step_plan_t *plan = &s->plans[part][pass];
+            for (int k = 0; k < plan->n; k++) {
+                const step_seg_t *seg = &plan->seg[k];
+                const model_layer_t *ly = step_layer(s, seg->layer0);
+                const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+                for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
+                    if (seg->kind == STEP_SEG_COLL && c != seg->coll)
+                        continue;
+                    if (seg->kind == STEP_SEG_COMPUTE)
+                        continue;
+                    const model_coll_t *mc = &ps->colls[c];
+                    const step_group_t g = step_group_of(mc->group);
+                    if (!s->fixed_group[g])
+                        continue;
+                    const int panels = seg->kind == STEP_SEG_SUMMA ? (int)nb : 1;
+                    const double bytes = mc->volume_gb * 1e9 / (seg->kind == STEP_SEG_SUMMA ? nb : 1.0);
+                    for (int i = 0; i < panels; i++) {
+                        double t;
+                        const int rc = step_fixed_time(
+                            s, g, mc->op, bytes, i % (int)(mc->group_size > 0 ? mc->group_size : 1), &t);
+                        if (rc)
+                            return rc;
+                    }
+                }
+            }
+        }
+    return SIM_OK;
+}
+
+/* Whether the corrected job recomputes whole blocks (the reference has no recomputation). */
+static int recompute_full(const step_t *s) {
+    return s->job.compat == MODEL_COMPAT_CORRECTED && s->job.training.recompute == MODEL_RECOMPUTE_FULL;
+}
+
+/* The optimizer step: the model's Adam step (model_estimate with training.optimizer_step, the
+ * corrected model's HBM-bound pass over this GPU's shard of the stage's parameters). */
+static double optimizer_s(const step_t *s) {
+    model_job_t j = s->job;
+    model_estimate_t *e = malloc(sizeof *e);
+    j.compat = MODEL_COMPAT_CORRECTED;
+    j.training.optimizer_step = 1;
+    const double t = e && model_estimate(&j, e) == MODEL_OK ? e->summary.optimizer_s : 0.0;
+    free(e);
+    return t;
+}
+
+/* ---- the decisions -------------------------------------------------------------------------------- */
+
+static void set_level(step_t *s, step_collapsed_t level) {
+    s->level = level;
+    memset(s->collapsed_dim, 0, sizeof s->collapsed_dim);
+    memset(s->fixed_group, 0, sizeof s->fixed_group);
+    if (level == STEP_STAGES) {
+        s->collapsed_dim[STEP_DIM_TP] = s->collapsed_dim[STEP_DIM_CP] = s->collapsed_dim[STEP_DIM_DP] = 1;
+        s->fixed_group[STEP_GROUP_TP] = s->fixed_group[STEP_GROUP_CP] = s->fixed_group[STEP_GROUP_DP] = 1;
+    } else if (level == STEP_RAILS) {
+        const int two_d = s->job.par.strategy == MODEL_STRATEGY_2D;
+        s->collapsed_dim[STEP_DIM_TP] = 1;
+        s->collapsed_dim[STEP_DIM_CP] = two_d;
+        s->fixed_group[STEP_GROUP_TP] = 1;
+        s->fixed_group[STEP_GROUP_CP] = two_d;
+    }
+}
+
+static int decide(step_t *s) {
+    char note[200] = "";
+    int64_t max_ops = s->cfg.max_ops > 0 ? s->cfg.max_ops : DEFAULT_MAX_OPS;
+    s->collapse_exact = 1;
+    if (s->cfg.collapse == STEP_COLLAPSE_OFF) {
+        set_level(s, STEP_FULL);
+        snprintf(s->collapse_note, sizeof s->collapse_note, "off: every GPU simulated");
+    } else if (s->cfg.comm == SIM_COMM_ANALYTIC) {
+        set_level(s, STEP_STAGES);
+        snprintf(s->collapse_note, sizeof s->collapse_note,
+                 "exact: in analytic mode every tensor- and data-parallel rank of a stage is identical");
+    } else {
+        const int64_t rail =
+            s->n[STEP_DIM_TP] * (s->job.par.strategy == MODEL_STRATEGY_2D ? s->n[STEP_DIM_CP] : 1);
+        if (rail <= 1) {
+            set_level(s, STEP_FULL);
+            snprintf(s->collapse_note, sizeof s->collapse_note, "none: one tensor rank, nothing to collapse");
+        } else {
+            int exact = step_rails_exact(s, note, sizeof note);
+            if (s->err[0])
+                return SIM_ENOMEM;
+            if (exact) {
+                set_level(s, STEP_RAILS);
+                snprintf(s->collapse_note, sizeof s->collapse_note, "%s", note);
+                int rc = prime_fixed(s);
+                if (rc)
+                    return rc;
+                exact = s->collapse_exact;
+                if (!exact)
+                    snprintf(note, sizeof note, "%s", s->collapse_note);
+            }
+            if (!exact && s->cfg.collapse == STEP_COLLAPSE_AUTO &&
+                step_estimate_ops(s, STEP_FULL, STEP_GRANULARITY_LAYER) <= max_ops) {
+                set_level(s, STEP_FULL);
+                s->collapse_exact = 1;
+                snprintf(s->collapse_note, sizeof s->collapse_note,
+                         "every GPU simulated: collapsing would not be exact (%.140s)", note);
+            } else if (!exact) {
+                set_level(s, STEP_RAILS);
+                s->collapse_exact = 0;
+                snprintf(s->collapse_note, sizeof s->collapse_note, "approximate: %.170s", note);
+                const int rc = prime_fixed(s);
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    if (s->cfg.granularity != STEP_GRANULARITY_AUTO)
+        s->granularity = s->cfg.granularity;
+    else
+        s->granularity = step_estimate_ops(s, s->level, STEP_GRANULARITY_LAYER) <= max_ops
+                             ? STEP_GRANULARITY_LAYER
+                             : STEP_GRANULARITY_MICROBATCH;
+    const int64_t est = step_estimate_ops(s, s->level, s->granularity);
+    if (est > HARD_MAX_OPS)
+        return step_fail(s, SIM_EINVAL,
+                         "step: about %lld operations to simulate (more than %lld); allowed: a smaller job, "
+                         "analytic communication, or collapsing",
+                         (long long)est, (long long)HARD_MAX_OPS);
+    return SIM_OK;
+}
+
+/* The simulated GPUs of every stage: the free (not collapsed) coordinates, TP fastest. */
+static int stage_gpus(step_t *s) {
+    static const step_dim_t order[3] = {STEP_DIM_TP, STEP_DIM_CP, STEP_DIM_DP};
+    int64_t per = 1;
+    for (int i = 0; i < 3; i++)
+        per *= s->collapsed_dim[order[i]] ? 1 : s->n[order[i]];
+    s->per_stage = (int32_t)per;
+    s->stage_gpus = malloc((size_t)s->pp * (size_t)per * sizeof *s->stage_gpus);
+    if (!s->stage_gpus)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory");
+    for (int32_t p = 0; p < s->pp; p++)
+        for (int64_t j = 0; j < per; j++) {
+            int64_t x[STEP_DIM_COUNT] = {0, 0, p, 0}, rem = j;
+            for (int i = 0; i < 3; i++)
+                if (!s->collapsed_dim[order[i]]) {
+                    x[order[i]] = rem % s->n[order[i]];
+                    rem /= s->n[order[i]];
+                }
+            s->stage_gpus[(int64_t)p * per + j] = step_gpu(s, x);
+        }
+    return SIM_OK;
+}
+
+static int check_job(step_t *s) {
+    model_issue_t issue;
+    memset(&issue, 0, sizeof issue);
+    if (model_job_check(&s->job, &issue) != MODEL_OK)
+        return step_fail(s, SIM_EINVAL, "job: %s: %s; allowed: %s", issue.field, issue.value, issue.allowed);
+    if (s->job.gpus > INT32_MAX / 8)
+        return step_fail(s, SIM_EINVAL, "job: gpus %lld; allowed: at most %d", (long long)s->job.gpus,
+                         INT32_MAX / 8);
+    if (model_estimate(&s->job, &s->est) != MODEL_OK)
+        return step_fail(s, SIM_EINVAL, "job: rejected by the model");
+    const model_summary_t *su = &s->est.summary;
+    if (su->n_microbatches > INT32_MAX / 4)
+        return step_fail(s, SIM_EINVAL, "job: %lld microbatches; allowed: at most %d",
+                         (long long)su->n_microbatches, INT32_MAX / 4);
+    s->m = (int32_t)su->n_microbatches;
+    s->pp = (int32_t)s->job.par.pp;
+    s->layers_per_stage = (int32_t)su->layers_per_stage;
+    s->gpus = (int32_t)s->job.gpus;
+    const step_config_t *c = &s->cfg;
+    if (c->schedule != STEP_SCHEDULE_INTERLEAVED) {
+        if (c->schedule != STEP_SCHEDULE_1F1B && c->schedule != STEP_SCHEDULE_GPIPE)
+            return step_fail(s, SIM_EINVAL,
+                             "schedule: %d is not a schedule; allowed: 1f1b, gpipe, interleaved",
+                             (int)c->schedule);
+        s->v = 1;
+    } else {
+        s->v = c->virtual_stages;
+        if (s->v < 2)
+            return step_fail(s, SIM_EINVAL, "schedule: interleaved:%d; allowed: 2 or more virtual stages",
+                             s->v);
+        if (s->pp < 2)
+            return step_fail(s, SIM_EINVAL, "schedule: interleaved needs pp >= 2 (pp is %d)", s->pp);
+        if (s->layers_per_stage % s->v)
+            return step_fail(
+                s, SIM_EINVAL,
+                "schedule: interleaved:%d does not divide the %d blocks per stage; allowed: a divisor "
+                "of %d",
+                s->v, s->layers_per_stage, s->layers_per_stage);
+        if (s->m % s->pp)
+            return step_fail(
+                s, SIM_EINVAL,
+                "schedule: interleaved needs the microbatch count (%d) to be a multiple of pp (%d), "
+                "as Megatron does",
+                s->m, s->pp);
+    }
+    s->chunk_blocks = s->layers_per_stage / s->v;
+    const model_training_t *t = &s->job.training;
+    s->emb = s->est.block.n_edges > 0;
+    s->dp_comm = s->job.compat == MODEL_COMPAT_CORRECTED ? t->dp_comm : MODEL_DP_SHARDED;
+    if (s->emb && s->job.par.strategy != MODEL_STRATEGY_1D)
+        return step_fail(
+            s, SIM_EINVAL,
+            "job: training.embedding with strategy %s: its vocab-parallel layers use the whole "
+            "tensor group (tp1 x tp2), which the simulated step does not form; allowed: strategy "
+            "1d, or embedding 0",
+            model_strategy_name(s->job.par.strategy));
+    if (s->dp_comm != MODEL_DP_SHARDED && s->dp_comm != MODEL_DP_ALLREDUCE &&
+        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP)
+        return step_fail(s, SIM_EINVAL,
+                         "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap",
+                         (int)s->dp_comm);
+    if (s->job.compat == MODEL_COMPAT_CORRECTED && t->interleave > 1 && t->interleave != s->v)
+        return step_fail(
+            s, SIM_EINVAL,
+            "job: training.interleave %lld differs from the schedule's %d virtual stages; allowed: "
+            "the same",
+            (long long)t->interleave, s->v);
+    if (c->comm != SIM_COMM_NETWORK && c->comm != SIM_COMM_ANALYTIC)
+        return step_fail(s, SIM_EINVAL, "comm: %d; allowed: network, analytic", (int)c->comm);
+    int seen[STEP_DIM_COUNT] = {0};
+    for (int i = 0; i < STEP_DIM_COUNT; i++) {
+        const unsigned d = (unsigned)c->placement.order[i];
+        if (d >= STEP_DIM_COUNT || seen[d]++)
+            return step_fail(s, SIM_EINVAL, "placement: not an order of tp, cp, pp, dp");
+    }
+    return SIM_OK;
+}
+
+static int make_network(step_t *s, const sim_network_desc_t *net) {
+    if (s->cfg.comm == SIM_COMM_NETWORK) {
+        if (!net)
+            return step_fail(s, SIM_EINVAL, "network: required with network communication");
+        if (net->n_gpus != s->gpus)
+            return step_fail(s, SIM_EINVAL, "network: %d GPUs, but the job has %d; allowed: %d", net->n_gpus,
+                             s->gpus, s->gpus);
+        s->net = *net;
+        s->gpus_per_domain = net->gpus_per_domain > 0 ? net->gpus_per_domain : 1;
+        return SIM_OK;
+    }
+    int64_t g = s->job.system.nvlink_size;
+    if (g < 1 || g > s->gpus)
+        g = g < 1 ? 1 : s->gpus;
+    s->gpus_per_domain = (int32_t)g;
+    const sim_star_params_t sp = {.n_gpus = s->gpus,
+                                  .nic_bytes_per_s = 1e9,
+                                  .nic_latency_s = 0.0,
+                                  .gpus_per_domain = s->gpus_per_domain,
+                                  .nvlink_bytes_per_s = 1e9,
+                                  .nvlink_latency_s = 0.0};
+    const int rc = sim_star_init(&s->star, &sp);
+    if (rc)
+        return step_fail(s, rc, "step: the analytic stand-in network: %s", sim_status_name(rc));
+    sim_star_network(&s->star, &s->net);
+    return SIM_OK;
+}
+
+static void per_domain_counts(step_t *s) {
+    int32_t *m = malloc((size_t)s->gpus * sizeof *m);
+    for (int g = 0; g < STEP_GROUP_COUNT; g++) {
+        s->group_per_domain[g] = 1;
+        if (!m)
+            continue;
+        const int64_t x[STEP_DIM_COUNT] = {0, 0, 0, 0};
+        const int32_t n = step_group_members(s, (step_group_t)g, x, m);
+        int32_t t = 0;
+        for (int32_t i = 0; i < n; i++)
+            t += m[i] / s->gpus_per_domain == m[0] / s->gpus_per_domain;
+        s->group_per_domain[g] = t > 0 ? t : 1;
+    }
+    free(m);
+}
+
+int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net,
+                 step_t **out, char *err, size_t err_size) {
+    *out = NULL;
+    if (err && err_size)
+        err[0] = '\0';
+    step_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        if (err && err_size)
+            snprintf(err, err_size, "step: out of memory");
+        return SIM_ENOMEM;
+    }
+    s->job = *job;
+    if (cfg)
+        s->cfg = *cfg;
+    else
+        step_config_default(&s->cfg);
+    int rc = check_job(s);
+    if (!rc) {
+        s->n[STEP_DIM_TP] = job->par.strategy == MODEL_STRATEGY_1D ? job->par.tp : job->par.tp1;
+        s->n[STEP_DIM_CP] = job->par.strategy == MODEL_STRATEGY_1D ? 1 : job->par.tp2;
+        s->n[STEP_DIM_PP] = job->par.pp;
+        s->n[STEP_DIM_DP] = job->par.dp;
+        const model_block_t *blk = &s->est.block;
+        step_plan_build(blk->layers, blk->n_layers, 0, recompute_full(s) ? blk->checkpoint_gb : -1.0,
+                        s->plans[STEP_PART_BLOCK]);
+        /* the edges: the embedding first, then the output layers in order (model_block_build) */
+        const int n_emb = blk->n_edges > 0 ? 1 : 0;
+        step_plan_build(blk->edges, n_emb, STEP_EDGE_ID, -1.0, s->plans[STEP_PART_EMBEDDING]);
+        step_plan_build(blk->edges + n_emb, blk->n_edges - n_emb, STEP_EDGE_ID + n_emb, -1.0,
+                        s->plans[STEP_PART_OUTPUT]);
+        rc = make_network(s, net);
+    }
+    if (!rc) {
+        per_domain_counts(s);
+        const int opt =
+            s->cfg.optimizer_step < 0 ? job->compat == MODEL_COMPAT_CORRECTED : s->cfg.optimizer_step;
+        s->optimizer_s = opt ? optimizer_s(s) : 0.0;
+        s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb;
+        rc = decide(s);
+    }
+    if (!rc)
+        rc = stage_gpus(s);
+    if (!rc) {
+        sim_config_t ec = s->cfg.engine;
+        ec.comm_streams = STEP_COMM_STREAMS;
+        ec.comm_mode = s->cfg.comm;
+        ec.has_system = 1;
+        ec.system = job->system;
+        ec.compat = job->compat;
+        char eerr[256];
+        rc = sim_engine_new(&ec, &s->net, &s->e, eerr, sizeof eerr);
+        if (rc)
+            step_fail(s, rc, "engine: %s", eerr);
+    }
+    if (!rc) {
+        s->act_gb = calloc((size_t)s->gpus, sizeof *s->act_gb);
+        s->peak_act_gb = calloc((size_t)s->gpus, sizeof *s->peak_act_gb);
+        if (!s->act_gb || !s->peak_act_gb)
+            rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
+        /* full recomputation: the working set of the one block being recomputed, as the model */
+        for (int32_t g = 0; !rc && recompute_full(s) && g < s->gpus; g++)
+            s->act_gb[g] = s->peak_act_gb[g] = s->est.block.activations_gb;
+    }
+    if (!rc)
+        rc = step_build(s);
+    if (rc) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s", s->err[0] ? s->err : sim_status_name(rc));
+        step_free(s);
+        return rc;
+    }
+    *out = s;
+    return SIM_OK;
+}
+
+void step_free(step_t *s) {
+    if (!s)
+        return;
+    sim_engine_free(s->e);
+    sim_star_destroy(&s->star);
+    free(s->stage_gpus);
+    free(s->fixed);
+    free(s->meta);
+    free(s->act_gb);
+    free(s->peak_act_gb);
+    free(s);
+}
+
+/* ---- running -------------------------------------------------------------------------------------- */
+
+static void obs_op_start(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
+    step_t *s = ctx;
+    if (op->op >= 0 && op->op < s->cap_meta)
+        s->meta[op->op].coll = op->coll;
+    if (s->user_obs.op_start)
+        s->user_obs.op_start(s->user_obs.ctx, t, op);
+}
+
+static void obs_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
+    step_t *s = ctx;
+    if (op->op >= 0 && op->op < s->cap_meta) {
+        const step_meta_t *m = &s->meta[op->op];
+        if (m->act_gb != 0.0) {
+            double *a = &s->act_gb[m->gpu];
+            *a += m->act_gb;
+            if (*a < 1e-12 && *a > -1e-12)
+                *a = 0.0; /* allocations and frees cancel exactly in value, not always in rounding */
+            if (*a > s->peak_act_gb[m->gpu])
+                s->peak_act_gb[m->gpu] = *a;
+            if (s->mem_fn)
+                s->mem_fn(s->mem_ctx, t, m->gpu, s->static_gb + *a);
+        }
+    }
+    if (s->user_obs.op_end)
+        s->user_obs.op_end(s->user_obs.ctx, t, op);
+}
+
+static void obs_flow_start(void *ctx, sim_time_ps_t t, const sim_flow_info_t *f) {
+    const step_t *s = ctx;
+    s->user_obs.flow_start(s->user_obs.ctx, t, f);
+}
+
+static void obs_flow_end(void *ctx, sim_time_ps_t t, const sim_flow_info_t *f) {
+    const step_t *s = ctx;
+    s->user_obs.flow_end(s->user_obs.ctx, t, f);
+}
+
+static void obs_counter(void *ctx, sim_time_ps_t t, const sim_counter_t *c) {
+    const step_t *s = ctx;
+    s->user_obs.counter(s->user_obs.ctx, t, c);
+}
+
+void step_set_observer(step_t *s, const sim_observer_t *obs) {
+    if (obs) {
+        s->user_obs = *obs;
+        s->has_user_obs = 1;
+    } else {
+        memset(&s->user_obs, 0, sizeof s->user_obs);
+        s->has_user_obs = 0;
+    }
+}
+
+void step_set_memory_callback(step_t *s, step_memory_fn fn, void *ctx) {
+    s->mem_fn = fn;
+    s->mem_ctx = ctx;
+}
+
+int step_run(step_t *s) {
+    if (s->ran)
+        return step_fail(s, SIM_ESTATE, "step: already run");
+    const sim_observer_t obs = {.ctx = s,
+                                .op_start = obs_op_start,
+                                .op_end = obs_op_end,
+                                .flow_start = s->user_obs.flow_start ? obs_flow_start : NULL,
+                                .flow_end = s->user_obs.flow_end ? obs_flow_end : NULL,
+                                .counter = s->user_obs.counter ? obs_counter : NULL};
+    sim_engine_set_observer(s->e, &obs);
+    if (s->mem_fn) /* the static part from the start */
+        for (int64_t i = 0; i < (int64_t)s->pp * s->per_stage; i++)
+            s->mem_fn(s->mem_ctx, 0, s->stage_gpus[i], s->static_gb);
+    const int rc = sim_engine_run(s->e);
+    s->ran = 1;
+    if (rc)
+        return step_fail(s, rc, "%s", sim_engine_last_error(s->e));
+    return SIM_OK;
+}
+
+const sim_engine_t *step_engine(const step_t *s) {
+    return s->e;
+}
+
+const char *step_last_error(const step_t *s) {
+    return s->err;
+}
+
+/* ---- results ------------------------------------------------------------------------------------ */
+
+typedef struct edge {
+    sim_time_ps_t t;
+    int32_t cat, delta;
+} edge_t;
+
+static int cmp_edge(const void *a, const void *b) {
+    const edge_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->delta > y->delta) - (x->delta < y->delta); /* ends before starts: no zero-length overlap */
+}
+
+enum { CAT_COMPUTE = 0, CAT_TP = 1, CAT_PP = 2, CAT_DP = 3, CAT_COUNT = 4 };
+
+static int push_edge(edge_t **e, int64_t *n, int64_t *cap, sim_time_ps_t a, sim_time_ps_t b, int32_t cat) {
+    if (b <= a)
+        return 0;
+    if (*n + 2 > *cap) {
+        const int64_t nc = *cap ? 2 * *cap : 1024;
+        edge_t *ne = realloc(*e, (size_t)nc * sizeof *ne);
+        if (!ne)
+            return -1;
+        *e = ne;
+        *cap = nc;
+    }
+    (*e)[(*n)++] = (edge_t){a, cat, 1};
+    (*e)[(*n)++] = (edge_t){b, cat, -1};
+    return 0;
+}
+
+/* The critical GPU's timeline, each instant to its highest-priority busy category. */
+static int breakdown(const step_t *s, sim_time_ps_t end, int32_t gpu, step_breakdown_t *out) {
+    edge_t *ev = NULL;
+    int64_t n = 0, cap = 0;
+    const int32_t n_ops = sim_op_count(s->e);
+    for (int32_t op = 0; op < n_ops; op++) {
+        const step_meta_t *m = &s->meta[op];
+        if (m->gpu != gpu)
+            continue;
+        sim_time_ps_t st, en;
+        sim_op_times(s->e, op, &st, &en);
+        if (st == SIM_TIME_NEVER || en == SIM_TIME_NEVER)
+            continue;
+        int bad = 0;
+        if (m->kind == STEP_OP_COMPUTE || m->kind == STEP_OP_OPTIMIZER) {
+            sim_time_ps_t tp = m->tp_comm_s > 0 ? sim_s_to_ps(m->tp_comm_s) : 0;
+            if (tp > en - st)
+                tp = en - st;
+            bad |= push_edge(&ev, &n, &cap, st, en - tp, CAT_COMPUTE);
+            bad |= push_edge(&ev, &n, &cap, en - tp, en, CAT_TP);
+        } else {
+            if (!m->fixed && m->coll >= 0) {
+                sim_coll_result_t cr;
+                if (sim_coll_result(s->e, m->coll, &cr) == SIM_OK && cr.start_ps != SIM_TIME_NEVER)
+                    st = cr.start_ps > st ? cr.start_ps : st;
+            }
+            const int32_t cat = m->kind == STEP_OP_TP   ? CAT_TP
+                                : m->kind == STEP_OP_PP ? CAT_PP
+                                                            : CAT_DP;
+            bad |= push_edge(&ev, &n, &cap, st, en, cat);
+        }
+        if (bad) {
+            free(ev);
+            return SIM_ENOMEM;
+        }
+    }
+    qsort(ev, (size_t)n, sizeof *ev, cmp_edge);
+    sim_time_ps_t acc[CAT_COUNT] = {0, 0, 0, 0}, prev = 0;
+    int32_t active[CAT_COUNT] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < n; i++) {
+        const sim_time_ps_t t = ev[i].t < end ? ev[i].t : end;
+        for (int c = 0; c < CAT_COUNT; c++)
+            if (active[c] > 0) {
+                acc[c] += t - prev;
+                break;
+            }
+        prev = t;
+        active[ev[i].cat] += ev[i].delta;
+    }
+    free(ev);
+    const sim_time_ps_t busy = acc[0] + acc[1] + acc[2] + acc[3];
+    out->compute_s = sim_ps_to_s(acc[CAT_COMPUTE]);
+    out->exposed_tp_comm_s = sim_ps_to_s(acc[CAT_TP]);
+    out->exposed_pp_comm_s = sim_ps_to_s(acc[CAT_PP]);
+    out->exposed_dp_comm_s = sim_ps_to_s(acc[CAT_DP]);
+    out->bubble_idle_s = sim_ps_to_s(end - busy);
+    return SIM_OK;
+}
+
+int step_result(const step_t *s, step_result_t *r) {
+    if (!s->ran)
+        return SIM_ESTATE;
+    memset(r, 0, sizeof *r);
+    const int32_t n_ops = sim_op_count(s->e);
+    sim_time_ps_t end = 0;
+    int32_t crit = -1, crit_stage = -1;
+    for (int32_t op = 0; op < n_ops; op++) {
+        sim_time_ps_t st, en;
+        sim_op_times(s->e, op, &st, &en);
+        if (en == SIM_TIME_NEVER)
+            continue;
+        const int32_t g = s->meta[op].gpu;
+        if (en > end || (en == end && (crit < 0 || g < crit))) {
+            end = en;
+            crit = g;
+            crit_stage = s->meta[op].stage;
+        }
+    }
+    r->step_time_s = sim_ps_to_s(end);
+    r->critical_gpu = crit;
+    r->critical_stage = crit_stage;
+    if (crit >= 0 && breakdown(s, end, crit, &r->breakdown) != SIM_OK)
+        return SIM_ENOMEM;
+    r->microbatches = s->m;
+    r->virtual_stages = s->v;
+    r->gpus = s->gpus;
+    r->simulated_gpus = s->pp * s->per_stage;
+    r->collapsed = s->level;
+    r->collapse_exact = s->collapse_exact;
+    snprintf(r->collapse_note, sizeof r->collapse_note, "%s", s->collapse_note);
+    r->granularity = s->granularity;
+    sim_engine_stats_t es;
+    sim_engine_stats(s->e, &es);
+    r->operations = n_ops;
+    r->events = es.events;
+    r->flows = es.flows_started;
+    r->optimizer_s = s->optimizer_s;
+    r->static_memory_gb = s->static_gb;
+    r->peak_memory_gpu = -1;
+    for (int64_t i = 0; i < (int64_t)s->pp * s->per_stage; i++) {
+        const int32_t g = s->stage_gpus[i];
+        if (r->peak_memory_gpu < 0 || s->peak_act_gb[g] > r->peak_activations_gb ||
+            (s->peak_act_gb[g] == r->peak_activations_gb && g < r->peak_memory_gpu)) {
+            r->peak_activations_gb = s->peak_act_gb[g];
+            r->peak_memory_gpu = g;
+        }
+    }
+    r->peak_memory_gb = s->static_gb + r->peak_activations_gb;
+    return SIM_OK;
+}
+
+double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu) {
+    if (gpu < 0 || gpu >= s->gpus)
+        return -1.0;
+    for (int64_t i = 0; i < (int64_t)s->pp * s->per_stage; i++)
+        if (s->stage_gpus[i] == gpu)
+            return s->peak_act_gb[gpu];
+    return -1.0;
+}
+
+int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
+    if (op < 0 || op >= sim_op_count(s->e) || op >= s->cap_meta)
+        return SIM_EINVAL;
+    static const char *const PASS[3] = {"fwd", "bwd", "opt"};
+    static const char *const GROUP[4] = {"tp", "cp", "dp", "pp"};
+    const step_meta_t *m = &s->meta[op];
+    memset(out, 0, sizeof *out);
+    out->kind = (step_op_kind_t)m->kind;
+    out->pass = m->pass >= 0 && m->pass < 3 ? PASS[m->pass] : NULL;
+    out->stage = m->stage;
+    out->chunk = m->chunk;
+    out->microbatch = m->microbatch;
+    out->first_block = m->first_block;
+    out->n_blocks = m->n_blocks;
+    const model_layer_t *l0 = step_layer(s, m->layer0), *l1 = step_layer(s, m->layer1);
+    out->first_layer = l0 ? l0->name : NULL;
+    out->last_layer = l1 ? l1->name : NULL;
+    out->collective = m->coll_op >= 0 ? model_coll_op_name((model_coll_op_t)m->coll_op) : NULL;
+    out->group = m->group >= 0 && m->group < 4 ? GROUP[m->group] : NULL;
+    out->flops_tflop = m->flops_tflop;
+    out->hbm_gb = m->hbm_gb;
+    out->comm_gb = m->comm_gb;
+    out->tp_comm_s = m->tp_comm_s;
+    out->activations_gb = m->act_gb;
+    return SIM_OK;
+}

@@ -1,0 +1,994 @@
+/* step_build.c - every operation of one training step, stage by stage, in schedule order.
+ *
+ * All simulated GPUs of a stage do the same work, so a stage is built in lockstep: each plan segment
+ * becomes one operation per GPU (compute), one collective per group (real collectives), or one
+ * fixed-duration operation per GPU (collectives of collapsed groups, and every collective in
+ * analytic mode with collapsing). The operations of one GPU's microbatch pass form a chain: each
+ * depends on the one before (across streams), so compute and tensor-parallel communication are
+ * serial as in the model. Consecutive compute segments merge into one operation until something must
+ * attach between them: a real collective, a data-parallel dependency (the all-gather before a
+ * block's first forward, the reduce-scatter after its last backward), the end of the pass, or, at
+ * layer granularity, a fixed-duration collective (which is then an operation of its own).
+ * The first virtual stage runs the embedding before its blocks (its backward after them), the last
+ * the output layers after its blocks (backward before them), as plans of their own. Data parallelism
+ * follows training.dp_comm: sharded, per block (and edge part) an all-gather before its first forward
+ * and a reduce-scatter after its last backward; allreduce-overlap, an all-reduce bucket after each
+ * one's last backward; allreduce, one all-reduce of the stage's gradients after its last backward.
+ * Then, with several stages and the embedding, the tied embedding's gradient all-reduce between
+ * the first and the last stage, then the optimizer step.
+ * Pipeline messages are added last, once every stage's passes exist: per channel in the sender's
+ * order, so both ends see the same order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "step_internal.h"
+
+static const char *const NAME_PASS[2] = {"forward", "backward"};
+
+static const char *coll_name(step_group_t g, model_coll_op_t op) {
+    static const char *const tp[] = {"tp none",      "tp allreduce", "tp allgather", "tp reducescatter",
+                                     "tp broadcast", "tp reduce",    "tp p2p"};
+    static const char *const cp[] = {"cp none",      "cp allreduce", "cp allgather", "cp reducescatter",
+                                     "cp broadcast", "cp reduce",    "cp p2p"};
+    static const char *const dp[] = {"dp none",      "dp allreduce", "dp allgather", "dp reducescatter",
+                                     "dp broadcast", "dp reduce",    "dp p2p"};
+    const unsigned i = (unsigned)op <= MODEL_COLL_P2P ? (unsigned)op : 0u;
+    return g == STEP_GROUP_CP ? cp[i] : g == STEP_GROUP_DP ? dp[i] : tp[i];
+}
+
+static sim_coll_op_t sim_op_of(model_coll_op_t op) {
+    switch (op) {
+    case MODEL_COLL_ALLREDUCE:
+        return SIM_COLL_ALLREDUCE;
+    case MODEL_COLL_ALLGATHER:
+        return SIM_COLL_ALLGATHER;
+    case MODEL_COLL_REDUCESCATTER:
+        return SIM_COLL_REDUCESCATTER;
+    case MODEL_COLL_BROADCAST:
+        return SIM_COLL_BROADCAST;
+    case MODEL_COLL_REDUCE:
+        return SIM_COLL_REDUCE;
+    default:
+        return SIM_COLL_SENDRECV;
+    }
+}
+
+typedef struct builder {
+    step_t *s;
+    sim_engine_t *e;
+    int32_t n, stage;
+    const int32_t *gpus; /* the stage's GPUs */
+    /* per stage-local GPU */
+    int32_t *tail, *tail_stream, *tail2, *pend, *last_rs;
+    /* stage-local groups of the real (not fixed) kinds: groups[g] lists every stage-local index,
+     * group after group, each in rank order */
+    int32_t *groups[STEP_GROUP_COUNT];
+    int32_t group_size[STEP_GROUP_COUNT];
+    int32_t *gbuf; /* member GPUs of one collective */
+    sim_op_id_t *obuf;
+    /* the accumulated compute operation */
+    int acc_open, acc_pass, acc_chunk, acc_mb;
+    int acc_block0, acc_block1, acc_layer0, acc_layer1;
+    double acc_dur, acc_tp, acc_flops, acc_hbm, acc_act;
+    /* schedule and per-item records (all stages) */
+    int64_t n_items;         /* per stage: 2 m v */
+    step_sched_item_t *items; /* [pp][n_items] */
+    int32_t *pos;            /* [pp][2][v][m] -> item index */
+    int32_t *first, *last;   /* [pp][n_items][n] chain ops of each item */
+    int32_t *last2;          /* [pp][n_items][n] a second op the item's end waits for (SUMMA panels), -1 */
+    int32_t *opt;            /* [pp][n] the optimizer op, -1 */
+    int32_t *fin;            /* [pp][n] the op the stage's gradient work ends with (the embedding
+                                sync waits for it), -1 */
+    int64_t cur_item;
+} builder_t;
+
+/* ---- operations and their metadata -------------------------------------------------------------- */
+
+static step_meta_t *meta_new(builder_t *b, sim_op_id_t op) {
+    step_meta_t *m = &b->s->meta[op];
+    memset(m, 0, sizeof *m);
+    m->coll = -1;
+    m->stage = b->stage;
+    m->chunk = m->microbatch = m->first_block = -1;
+    m->pass = -1;
+    m->layer0 = m->layer1 = -1;
+    m->coll_op = -1;
+    m->group = -1;
+    return m;
+}
+
+static int reserve(builder_t *b) {
+    return step_meta_reserve(b->s, sim_op_count(b->e));
+}
+
+static int engine_fail(builder_t *b, int rc) {
+    return step_fail(b->s, rc, "%s", sim_engine_last_error(b->e));
+}
+
+static int depend(builder_t *b, sim_op_id_t op, sim_op_id_t after) {
+    if (op < 0 || after < 0 || op == after)
+        return SIM_OK;
+    const int rc = sim_op_depend(b->e, op, after);
+    return rc ? engine_fail(b, rc) : SIM_OK;
+}
+
+/* Append op (on stream) to GPU j's chain: after its tail (when on another stream), the second tail
+ * and any pending data-parallel all-gather. */
+static int chain_add(builder_t *b, int32_t j, sim_op_id_t op, int32_t stream) {
+    int rc = SIM_OK;
+    if (b->tail[j] >= 0 && b->tail_stream[j] != stream)
+        rc = depend(b, op, b->tail[j]);
+    if (!rc)
+        rc = depend(b, op, b->tail2[j]);
+    if (!rc)
+        rc = depend(b, op, b->pend[j]);
+    if (rc)
+        return rc;
+    b->tail[j] = op;
+    b->tail_stream[j] = stream;
+    b->tail2[j] = b->pend[j] = -1;
+    if (b->cur_item >= 0) {
+        const int64_t k = ((int64_t)b->stage * b->n_items + b->cur_item) * b->n + j;
+        if (b->first[k] < 0)
+            b->first[k] = op;
+        b->last[k] = op;
+        b->last2[k] = -1;
+    }
+    return SIM_OK;
+}
+
+static int32_t global_block(const builder_t *b, int32_t chunk, int32_t local) {
+    const step_t *s = b->s;
+    const int32_t vs = chunk * s->pp + b->stage;
+    return vs * s->chunk_blocks + local % s->chunk_blocks;
+}
+
+/* ---- the accumulator ------------------------------------------------------------------------------ */
+
+static void acc_add(builder_t *b, int32_t block, int layer0, int layer1, double dur, double tp, double flops,
+                    double hbm, double act) {
+    if (!b->acc_open) {
+        b->acc_open = 1;
+        b->acc_block0 = b->acc_block1 = -1;
+        b->acc_layer0 = layer0;
+        b->acc_layer1 = layer1;
+        b->acc_dur = b->acc_tp = b->acc_flops = b->acc_hbm = b->acc_act = 0.0;
+    }
+    if (block >= 0) { /* -1: an edge layer, no block */
+        if (b->acc_block0 < 0)
+            b->acc_block0 = block;
+        b->acc_block1 = block;
+    }
+    if (layer1 >= 0)
+        b->acc_layer1 = layer1;
+    b->acc_dur += dur;
+    b->acc_tp += tp;
+    b->acc_flops += flops;
+    b->acc_hbm += hbm;
+    b->acc_act += act;
+}
+
+static int flush(builder_t *b) {
+    if (!b->acc_open)
+        return SIM_OK;
+    b->acc_open = 0;
+    const int32_t lo = b->acc_block0 < b->acc_block1 ? b->acc_block0 : b->acc_block1;
+    const int32_t hi = b->acc_block0 < b->acc_block1 ? b->acc_block1 : b->acc_block0;
+    for (int32_t j = 0; j < b->n; j++) {
+        sim_op_id_t op;
+        int rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, b->acc_dur + b->acc_tp,
+                                NAME_PASS[b->acc_pass], &op);
+        if (rc)
+            return engine_fail(b, rc);
+        if ((rc = reserve(b)))
+            return rc;
+        step_meta_t *m = meta_new(b, op);
+        m->gpu = b->gpus[j];
+        m->kind = STEP_OP_COMPUTE;
+        m->pass = (int8_t)b->acc_pass;
+        m->chunk = b->acc_chunk;
+        m->microbatch = b->acc_mb;
+        m->first_block = lo >= 0 ? global_block(b, b->acc_chunk, lo) : -1;
+        m->n_blocks = (int16_t)(lo >= 0 ? hi - lo + 1 : 0);
+        m->layer0 = (int8_t)b->acc_layer0;
+        m->layer1 = (int8_t)b->acc_layer1;
+        m->flops_tflop = b->acc_flops;
+        m->hbm_gb = b->acc_hbm;
+        m->tp_comm_s = b->acc_tp;
+        m->act_gb = b->acc_pass ? -b->acc_act : b->acc_act;
+        if ((rc = chain_add(b, j, op, STEP_STREAM_COMPUTE)))
+            return rc;
+    }
+    return SIM_OK;
+}
+
+/* ---- communication -------------------------------------------------------------------------------- */
+
+static void comm_meta(builder_t *b, sim_op_id_t op, int32_t gpu, step_group_t g, model_coll_op_t cop,
+                      double bytes, int fixed, int pass, int32_t chunk, int32_t mb) {
+    step_meta_t *m = meta_new(b, op);
+    m->gpu = gpu;
+    m->kind = g == STEP_GROUP_DP ? STEP_OP_DP : STEP_OP_TP;
+    m->group = (int8_t)g;
+    m->coll_op = (int8_t)cop;
+    m->comm_gb = bytes * 1e-9;
+    m->fixed = (int8_t)fixed;
+    m->pass = (int8_t)pass;
+    m->chunk = chunk;
+    m->microbatch = mb;
+}
+
+/* A fixed-duration stand-in on every GPU of the stage; ops[j] receives GPU j's operation. */
+static int fixed_ops(builder_t *b, step_group_t g, model_coll_op_t cop, double bytes, double dur_s,
+                     int32_t stream, int pass, int32_t chunk, int32_t mb, sim_op_id_t *ops) {
+    for (int32_t j = 0; j < b->n; j++) {
+        int rc = sim_op_compute(b->e, b->gpus[j], stream, dur_s, coll_name(g, cop), &ops[j]);
+        if (rc)
+            return engine_fail(b, rc);
+        if ((rc = reserve(b)))
+            return rc;
+        comm_meta(b, ops[j], b->gpus[j], g, cop, bytes, 1, pass, chunk, mb);
+    }
+    return SIM_OK;
+}
+
+/* One real collective per group of kind g on the stage; ops[j] receives GPU j's member operation. */
+static int real_colls(builder_t *b, step_group_t g, model_coll_op_t cop, double bytes, int root,
+                      int32_t stream, int pass, int32_t chunk, int32_t mb, sim_op_id_t *ops) {
+    const int32_t sz = b->group_size[g];
+    for (int32_t k = 0; k < b->n; k += sz) {
+        const int32_t *mem = b->groups[g] + k;
+        for (int32_t i = 0; i < sz; i++)
+            b->gbuf[i] = b->gpus[mem[i]];
+        const sim_coll_desc_t d = {.op = sim_op_of(cop),
+                                   .algo = SIM_ALGO_AUTO,
+                                   .fidelity = SIM_FIDELITY_DEFAULT,
+                                   .use_default_mode = 1,
+                                   .size_bytes = bytes,
+                                   .gpus = b->gbuf,
+                                   .n_gpus = sz,
+                                   .root = sz > 0 ? root % sz : 0,
+                                   .stream = stream,
+                                   .name = coll_name(g, cop)};
+        int rc = sim_coll_add(b->e, &d, b->obuf, NULL);
+        if (rc)
+            return engine_fail(b, rc);
+        if ((rc = reserve(b)))
+            return rc;
+        for (int32_t i = 0; i < sz; i++) {
+            ops[mem[i]] = b->obuf[i];
+            comm_meta(b, b->obuf[i], b->gbuf[i], g, cop, bytes, 0, pass, chunk, mb);
+        }
+    }
+    return SIM_OK;
+}
+
+/* A collective of a layer (or a data-parallel one): fixed or real as its group is. */
+static int comm_ops(builder_t *b, step_group_t g, model_coll_op_t cop, double bytes, int root, int32_t stream,
+                    int pass, int32_t chunk, int32_t mb, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    if (s->fixed_group[g]) {
+        double t = 0.0;
+        const int rc = step_fixed_time(s, g, cop, bytes, root, &t);
+        return rc ? rc : fixed_ops(b, g, cop, bytes, t, stream, pass, chunk, mb, ops);
+    }
+    return real_colls(b, g, cop, bytes, root, stream, pass, chunk, mb, ops);
+}
+
+/* A collective of a layer in the chain. Fixed ones fold into the compute operation at microbatch
+ * granularity. */
+static int chain_coll(builder_t *b, step_group_t g, model_coll_op_t cop, double bytes, int root,
+                      int32_t block, const step_sched_item_t *it, double fixed_s, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    int rc;
+    if (s->fixed_group[g] && s->granularity == STEP_GRANULARITY_MICROBATCH) {
+        acc_add(b, block, b->acc_open ? b->acc_layer0 : -1, -1, 0.0, fixed_s, 0.0, 0.0, 0.0);
+        return SIM_OK;
+    }
+    if ((rc = flush(b)))
+        return rc;
+    if (s->fixed_group[g])
+        rc = fixed_ops(b, g, cop, bytes, fixed_s, STEP_STREAM_TP, it->pass, it->chunk, it->microbatch, ops);
+    else
+        rc = real_colls(b, g, cop, bytes, root, STEP_STREAM_TP, it->pass, it->chunk, it->microbatch, ops);
+    for (int32_t j = 0; j < b->n && !rc; j++)
+        rc = chain_add(b, j, ops[j], STEP_STREAM_TP);
+    return rc;
+}
+
+/* ---- SUMMA layers ----------------------------------------------------------------------------------- */
+
+/* A SUMMA layer whose groups take fixed times: its exposed communication (precompute) as a fixed
+ * segment, then its compute. */
+static int summa_fixed(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
+                       const step_sched_item_t *it, double exposed, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    const double c = seg->dur_s;
+    double bytes = 0.0;
+    for (int k = 0; k < ps->n_colls && k < MODEL_MAX_COLLS; k++)
+        bytes += ps->colls[k].volume_gb * 1e9;
+    if (s->granularity == STEP_GRANULARITY_MICROBATCH) {
+        acc_add(b, block, seg->layer0, seg->layer1, c, exposed, seg->flops_tflop, seg->hbm_gb, seg->act_gb);
+        return SIM_OK;
+    }
+    int rc = flush(b);
+    if (!rc && exposed > 0.0) {
+        rc = fixed_ops(b, STEP_GROUP_TP, MODEL_COLL_BROADCAST, bytes, exposed, STEP_STREAM_TP, it->pass,
+                       it->chunk, it->microbatch, ops);
+        for (int32_t j = 0; j < b->n && !rc; j++) {
+            b->s->meta[ops[j]].coll_op = -1; /* the panels' exposed time, several collectives */
+            rc = chain_add(b, j, ops[j], STEP_STREAM_TP);
+        }
+    }
+    if (!rc)
+        acc_add(b, block, seg->layer0, seg->layer1, c, 0.0, seg->flops_tflop, seg->hbm_gb, seg->act_gb);
+    return rc;
+}
+
+/* A compute operation of duration dur on every GPU of the stage, in the chain. */
+static int compute_now(builder_t *b, const step_seg_t *seg, double dur, int32_t block,
+                       const step_sched_item_t *it, double act, sim_op_id_t *ops) {
+    acc_add(b, block, seg->layer0, seg->layer1, dur, 0.0,
+            seg->flops_tflop * (dur / (seg->dur_s > 0 ? seg->dur_s : 1)),
+            seg->hbm_gb * (dur / (seg->dur_s > 0 ? seg->dur_s : 1)), act);
+    b->acc_pass = it->pass;
+    const int rc = flush(b);
+    for (int32_t j = 0; j < b->n && !rc; j++)
+        ops[j] = b->tail[j];
+    return rc;
+}
+
+/* A SUMMA layer with real collectives: the explicit structure of summa_fixed. */
+static int summa_real(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
+                      const step_sched_item_t *it, sim_op_id_t *ops, sim_op_id_t *ops2) {
+    step_t *s = b->s;
+    const int nb = (int)(s->job.par.nb > 0 ? s->job.par.nb : 1);
+    int rc = flush(b);
+    if (rc)
+        return rc;
+    /* one panel's collectives on the TP stream; the first of the layer joins the chain */
+    const int reference = s->job.compat == MODEL_COMPAT_REFERENCE;
+    for (int i = 0; i < (reference ? 1 + nb : nb) && !rc; i++) {
+        const int panel = reference ? (i == 0 ? 0 : i - 1) : i;
+        for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS && !rc; c++) {
+            const model_coll_t *k = &ps->colls[c];
+            const step_group_t g = step_group_of(k->group);
+            rc = real_colls(b, g, k->op, k->volume_gb / nb * 1e9, panel, STEP_STREAM_TP, it->pass, it->chunk,
+                            it->microbatch, ops);
+            for (int32_t j = 0; j < b->n && !rc && i == 0 && c == 0; j++)
+                rc = chain_add(b, j, ops[j], STEP_STREAM_TP);
+        }
+        if (rc)
+            break;
+        if (reference && i == 0) { /* the GEMM after panel 0, beside every panel */
+            for (int32_t j = 0; j < b->n; j++) {
+                b->tail[j] = ops[j];
+                b->tail_stream[j] = STEP_STREAM_TP;
+            }
+            rc = compute_now(b, seg, seg->dur_s, block, it, seg->act_gb, ops2);
+        } else if (!reference) { /* GEMM slice i after panel i */
+            for (int32_t j = 0; j < b->n; j++) {
+                if (b->tail_stream[j] != STEP_STREAM_TP)
+                    b->tail2[j] = ops[j];
+                else
+                    b->tail[j] = ops[j];
+            }
+            rc = compute_now(b, seg, seg->dur_s / nb, block, it, i == nb - 1 ? seg->act_gb : 0.0, ops2);
+        }
+    }
+    if (!rc && reference)
+        for (int32_t j = 0; j < b->n; j++)
+            b->tail2[j] = ops[j]; /* the last panel: the next operation waits for it too */
+    return rc;
+}
+
+/* ---- data parallelism -------------------------------------------------------------------------------- */
+
+/* The all-gather of a part's weights (weights_gb) before its first forward (sharded). */
+static int dp_allgather(builder_t *b, const step_sched_item_t *it, double weights_gb, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    if (step_group_size(s, STEP_GROUP_DP) <= 1 || weights_gb <= 0.0)
+        return SIM_OK;
+    int rc = flush(b);
+    if (!rc)
+        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, weights_gb * 1e9, 0, STEP_STREAM_DP, 0,
+                      it->chunk, it->microbatch, ops);
+    for (int32_t j = 0; j < b->n && !rc; j++)
+        b->pend[j] = ops[j];
+    return rc;
+}
+
+/* A collective cop of gradients (weights_gb) over the data-parallel group after the chain's tail: a
+ * part's reduce-scatter after its last backward (sharded), its bucket's all-reduce
+ * (allreduce-overlap), or the stage's one all-reduce after the last backward (allreduce). */
+static int dp_after(builder_t *b, const step_sched_item_t *it, model_coll_op_t cop, double weights_gb,
+                    sim_op_id_t *ops) {
+    step_t *s = b->s;
+    if (step_group_size(s, STEP_GROUP_DP) <= 1 || weights_gb <= 0.0)
+        return SIM_OK;
+    int rc = flush(b);
+    if (!rc)
+        rc = comm_ops(b, STEP_GROUP_DP, cop, weights_gb * 1e9, 0, STEP_STREAM_DP, 1, it ? it->chunk : -1,
+                      it ? it->microbatch : -1, ops);
+    for (int32_t j = 0; j < b->n && !rc; j++) {
+        rc = depend(b, ops[j], b->tail[j]);
+        if (!rc)
+            rc = depend(b, ops[j], b->tail2[j]);
+        b->last_rs[j] = ops[j];
+    }
+    return rc;
+}
+
+/* ---- one stage -------------------------------------------------------------------------------------- */
+
+/* One pass of a part: a block (block >= 0, stage-local) or an edge part (block -1). */
+static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block,
+                     sim_op_id_t *ops, sim_op_id_t *ops2) {
+    step_t *s = b->s;
+    const step_plan_t *plan = &s->plans[part][it->pass];
+    const double *fixed_s = s->seg_fixed_s[part][it->pass];
+    int rc = SIM_OK;
+    for (int k = 0; k < plan->n && !rc; k++) {
+        const step_seg_t *seg = &plan->seg[k];
+        const model_layer_t *ly = step_layer(s, seg->layer0);
+        const model_pass_t *ps = it->pass ? &ly->bwd : &ly->fwd;
+        b->acc_pass = it->pass;
+        b->acc_chunk = it->chunk;
+        b->acc_mb = it->microbatch;
+        switch (seg->kind) {
+        case STEP_SEG_COMPUTE:
+            acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, 0.0, seg->flops_tflop, seg->hbm_gb,
+                    seg->act_gb);
+            break;
+        case STEP_SEG_COLL: {
+            const model_coll_t *c = &ps->colls[seg->coll];
+            rc = chain_coll(b, step_group_of(c->group), c->op, c->volume_gb * 1e9, 0, block, it, fixed_s[k],
+                            ops);
+            break;
+        }
+        case STEP_SEG_SUMMA: {
+            const int fixed = s->fixed_group[STEP_GROUP_TP] && s->fixed_group[STEP_GROUP_CP];
+            rc = fixed ? summa_fixed(b, seg, ps, block, it, fixed_s[k], ops)
+                       : summa_real(b, seg, ps, block, it, ops, ops2);
+            break;
+        }
+        }
+    }
+    return rc;
+}
+
+/* The data-parallel work of a part around its passes: sharded, an all-gather of its weights before
+ * its first forward and a reduce-scatter after its last backward; allreduce-overlap, an all-reduce
+ * bucket of its gradients after its last backward; allreduce, nothing here (one all-reduce of the
+ * whole stage after the last backward). seen and done count the part's passes. */
+static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block, char *seen,
+                        int32_t *done, sim_op_id_t *ops, sim_op_id_t *ops2) {
+    step_t *s = b->s;
+    const double w_gb = step_part_weights_gb(s, part);
+    int rc = SIM_OK;
+    if (!it->pass && !*seen) {
+        *seen = 1;
+        if (s->dp_comm == MODEL_DP_SHARDED)
+            rc = dp_allgather(b, it, w_gb, ops);
+    }
+    if (!rc)
+        rc = part_pass(b, it, part, block, ops, ops2);
+    if (!rc && it->pass && ++*done == s->m && s->dp_comm != MODEL_DP_ALLREDUCE)
+        rc = dp_after(b, it, s->dp_comm == MODEL_DP_SHARDED ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE,
+                      w_gb, ops);
+    return rc;
+}
+
+/* Megatron's scatter/gather of pipeline messages without sequence parallelism (the model's p2p time):
+ * each tensor rank receives 1/tp of the replicated block output and the tensor group all-gathers it
+ * before the pass begins. */
+static int p2p_gather(builder_t *b, const step_sched_item_t *it, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    const double bytes = s->est.block.output_gb * 1e9;
+    double t = 0.0;
+    int rc = SIM_OK;
+    if (s->fixed_group[STEP_GROUP_TP])
+        rc = step_fixed_time(s, STEP_GROUP_TP, MODEL_COLL_ALLGATHER, bytes, 0, &t);
+    return rc ? rc : chain_coll(b, STEP_GROUP_TP, MODEL_COLL_ALLGATHER, bytes, 0, -1, it, t, ops);
+}
+
+static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *ops2) {
+    step_t *s = b->s;
+    const int32_t L = s->layers_per_stage, lc = s->chunk_blocks;
+    char *seen = calloc((size_t)L, 1);
+    int32_t *bwd_count = calloc((size_t)L, sizeof *bwd_count);
+    char seen_edge[STEP_PARTS] = {0, 0, 0};
+    int32_t done_edge[STEP_PARTS] = {0, 0, 0};
+    int rc = seen && bwd_count ? SIM_OK : step_fail(s, SIM_ENOMEM, "step: out of memory");
+    b->stage = p;
+    b->gpus = s->stage_gpus + (int64_t)p * b->n;
+    for (int32_t j = 0; j < b->n; j++) {
+        b->tail[j] = b->tail2[j] = b->pend[j] = b->last_rs[j] = -1;
+        b->tail_stream[j] = STEP_STREAM_COMPUTE;
+    }
+    b->acc_open = 0;
+    const int gather = s->job.compat == MODEL_COMPAT_CORRECTED &&
+                       s->job.training.sequence_parallel == MODEL_SEQPAR_OFF &&
+                       step_group_size(s, STEP_GROUP_TP) > 1;
+    const step_sched_item_t *items = b->items + (int64_t)p * b->n_items;
+    for (int64_t i = 0; i < b->n_items && !rc; i++) {
+        const step_sched_item_t *it = &items[i];
+        /* the first and the last virtual stage run the edge layers */
+        const int vs_first = s->emb && p == 0 && it->chunk == 0;
+        const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
+        const int receives =
+            it->pass ? !(p == s->pp - 1 && it->chunk == s->v - 1) : !(p == 0 && it->chunk == 0);
+        b->cur_item = i;
+        b->acc_pass = it->pass;
+        b->acc_chunk = it->chunk;
+        b->acc_mb = it->microbatch;
+        if (gather && receives)
+            rc = p2p_gather(b, it, ops);
+        const step_part_t before = it->pass ? STEP_PART_OUTPUT : STEP_PART_EMBEDDING;
+        if (!rc && (it->pass ? vs_last : vs_first))
+            rc = part_with_dp(b, it, before, -1, &seen_edge[before], &done_edge[before], ops, ops2);
+        for (int32_t k = 0; k < lc && !rc; k++) {
+            const int32_t block = it->chunk * lc + (it->pass ? lc - 1 - k : k);
+            rc = part_with_dp(b, it, STEP_PART_BLOCK, block, &seen[block], &bwd_count[block], ops, ops2);
+        }
+        const step_part_t after = it->pass ? STEP_PART_EMBEDDING : STEP_PART_OUTPUT;
+        if (!rc && (it->pass ? vs_first : vs_last))
+            rc = part_with_dp(b, it, after, -1, &seen_edge[after], &done_edge[after], ops, ops2);
+        if (!rc)
+            rc = flush(b);
+        for (int32_t j = 0; j < b->n && !rc; j++) /* trailing SUMMA panels end the item too */
+            b->last2[((int64_t)p * b->n_items + i) * b->n + j] = b->tail2[j];
+    }
+    b->cur_item = -1;
+    /* allreduce: the stage's gradients, all at once after its last backward */
+    if (!rc && s->dp_comm == MODEL_DP_ALLREDUCE)
+        rc = dp_after(b, NULL, MODEL_COLL_ALLREDUCE, step_stage_weights_gb(s, p), ops);
+    for (int32_t j = 0; j < b->n && !rc; j++)
+        b->fin[(int64_t)p * b->n + j] = b->last_rs[j] >= 0 ? b->last_rs[j] : b->tail[j];
+    /* the optimizer step: the model's time on the stage with the most weights, scaled to this one's */
+    double w_max = 0.0;
+    for (int32_t q = 0; q < s->pp; q++)
+        w_max = fmax(w_max, step_stage_weights_gb(s, q));
+    const double opt_s = w_max > 0.0 ? s->optimizer_s * (step_stage_weights_gb(s, p) / w_max) : 0.0;
+    if (!rc && opt_s > 0.0) {
+        for (int32_t j = 0; j < b->n && !rc; j++) {
+            sim_op_id_t op;
+            rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, opt_s, "optimizer", &op);
+            if (rc) {
+                rc = engine_fail(b, rc);
+                break;
+            }
+            if ((rc = reserve(b)))
+                break;
+            step_meta_t *m = meta_new(b, op);
+            m->gpu = b->gpus[j];
+            m->kind = STEP_OP_OPTIMIZER;
+            m->pass = 2;
+            rc = chain_add(b, j, op, STEP_STREAM_COMPUTE);
+            if (!rc)
+                rc = depend(b, op, b->last_rs[j]);
+            b->opt[(int64_t)p * b->n + j] = op;
+        }
+    }
+    free(seen);
+    free(bwd_count);
+    return rc;
+}
+
+/* The tied word embedding (pp > 1): after its gradient work, every GPU of the first stage all-reduces
+ * the embedding's gradient with its counterpart on the last stage (Megatron's embedding group), before
+ * either runs its optimizer step. */
+static int embedding_sync(builder_t *b) {
+    step_t *s = b->s;
+    if (!s->emb || s->pp < 2)
+        return SIM_OK;
+    double emb_gb = 0.0;
+    const model_block_t *blk = &s->est.block;
+    for (int i = 0; i < blk->n_edges; i++)
+        if (blk->edges[i].module == MODEL_MODULE_OUTPUT && blk->edges[i].tensor_core)
+            emb_gb = blk->edges[i].weights_gb;
+    if (emb_gb <= 0.0)
+        return SIM_OK;
+    const int32_t ends[2] = {0, s->pp - 1};
+    for (int32_t j = 0; j < b->n; j++) {
+        int32_t gpus[2];
+        sim_op_id_t mem[2];
+        for (int e = 0; e < 2; e++)
+            gpus[e] = s->stage_gpus[(int64_t)ends[e] * b->n + j];
+        const sim_coll_desc_t d = {.op = SIM_COLL_ALLREDUCE,
+                                   .algo = SIM_ALGO_AUTO,
+                                   .fidelity = SIM_FIDELITY_DEFAULT,
+                                   .use_default_mode = 1,
+                                   .size_bytes = emb_gb * 1e9,
+                                   .gpus = gpus,
+                                   .n_gpus = 2,
+                                   .stream = STEP_STREAM_DP,
+                                   .name = "embedding sync"};
+        int rc = sim_coll_add(b->e, &d, mem, NULL);
+        if (rc)
+            return engine_fail(b, rc);
+        if ((rc = reserve(b)))
+            return rc;
+        for (int e = 0; e < 2 && !rc; e++) {
+            const int64_t k = (int64_t)ends[e] * b->n + j;
+            b->stage = ends[e];
+            comm_meta(b, mem[e], gpus[e], STEP_GROUP_DP, MODEL_COLL_ALLREDUCE, emb_gb * 1e9, 0, 1, -1, -1);
+            rc = depend(b, mem[e], b->fin[k]);
+            if (!rc)
+                rc = depend(b, b->opt[k], mem[e]);
+        }
+        if (rc)
+            return rc;
+    }
+    return SIM_OK;
+}
+
+/* ---- pipeline messages ----------------------------------------------------------------------------- */
+
+static int hop(const step_t *s, int32_t p, int32_t c, int dir, int32_t *q, int32_t *c2) {
+    if (dir > 0) {
+        if (p < s->pp - 1) {
+            *q = p + 1;
+            *c2 = c;
+            return 1;
+        }
+        if (c < s->v - 1) {
+            *q = 0;
+            *c2 = c + 1;
+            return 1;
+        }
+        return 0;
+    }
+    if (p > 0) {
+        *q = p - 1;
+        *c2 = c;
+        return 1;
+    }
+    if (c > 0) {
+        *q = s->pp - 1;
+        *c2 = c - 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int32_t item_pos(const builder_t *b, int32_t p, int pass, int32_t c, int32_t mb) {
+    const step_t *s = b->s;
+    return b->pos[(((int64_t)p * 2 + pass) * s->v + c) * s->m + mb];
+}
+
+static int messages(builder_t *b) {
+    step_t *s = b->s;
+    const double bytes = s->est.summary.p2p_volume_gb * 1e9;
+    static const char *const NAMES[2][2] = {{"send activation", "recv activation"},
+                                            {"send gradient", "recv gradient"}};
+    for (int32_t p = 0; p < s->pp; p++) {
+        b->stage = p;
+        for (int64_t i = 0; i < b->n_items; i++) {
+            const step_sched_item_t *it = &b->items[(int64_t)p * b->n_items + i];
+            int32_t q, c2;
+            if (!hop(s, p, it->chunk, it->pass ? -1 : 1, &q, &c2))
+                continue;
+            const int32_t i2 = item_pos(b, q, it->pass, c2, it->microbatch);
+            const int32_t ss = it->pass ? STEP_STREAM_SEND_PREV : STEP_STREAM_SEND_NEXT;
+            const int32_t rs = it->pass ? STEP_STREAM_RECV_NEXT : STEP_STREAM_RECV_PREV;
+            const double hop_s = s->cfg.comm == SIM_COMM_ANALYTIC ? step_hop_s(s, p, q) : 0.0;
+            for (int32_t j = 0; j < b->n; j++) {
+                const int32_t src = s->stage_gpus[(int64_t)p * b->n + j],
+                              dst = s->stage_gpus[(int64_t)q * b->n + j];
+                const int64_t k = ((int64_t)p * b->n_items + i) * b->n + j;
+                const int32_t producer = b->last[k], producer2 = b->last2[k];
+                const int32_t consumer = b->first[((int64_t)q * b->n_items + i2) * b->n + j];
+                int32_t after = -1;
+                if (i + 1 < b->n_items)
+                    after = b->first[((int64_t)p * b->n_items + i + 1) * b->n + j];
+                else
+                    after = b->opt[(int64_t)p * b->n + j];
+                sim_op_id_t snd, rcv;
+                int rc;
+                /* Analytic mode: a real message (so traces draw its arrow) whenever the engine's own
+                 * analytic time for it rounds to the hop time wanted here; else two fixed-time ends
+                 * that start together (the receive is posted early either way). */
+                int fixed_pair = 0;
+                if (s->cfg.comm == SIM_COMM_ANALYTIC) {
+                    const int same = src / s->gpus_per_domain == dst / s->gpus_per_domain;
+                    const double engine_s = model_collective_time_s(
+                        &s->job.system, s->job.compat, MODEL_COLL_P2P, bytes * 1e-9, 2, same ? 2 : 1);
+                    fixed_pair = sim_s_to_ps(engine_s) != sim_s_to_ps(hop_s);
+                }
+                if (fixed_pair) {
+                    rc = sim_op_compute(b->e, src, ss, hop_s, NAMES[it->pass][0], &snd);
+                    if (!rc)
+                        rc = sim_op_compute(b->e, dst, rs, hop_s, NAMES[it->pass][1], &rcv);
+                } else {
+                    rc = sim_p2p_add(b->e, src, ss, dst, rs, bytes, NAMES[it->pass][0], &snd, &rcv);
+                }
+                if (rc)
+                    return engine_fail(b, rc);
+                if ((rc = reserve(b)))
+                    return rc;
+                for (int e = 0; e < 2; e++) {
+                    const sim_op_id_t op = e ? rcv : snd;
+                    step_meta_t *m = meta_new(b, op);
+                    m->stage = e ? q : p;
+                    m->gpu = e ? dst : src;
+                    m->kind = STEP_OP_PP;
+                    m->group = 3;
+                    m->coll_op = MODEL_COLL_P2P;
+                    m->comm_gb = bytes * 1e-9;
+                    m->fixed = (int8_t)fixed_pair;
+                    m->pass = (int8_t)it->pass;
+                    m->chunk = e ? c2 : it->chunk;
+                    m->microbatch = it->microbatch;
+                }
+                rc = depend(b, snd, producer);
+                if (!rc)
+                    rc = depend(b, snd, producer2);
+                if (!rc && fixed_pair)
+                    rc = depend(b, rcv, producer);
+                if (!rc && fixed_pair)
+                    rc = depend(b, rcv, producer2);
+                if (!rc)
+                    rc = depend(b, consumer, rcv);
+                if (!rc && !s->cfg.p2p_async)
+                    rc = depend(b, after, snd);
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    return SIM_OK;
+}
+
+/* ---- setup -------------------------------------------------------------------------------------------- */
+
+/* Stage-local index of the free coordinates of x (TP, CP, DP, innermost first). */
+static int32_t local_index(const step_t *s, const int64_t x[STEP_DIM_COUNT]) {
+    static const step_dim_t order[3] = {STEP_DIM_TP, STEP_DIM_CP, STEP_DIM_DP};
+    int64_t j = 0, stride = 1;
+    for (int i = 0; i < 3; i++) {
+        const step_dim_t d = order[i];
+        if (s->collapsed_dim[d])
+            continue;
+        j += x[d] * stride;
+        stride *= s->n[d];
+    }
+    return (int32_t)j;
+}
+
+/* groups[g]: every stage-local index once, group after group, members in rank order. */
+static int stage_groups(builder_t *b) {
+    step_t *s = b->s;
+    for (int g = 0; g < STEP_GROUP_COUNT; g++) {
+        b->groups[g] = NULL;
+        b->group_size[g] = 0;
+        if (s->fixed_group[g])
+            continue;
+        int dims[STEP_DIM_COUNT];
+        const int nd = step_group_dims(s, (step_group_t)g, dims);
+        const int32_t sz = (int32_t)step_group_size(s, (step_group_t)g);
+        b->group_size[g] = sz;
+        b->groups[g] = malloc((size_t)b->n * sizeof *b->groups[g]);
+        if (!b->groups[g])
+            return step_fail(s, SIM_ENOMEM, "step: out of memory");
+        int32_t used = 0;
+        for (int32_t j = 0; j < b->n; j++) {
+            /* the leader of j's group: coordinates of j with the group's dims at 0 */
+            int64_t x[STEP_DIM_COUNT] = {0, 0, 0, 0}, rem = j;
+            static const step_dim_t order[3] = {STEP_DIM_TP, STEP_DIM_CP, STEP_DIM_DP};
+            for (int i = 0; i < 3; i++)
+                if (!s->collapsed_dim[order[i]]) {
+                    x[order[i]] = rem % s->n[order[i]];
+                    rem /= s->n[order[i]];
+                }
+            int leader = 1;
+            for (int k = 0; k < nd; k++)
+                leader &= x[dims[k]] == 0;
+            if (!leader)
+                continue;
+            for (int32_t r = 0; r < sz; r++) { /* mixed radix over the group's dims, first fastest */
+                int32_t q = r;
+                for (int k = 0; k < nd; k++) {
+                    x[dims[k]] = q % s->n[dims[k]];
+                    q /= (int32_t)s->n[dims[k]];
+                }
+                b->groups[g][used++] = local_index(s, x);
+            }
+        }
+        if (used != b->n)
+            return step_fail(s, SIM_EINVAL, "step: group %d covers %d of %d GPUs of a stage", g, used, b->n);
+    }
+    return SIM_OK;
+}
+
+static void builder_free(builder_t *b) {
+    free(b->tail);
+    free(b->tail_stream);
+    free(b->tail2);
+    free(b->pend);
+    free(b->last_rs);
+    for (int g = 0; g < STEP_GROUP_COUNT; g++)
+        free(b->groups[g]);
+    free(b->gbuf);
+    free(b->obuf);
+    free(b->items);
+    free(b->pos);
+    free(b->first);
+    free(b->last);
+    free(b->last2);
+    free(b->opt);
+    free(b->fin);
+}
+
+/* The fixed times of every plan segment: a COLL segment's collective, a SUMMA layer's exposed
+ * communication. Reference: panel 0 exposed, then the GEMM beside all nb panels (the model's rule,
+ * seed-model.md 5.3). Corrected: the panels pipelined with nb GEMM slices. */
+static int precompute(step_t *s) {
+    const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
+    for (int part = 0; part < STEP_PARTS; part++)
+        for (int pass = 0; pass < 2; pass++) {
+            const step_plan_t *plan = &s->plans[part][pass];
+            double *fixed_s = s->seg_fixed_s[part][pass];
+            for (int k = 0; k < plan->n; k++) {
+                const step_seg_t *seg = &plan->seg[k];
+                const model_layer_t *ly = step_layer(s, seg->layer0);
+                const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+                fixed_s[k] = 0.0;
+                int rc = SIM_OK;
+                if (seg->kind == STEP_SEG_COLL) {
+                    const model_coll_t *c = &ps->colls[seg->coll];
+                    const step_group_t g = step_group_of(c->group);
+                    if (s->fixed_group[g])
+                        rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &fixed_s[k]);
+                } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
+                           s->fixed_group[STEP_GROUP_CP]) {
+                    double p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
+                    for (int i = 0; i < (int)nb && !rc; i++) {
+                        double p = 0.0;
+                        for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS && !rc; c++) {
+                            const model_coll_t *mc = &ps->colls[c];
+                            double tc = 0.0;
+                            rc =
+                                step_fixed_time(s, step_group_of(mc->group), mc->op, mc->volume_gb / nb * 1e9,
+                                                i % (int)(mc->group_size > 0 ? mc->group_size : 1), &tc);
+                            p += tc;
+                        }
+                        p0 = i == 0 ? p : p0;
+                        sum += p;
+                        comm_end += p;
+                        g_end = fmax(g_end, comm_end) + seg->dur_s / nb;
+                    }
+                    const double total =
+                        s->job.compat == MODEL_COMPAT_REFERENCE ? p0 + fmax(seg->dur_s, sum) : g_end;
+                    fixed_s[k] = fmax(total - seg->dur_s, 0.0);
+                }
+                if (rc)
+                    return rc;
+            }
+        }
+    return SIM_OK;
+}
+
+int step_build(step_t *s) {
+    builder_t b;
+    memset(&b, 0, sizeof b);
+    b.s = s;
+    b.e = s->e;
+    b.n = s->per_stage;
+    b.cur_item = -1;
+    b.n_items = 2 * (int64_t)s->m * s->v;
+    const size_t n = (size_t)b.n, nit = (size_t)b.n_items, pp = (size_t)s->pp;
+    int64_t max_group = 1;
+    for (int g = 0; g < STEP_GROUP_COUNT; g++)
+        if (step_group_size(s, (step_group_t)g) > max_group)
+            max_group = step_group_size(s, (step_group_t)g);
+    b.tail = malloc(n * sizeof *b.tail);
+    b.tail_stream = malloc(n * sizeof *b.tail_stream);
+    b.tail2 = malloc(n * sizeof *b.tail2);
+    b.pend = malloc(n * sizeof *b.pend);
+    b.last_rs = malloc(n * sizeof *b.last_rs);
+    b.gbuf = malloc((size_t)max_group * sizeof *b.gbuf);
+    b.obuf = malloc((size_t)max_group * sizeof *b.obuf);
+    b.items = malloc(pp * nit * sizeof *b.items);
+    b.pos = malloc(pp * 2 * (size_t)s->v * (size_t)s->m * sizeof *b.pos);
+    b.first = malloc(pp * nit * n * sizeof *b.first);
+    b.last = malloc(pp * nit * n * sizeof *b.last);
+    b.last2 = malloc(pp * nit * n * sizeof *b.last2);
+    b.opt = malloc(pp * n * sizeof *b.opt);
+    b.fin = malloc(pp * n * sizeof *b.fin);
+    sim_op_id_t *ops = malloc(n * sizeof *ops), *ops2 = malloc(n * sizeof *ops2);
+    int rc = SIM_OK;
+    if (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf || !b.items ||
+        !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2)
+        rc = step_fail(s, SIM_ENOMEM,
+                       "step: out of memory for the schedule of %lld passes x %d GPUs per stage",
+                       (long long)(pp * nit), b.n);
+    if (!rc)
+        rc = precompute(s);
+    if (!rc)
+        rc = stage_groups(&b);
+    for (int32_t p = 0; p < s->pp && !rc; p++) {
+        step_sched_item_t *it = b.items + (int64_t)p * b.n_items;
+        if (step_schedule_order(s->cfg.schedule, s->pp, s->v, s->m, p, it) != SIM_OK)
+            rc = step_fail(s, SIM_EINVAL, "schedule: %s with pp %d, v %d, %d microbatches is not defined",
+                           step_schedule_name(s->cfg.schedule), s->pp, s->v, s->m);
+        for (int64_t i = 0; i < b.n_items && !rc; i++)
+            b.pos[(((int64_t)p * 2 + it[i].pass) * s->v + it[i].chunk) * s->m + it[i].microbatch] =
+                (int32_t)i;
+    }
+    if (!rc) {
+        memset(b.first, 0xff, pp * nit * n * sizeof *b.first);
+        memset(b.last, 0xff, pp * nit * n * sizeof *b.last);
+        memset(b.last2, 0xff, pp * nit * n * sizeof *b.last2);
+        memset(b.opt, 0xff, pp * n * sizeof *b.opt);
+        memset(b.fin, 0xff, pp * n * sizeof *b.fin);
+    }
+    for (int32_t p = 0; p < s->pp && !rc; p++)
+        rc = build_stage(&b, p, ops, ops2);
+    if (!rc)
+        rc = embedding_sync(&b);
+    if (!rc)
+        rc = messages(&b);
+    free(ops);
+    free(ops2);
+    builder_free(&b);
+    return rc;
+}
+
+/* ---- the operation estimate ----------------------------------------------------------------------- */
+
+/* Operations one GPU emits for one block pass. */
+static double block_ops(const step_t *s, step_part_t part, int pass, const int fixed[STEP_GROUP_COUNT],
+                        step_granularity_t gran) {
+    const step_plan_t *plan = &s->plans[part][pass];
+    const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
+    double ops = 0.0;
+    for (int k = 0; k < plan->n; k++) {
+        const step_seg_t *seg = &plan->seg[k];
+        const model_layer_t *ly = step_layer(s, seg->layer0);
+        const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+        if (seg->kind == STEP_SEG_COMPUTE) {
+            ops += 1.0;
+        } else if (seg->kind == STEP_SEG_COLL) {
+            const int f = fixed[step_group_of(ps->colls[seg->coll].group)];
+            ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : 1.0;
+        } else {
+            const int f = fixed[STEP_GROUP_TP] && fixed[STEP_GROUP_CP];
+            ops += f ? 2.0 : (nb + 1.0) * ps->n_colls + nb;
+        }
+    }
+    return ops;
+}
+
+int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granularity_t gran) {
+    int fixed[STEP_GROUP_COUNT] = {0, 0, 0};
+    double gpus = (double)s->gpus;
+    if (level == STEP_STAGES) {
+        fixed[0] = fixed[1] = fixed[2] = 1;
+        gpus = (double)s->pp;
+    } else if (level == STEP_RAILS) {
+        fixed[STEP_GROUP_TP] = 1;
+        fixed[STEP_GROUP_CP] = s->job.par.strategy == MODEL_STRATEGY_2D;
+        gpus /= (double)s->n[STEP_DIM_TP] * (fixed[STEP_GROUP_CP] ? (double)s->n[STEP_DIM_CP] : 1.0);
+    }
+    const int all_fixed = fixed[0] && fixed[1] && (fixed[2] || s->job.par.strategy != MODEL_STRATEGY_2D_SEQP);
+    const double passes = (double)s->m * (double)s->layers_per_stage; /* block passes per direction */
+    double per_gpu;
+    if (gran == STEP_GRANULARITY_MICROBATCH && all_fixed)
+        per_gpu = 2.0 * s->m * s->v + 4.0 * s->layers_per_stage;
+    else
+        per_gpu = passes * (block_ops(s, STEP_PART_BLOCK, 0, fixed, gran) +
+                            block_ops(s, STEP_PART_BLOCK, 1, fixed, gran));
+    /* the edge layers (on the end stages; counted as if on every one), the p2p all-gathers without
+     * sequence parallelism */
+    for (int part = STEP_PART_EMBEDDING; part < STEP_PARTS; part++)
+        per_gpu += (double)s->m * (block_ops(s, (step_part_t)part, 0, fixed, gran) +
+                                   block_ops(s, (step_part_t)part, 1, fixed, gran));
+    if (s->job.compat == MODEL_COMPAT_CORRECTED && s->job.training.sequence_parallel == MODEL_SEQPAR_OFF)
+        per_gpu += 2.0 * s->m * s->v;
+    /* messages, data parallel, optimizer; the edges' data parallel and the embedding sync */
+    per_gpu += 4.0 * s->m * s->v + 2.0 * s->layers_per_stage + 1.0 + (s->emb ? 6.0 : 0.0);
+    const double total = per_gpu * gpus;
+    return total > 9e18 ? INT64_MAX : (int64_t)total;
+}

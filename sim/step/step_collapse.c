@@ -1,0 +1,364 @@
+/* step_collapse.c - when one tensor rank ("rail") of every stage and replica stands exactly for all of
+ * them in network mode, and the idle-network time of the collectives that collapsing takes off the
+ * network.
+ *
+ * Collapsing the tensor ranks is exact when (1) the links any two members of a tensor group might
+ * use (every ordered pair is routed, whatever the algorithm) carry no other group's traffic: no
+ * other tensor group's of the same kind, no data-, context- or pipeline-parallel traffic; groups of
+ * different kinds (2D SUMMA's rows and columns) may share links only where they share a GPU, since
+ * a GPU runs its tensor collectives one after another; (2) the other traffic of different rails
+ * (data-parallel, pipeline, and the tied embedding's all-reduce between the first and the last
+ * stage) uses disjoint links; and (3) shifting every rank's tensor coordinate by one maps every route of
+ * that traffic onto another route link for link (one consistent, one-to-one link map with equal
+ * capacities and latencies, and NVLink-domain membership preserved), so every rail sees the same
+ * network. Then every rail's timeline is the same and a tensor collective takes the same time as on
+ * an idle network, which step_measure measures once per collective kind, on every group at once,
+ * checking that all groups agree. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "step_internal.h"
+
+/* The most routes the check looks up (about 0.1 us each). */
+#define MAX_CHECKED_ROUTES 1e8
+
+typedef struct check {
+    step_t *s;
+    int n_k;
+    step_dim_t k[2];         /* collapsed dims */
+    int32_t *owner[2];      /* per fixed kind: the group (its leader GPU) using a link, -1 */
+    int32_t *rail;          /* rail using a link (non-fixed traffic), -1 */
+    int32_t *lambda[2];     /* per generator: link map, -1 unset */
+    int32_t *lambda_inv[2]; /* its inverse */
+    int32_t *members;
+    char *note;
+    size_t note_size;
+    int failed;
+} check_t;
+
+static int fail(check_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(check_t *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->note, c->note_size, fmt, ap);
+    va_end(ap);
+    c->failed = 1;
+    return 1;
+}
+
+static int route(const step_t *s, int32_t a, int32_t b, int32_t *links) {
+    return s->net.route(s->net.route_ctx, a, b, links, SIM_ROUTE_MAX);
+}
+
+static int is_leader(const step_t *s, step_group_t g, const int64_t x[STEP_DIM_COUNT]) {
+    int dims[STEP_DIM_COUNT];
+    const int nd = step_group_dims(s, g, dims);
+    for (int i = 0; i < nd; i++)
+        if (x[dims[i]] != 0)
+            return 0;
+    return 1;
+}
+
+/* The rail of a rank: its collapsed coordinates as one number. */
+static int32_t rail_of(const check_t *c, const int64_t x[STEP_DIM_COUNT]) {
+    int64_t r = 0, stride = 1;
+    for (int i = 0; i < c->n_k; i++) {
+        r += x[c->k[i]] * stride;
+        stride *= c->s->n[c->k[i]];
+    }
+    return (int32_t)r;
+}
+
+/* (1): tensor groups of kind slot (0: TP, 1: CP in 2d) own their links. */
+static int fixed_links(check_t *c, int slot, step_group_t g) {
+    step_t *s = c->s;
+    int32_t buf[SIM_ROUTE_MAX];
+    for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
+        int64_t x[STEP_DIM_COUNT];
+        step_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
+        if (!is_leader(s, g, x))
+            continue;
+        const int32_t n = step_group_members(s, g, x, c->members);
+        for (int32_t i = 0; i < n; i++)
+            for (int32_t j = 0; j < n; j++) {
+                if (i == j)
+                    continue;
+                const int len = route(s, c->members[i], c->members[j], buf);
+                if (len < 1)
+                    return fail(c, "no route from GPU %d to GPU %d", c->members[i], c->members[j]);
+                for (int l = 0; l < len; l++) {
+                    int32_t *o = &c->owner[slot][buf[l]];
+                    if (*o < 0)
+                        *o = gpu;
+                    else if (*o != gpu)
+                        return fail(c, "the %s groups of GPUs %d and %d share link %d", slot ? "cp" : "tp",
+                                    *o, gpu, buf[l]);
+                }
+            }
+    }
+    return 0;
+}
+
+/* SUMMA rows and columns may share a link only within one tensor block (same stage and replica). */
+static int cross_kind(check_t *c) {
+    const step_t *s = c->s;
+    for (int32_t l = 0; l < s->net.n_links; l++) {
+        const int32_t a = c->owner[0][l], b = c->owner[1][l];
+        if (a < 0 || b < 0)
+            continue;
+        int64_t xa[STEP_DIM_COUNT], xb[STEP_DIM_COUNT];
+        step_placement_coords(&s->cfg.placement, &s->job.par, a, xa);
+        step_placement_coords(&s->cfg.placement, &s->job.par, b, xb);
+        if (xa[STEP_DIM_PP] != xb[STEP_DIM_PP] || xa[STEP_DIM_DP] != xb[STEP_DIM_DP])
+            return fail(c, "tensor groups of different stages or replicas share link %d", l);
+    }
+    return 0;
+}
+
+/* The shifted GPU: collapsed coordinate k plus one. */
+static int32_t shifted(const check_t *c, int gen, int32_t gpu) {
+    int64_t x[STEP_DIM_COUNT];
+    step_placement_coords(&c->s->cfg.placement, &c->s->job.par, gpu, x);
+    const step_dim_t d = c->k[gen];
+    x[d] = (x[d] + 1) % c->s->n[d];
+    return step_gpu(c->s, x);
+}
+
+/* (2) and (3) for one pair of non-tensor traffic. */
+static int other_pair(check_t *c, int32_t a, int32_t b, const char *what) {
+    step_t *s = c->s;
+    int32_t r1[SIM_ROUTE_MAX], r2[SIM_ROUTE_MAX];
+    const int len = route(s, a, b, r1);
+    if (len < 1)
+        return fail(c, "no route from GPU %d to GPU %d", a, b);
+    int64_t x[STEP_DIM_COUNT];
+    step_placement_coords(&s->cfg.placement, &s->job.par, a, x);
+    const int32_t rail = rail_of(c, x);
+    for (int l = 0; l < len; l++) {
+        const int32_t id = r1[l];
+        if (c->owner[0][id] >= 0 || (c->n_k > 1 && c->owner[1][id] >= 0))
+            return fail(c, "tensor traffic shares link %d with %s traffic", id, what);
+        if (c->rail[id] < 0)
+            c->rail[id] = rail;
+        else if (c->rail[id] != rail)
+            return fail(c, "the %s traffic of tensor ranks %d and %d shares link %d", what, c->rail[id], rail,
+                        id);
+    }
+    const int32_t g = s->gpus_per_domain;
+    for (int gen = 0; gen < c->n_k; gen++) {
+        const int32_t sa = shifted(c, gen, a), sb = shifted(c, gen, b);
+        if ((a / g == b / g) != (sa / g == sb / g))
+            return fail(c, "shifting the %s rank changes which %s pairs share an NVLink domain",
+                        step_dim_name(c->k[gen]), what);
+        const int len2 = route(s, sa, sb, r2);
+        if (len2 != len)
+            return fail(c, "the routes %d->%d and %d->%d differ in length", a, b, sa, sb);
+        for (int l = 0; l < len; l++) {
+            int32_t *m = &c->lambda[gen][r1[l]], *mi = &c->lambda_inv[gen][r2[l]];
+            if ((*m >= 0 && *m != r2[l]) || (*mi >= 0 && *mi != r1[l]))
+                return fail(c, "the %s routes of different tensor ranks do not map onto each other (link %d)",
+                            what, r1[l]);
+            if (s->net.capacity_bytes_per_s[r1[l]] != s->net.capacity_bytes_per_s[r2[l]] ||
+                s->net.latency_s[r1[l]] != s->net.latency_s[r2[l]])
+                return fail(c, "links %d and %d of shifted %s routes differ in capacity or latency", r1[l],
+                            r2[l], what);
+            *m = r2[l];
+            *mi = r1[l];
+        }
+    }
+    return 0;
+}
+
+static int group_pairs(check_t *c, step_group_t g, const char *what) {
+    step_t *s = c->s;
+    if (step_group_size(s, g) <= 1)
+        return 0;
+    for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
+        int64_t x[STEP_DIM_COUNT];
+        step_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
+        if (!is_leader(s, g, x))
+            continue;
+        const int32_t n = step_group_members(s, g, x, c->members);
+        for (int32_t i = 0; i < n; i++)
+            for (int32_t j = 0; j < n; j++)
+                if (i != j && other_pair(c, c->members[i], c->members[j], what))
+                    return 1;
+    }
+    return 0;
+}
+
+static int pipeline_pairs(check_t *c) {
+    step_t *s = c->s;
+    if (s->pp <= 1)
+        return 0;
+    for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
+        int64_t x[STEP_DIM_COUNT];
+        step_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
+        if (x[STEP_DIM_PP] == s->pp - 1 && s->v <= 1)
+            continue;
+        x[STEP_DIM_PP] = (x[STEP_DIM_PP] + 1) % s->pp;
+        const int32_t next = step_gpu(s, x);
+        if (other_pair(c, gpu, next, "pipeline") || other_pair(c, next, gpu, "pipeline"))
+            return 1;
+    }
+    return 0;
+}
+
+/* The tied embedding's gradient all-reduce between every first-stage GPU and its last-stage
+ * counterpart. */
+static int embedding_pairs(check_t *c) {
+    step_t *s = c->s;
+    if (!s->emb || s->pp <= 1)
+        return 0;
+    for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
+        int64_t x[STEP_DIM_COUNT];
+        step_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
+        if (x[STEP_DIM_PP] != 0)
+            continue;
+        x[STEP_DIM_PP] = s->pp - 1;
+        const int32_t last = step_gpu(s, x);
+        if (other_pair(c, gpu, last, "embedding") || other_pair(c, last, gpu, "embedding"))
+            return 1;
+    }
+    return 0;
+}
+
+int step_rails_exact(step_t *s, char *note, size_t note_size) {
+    if (s->net.route_load) {
+        /* UGAL routes each flow by the load of every rail's flows: one rail alone would see less */
+        snprintf(note, note_size, "adaptive routing chooses routes by the load of every rail");
+        return 0;
+    }
+    check_t c;
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.note = note;
+    c.note_size = note_size;
+    c.k[c.n_k++] = STEP_DIM_TP;
+    const int two_d = s->job.par.strategy == MODEL_STRATEGY_2D;
+    if (two_d)
+        c.k[c.n_k++] = STEP_DIM_CP;
+    const size_t nl = (size_t)(s->net.n_links > 0 ? s->net.n_links : 1);
+    int64_t max_group = 1;
+    for (int g = 0; g < STEP_GROUP_COUNT; g++)
+        if (step_group_size(s, (step_group_t)g) > max_group)
+            max_group = step_group_size(s, (step_group_t)g);
+    c.members = malloc((size_t)max_group * sizeof *c.members);
+    c.rail = malloc(nl * sizeof *c.rail);
+    int ok = c.members && c.rail;
+    for (int i = 0; i < 2 && ok; i++) {
+        c.owner[i] = malloc(nl * sizeof *c.owner[i]);
+        c.lambda[i] = malloc(nl * sizeof *c.lambda[i]);
+        c.lambda_inv[i] = malloc(nl * sizeof *c.lambda_inv[i]);
+        ok = c.owner[i] && c.lambda[i] && c.lambda_inv[i];
+        if (ok) {
+            memset(c.owner[i], 0xff, nl * sizeof *c.owner[i]);
+            memset(c.lambda[i], 0xff, nl * sizeof *c.lambda[i]);
+            memset(c.lambda_inv[i], 0xff, nl * sizeof *c.lambda_inv[i]);
+        }
+    }
+    int exact = 0;
+    if (!ok) {
+        step_fail(s, SIM_ENOMEM, "step: out of memory for the collapse check");
+    } else {
+        memset(c.rail, 0xff, nl * sizeof *c.rail);
+        /* every ordered pair of every group is routed (twice more for the shifts): keep it bounded */
+        double pairs = (double)s->gpus * (double)(step_group_size(s, STEP_GROUP_TP) +
+                                                  (two_d ? step_group_size(s, STEP_GROUP_CP) : 0));
+        pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_DP) * (1.0 + c.n_k);
+        if (s->job.par.strategy == MODEL_STRATEGY_2D_SEQP)
+            pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_CP) * (1.0 + c.n_k);
+        if (pairs > MAX_CHECKED_ROUTES)
+            fail(&c, "not checked: %.3g routes to compare (more than %.3g)", pairs, MAX_CHECKED_ROUTES);
+        const int bad = c.failed || fixed_links(&c, 0, STEP_GROUP_TP) ||
+                        (two_d && fixed_links(&c, 1, STEP_GROUP_CP)) || (two_d && cross_kind(&c)) ||
+                        group_pairs(&c, STEP_GROUP_DP, "data-parallel") ||
+                        (s->job.par.strategy == MODEL_STRATEGY_2D_SEQP &&
+                         group_pairs(&c, STEP_GROUP_CP, "context-parallel")) ||
+                        pipeline_pairs(&c) || embedding_pairs(&c);
+        exact = !bad;
+        if (exact)
+            snprintf(
+                note, note_size,
+                "exact: tensor groups own their links, and every tensor rank's other traffic uses its own, "
+                "isomorphic links");
+    }
+    free(c.members);
+    free(c.rail);
+    for (int i = 0; i < 2; i++) {
+        free(c.owner[i]);
+        free(c.lambda[i]);
+        free(c.lambda_inv[i]);
+    }
+    return exact;
+}
+
+int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root,
+                 double *out_s, int *agree) {
+    static const sim_coll_op_t OPS[] = {SIM_COLL_SENDRECV,      SIM_COLL_ALLREDUCE, SIM_COLL_ALLGATHER,
+                                        SIM_COLL_REDUCESCATTER, SIM_COLL_BROADCAST, SIM_COLL_REDUCE};
+    *out_s = 0.0;
+    *agree = 1;
+    if ((unsigned)op >= sizeof OPS / sizeof OPS[0] || op == MODEL_COLL_NONE)
+        return step_fail(s, SIM_EINVAL, "step: collective %s cannot be measured", model_coll_op_name(op));
+    const int64_t size = step_group_size(s, g);
+    if (size <= 1)
+        return SIM_OK;
+    sim_config_t ec = s->cfg.engine;
+    ec.comm_streams = 1;
+    ec.comm_mode = SIM_COMM_NETWORK;
+    ec.has_system = 1;
+    ec.system = s->job.system;
+    ec.compat = s->job.compat;
+    sim_engine_t *e = NULL;
+    char err[256];
+    int rc = sim_engine_new(&ec, &s->net, &e, err, sizeof err);
+    if (rc)
+        return step_fail(s, rc, "engine: %s", err);
+    int32_t *members = malloc((size_t)size * sizeof *members);
+    int32_t *colls = malloc(((size_t)s->gpus / (size_t)size + 1) * sizeof *colls);
+    int32_t n_colls = 0;
+    if (!members || !colls)
+        rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
+    for (int32_t gpu = 0; gpu < s->gpus && !rc; gpu++) {
+        int64_t x[STEP_DIM_COUNT];
+        step_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
+        if (!is_leader(s, g, x))
+            continue;
+        const int32_t n = step_group_members(s, g, x, members);
+        const sim_coll_desc_t d = {.op = OPS[op],
+                                   .algo = SIM_ALGO_AUTO,
+                                   .fidelity = SIM_FIDELITY_DEFAULT,
+                                   .mode = SIM_COMM_NETWORK,
+                                   .size_bytes = size_bytes,
+                                   .gpus = members,
+                                   .n_gpus = n,
+                                   .root = root % n,
+                                   .stream = 1};
+        rc = sim_coll_add(e, &d, NULL, &colls[n_colls++]);
+        if (rc)
+            rc = step_fail(s, rc, "step: measuring a %s: %s", model_coll_op_name(op),
+                           sim_engine_last_error(e));
+    }
+    if (!rc && (rc = sim_engine_run(e)))
+        rc = step_fail(s, rc, "step: measuring a %s: %s", model_coll_op_name(op), sim_engine_last_error(e));
+    sim_time_ps_t first = -1, worst = 0;
+    for (int32_t i = 0; i < n_colls && !rc; i++) {
+        sim_coll_result_t r;
+        sim_coll_result(e, colls[i], &r);
+        const sim_time_ps_t t = r.end_ps - r.start_ps;
+        if (first < 0)
+            first = t;
+        if (t - first > 1 || first - t > 1)
+            *agree = 0;
+        if (t > worst)
+            worst = t;
+    }
+    *out_s = sim_ps_to_s(worst);
+    free(members);
+    free(colls);
+    sim_engine_free(e);
+    return rc;
+}

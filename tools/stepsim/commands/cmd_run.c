@@ -1,0 +1,792 @@
+/* cmd_run.c - `stepsim run [SCENARIO.json] [--option value ...]`: simulate one training step event by
+ * event (sim/step*.c) and print where the time goes: the step time beside the closed-form estimate,
+ * the critical GPU's breakdown, memory peaks against the model, and the busiest links; optionally a
+ * Chrome trace (traces/).
+ *
+ * The scenario options are estimate's (applied through scenario_set_option, after the file); the
+ * run's own options choose the communication model, the schedule, the placement and what is traced.
+ * The network is the scenario's topology (--topology, else the file's "topology", else "ideal" built
+ * from the system and its NVLink domain); in analytic mode there is none.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "output.h"
+#include "step.h"
+#include "simpoint.h"
+#include "topo.h"
+#include "topo_json.h"
+#include "trace.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_LINKS 64
+
+/* ---- options ------------------------------------------------------------------------------------ */
+
+typedef enum { OPT_SCENARIO, OPT_RUN, OPT_FLAG } opt_kind_t;
+
+typedef struct run_option {
+    const char *name, *arg, *def, *help;
+    opt_kind_t kind;
+} run_option_t;
+
+static const run_option_t OPTS[] = {
+    {"--model", "NAME|JSON", "gpt3_1T", "model preset or inline JSON object (scenario: model)", OPT_SCENARIO},
+    {"--system", "NAME|JSON", "A100", "system preset or inline JSON object (scenario: system)", OPT_SCENARIO},
+    {"--nvs", "N", "8", "GPUs per NVLink domain (scenario: nvlink_size)", OPT_SCENARIO},
+    {"--gpus", "N", "4096", "total GPUs (scenario: gpus)", OPT_SCENARIO},
+    {"--gbs", "N", "4096", "global batch, in sequences (scenario: global_batch)", OPT_SCENARIO},
+    {"--strategy", "S", "1d", "1d, 2d (SUMMA) or 2d-seqp (context parallel) (parallel.strategy)",
+     OPT_SCENARIO},
+    {"--dp", "N", "gpus/(tp*pp)", "data-parallel degree (parallel.dp)", OPT_SCENARIO},
+    {"--tp", "N", "8", "tensor-parallel degree; 2d: tp1*tp2 (parallel.tp)", OPT_SCENARIO},
+    {"--tp1", "N", "tp", "2d/2d-seqp: first tensor group (parallel.tp1)", OPT_SCENARIO},
+    {"--tp2", "N", "1", "2d/2d-seqp: second group, SUMMA rows or sequence (parallel.tp2)", OPT_SCENARIO},
+    {"--pp", "N", "32", "pipeline-parallel degree (parallel.pp)", OPT_SCENARIO},
+    {"--mbs", "N", "1", "microbatch size, in sequences (parallel.mbs)", OPT_SCENARIO},
+    {"--nb", "N", "2d: max(tp1,tp2)", "SUMMA panel count, 2d only (parallel.nb)", OPT_SCENARIO},
+    {"--nv-tp", "N", "derived", "1d: TP members per NVLink domain (parallel.nv.tp)", OPT_SCENARIO},
+    {"--nv-tp1", "N", "derived", "2d: tp1 members per NVLink domain (parallel.nv.tp1)", OPT_SCENARIO},
+    {"--nv-tp2", "N", "derived", "2d: tp2 members per NVLink domain (parallel.nv.tp2)", OPT_SCENARIO},
+    {"--nv-dp", "N", "derived", "DP members per NVLink domain (parallel.nv.dp)", OPT_SCENARIO},
+    {"--nv-pp", "N", "derived", "PP members per NVLink domain (parallel.nv.pp)", OPT_SCENARIO},
+    {"--compat", "MODE", "corrected", "reference (the published model, quirks included) or corrected",
+     OPT_SCENARIO},
+    {"--recompute", "R", "none", "corrected: activation recomputation none|selective|full (training.*)",
+     OPT_SCENARIO},
+    {"--sequence-parallel", "on|off", "on", "corrected, 1d: Megatron sequence parallelism", OPT_SCENARIO},
+    {"--attention", "A", "flash", "corrected: flash, or materialized scores (Megatron 2021)", OPT_SCENARIO},
+    {"--grad-accumulation", "G", "fused", "corrected: fused, or add (a separate kernel)", OPT_SCENARIO},
+    {"--embedding", "on|off", "off", "corrected: the embedding and output layer, the loss", OPT_SCENARIO},
+    {"--dp-comm", "M", "sharded", "corrected: sharded, allreduce or allreduce-overlap", OPT_SCENARIO},
+    {"--topology", "NAME|FILE|JSON", "ideal", "network: preset, kind, file or object (scenario: topology)",
+     OPT_SCENARIO},
+    {"--comm", "MODE", "network", "network (flows on the topology) or analytic (the model's times)", OPT_RUN},
+    {"--schedule", "S", "1f1b", "1f1b, gpipe or interleaved[:V] (V virtual stages per GPU, default 2)",
+     OPT_RUN},
+    {"--placement", "ORDER", "tp,cp,pp,dp", "rank order onto GPUs, innermost first (nv counts honoured)",
+     OPT_RUN},
+    {"--p2p", "MODE", "blocking", "blocking (a sender waits for its send) or async", OPT_RUN},
+    {"--collapse", "MODE", "auto", "auto (identical ranks once, where exact), off, or approx", OPT_RUN},
+    {"--granularity", "G", "auto", "auto, layer (an operation per run of layers) or microbatch", OPT_RUN},
+    {"--optimizer", "MODE", "auto", "auto (the corrected model only), on or off: the optimizer step",
+     OPT_RUN},
+    {"--fidelity", "F", "fast", "collectives as one coflow per phase (fast) or every step's flows (step)",
+     OPT_RUN},
+    {"--calibration", "C", "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none", OPT_RUN},
+    {"--links", "K", "5", "how many of the busiest links to report (0..64)", OPT_RUN},
+    {"--trace", "FILE", "none", "write a Chrome trace (Perfetto, chrome://tracing) of the simulated GPUs",
+     OPT_RUN},
+    {"--trace-ranks", "LIST", "all", "GPUs to trace, e.g. 0-7,64 (with --trace)", OPT_RUN},
+    {"--json", NULL, "off", "print exactly one JSON object on stdout", OPT_FLAG},
+    {"--help", NULL, "", "print this help and exit", OPT_FLAG},
+};
+
+void cmd_run_help(FILE *out) {
+    fprintf(
+        out,
+        "usage: stepsim run [SCENARIO.json] [--option value ...]\n\n"
+        "Simulate one training step event by event: every GPU's compute, its tensor-, context-, pipeline-\n"
+        "and data-parallel communication on the topology (or at the analytic model's times with\n"
+        "--comm analytic), in the chosen pipeline schedule. Prints the step time beside the closed-form\n"
+        "estimate, the critical GPU's time breakdown (compute, exposed tensor-parallel, pipeline and\n"
+        "data-parallel communication, bubble and idle: they add up to the step time), peak memory per\n"
+        "GPU against the model, and the busiest links. Identical ranks are simulated once where that is\n"
+        "exact (docs/run.md). Without options: the built-in default scenario on the ideal topology.\n\n"
+        "options (default in brackets):\n");
+    for (size_t i = 0; i < COUNT(OPTS); i++) {
+        char left[48];
+        snprintf(left, sizeof left, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
+                 OPTS[i].arg ? OPTS[i].arg : "");
+        fprintf(out, "  %-26s %s", left, OPTS[i].help);
+        fprintf(out, OPTS[i].def[0] ? " [%s]\n" : "\n", OPTS[i].def);
+    }
+    fprintf(out, "  Options also take the form --option=value.\n\n%s", scenario_defaults_help());
+    fprintf(out, "\nTopologies: `stepsim topo --help` lists the presets and kinds.\n");
+}
+
+typedef struct run_args {
+    const char *scenario;
+    const char *names[COUNT(OPTS) * 4];
+    const char *values[COUNT(OPTS) * 4];
+    int n;
+    int help;
+} run_args_t;
+
+static const run_option_t *find(const char *name) {
+    for (size_t i = 0; i < COUNT(OPTS); i++)
+        if (strcmp(OPTS[i].name, name) == 0)
+            return &OPTS[i];
+    return NULL;
+}
+
+static int unknown(const char *arg, cli_diag_t *d) {
+    const char *names[COUNT(OPTS)];
+    for (size_t i = 0; i < COUNT(OPTS); i++)
+        names[i] = OPTS[i].name;
+    char name[64];
+    const char *eq = strchr(arg, '=');
+    snprintf(name, sizeof name, "%.*s", (int)(eq && eq - arg < 63 ? eq - arg : 63), arg);
+    const char *s = cli_suggest(name, names, COUNT(OPTS));
+    if (strcmp(name, "--layers") == 0 || strcmp(name, "--top") == 0)
+        return cli_fail(d, CLI_EUSAGE, "%s: not an option of run; allowed: see `stepsim run --help`", name);
+    return cli_fail(d, CLI_EUSAGE, "%.60s: unknown option%s%s%s; allowed: see `stepsim run --help`", name,
+                    s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
+}
+
+static int parse_args(int argc, char **argv, run_args_t *a, cli_diag_t *d) {
+    memset(a, 0, sizeof *a);
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+            a->help = 1;
+            continue;
+        }
+        if (s[0] != '-' || !s[1]) {
+            if (a->scenario)
+                return cli_fail(
+                    d, CLI_EUSAGE,
+                    "%.60s: unexpected argument (the scenario file is %.60s); allowed: one scenario file", s,
+                    a->scenario);
+            a->scenario = s;
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(s, '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq && eq - s < 63 ? eq - s : 63), s);
+        const run_option_t *o = find(name);
+        if (!o)
+            return unknown(s, d);
+        const char *value = NULL;
+        if (o->arg && eq)
+            value = eq + 1;
+        else if (o->arg && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+            value = argv[++i];
+        else if (o->arg)
+            return cli_fail(d, CLI_EUSAGE, "%s: missing value; allowed: %s %s", name, name, o->arg);
+        else if (eq)
+            return cli_fail(d, CLI_EUSAGE, "%s: takes no value (got \"%.60s\"); allowed: %s alone", name,
+                            eq + 1, name);
+        if (a->n < (int)COUNT(a->names)) {
+            a->names[a->n] = o->name;
+            a->values[a->n] = value;
+            a->n++;
+        }
+    }
+    return CLI_OK;
+}
+
+/* ---- the run's own options ---------------------------------------------------------------------- */
+
+static int pick(const char *opt, const char *v, const char *const *names, int n, int *out, cli_diag_t *d) {
+    char allowed[128] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return CLI_OK;
+        }
+        used += (size_t)snprintf(allowed + used, used < sizeof allowed ? sizeof allowed - used : 0, "%s%s",
+                                 i ? ", " : "", names[i]);
+    }
+    const char *s = cli_suggest(v, names, (size_t)n);
+    return cli_fail(d, CLI_EUSAGE, "%s: \"%.60s\" is not allowed%s%s%s; allowed: %s", opt, v,
+                    s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "", allowed);
+}
+
+/* Fill the step configuration from opts; links gets --links. */
+static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cli_diag_t *d) {
+    static const char *const COMM[] = {"network", "analytic"};
+    static const char *const P2P[] = {"blocking", "async"};
+    static const char *const COLLAPSE[] = {"auto", "off", "approx"};
+    static const char *const GRAN[] = {"auto", "layer", "microbatch"};
+    static const char *const OPT[] = {"auto", "on", "off"};
+    static const char *const FID[] = {"fast", "step"};
+    static const char *const CAL[] = {"nccl", "none"};
+    step_config_default(c);
+    int v = 0, rc = CLI_OK;
+    if (o->comm && !(rc = pick("--comm", o->comm, COMM, 2, &v, d)))
+        c->comm = v ? SIM_COMM_ANALYTIC : SIM_COMM_NETWORK;
+    if (!rc && o->schedule && step_schedule_parse(o->schedule, &c->schedule, &c->virtual_stages) != SIM_OK)
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "--schedule: \"%.60s\" is not a schedule; allowed: 1f1b, gpipe, interleaved, interleaved:V "
+            "(V >= 2)",
+            o->schedule);
+    if (!rc && o->placement && step_placement_parse(o->placement, &c->placement) != SIM_OK)
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "--placement: \"%.60s\" is not an order of dimensions; allowed: a comma-separated order of "
+            "tp, cp, pp, dp (innermost first), e.g. tp,cp,pp,dp",
+            o->placement);
+    if (!rc && o->p2p && !(rc = pick("--p2p", o->p2p, P2P, 2, &v, d)))
+        c->p2p_async = v;
+    if (!rc && o->collapse && !(rc = pick("--collapse", o->collapse, COLLAPSE, 3, &v, d)))
+        c->collapse = v == 0 ? STEP_COLLAPSE_AUTO : v == 1 ? STEP_COLLAPSE_OFF : STEP_COLLAPSE_APPROX;
+    if (!rc && o->granularity && !(rc = pick("--granularity", o->granularity, GRAN, 3, &v, d)))
+        c->granularity = v == 0   ? STEP_GRANULARITY_AUTO
+                         : v == 1 ? STEP_GRANULARITY_LAYER
+                                  : STEP_GRANULARITY_MICROBATCH;
+    if (!rc && o->optimizer && !(rc = pick("--optimizer", o->optimizer, OPT, 3, &v, d)))
+        c->optimizer_step = v == 0 ? -1 : v == 1 ? 1 : 0;
+    if (!rc && o->fidelity && !(rc = pick("--fidelity", o->fidelity, FID, 2, &v, d)))
+        c->engine.fidelity = v ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST;
+    if (!rc && o->calibration)
+        rc = pick("--calibration", o->calibration, CAL, 2, &v, d);
+    *links = 5;
+    if (!rc && o->links) {
+        char *end = NULL;
+        const long k = strtol(o->links, &end, 10);
+        if (!o->links[0] || *end || k < 0 || k > MAX_LINKS)
+            rc =
+                cli_fail(d, CLI_EUSAGE, "--links: \"%.60s\"; allowed: an integer 0..%d", o->links, MAX_LINKS);
+        else
+            *links = (int)k;
+    }
+    if (!rc && o->trace_ranks && !o->trace)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--trace-ranks: given without --trace; allowed: --trace FILE --trace-ranks LIST");
+    return rc;
+}
+
+/* ---- the network ---------------------------------------------------------------------------------- */
+
+/* Build the topology of the scenario for job->gpus GPUs (its parameters in *params): the scenario's
+ * or the option's, else the ideal topology of the system (simpoint_topology sizes its domains). */
+static int build_topology(const scenario_t *scn, const model_job_t *job, topo_t **out, topo_params_t *params,
+                          char *prefix, size_t prefix_size, cli_diag_t *d) {
+    char where[300];
+    cJSON *ideal = NULL;
+    const cJSON *spec = scn->topology;
+    if (spec && scn->origin[SCN_TOPOLOGY] == SCN_FROM_OPTION)
+        snprintf(where, sizeof where, "--topology");
+    else if (spec)
+        snprintf(where, sizeof where, "%s: topology", scn->file[0] ? scn->file : "scenario");
+    else {
+        snprintf(where, sizeof where, "topology");
+        spec = ideal = cJSON_CreateObject();
+        if (!ideal || !cJSON_AddStringToObject(ideal, "kind", "ideal")) {
+            cJSON_Delete(ideal);
+            return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
+        }
+    }
+    snprintf(prefix, prefix_size, "%s: ", where);
+    const int rc = simpoint_topology(job, spec, where, out, params, d);
+    cJSON_Delete(ideal);
+    return rc;
+}
+
+/* ---- the trace ------------------------------------------------------------------------------------ */
+
+typedef struct trace_ctx {
+    const step_t *step;
+    const topo_t *topo;
+    trace_writer_t *w;
+    char name[160];
+} trace_ctx_t;
+
+static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
+    trace_ctx_t *c = ctx;
+    step_op_t m;
+    if (step_op(c->step, op->op, &m) != SIM_OK)
+        return 0;
+    out->pass = m.pass;
+    out->microbatch = m.microbatch;
+    out->stage = m.stage;
+    out->collective = m.collective;
+    out->group = m.group;
+    if (m.kind == STEP_OP_COMPUTE || m.kind == STEP_OP_OPTIMIZER) {
+        out->flops = m.flops_tflop * 1e12;
+        out->bytes = m.hbm_gb * 1e9;
+        out->layer = m.first_layer;
+        if (m.kind == STEP_OP_COMPUTE) {
+            if (m.n_blocks > 1)
+                snprintf(c->name, sizeof c->name, "%s mb %d blocks %d-%d", m.pass, m.microbatch,
+                         m.first_block, m.first_block + m.n_blocks - 1);
+            else if (m.first_layer && m.last_layer && strcmp(m.first_layer, m.last_layer) != 0)
+                snprintf(c->name, sizeof c->name, "%s mb %d block %d %s..%s", m.pass, m.microbatch,
+                         m.first_block, m.first_layer, m.last_layer);
+            else
+                snprintf(c->name, sizeof c->name, "%s mb %d block %d %s", m.pass, m.microbatch, m.first_block,
+                         m.first_layer ? m.first_layer : "");
+            out->name = c->name;
+        }
+    } else {
+        out->bytes = m.comm_gb * 1e9;
+    }
+    return 0;
+}
+
+static void link_name(void *ctx, int32_t link, char *buf, size_t size) {
+    const trace_ctx_t *c = ctx;
+    if (c->topo)
+        topo_link_name(c->topo, link, buf, size);
+    else
+        snprintf(buf, size, "link %d", link);
+}
+
+static void memory_sample(void *ctx, sim_time_ps_t t, int32_t gpu, double gb) {
+    trace_ctx_t *c = ctx;
+    trace_writer_counter(c->w, t, gpu, "memory_gb", gb);
+}
+
+/* The links touching the traced GPUs (or every link of a small network). */
+static int32_t *traced_links(const topo_t *t, const trace_ranks_t *ranks, int32_t *n) {
+    const int64_t nl = topo_link_count(t);
+    *n = 0;
+    int32_t *links = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *links);
+    if (!links)
+        return NULL;
+    if (nl <= 4096) {
+        for (int64_t l = 0; l < nl; l++)
+            links[(*n)++] = (int32_t)l;
+        return links;
+    }
+    for (int64_t l = 0; l < nl; l++) {
+        topo_link_info_t li;
+        topo_vertex_info_t a, b;
+        if (topo_link_get(t, l, &li) || topo_vertex_get(t, li.from, &a) || topo_vertex_get(t, li.to, &b))
+            continue;
+        const int hit = (a.kind == TOPO_VERTEX_GPU && trace_ranks_contains(ranks, (int32_t)a.rank)) ||
+                        (b.kind == TOPO_VERTEX_GPU && trace_ranks_contains(ranks, (int32_t)b.rank));
+        if (hit)
+            links[(*n)++] = (int32_t)l;
+    }
+    return links;
+}
+
+static char *scenario_text(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
+                           const step_config_t *c) {
+    json_writer_t w;
+    char buf[64];
+    json_start(&w, NULL);
+    output_config_json(&w, su, job, scn);
+    json_string(&w, "comm", c->comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
+    json_string(&w, "schedule", step_schedule_name(c->schedule));
+    json_int(&w, "virtual_stages", c->schedule == STEP_SCHEDULE_INTERLEAVED ? c->virtual_stages : 1);
+    json_string(&w, "placement", step_placement_format(&c->placement, buf, sizeof buf));
+    cJSON *doc = json_take(&w);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    return text;
+}
+
+static int trace_open(const char *path, const run_opts_t *o, const step_t *step, const topo_t *topo,
+                      const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
+                      const step_config_t *c, trace_ctx_t *tc, cli_diag_t *d) {
+    char err[300];
+    trace_ranks_t ranks;
+    memset(&ranks, 0, sizeof ranks);
+    int rc = trace_ranks_parse(o->trace_ranks ? o->trace_ranks : "all", (int32_t)job->gpus, &ranks, err,
+                               sizeof err);
+    if (rc)
+        return cli_fail(d, rc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--trace-ranks: %s", err);
+    int32_t n_links = 0;
+    int32_t *links = topo ? traced_links(topo, &ranks, &n_links) : NULL;
+    char *scen = scenario_text(su, job, scn, c);
+    const sim_engine_t *e = step_engine(step);
+    (void)e;
+    tc->step = step;
+    tc->topo = topo;
+    const trace_options_t opt = {
+        .n_gpus = (int32_t)job->gpus,
+        .gpus_per_node =
+            (int32_t)(topo ? topo_gpu_count(topo) / topo_node_count(topo) : job->system.nvlink_size),
+        .streams_per_gpu = 7,
+        .ranks = &ranks,
+        .scenario_json = scen,
+        .links = links,
+        .n_links = n_links,
+        .link_name = link_name,
+        .op_args = op_args,
+        .ctx = tc};
+    if ((topo && !links) || !scen)
+        rc = TRACE_ENOMEM;
+    else
+        rc = trace_writer_open(path, &opt, &tc->w, err, sizeof err);
+    free(links);
+    cJSON_free(scen);
+    trace_ranks_destroy(&ranks);
+    if (rc)
+        return cli_fail(d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--trace %s: %s", path,
+                        rc == TRACE_ENOMEM ? "out of memory" : err);
+    return CLI_OK;
+}
+
+/* ---- running ---------------------------------------------------------------------------------------- */
+
+typedef struct run_out {
+    model_job_t job;
+    model_estimate_t est;
+    step_config_t cfg;
+    step_result_t res;
+    char topology[80];
+    int n_links;
+    char link_names[MAX_LINKS][96];
+    double link_util[MAX_LINKS];
+    double wall_s;
+    int traced, calibrated;
+    trace_writer_stats_t trace_stats;
+    double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL */
+} run_out_t;
+
+static void run_out_free(run_out_t *r) {
+    if (r)
+        free(r->stage_act_gb);
+    free(r);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag_t *d) {
+    const double t0 = now_s();
+    int links = 5;
+    int rc = scenario_resolve(scn, &r->job, d);
+    if (!rc)
+        rc = run_step_config(o, &r->cfg, &links, d);
+    if (rc)
+        return rc;
+    if (model_estimate(&r->job, &r->est) != MODEL_OK)
+        return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
+    topo_t *topo = NULL;
+    sim_network_desc_t net;
+    char prefix[320] = "";
+    memset(&net, 0, sizeof net);
+    if (r->cfg.comm == SIM_COMM_NETWORK) {
+        topo_params_t tp;
+        rc = build_topology(scn, &r->job, &topo, &tp, prefix, sizeof prefix, d);
+        r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
+        if (!rc && r->calibrated)
+            simpoint_calibrate(&tp, &r->cfg.engine);
+        if (!rc && sim_topo_network(topo, &net) != SIM_OK)
+            rc = cli_fail(d, CLI_EUSAGE, "%stoo large for the engine (more than 2^31 GPUs or links)", prefix);
+        if (!rc)
+            snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
+    } else {
+        snprintf(r->topology, sizeof r->topology, "none");
+    }
+    step_t *step = NULL;
+    trace_ctx_t tc;
+    memset(&tc, 0, sizeof tc);
+    char err[300];
+    if (!rc) {
+        const int s = step_new(&r->job, &r->cfg, topo ? &net : NULL, &step, err, sizeof err);
+        if (s == SIM_EINVAL)
+            rc = cli_fail(d, CLI_EUSAGE, "%s", err);
+        else if (s)
+            rc = cli_fail(d, CLI_ERUNTIME, "simulation: %s", err);
+    }
+    if (!rc && o->trace) {
+        rc = trace_open(o->trace, o, step, topo, &r->est.summary, &r->job, scn, &r->cfg, &tc, d);
+        if (!rc) {
+            sim_observer_t obs;
+            trace_writer_observer(tc.w, &obs);
+            step_set_observer(step, &obs);
+            step_set_memory_callback(step, memory_sample, &tc);
+        }
+    }
+    if (!rc && step_run(step) != SIM_OK)
+        rc = cli_fail(d, CLI_ERUNTIME, "simulation: %s", step_last_error(step));
+    if (!rc && step_result(step, &r->res) != SIM_OK)
+        rc = cli_fail(d, CLI_ERUNTIME, "simulation: out of memory");
+    if (!rc) { /* every stage's first GPU (tensor, context and data rank 0) is always simulated */
+        const int64_t pp = r->job.par.pp;
+        r->stage_act_gb = malloc((size_t)pp * sizeof *r->stage_act_gb);
+        step_placement_t pl = r->cfg.placement;
+        for (int64_t p = 0; r->stage_act_gb && p < pp; p++) {
+            const int64_t x[STEP_DIM_COUNT] = {0, 0, p, 0};
+            r->stage_act_gb[p] =
+                step_gpu_peak_activations_gb(step, (int32_t)step_placement_gpu(&pl, &r->job.par, x));
+        }
+    }
+    if (!rc && topo && links > 0) {
+        int32_t ids[MAX_LINKS];
+        r->n_links = sim_links_busiest(step_engine(step), links, ids, r->link_util);
+        for (int i = 0; i < r->n_links; i++)
+            topo_link_name(topo, ids[i], r->link_names[i], sizeof r->link_names[i]);
+    }
+    if (tc.w) {
+        trace_writer_stats(tc.w, &r->trace_stats);
+        if (rc)
+            trace_writer_abort(tc.w);
+        else if (trace_writer_close(tc.w, err, sizeof err) != TRACE_OK)
+            rc = cli_fail(d, CLI_ERUNTIME, "--trace %s: %s", o->trace, err);
+        else
+            r->traced = 1;
+    }
+    step_free(step);
+    topo_free(topo);
+    r->wall_s = now_s() - t0;
+    return rc;
+}
+
+/* ---- output ----------------------------------------------------------------------------------------- */
+
+static const char *level_name(step_collapsed_t l) {
+    return l == STEP_STAGES ? "stages" : l == STEP_RAILS ? "tensor ranks" : "none";
+}
+
+static cJSON *result_json(const run_out_t *r, const scenario_t *scn, const run_opts_t *o) {
+    const step_result_t *s = &r->res;
+    const model_summary_t *su = &r->est.summary;
+    json_writer_t w;
+    char buf[64];
+    json_start(&w, NULL);
+    json_number(&w, "step_time_s", s->step_time_s);
+    json_number(&w, "analytic_iteration_time_s", su->iteration_time_s);
+    json_number(&w, "throughput_samples_per_s",
+                s->step_time_s > 0 ? (double)r->job.global_batch / s->step_time_s : 0);
+    json_open_object(&w, "breakdown_s");
+    json_number(&w, "compute", s->breakdown.compute_s);
+    json_number(&w, "exposed_tp_comm", s->breakdown.exposed_tp_comm_s);
+    json_number(&w, "exposed_pp_comm", s->breakdown.exposed_pp_comm_s);
+    json_number(&w, "exposed_dp_comm", s->breakdown.exposed_dp_comm_s);
+    json_number(&w, "bubble_idle", s->breakdown.bubble_idle_s);
+    json_close_object(&w);
+    json_int(&w, "events", s->events);
+    json_int(&w, "flows", s->flows);
+    if (!o->deterministic)
+        json_number(&w, "wall_time_s", r->wall_s);
+    json_open_object(&w, "links");
+    json_number(&w, "max_utilization", r->n_links > 0 ? r->link_util[0] : 0.0);
+    json_open_array(&w, "busiest");
+    for (int i = 0; i < r->n_links; i++) {
+        json_open_object(&w, NULL);
+        json_string(&w, "link", r->link_names[i]);
+        json_number(&w, "utilization", r->link_util[i]);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    json_close_object(&w);
+    json_open_object(&w, "memory_gb");
+    json_number(&w, "peak", s->peak_memory_gb);
+    json_int(&w, "peak_gpu", s->peak_memory_gpu);
+    json_number(&w, "peak_activations", s->peak_activations_gb);
+    json_number(&w, "static", s->static_memory_gb);
+    json_number(&w, "analytic", su->memory_gb);
+    json_number(&w, "analytic_activations", su->activations_gb);
+    json_number(&w, "capacity", r->job.system.hbm_capacity_gb);
+    json_bool(&w, "fits", s->peak_memory_gb <= r->job.system.hbm_capacity_gb);
+    if (r->stage_act_gb) {
+        json_open_array(&w, "stage_peak_activations");
+        for (int64_t p = 0; p < r->job.par.pp; p++)
+            json_number(&w, NULL, r->stage_act_gb[p]);
+        json_close_array(&w);
+    }
+    json_close_object(&w);
+    json_open_object(&w, "simulation");
+    json_string(&w, "comm", r->cfg.comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
+    json_string(&w, "topology", r->topology);
+    json_string(&w, "calibration", r->calibrated ? "nccl" : "none");
+    json_string(&w, "schedule", step_schedule_name(r->cfg.schedule));
+    json_int(&w, "virtual_stages", s->virtual_stages);
+    json_string(&w, "placement", step_placement_format(&r->cfg.placement, buf, sizeof buf));
+    json_string(&w, "p2p", r->cfg.p2p_async ? "async" : "blocking");
+    json_string(&w, "granularity", s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch");
+    json_open_object(&w, "collapse");
+    json_string(&w, "collapsed", level_name(s->collapsed));
+    json_bool(&w, "exact", s->collapse_exact);
+    json_int(&w, "simulated_gpus", s->simulated_gpus);
+    json_int(&w, "gpus", s->gpus);
+    json_string(&w, "note", s->collapse_note);
+    json_close_object(&w);
+    json_int(&w, "operations", s->operations);
+    json_int(&w, "microbatches", s->microbatches);
+    json_int(&w, "critical_gpu", s->critical_gpu);
+    json_int(&w, "critical_stage", s->critical_stage);
+    json_number(&w, "optimizer_s", s->optimizer_s);
+    json_close_object(&w);
+    if (r->traced) {
+        json_open_object(&w, "trace");
+        json_string(&w, "file", o->trace);
+        json_int(&w, "complete_events", r->trace_stats.complete_events);
+        json_int(&w, "flow_arrows", r->trace_stats.flow_arrows);
+        json_int(&w, "counter_events", r->trace_stats.counter_events);
+        json_close_object(&w);
+    }
+    output_config_json(&w, su, &r->job, scn);
+    if (scn->name[0])
+        json_string(&w, "scenario", scn->name);
+    return json_take(&w);
+}
+
+static void row(FILE *out, const char *label, double t, double total) {
+    fprintf(out, "    %-32s %14.6f %9.2f\n", label, t, total > 0 ? 100.0 * t / total : 0.0);
+}
+
+static void result_text(FILE *out, const run_out_t *r, const scenario_t *scn, const run_opts_t *o) {
+    const step_result_t *s = &r->res;
+    const model_summary_t *su = &r->est.summary;
+    char buf[64];
+    model_job_t shown = r->job; /* the header says whether the simulation ran the optimizer step */
+    shown.training.optimizer_step = s->optimizer_s > 0.0;
+    output_job_header(out, "run", &shown, scn);
+    fprintf(out, "layout: ");
+    output_layout_text(out, &su->par);
+    fprintf(out,
+            "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
+            su->n_microbatches, su->par.mbs, su->layers_per_stage);
+    fprintf(out, "simulation: %s", step_schedule_name(r->cfg.schedule));
+    if (s->virtual_stages > 1)
+        fprintf(out, ":%d", s->virtual_stages);
+    if (r->cfg.comm == SIM_COMM_ANALYTIC)
+        fprintf(out, " schedule, %s sends, analytic communication (the model's times, no network)",
+                r->cfg.p2p_async ? "async" : "blocking");
+    else
+        fprintf(out, " schedule, %s sends, network communication on %s (calibration %s)",
+                r->cfg.p2p_async ? "async" : "blocking", r->topology, r->calibrated ? "nccl" : "none");
+    fprintf(out, ", placement %s\n", step_placement_format(&r->cfg.placement, buf, sizeof buf));
+    fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
+            level_name(s->collapsed), s->collapse_note);
+    fprintf(out, "            %" PRId64 " operations (%s granularity), %" PRId64 " events, %" PRId64 " flows",
+            s->operations, s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch", s->events,
+            s->flows);
+    if (!o->deterministic)
+        fprintf(out, ", %.2f s wall", r->wall_s);
+    fprintf(out, "\n\n");
+    const double t = s->step_time_s, a = su->iteration_time_s;
+    fprintf(out, "  %-34s %.6f s\n", "step time (simulated)", t);
+    fprintf(out, "  %-34s %.6f s (simulated %+.3f%%)\n", "iteration time (analytic estimate)", a,
+            a > 0 ? 100.0 * (t / a - 1.0) : 0.0);
+    fprintf(out, "  %-34s %.4f samples/s\n", "throughput", t > 0 ? (double)r->job.global_batch / t : 0.0);
+    fprintf(out, "\n  %-34s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
+    fprintf(out, "    (GPU %d, stage %d: the last to finish)\n", s->critical_gpu, s->critical_stage);
+    row(out, "compute", s->breakdown.compute_s, t);
+    row(out, "exposed tensor-parallel comm", s->breakdown.exposed_tp_comm_s, t);
+    row(out, "exposed pipeline comm", s->breakdown.exposed_pp_comm_s, t);
+    row(out, "exposed data-parallel comm", s->breakdown.exposed_dp_comm_s, t);
+    row(out, "bubble and idle", s->breakdown.bubble_idle_s, t);
+    if (s->optimizer_s > 0)
+        fprintf(out, "    (compute includes the optimizer step, %.6f s)\n", s->optimizer_s);
+    fprintf(out, "\n  %-34s %14s %14s\n", "memory per GPU (GB)", "simulated", "analytic");
+    fprintf(out, "    %-32s %14.3f %14.3f\n", "weights, gradients, optimizer", s->static_memory_gb,
+            su->weights_gb + su->grads_gb + su->optimizer_gb);
+    fprintf(out, "    %-32s %14.3f %14.3f\n", "activations (peak)", s->peak_activations_gb,
+            su->activations_gb);
+    fprintf(out, "    %-32s %14.3f %14.3f   of %.6g: %s\n", "total (peak)", s->peak_memory_gb, su->memory_gb,
+            r->job.system.hbm_capacity_gb,
+            s->peak_memory_gb <= r->job.system.hbm_capacity_gb ? "fits" : "DOES NOT FIT");
+    fprintf(out, "    (peak on GPU %d)\n", s->peak_memory_gpu);
+    if (r->n_links > 0) {
+        fprintf(out, "\n  busiest links (average utilization over the step)\n");
+        for (int i = 0; i < r->n_links; i++)
+            fprintf(out, "    %-40s %8.2f%%\n", r->link_names[i], 100.0 * r->link_util[i]);
+    }
+    if (r->traced)
+        fprintf(out, "\n  trace: %s (%" PRId64 " slices, %" PRId64 " arrows, %" PRId64 " counter samples)\n",
+                o->trace, r->trace_stats.complete_events, r->trace_stats.flow_arrows,
+                r->trace_stats.counter_events);
+}
+
+/* ---- entry points ------------------------------------------------------------------------------------- */
+
+int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_diag_t *diag) {
+    *result = NULL;
+    run_out_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return cli_fail(diag, CLI_ERUNTIME, "run: out of memory");
+    int rc = simulate(scn, opts, r, diag);
+    if (!rc) {
+        *result = result_json(r, scn, opts);
+        if (!*result)
+            rc = cli_fail(diag, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
+    }
+    run_out_free(r);
+    return rc;
+}
+
+static int apply(const run_args_t *a, scenario_t *scn, run_opts_t *o, cli_diag_t *d) {
+    for (int i = 0; i < a->n; i++) {
+        const run_option_t *opt = find(a->names[i]);
+        const char *v = a->values[i];
+        if (opt->kind == OPT_SCENARIO) {
+            const int rc = scenario_set_option(scn, opt->name, v, d);
+            if (rc)
+                return rc;
+            continue;
+        }
+        const char *n = opt->name;
+        if (strcmp(n, "--json") == 0)
+            o->json = 1;
+        else if (strcmp(n, "--comm") == 0)
+            o->comm = v;
+        else if (strcmp(n, "--schedule") == 0)
+            o->schedule = v;
+        else if (strcmp(n, "--placement") == 0)
+            o->placement = v;
+        else if (strcmp(n, "--p2p") == 0)
+            o->p2p = v;
+        else if (strcmp(n, "--collapse") == 0)
+            o->collapse = v;
+        else if (strcmp(n, "--granularity") == 0)
+            o->granularity = v;
+        else if (strcmp(n, "--optimizer") == 0)
+            o->optimizer = v;
+        else if (strcmp(n, "--fidelity") == 0)
+            o->fidelity = v;
+        else if (strcmp(n, "--calibration") == 0)
+            o->calibration = v;
+        else if (strcmp(n, "--links") == 0)
+            o->links = v;
+        else if (strcmp(n, "--trace") == 0)
+            o->trace = v;
+        else if (strcmp(n, "--trace-ranks") == 0)
+            o->trace_ranks = v;
+    }
+    return CLI_OK;
+}
+
+int cmd_run(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+    (void)err;
+    run_args_t a;
+    int rc = parse_args(argc, argv, &a, d);
+    if (rc)
+        return rc;
+    if (a.help) {
+        cmd_run_help(out);
+        return CLI_OK;
+    }
+    scenario_t scn;
+    run_opts_t o;
+    memset(&scn, 0, sizeof scn);
+    memset(&o, 0, sizeof o);
+    rc = scenario_init(&scn, d);
+    if (!rc && a.scenario)
+        rc = scenario_load_file(&scn, a.scenario, d);
+    if (!rc)
+        rc = apply(&a, &scn, &o, d);
+    if (!rc) {
+        /* validate the run's own options before anything is built */
+        step_config_t c;
+        int links;
+        rc = run_step_config(&o, &c, &links, d);
+    }
+    if (!rc && o.json) {
+        cJSON *result = NULL;
+        rc = cmd_run_result(&scn, &o, &result, d);
+        if (!rc && json_print(out, result) != 0)
+            rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
+        cJSON_Delete(result);
+    } else if (!rc) {
+        run_out_t *r = calloc(1, sizeof *r);
+        if (!r)
+            rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory");
+        if (!rc)
+            rc = simulate(&scn, &o, r, d);
+        if (!rc)
+            result_text(out, r, &scn, &o);
+        run_out_free(r);
+    }
+    scenario_destroy(&scn);
+    return rc;
+}
