@@ -80,7 +80,7 @@ static void dims(const model_parallel_t *par, int64_t n[STEP_DIM_COUNT], int64_t
 }
 
 int64_t step_placement_gpu(const step_placement_t *pl, const model_parallel_t *par,
-                          const int64_t x[STEP_DIM_COUNT]) {
+                           const int64_t x[STEP_DIM_COUNT]) {
     int64_t n[STEP_DIM_COUNT], nv[STEP_DIM_COUNT], local = 0, block = 0, ls = 1, bs = 1;
     dims(par, n, nv);
     for (int i = 0; i < STEP_DIM_COUNT; i++) {
@@ -94,7 +94,7 @@ int64_t step_placement_gpu(const step_placement_t *pl, const model_parallel_t *p
 }
 
 void step_placement_coords(const step_placement_t *pl, const model_parallel_t *par, int64_t gpu,
-                          int64_t x[STEP_DIM_COUNT]) {
+                           int64_t x[STEP_DIM_COUNT]) {
     int64_t n[STEP_DIM_COUNT], nv[STEP_DIM_COUNT], p = 1;
     dims(par, n, nv);
     for (int d = 0; d < STEP_DIM_COUNT; d++)

@@ -73,7 +73,7 @@ static step_sched_item_t interleaved_item(int32_t pass, int64_t k, int32_t pp, i
 }
 
 int step_schedule_order(step_schedule_t s, int32_t pp, int32_t v, int32_t m, int32_t stage,
-                       step_sched_item_t *it) {
+                        step_sched_item_t *it) {
     if (pp < 1 || m < 1 || stage < 0 || stage >= pp || !it)
         return SIM_EINVAL;
     int64_t n = 0;

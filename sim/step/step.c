@@ -455,8 +455,8 @@ static void per_domain_counts(step_t *s) {
     free(m);
 }
 
-int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net,
-                 step_t **out, char *err, size_t err_size) {
+int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net, step_t **out,
+             char *err, size_t err_size) {
     *out = NULL;
     if (err && err_size)
         err[0] = '\0';
@@ -688,9 +688,7 @@ static int breakdown(const step_t *s, sim_time_ps_t end, int32_t gpu, step_break
                 if (sim_coll_result(s->e, m->coll, &cr) == SIM_OK && cr.start_ps != SIM_TIME_NEVER)
                     st = cr.start_ps > st ? cr.start_ps : st;
             }
-            const int32_t cat = m->kind == STEP_OP_TP   ? CAT_TP
-                                : m->kind == STEP_OP_PP ? CAT_PP
-                                                            : CAT_DP;
+            const int32_t cat = m->kind == STEP_OP_TP ? CAT_TP : m->kind == STEP_OP_PP ? CAT_PP : CAT_DP;
             bad |= push_edge(&ev, &n, &cap, st, en, cat);
         }
         if (bad) {

@@ -72,14 +72,14 @@ typedef struct builder {
     int acc_block0, acc_block1, acc_layer0, acc_layer1;
     double acc_dur, acc_tp, acc_flops, acc_hbm, acc_act;
     /* schedule and per-item records (all stages) */
-    int64_t n_items;         /* per stage: 2 m v */
+    int64_t n_items;          /* per stage: 2 m v */
     step_sched_item_t *items; /* [pp][n_items] */
-    int32_t *pos;            /* [pp][2][v][m] -> item index */
-    int32_t *first, *last;   /* [pp][n_items][n] chain ops of each item */
-    int32_t *last2;          /* [pp][n_items][n] a second op the item's end waits for (SUMMA panels), -1 */
-    int32_t *opt;            /* [pp][n] the optimizer op, -1 */
-    int32_t *fin;            /* [pp][n] the op the stage's gradient work ends with (the embedding
-                                sync waits for it), -1 */
+    int32_t *pos;             /* [pp][2][v][m] -> item index */
+    int32_t *first, *last;    /* [pp][n_items][n] chain ops of each item */
+    int32_t *last2;           /* [pp][n_items][n] a second op the item's end waits for (SUMMA panels), -1 */
+    int32_t *opt;             /* [pp][n] the optimizer op, -1 */
+    int32_t *fin;             /* [pp][n] the op the stage's gradient work ends with (the embedding
+                                 sync waits for it), -1 */
     int64_t cur_item;
 } builder_t;
 
@@ -462,8 +462,8 @@ static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
  * its first forward and a reduce-scatter after its last backward; allreduce-overlap, an all-reduce
  * bucket of its gradients after its last backward; allreduce, nothing here (one all-reduce of the
  * whole stage after the last backward). seen and done count the part's passes. */
-static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block, char *seen,
-                        int32_t *done, sim_op_id_t *ops, sim_op_id_t *ops2) {
+static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block,
+                        char *seen, int32_t *done, sim_op_id_t *ops, sim_op_id_t *ops2) {
     step_t *s = b->s;
     const double w_gb = step_part_weights_gb(s, part);
     int rc = SIM_OK;

@@ -27,7 +27,7 @@
 typedef struct check {
     step_t *s;
     int n_k;
-    step_dim_t k[2];         /* collapsed dims */
+    step_dim_t k[2];        /* collapsed dims */
     int32_t *owner[2];      /* per fixed kind: the group (its leader GPU) using a link, -1 */
     int32_t *rail;          /* rail using a link (non-fixed traffic), -1 */
     int32_t *lambda[2];     /* per generator: link map, -1 unset */
@@ -295,8 +295,8 @@ int step_rails_exact(step_t *s, char *note, size_t note_size) {
     return exact;
 }
 
-int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root,
-                 double *out_s, int *agree) {
+int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root, double *out_s,
+                 int *agree) {
     static const sim_coll_op_t OPS[] = {SIM_COLL_SENDRECV,      SIM_COLL_ALLREDUCE, SIM_COLL_ALLGATHER,
                                         SIM_COLL_REDUCESCATTER, SIM_COLL_BROADCAST, SIM_COLL_REDUCE};
     *out_s = 0.0;

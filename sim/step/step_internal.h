@@ -101,7 +101,7 @@ struct sim_step {
     step_plan_t plans[STEP_PARTS][2]; /* [part][pass]; the edge parts are empty without embedding */
     int emb;                          /* 1: the embedding and output layers run (corrected, embedding) */
     model_dp_comm_t dp_comm;          /* MODEL_DP_SHARDED for the reference */
-    int64_t n[STEP_DIM_COUNT];         /* sizes: tp1, tp2 (1 in 1d), pp, dp */
+    int64_t n[STEP_DIM_COUNT];        /* sizes: tp1, tp2 (1 in 1d), pp, dp */
     int32_t pp, v, m, layers_per_stage, chunk_blocks;
     int32_t gpus, gpus_per_domain;
     /* networks */
@@ -117,7 +117,7 @@ struct sim_step {
     step_granularity_t granularity;
     /* simulated GPUs: per stage, in stage-local order (free dims TP, CP, DP, innermost first) */
     int32_t per_stage;
-    int32_t *stage_gpus;            /* [pp * per_stage] */
+    int32_t *stage_gpus;             /* [pp * per_stage] */
     int64_t local_n[STEP_DIM_COUNT]; /* sizes of the free dims (1 if collapsed; 1 for PP) */
     /* fixed durations */
     step_fixed_key_t *fixed;
@@ -179,7 +179,7 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
 int step_rails_exact(step_t *s, char *note, size_t note_size);
 /* Network mode: measure the idle-network time of a collective of a collapsed group (every group at
  * once, checking they agree when exact is asked for). */
-int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root,
-                 double *out_s, int *agree);
+int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root, double *out_s,
+                 int *agree);
 
 #endif

@@ -81,7 +81,7 @@ static void net_init(net_t *n, const model_job_t *job) {
 static int g_nccl; /* 1: the engine runs NCCL's cost model (sim_config_nccl, A100) */
 
 static step_result_t run(const model_job_t *job, sim_comm_mode_t comm, step_collapse_t collapse,
-                             step_schedule_t sched, int32_t v, const sim_observer_t *obs) {
+                         step_schedule_t sched, int32_t v, const sim_observer_t *obs) {
     net_t n;
     net_init(&n, job);
     step_config_t cfg;
@@ -173,8 +173,7 @@ static void test_network_rails(void **state) {
         const size_t i = k % (sizeof layouts / sizeof layouts[0]);
         g_nccl = k >= sizeof layouts / sizeof layouts[0];
         const model_job_t job = job_of(&layouts[i], nvs[i], 8, MODEL_COMPAT_CORRECTED);
-        const step_result_t c =
-            run(&job, SIM_COMM_NETWORK, STEP_COLLAPSE_AUTO, STEP_SCHEDULE_1F1B, 1, NULL);
+        const step_result_t c = run(&job, SIM_COMM_NETWORK, STEP_COLLAPSE_AUTO, STEP_SCHEDULE_1F1B, 1, NULL);
         const step_result_t f = run(&job, SIM_COMM_NETWORK, STEP_COLLAPSE_OFF, STEP_SCHEDULE_1F1B, 1, NULL);
         if (c.collapsed != STEP_RAILS || !c.collapse_exact)
             fail_msg("layout %zu: not collapsed exactly: %s", i, c.collapse_note);

@@ -120,7 +120,8 @@ static void test_interleaved_divides_the_bubble(void **state) {
                     const int64_t pp = pps[a], m = pp * mult[b];
                     const int32_t v = vs[c];
                     const model_job_t job = job_of(pp, pp * v, m, 256);
-                    const outcome_t o = simulate(&job, STEP_SCHEDULE_INTERLEAVED, v, (step_granularity_t)gran);
+                    const outcome_t o =
+                        simulate(&job, STEP_SCHEDULE_INTERLEAVED, v, (step_granularity_t)gran);
                     const sim_time_ps_t chunk = o.tf_ps + o.tb_ps; /* one model chunk: 1/v of a stage */
                     const sim_time_ps_t want = (m * v + pp - 1) * chunk;
                     if (o.step_ps != want)

@@ -1,4 +1,5 @@
-/* stepsim/test_cli_errors.c - invalid input never crashes or half-runs: exit code, one stderr line, empty stdout.
+/* stepsim/test_cli_errors.c - invalid input never crashes or half-runs: exit code, one stderr line, empty
+ * stdout.
  *
  * Each case runs cli_main in-process and checks the exit code, that stdout is empty, that stderr is
  * exactly one line, and that the line contains the expected fragments (the file or option, the JSON

@@ -1,6 +1,6 @@
-/* stepsim/test_compare_ugal.c - `stepsim compare` with dragonfly and dragonfly-ugal on a job whose data-parallel
- * rings cross dragonfly groups: 32 GPUs in nodes of 4 (tp 4 in the node, dp 8 across nodes). The
- * shortcut sizes a balanced dragonfly of p = 2, a = 4, h = 2 and g = 4 groups of 8 GPUs with 2 global
+/* stepsim/test_compare_ugal.c - `stepsim compare` with dragonfly and dragonfly-ugal on a job whose
+ * data-parallel rings cross dragonfly groups: 32 GPUs in nodes of 4 (tp 4 in the node, dp 8 across nodes).
+ * The shortcut sizes a balanced dragonfly of p = 2, a = 4, h = 2 and g = 4 groups of 8 GPUs with 2 global
  * cables per group pair, so the 4 rails' rings cross groups at the same places and minimal routing
  * puts several rails on one cable (the copy is hashed per pair). UGAL, which now sees the engine's
  * link loads, sends later rings through other groups: the step must be measurably faster (measured

@@ -1,6 +1,6 @@
-/* stepsim/test_point_cases.c - end to end: `stepsim estimate --compat reference --json` reproduces every row of
- * the reference's point-cases.csv to 1e-9 relative, in iteration time, throughput, memory, fits and
- * every breakdown and memory component (interfaces.md field names). */
+/* stepsim/test_point_cases.c - end to end: `stepsim estimate --compat reference --json` reproduces every row
+ * of the reference's point-cases.csv to 1e-9 relative, in iteration time, throughput, memory, fits and every
+ * breakdown and memory component (interfaces.md field names). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* stepsim/test_sweep_errors.c - a bad grid or bad arguments: exit 2, one stderr line naming the file, the JSON
- * path and the value, nothing on stdout, and the output file never created (or never changed). */
+/* stepsim/test_sweep_errors.c - a bad grid or bad arguments: exit 2, one stderr line naming the file, the
+ * JSON path and the value, nothing on stdout, and the output file never created (or never changed). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

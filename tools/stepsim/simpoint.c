@@ -28,8 +28,8 @@ static int64_t gcd64(int64_t a, int64_t b) {
 }
 
 /* NCCL's constants for the network mode, as `stepsim collective --calibration nccl` takes them
- * (tools/stepsim/commands/cmd_collective.c, docs/engine.md): the platform from the node (NVLink-4 and faster nodes are
- * Hopper-class; DGX A100, Perlmutter and Frontier nodes have AMD hosts; Perlmutter's and Frontier's
+ * (tools/stepsim/commands/cmd_collective.c, docs/engine.md): the platform from the node (NVLink-4 and faster
+ * nodes are Hopper-class; DGX A100, Perlmutter and Frontier nodes have AMD hosts; Perlmutter's and Frontier's
  * NICs sit behind the CPU, so no LL128 on the network there), InfiniBand links at 0.94 of their
  * rate, Slingshot (dragonflies) at 0.70, A100 NVLink at 0.67. Shared by run, compare and validate. */
 void simpoint_calibrate(const topo_params_t *p, sim_config_t *cfg) {

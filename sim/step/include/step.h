@@ -94,9 +94,9 @@ typedef enum step_granularity {
 } step_granularity_t;
 
 typedef struct step_config {
-    sim_comm_mode_t comm;    /* SIM_COMM_NETWORK (default) or SIM_COMM_ANALYTIC */
+    sim_comm_mode_t comm;     /* SIM_COMM_NETWORK (default) or SIM_COMM_ANALYTIC */
     step_schedule_t schedule; /* default 1F1B */
-    int32_t virtual_stages;  /* interleaved: v >= 2 (layers/pp divisible by v, microbatches by pp) */
+    int32_t virtual_stages;   /* interleaved: v >= 2 (layers/pp divisible by v, microbatches by pp) */
     step_placement_t placement;
     int p2p_async;      /* 0 (default): a sender's compute waits for its send to finish */
     int optimizer_step; /* -1 (default): only in the corrected model; 0 never; 1 always */
@@ -123,9 +123,9 @@ char *step_placement_format(const step_placement_t *p, char *buf, size_t size);
 /* The GPU of the rank with coordinates x[STEP_DIM_*] (x[STEP_DIM_TP] < tp1, ...) for par (its
  * degrees and nv counts), and the inverse. O(1). */
 int64_t step_placement_gpu(const step_placement_t *pl, const model_parallel_t *par,
-                          const int64_t x[STEP_DIM_COUNT]);
+                           const int64_t x[STEP_DIM_COUNT]);
 void step_placement_coords(const step_placement_t *pl, const model_parallel_t *par, int64_t gpu,
-                          int64_t x[STEP_DIM_COUNT]);
+                           int64_t x[STEP_DIM_COUNT]);
 
 /* One entry of a stage's compute order: pass 0 forward, 1 backward, of a microbatch and a model
  * chunk (virtual stage chunk * pp + stage). */
@@ -136,7 +136,7 @@ typedef struct step_sched_item {
 /* The compute order of one stage: 2 m v items. Interleaved needs v >= 2, pp >= 2 and m a multiple of
  * pp (Megatron's rule); the others v = 1. Return SIM_OK or SIM_EINVAL. O(m v). */
 int step_schedule_order(step_schedule_t s, int32_t pp, int32_t v, int32_t m, int32_t stage,
-                       step_sched_item_t *items);
+                        step_sched_item_t *items);
 
 typedef struct sim_step step_t;
 
@@ -145,8 +145,8 @@ typedef struct sim_step step_t;
  * cfg NULL: step_config_default. Return SIM_OK and *out, or SIM_EINVAL / SIM_ENOMEM with *out
  * NULL and one line in err. Complexity: linear in the operations built (plus, in network mode, one
  * route lookup per pair of GPUs that may communicate, for the collapse check). */
-int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net,
-                 step_t **out, char *err, size_t err_size);
+int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net, step_t **out,
+             char *err, size_t err_size);
 void step_free(step_t *s); /* accepts NULL */
 
 /* Forward the engine's events to obs as well (e.g. a trace writer); copied; NULL clears. */
@@ -181,8 +181,8 @@ typedef struct step_result {
     /* what was simulated */
     int32_t gpus, simulated_gpus;
     step_collapsed_t collapsed;
-    int collapse_exact;            /* 1: the collapse is exact (or nothing was collapsed) */
-    char collapse_note[200];       /* why the collapse is exact, or why not */
+    int collapse_exact;             /* 1: the collapse is exact (or nothing was collapsed) */
+    char collapse_note[200];        /* why the collapse is exact, or why not */
     step_granularity_t granularity; /* resolved */
     int64_t operations, events, flows;
     double optimizer_s; /* the optimizer step's duration, 0 if none */
