@@ -1,5 +1,5 @@
 /* collective.c - the published two-tier (NVLink + IB) ring model of a collective's time
- * (seed-model.md 4.2), kept with its quirks, and the dispatch between compat modes. */
+ * (docs/model-formulas.md, section 4.2), kept with its quirks, and the dispatch between compat modes. */
 #include <math.h>
 
 #include "model_internal.h"
@@ -24,8 +24,8 @@ const char *model_coll_op_name(model_coll_op_t op) {
     return "none";
 }
 
-/* Quirk (seed-model.md 12 item 3): allreduce costs the same as an allgather unless the group spans
- * several NVLink domains with more than one member in each. */
+/* Quirk 3 (docs/model-formulas.md, section 12): allreduce costs the same as an allgather unless the group
+ * spans several NVLink domains with more than one member in each. */
 double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
                                       int64_t n, int64_t per_domain) {
     if (volume_gb == 0.0 || isnan(volume_gb) || n <= 1 || op == MODEL_COLL_NONE)

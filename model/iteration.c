@@ -1,4 +1,4 @@
-/* iteration.c - one training iteration from the block table (seed-model.md sections 7 and 8):
+/* iteration.c - one training iteration from the block table (docs/model-formulas.md, sections 7 and 8):
  * data-parallel collectives overlapped with one layer of one microbatch, pipeline p2p, the
  * (pp-1)/nmb bubble, and per-GPU memory. Identity: the breakdown adds up to the iteration time.
  *

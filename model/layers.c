@@ -1,4 +1,4 @@
-/* layers.c - the per-layer cost table of one transformer block (seed-model.md sections 5 and 6).
+/* layers.c - the per-layer cost table of one transformer block (docs/model-formulas.md, sections 5 and 6).
  * Each layer class fills FLOPs (TFLOP), HBM traffic (GB), collectives, activation and weight
  * memory (GB) for one microbatch on one GPU; finish_pass() turns them into roofline and
  * collective times. Local sizes are floor divisions, exactly as in the reference.

@@ -7,10 +7,10 @@
 /* The corrected model's usable fraction of the HBM bandwidth. Streaming kernels on the A100 reach
  * about 88-90% of its 2039 GB/s (the best kernels of NVIDIA's GTC 2024 memory talk peak near 90%; an
  * Nsight Compute measurement of a tuned read kernel: 1.80 TB/s, 88%), and HBM3 on the H100 behaves
- * the same way. The reference uses the full bandwidth (seed-model.md 12, item 9). */
+ * the same way. The reference uses the full bandwidth (docs/model-formulas.md, section 12, quirk 9). */
 #define MODEL_I_HBM_EFFICIENCY 0.9
 
-/* The published two-tier ring formula of seed-model.md 4.2, quirks included. */
+/* The published two-tier ring formula (docs/model-formulas.md, section 4.2), quirks included. */
 double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
                                       int64_t n, int64_t per_domain);
 

@@ -1,5 +1,6 @@
-/* presets.c - named GPU systems and transformer models (seed-model.md sections 2 and 3, and the
- * DGX nodes and GPT models of shared/validation). Tables are const; lookups copy into the caller. */
+/* presets.c - named GPU systems and transformer models (docs/model-formulas.md, sections 2 and 3,
+ * and the DGX nodes and GPT models of Narayanan et al. 2021, docs/validation.md). Tables are const; lookups
+ * copy into the caller. */
 #include <string.h>
 
 #include "model.h"

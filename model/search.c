@@ -1,4 +1,4 @@
-/* search.c - brute-force layout search of seed-model.md section 9: every (tp | tp1 x tp2, pp, dp,
+/* search.c - brute-force layout search of docs/model-formulas.md, section 9: every (tp | tp1 x tp2, pp, dp,
  * mbs, nb, NVLink tuple) the reference enumerates, evaluated with the closed form, keeping only
  * the best top_k feasible candidates (sorted insertion; ties keep enumeration order, like
  * heapq.nlargest). The block table depends only on (tp1, tp2, mbs, nb, nv_tp1, nv_tp2), so it is

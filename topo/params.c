@@ -1,8 +1,8 @@
 /* params.c - topology parameters: defaults per kind, node and topology presets, names, and the
  * validation that names the first bad parameter with its value and what is allowed.
  *
- * Figures marked (approx.) come from shared/spec/network-and-des.md section 1 and are meant to be
- * calibrated; docs/topology.md lists every default.
+ * Figures marked (approx.) are estimates, not published figures, and are meant to be calibrated;
+ * docs/topology.md lists every default and where the others come from.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -10,10 +10,10 @@
  * - Units follow the reference implementation and are carried by every name:
  *   FLOPs in TFLOP (1e12), bytes in decimal GB (1e9), rates in TFLOP/s and GB/s, time in seconds
  *   (double). Integer degrees and dimensions are int64_t; every local dimension is a floor
- *   division, as in the reference (seed-model.md section 1).
+ *   division, as in the reference (docs/model-formulas.md, section 1).
  * - compat: MODEL_COMPAT_REFERENCE reproduces the published model to floating-point
- *   rounding, quirks included (seed-model.md section 12); it ignores job->training entirely.
- *   MODEL_COMPAT_CORRECTED (the default) fixes items 1-3 of section 12 (docs/model.md), uses the
+ *   rounding, quirks included (docs/model-formulas.md, section 12); it ignores job->training entirely.
+ *   MODEL_COMPAT_CORRECTED (the default) fixes quirks 1-3 of that section (docs/model.md), uses the
  *   collective model of docs/collectives.md, checked against measured NCCL runs, streams HBM at
  *   90% of its bandwidth (the reference: 100%), and models what job->training asks for
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
@@ -47,7 +47,7 @@ typedef enum model_strategy {
 } model_strategy_t;
 #define MODEL_STRATEGY_COUNT 3
 
-/* GPU system. Field names map onto seed-model.md section 2 (the systems JSON files). */
+/* GPU system. Field names map onto the reference's system keys (docs/model-formulas.md, section 2). */
 typedef struct model_system {
     char name[32];
     double matrix_tflop_per_s;      /* peak dense fp16/bf16 tensor-core rate per GPU */
@@ -69,8 +69,8 @@ typedef struct model_system {
     double kernel_overhead_s;       /* fixed per-kernel launch cost (20e-6) */
 } model_system_t;
 
-/* Transformer, seed-model.md section 3. The blocks are always modeled; the embedding and the output
- * layer only in the corrected model with job->training.embedding set (they need vocab > 0). */
+/* Transformer (docs/model-formulas.md, section 3). The blocks are always modeled; the embedding and the
+ * output layer only in the corrected model with job->training.embedding set (they need vocab > 0). */
 typedef struct model_transformer {
     char name[32];
     int64_t seq_len;    /* l */
@@ -83,7 +83,7 @@ typedef struct model_transformer {
 
 /* A parallel layout. For 1d, tp1 == tp, tp2 == 1, nv_tp1 is the TP group's count per domain
  * and nv_tp2 == 1. nb is used by 2d only (set it to 1 otherwise). nv_* say how many members of
- * each group share one NVLink domain (seed-model.md section 9). */
+ * each group share one NVLink domain (docs/model-formulas.md, section 9). */
 typedef struct model_parallel {
     model_strategy_t strategy;
     int64_t dp, tp, tp1, tp2, pp, mbs, nb;
@@ -228,7 +228,7 @@ typedef enum model_group {
     MODEL_GROUP_TP
 } model_group_t;
 
-/* Time of one collective, seed-model.md 4.2. volume_gb: the full (unsharded) buffer, as
+/* Time of one collective (docs/model-formulas.md, section 4.2). volume_gb: the full (unsharded) buffer, as
  * nccl-tests' "size". group_size n, per_domain t = members of the group in one NVLink domain
  * (1 <= t <= n). Reference: the published two-tier ring formula. Corrected: see docs/collectives.md. */
 double model_collective_time_s(const model_system_t *sys, model_compat_t compat, model_coll_op_t op,
@@ -361,7 +361,7 @@ typedef struct model_search_result {
     int64_t candidates_feasible;
 } model_search_result_t;
 
-/* Enumerate the reference's search space (seed-model.md section 9) for every strategy whose bit
+/* Enumerate the reference's search space (docs/model-formulas.md, section 9) for every strategy whose bit
  * (1 << strategy) is set in strategy_mask, for job->gpus GPUs, job->global_batch and
  * job->system.nvlink_size, and keep the top_k feasible candidates by throughput. job->par is
  * ignored. Memory: O(top_k), never every candidate. Return MODEL_OK (even with no feasible

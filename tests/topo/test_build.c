@@ -1,7 +1,7 @@
 /* topo/test_build.c - exact counts of every kind: vertices, switches per tier, cables per tier pair,
  * diameter, bisection by max-flow against its closed form, injection, and the cost proxy. Figures
- * come from shared/spec/network-and-des.md section 1 (Al-Fares fat-tree, DGX SuperPOD RAs, Kim et
- * al. dragonfly, k-ary n-cubes). */
+ * come from the published designs (Al-Fares fat-tree, DGX SuperPOD reference architectures, Kim et
+ * al. dragonfly, k-ary n-cubes; docs/topology.md). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

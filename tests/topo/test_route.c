@@ -58,8 +58,8 @@ static void test_ecmp_path_counts(void **state) {
     topo_free(t);
 }
 
-/* interfaces.md: on a 2-tier tree with dmodk a flow to endpoint d leaves its leaf through spine
- * d mod S; flows to one destination converge on one down path. */
+/* The documented D-mod-k rule (docs/topology.md, Routing): on a 2-tier tree with dmodk a flow to endpoint d
+ * leaves its leaf through spine d mod S; flows to one destination converge on one down path. */
 static void test_dmodk_two_tier(void **state) {
     (void)state;
     for (int64_t links_per_pair = 1; links_per_pair <= 2; links_per_pair++) {
