@@ -1,5 +1,6 @@
 /* closed_form.c - alpha-beta times of every collective decomposition on an idle network
- * (network-and-des.md section 4), NCCL's double binary tree shape, and the `auto` choice.
+ * (docs/engine.md, "Collectives as flows" and "Closed-form tests"), NCCL's double binary tree shape, and the
+ * `auto` choice.
  *
  * Each formula is the exact idle-network time of the decomposition coll_algos.c simulates (so the
  * property tests can hold the simulator to 0.1%): alpha is one step's latency, beta = 1 / bandwidth

@@ -5,8 +5,8 @@
  * skew and contention propagate as in the real algorithm. Fast fidelity: a ring, chain or tree
  * becomes one coflow: a single max-min variable whose route is the union of its members' routes
  * (a link crossed by c members carries c units), which is exactly "every member capped at the
- * slowest member's rate" (network-and-des.md 3.3 item 5). It carries one member's whole volume and
- * pays its per-step latencies up front: steps x (slowest member's latency), less those the chain's
+ * slowest member's rate" (docs/engine.md, "Collectives as flows", fidelities). It carries one member's whole
+ * volume and pays its per-step latencies up front: steps x (slowest member's latency), less those the chain's
  * and the tree's pipelines hide behind transfers. On an idle network both give the closed form of
  * closed_form.c; under contention fast mode loses the skew between members. Halving-doubling and
  * sendrecv have O(log n) and 1 steps and always run step-exact.

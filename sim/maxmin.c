@@ -1,5 +1,6 @@
 /* maxmin.c - exact weighted max-min fair rates by progressive filling, bottleneck first
- * (network-and-des.md section 3.2; the same algorithm as SimGrid's lmm MaxMin solver).
+ * (docs/engine.md, "Max-min by progressive filling"; the same algorithm as SimGrid's lmm MaxMin
+ * solver).
  *
  * Every unfrozen flow f grows at rate s * w_f as a common level s rises. Link j saturates at
  * s_j = rem_j / sum over unfrozen f on j of use_fj * w_f, where rem_j is its capacity minus what frozen

@@ -1,5 +1,5 @@
 /* network.c - the flow-level network: links, flows, the lazy completion heap and the batched,
- * component-local max-min re-solve (network-and-des.md section 3).
+ * component-local max-min re-solve (docs/engine.md, "Flow network").
  *
  * A flow lives in three phases: LATENCY (it waits for the sum of its links' latencies; no
  * bandwidth used), ACTIVE (it sits in every link's list and drains at its max-min rate) and FREE.

@@ -1,5 +1,6 @@
 /* star.c - the ideal non-blocking star (the `ideal` topology), optionally with NVLink domains: the
- * hand-made link table used until topo/ supplies real topologies, and by the closed-form tests.
+ * hand-made link table behind the step's analytic communication (no network), bench_sim and the
+ * closed-form tests. The `ideal` topology of the command line is built by topo/ like every other kind.
  * Every route is [up link of src, down link of dst]: the switch has no internal limit. */
 #include <math.h>
 #include <stdlib.h>

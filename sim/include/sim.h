@@ -122,9 +122,9 @@ typedef struct sim_network_desc {
                       int32_t cap);
 } sim_network_desc_t;
 
-/* The ideal non-blocking star (the `ideal` topology): every GPU has one up and one down link of
- * nic bandwidth into a switch with no internal limit. With gpus_per_domain > 1 every GPU also has
- * an NVLink up and down link into its domain's non-blocking switch, and traffic between GPUs of one
+/* The ideal non-blocking star (a hand-made stand-in; topo/ builds the `ideal` topology): every GPU has one up
+ * and one down link of nic bandwidth into a switch with no internal limit. With gpus_per_domain > 1 every GPU
+ * also has an NVLink up and down link into its domain's non-blocking switch, and traffic between GPUs of one
  * domain uses those instead. Links: NIC up of g = 2g, NIC down = 2g+1; NVLink up = 2n+2g, NVLink
  * down = 2n+2g+1 (n = n_gpus). A route is always [up of src, down of dst]. NIC links are of kind
  * network, NVLink links of kind NVLink. */

@@ -823,7 +823,7 @@ static void builder_free(builder_t *b) {
 
 /* The fixed times of every plan segment: a COLL segment's collective, a SUMMA layer's exposed
  * communication. Reference: panel 0 exposed, then the GEMM beside all nb panels (the model's rule,
- * seed-model.md 5.3). Corrected: the panels pipelined with nb GEMM slices. */
+ * docs/model-formulas.md, section 5.3). Corrected: the panels pipelined with nb GEMM slices. */
 static int precompute(step_t *s) {
     const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
     for (int part = 0; part < STEP_PARTS; part++)

@@ -20,7 +20,7 @@
 #include "sim.h"
 
 /* ==== training step ============================================================================ */
-/* One training step of a transformer (model.h's job) as operations on an engine (sim/step*.c,
+/* One training step of a transformer (model.h's job) as operations on an engine (sim/step/step*.c,
  * sim/step/schedule.c, sim/step/placement.c; docs/run.md).
  *
  * - Workload: per pipeline stage, microbatch, pass and block, the layers of model_block_build as
