@@ -9,8 +9,8 @@
 # Environment:
 #   STEPSIM_SKIP_DEPS=1   skip the check entirely (a non-Debian machine with the libraries at hand).
 
-# Debian packages the build, the tests and later issues need (libigraph-dev for topo/,
-# gnuplot-nox for plots, Open MPI for the parallel engine).
+# Debian packages the build, the tests and the tools need (libigraph-dev for topo/,
+# gnuplot-nox for plots, Open MPI for distributed sweeps).
 STEPSIM_DEB_PACKAGES=(
     build-essential
     cmake

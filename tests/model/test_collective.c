@@ -1,6 +1,6 @@
-/* model/test_collective.c - the collective-time models: reference spot values (seed-model.md 11),
- * the corrected model's allreduce doubling, monotonicity in volume and group size, the zero cases,
- * and its accuracy against the measured Perlmutter NCCL sweep, held in aggregate. */
+/* model/test_collective.c - the collective-time models: reference spot values (docs/model-formulas.md,
+ * section 11), the corrected model's allreduce doubling, monotonicity in volume and group size, the zero
+ * cases, and its accuracy against the measured Perlmutter NCCL sweep, held in aggregate. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* model/test_units.c - model/ behaviour beyond the golden reference rows: job validation, the
- * corrected model's fixes (seed-model.md section 12, items 1-3), the worked example's hand checks
+ * corrected model's fixes (docs/model-formulas.md, section 12, quirks 1-3), the worked example's hand checks
  * (section 11) and search properties (ordering, top-K, feasibility). */
 #include <math.h>
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include "model.h"
 
-/* The worked example of seed-model.md section 11: gpt3_1T, A100, NVS 8, 1d tp 8, dp 16, pp 32. */
+/* The worked example of docs/model-formulas.md, section 11: gpt3_1T, A100, NVS 8, 1d tp 8, dp 16, pp 32. */
 static model_job_t worked_example(model_compat_t compat) {
     model_job_t j;
     memset(&j, 0, sizeof j);

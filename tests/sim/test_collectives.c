@@ -1,5 +1,5 @@
 /* sim/test_collectives.c - collectives as flows on an idle non-blocking star against their alpha-beta
- * closed forms (network-and-des.md section 4), as property tests over seeded random draws of
+ * closed forms (docs/engine.md, "Collectives as flows"), as property tests over seeded random draws of
  * size (1 KiB..8 GiB), group size (2..1024), link bandwidth, latency and step overhead; fast vs
  * step agreement under contention; the auto choice; analytic mode; invalid requests.
  *

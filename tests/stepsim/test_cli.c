@@ -1,5 +1,5 @@
 /* stepsim/test_cli.c - the command line end to end: default scenario, files vs options, derived degrees, JSON
- * shapes of estimate and search (interfaces.md), help and version. Runs cli_main in-process. */
+ * shapes of estimate and search (docs/cli.md), help and version. Runs cli_main in-process. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +45,7 @@ static void assert_rel(double got, double want, double rel) {
         fail_msg("got %.17g, want %.17g (rel %g)", got, want, rel);
 }
 
-/* The built-in scenario is the stored best of seed-model.md section 11. */
+/* The built-in scenario is the reference's stored best 1d layout (docs/model-formulas.md, section 11). */
 static void default_scenario_reference(void **state) {
     (void)state;
     cli_run_t r = cli_run("estimate", "--compat", "reference", "--json", NULL);
@@ -193,7 +193,7 @@ static void layers_table(void **state) {
     cli_run_free(&r);
 }
 
-/* search --json: interfaces.md shape, best first, and the reference's rank-0 for 1d at 4096 GPUs. */
+/* search --json: the shape of docs/cli.md, best first, and the reference's rank-0 for 1d at 4096 GPUs. */
 static void search_json(void **state) {
     (void)state;
     cli_run_t r =

@@ -1,5 +1,5 @@
-/* stepsim/test_collective.c - `stepsim collective` end to end through cli_main: the interfaces.md JSON
- * fields and their relations (algbw = size / time, busbw's factor), size sweeps, an uncalibrated
+/* stepsim/test_collective.c - `stepsim collective` end to end through cli_main: the JSON fields of
+ * docs/cli.md and their relations (algbw = size / time, busbw's factor), size sweeps, an uncalibrated
  * ring on a fat-tree against its alpha-beta form, groups and placement, the text table, help, and
  * every bad option: exit code 2, empty stdout, exactly one stderr line naming the option, the value
  * and what is allowed. */
@@ -97,7 +97,7 @@ static void test_error_cases(void **state) {
     }
 }
 
-/* The interfaces.md shape; algbw and busbw follow from the time; the sweep doubles. */
+/* The shape of docs/cli.md; algbw and busbw follow from the time; the sweep doubles. */
 static void test_json_fields(void **state) {
     (void)state;
     const char *args[] = {"collective", "--topology", "perlmutter", "--gpus",

@@ -1,6 +1,6 @@
 /* stepsim/test_point_cases.c - end to end: `stepsim estimate --compat reference --json` reproduces every row
  * of the reference's point-cases.csv to 1e-9 relative, in iteration time, throughput, memory, fits and every
- * breakdown and memory component (interfaces.md field names). */
+ * breakdown and memory component (the field names of docs/cli.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

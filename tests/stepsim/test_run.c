@@ -1,4 +1,4 @@
-/* stepsim/test_run.c - `stepsim run` end to end: the --json fields of interfaces.md, a breakdown that adds
+/* stepsim/test_run.c - `stepsim run` end to end: the --json fields of docs/cli.md, a breakdown that adds
  * up to the step time, text output; bad options exit 2 with one line naming the option and value;
  * --trace writes a Chrome trace that parses back (every slice has its fields, no negative durations,
  * slices on one thread never overlap, every arrow start has its end) and the same run writes the

@@ -1,4 +1,4 @@
-/* stepsim/test_topo.c - `stepsim topo` end to end through cli_main: the interfaces.md JSON fields and
+/* stepsim/test_topo.c - `stepsim topo` end to end through cli_main: the JSON fields of docs/cli.md and
  * values, presets sized by --gpus, scenario and JSON files, GraphML/DOT export written atomically and
  * loaded back, and every bad-input case: exit code, empty stdout, exactly one stderr line naming the
  * option or file, the key, the value and what is allowed. "@name" arguments are tests/fixtures files. */

@@ -1,7 +1,7 @@
 /* bench_search.c - times the layout search of the analytic model: gpt3_1T on A100 with NVLink
  * domains of 8 at 4096 GPUs, global batch 4096, --compat reference, for each strategy. Prints the
  * median wall time of several repetitions, candidates per second and the speed-up over the
- * reference implementation's measured times on this machine class (seed-model.md section 14:
+ * reference implementation's measured times on this machine class (docs/model-formulas.md, section 14:
  * 1D about 12.5 s per GPU count, 2D 285 s, 2D-seqp 76 s). Usage: bench_search [REPEATS] */
 #include <stdio.h>
 #include <stdlib.h>

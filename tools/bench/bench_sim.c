@@ -1,11 +1,11 @@
-/* bench_sim.c - prints the engine's speed figures (issue 4): event-queue hold operations per second,
- * max-min re-solve time for 8k and 65k flows on a leaf/spine, and the wall time of a 1 GiB ring
+/* bench_sim.c - prints the engine's speed figures (docs/engine.md, "Speed"): event-queue hold operations per
+ * second, max-min re-solve time for 8k and 65k flows on a leaf/spine, and the wall time of a 1 GiB ring
  * all-reduce over 64..4096 GPUs in fast and step fidelity, with the simulated time's deviation from
  * the closed form. Networks: for max-min, a hand-made 2-tier leaf/spine (32 endpoints per leaf, 32
- * spines, D-mod-k: a flow to endpoint d leaves its leaf through spine d mod 32), as in
- * network-and-des.md 3.2; for the ring, the ideal star and topo/'s k-ary fat-tree. Targets: >= 10 M
- * hold ops/s; 1024 GPUs fast <= 50 ms, step <= 2 s.
- * Usage: bench_sim [--quick]   (--quick skips the 4096-GPU step-fidelity runs) */
+ * spines, D-mod-k: a flow to endpoint d leaves its leaf through spine d mod 32), the setting
+ * of the stand-alone solver figures that docs/engine.md compares with; for the ring, the ideal star and
+ * topo/'s k-ary fat-tree. Targets: >= 10 M hold ops/s; 1024 GPUs fast <= 50 ms, step <= 2 s. Usage: bench_sim
+ * [--quick]   (--quick skips the 4096-GPU step-fidelity runs) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

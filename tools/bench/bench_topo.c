@@ -6,8 +6,8 @@
  * graph = adjacency and the igraph graph; check = reachability of every GPU pair), "ready" (their
  * sum), the routing tables' size, the mean cost of one route lookup over random GPU pairs, the
  * summary time (diameter BFS and max-flow bisection) and the peak resident memory (getrusage). Each
- * case runs in its own process so that peaks do not accumulate. Targets (issue 3): ready <= 2 s at
- * 16k GPUs, <= 15 s at 100k, memory < 2 GB.
+ * case runs in its own process so that peaks do not accumulate. Targets (docs/topology.md, "Scale"): ready <=
+ * 2 s at 16k GPUs, <= 15 s at 100k, memory < 2 GB.
  *
  * Usage: bench_topo [--routes N] [--no-summary]
  */

@@ -1,5 +1,5 @@
 /* nccl_sim_report.c - `stepsim collective` against measured nccl-tests runs, next to the reference
- * model's errors: the acceptance table of issue 4 (docs/engine.md, "Measured data").
+ * model's errors: the acceptance table of docs/engine.md, "Measured accuracy".
  *
  * Usage: nccl_sim_report [--every K] [--rows] [--check PCT] [--fidelity fast|step] [--calibration nccl|none]
  * [CSV]
