@@ -23,6 +23,7 @@
 #include "csv.h"
 #include "output.h"
 #include "simpoint.h"
+#include "topo_json.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -747,7 +748,25 @@ static int sim_job(const run_row_t *r, model_job_t *job, double *added_s, cli_di
     return rc;
 }
 
+/* A topology name as the simulation takes it (topo_json.h), parsed once. */
+static int sim_spec(const char *name, topo_spec_t *spec, cli_diag_t *d) {
+    cJSON *json = cJSON_CreateString(name);
+    if (!json)
+        return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    const int rc = topo_spec_parse(json, "--sim-topology", spec, d);
+    cJSON_Delete(json);
+    return rc;
+}
+
 static int sim_rows(const validate_args_t *a, run_row_t *rows, size_t n, FILE *err, cli_diag_t *d) {
+    /* the topology named by --sim-topology is parsed before any row is simulated */
+    topo_spec_t chosen, row_spec;
+    const int fixed = a->sim_topology && strcmp(a->sim_topology, "auto") != 0;
+    if (fixed) {
+        const int rc = sim_spec(a->sim_topology, &chosen, d);
+        if (rc)
+            return rc;
+    }
     for (size_t i = 0; i < n; i++) {
         run_row_t *r = &rows[i];
         model_job_t job;
@@ -755,16 +774,14 @@ static int sim_rows(const validate_args_t *a, run_row_t *rows, size_t n, FILE *e
         if (rc)
             return rc;
         snprintf(r->sim_topology, sizeof r->sim_topology, "%s", sim_topology_of(a, r));
-        cJSON *spec = cJSON_CreateString(r->sim_topology);
-        if (!spec)
-            return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
         simpoint_t p0, p1;
         cli_diag_t pd;
         pd.msg[0] = '\0';
-        rc = simpoint_run(&job, NULL, "--sim", 0, &p0, &pd);
+        rc = fixed ? CLI_OK : sim_spec(r->sim_topology, &row_spec, &pd);
         if (!rc)
-            rc = simpoint_run(&job, spec, "--sim-topology", 0, &p1, &pd);
-        cJSON_Delete(spec);
+            rc = simpoint_run(&job, NULL, "--sim", 0, &p0, &pd);
+        if (!rc)
+            rc = simpoint_run(&job, fixed ? &chosen : &row_spec, "--sim-topology", 0, &p1, &pd);
         if (rc == CLI_ERUNTIME && strstr(pd.msg, "out of memory"))
             return cli_fail(d, CLI_ERUNTIME, "%s: %s", r->name, pd.msg);
         if (rc) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "scenario_internal.h"
+#include "topo_json.h"
 
 /* ---- diagnostics and did-you-mean ------------------------------------------------------------ */
 
@@ -157,14 +158,12 @@ int scenario_init(scenario_t *scn, cli_diag_t *diag) {
     scn->value[SCN_GBS] = SCN_DEFAULT_GBS;
     scn->strategy = MODEL_STRATEGY_1D;
     scn->compat = MODEL_COMPAT_CORRECTED;
+    topo_spec_none(&scn->topology);
     return CLI_OK;
 }
 
 void scenario_destroy(scenario_t *scn) {
-    if (!scn)
-        return;
-    cJSON_Delete(scn->topology);
-    scn->topology = NULL;
+    (void)scn; /* nothing owned: the topology is typed values */
 }
 
 const char *scenario_model_name(const scenario_t *scn) {
@@ -365,14 +364,19 @@ static int option_named(scenario_t *scn, scenario_field_t f, const char *option,
             return scn_bad_compat(diag, option, value);
         return CLI_OK;
     }
-    /* --topology: kept opaque for run and compare; an inline object or a name/file. */
+    /* --topology: an inline object or a name/file, parsed now (a file it names is read now). */
     cJSON *t = value[0] == '{' ? cJSON_Parse(value) : cJSON_CreateString(value);
     if (!t)
         return cli_fail(diag, CLI_EUSAGE,
                         "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", option);
-    cJSON_Delete(scn->topology);
-    scn->topology = t;
-    return CLI_OK;
+    topo_spec_t *spec = malloc(sizeof *spec);
+    int rc = spec ? topo_spec_parse(t, option, spec, diag)
+                  : cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", option);
+    if (!rc)
+        scn->topology = *spec;
+    free(spec);
+    cJSON_Delete(t);
+    return rc;
 }
 
 int scenario_set_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag) {
