@@ -55,10 +55,10 @@ int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const cha
         if (have != nvs && have != g)
             rc = cli_fail(d, CLI_EUSAGE,
                           "%s: nodes of %" PRId64
-                          " GPUs, but the scenario's NVLink domain (nvlink_size) is %" PRId64
+                          " GPU%s, but the scenario's NVLink domain (nvlink_size) is %" PRId64
                           " GPUs; allowed: a topology whose nodes hold %" PRId64
                           " GPUs (\"node\" or \"gpus_per_node\"), or --nvs %" PRId64,
-                          where, have, nvs, nvs, have);
+                          where, have, have == 1 ? "" : "s", nvs, nvs, have);
     }
     if (rc) {
         topo_free(*out);

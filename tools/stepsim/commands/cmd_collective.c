@@ -402,7 +402,9 @@ static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, 
         snprintf(ct->prefix, sizeof ct->prefix, "%s: ", ct->where);
     else
         snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->scenario);
-    return topo_spec_params(&scn->topology, NULL, &scn->system, gpus, scn->value[SCN_GPUS], &ct->p, d);
+    model_system_t sys;
+    scenario_system(scn, &sys);
+    return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], &ct->p, d);
 }
 
 /* Build the topology the request needs: first its own size, to learn the node; then, for kinds that

@@ -119,8 +119,10 @@ static int resolve(const topo_args_t *a, scenario_t *scn, topo_params_t *p, cli_
     /* presets follow --gpus (or the file's "gpus"); the unnamed ideal topology and the shortcuts
      * the scenario's GPU count */
     const int64_t gpus = scn->given[SCN_GPUS] ? scn->value[SCN_GPUS] : 0;
+    model_system_t sys;
     (void)a;
-    return topo_spec_params(&scn->topology, NULL, &scn->system, gpus, scn->value[SCN_GPUS], p, d);
+    scenario_system(scn, &sys);
+    return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], p, d);
 }
 
 /* Write to "<path>.XXXXXX" in the same directory, then rename over path. */

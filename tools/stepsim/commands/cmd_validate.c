@@ -750,12 +750,7 @@ static int sim_job(const run_row_t *r, model_job_t *job, double *added_s, cli_di
 
 /* A topology name as the simulation takes it (topo_json.h), parsed once. */
 static int sim_spec(const char *name, topo_spec_t *spec, cli_diag_t *d) {
-    cJSON *json = cJSON_CreateString(name);
-    if (!json)
-        return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
-    const int rc = topo_spec_parse(json, "--sim-topology", spec, d);
-    cJSON_Delete(json);
-    return rc;
+    return topo_spec_parse_text(name, "--sim-topology", spec, d);
 }
 
 static int sim_rows(const validate_args_t *a, run_row_t *rows, size_t n, FILE *err, cli_diag_t *d) {

@@ -166,6 +166,12 @@ void scenario_destroy(scenario_t *scn) {
     (void)scn; /* nothing owned: the topology is typed values */
 }
 
+void scenario_system(const scenario_t *scn, model_system_t *out) {
+    *out = scn->system;
+    if (scn->value[SCN_NVS] > 0)
+        out->nvlink_size = scn->value[SCN_NVS];
+}
+
 const char *scenario_model_name(const scenario_t *scn) {
     return scn->model.name[0] ? scn->model.name : "custom";
 }
@@ -365,17 +371,13 @@ static int option_named(scenario_t *scn, scenario_field_t f, const char *option,
         return CLI_OK;
     }
     /* --topology: an inline object or a name/file, parsed now (a file it names is read now). */
-    cJSON *t = value[0] == '{' ? cJSON_Parse(value) : cJSON_CreateString(value);
-    if (!t)
-        return cli_fail(diag, CLI_EUSAGE,
-                        "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", option);
     topo_spec_t *spec = malloc(sizeof *spec);
-    int rc = spec ? topo_spec_parse(t, option, spec, diag)
-                  : cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", option);
+    if (!spec)
+        return cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", option);
+    const int rc = topo_spec_parse_text(value, option, spec, diag);
     if (!rc)
         scn->topology = *spec;
     free(spec);
-    cJSON_Delete(t);
     return rc;
 }
 

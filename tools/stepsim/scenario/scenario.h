@@ -177,6 +177,10 @@ int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag);
  * when it was not given or is "all". Checks the model and system with model_job_check. */
 int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, cli_diag_t *diag);
 
+/* The system in effect, with the scenario's NVLink domain (nvlink_size / --nvs) as the job gets it:
+ * what the ideal topology and the shortcuts are built from in every command. */
+void scenario_system(const scenario_t *scn, model_system_t *out);
+
 /* A readable name of the model / system in effect: the preset or object name, or "custom". */
 const char *scenario_model_name(const scenario_t *scn);
 const char *scenario_system_name(const scenario_t *scn);

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <igraph.h>
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define KIND(k) (1u << (k))
 #define BUILT                                                                                                \
@@ -452,6 +454,28 @@ static int fill(const ctx_t *c, const cJSON *spec, topo_spec_t *out) {
                     what);
 }
 
+int topo_spec_params(const topo_spec_t *s, const char *where, const model_system_t *sys, int64_t gpus,
+                     int64_t job_gpus, topo_params_t *p, cli_diag_t *d);
+
+/* A GraphML file is loaded once when it is named, so that its contents fail before any work. */
+static int load_graphml(const topo_spec_t *spec, cli_diag_t *d) {
+    topo_params_t p;
+    int rc = topo_spec_params(spec, NULL, NULL, 0, 0, &p, d);
+    if (rc)
+        return rc;
+    topo_t *t = NULL;
+    topo_issue_t issue;
+    char msg[400];
+    igraph_set_error_handler(igraph_error_handler_ignore);
+    igraph_set_warning_handler(igraph_warning_handler_ignore);
+    rc = topo_new(&p, &t, &issue);
+    topo_free(t);
+    if (rc)
+        return cli_fail(d, topo_json_exit_code(rc), "%s: %s", spec->where,
+                        topo_issue_format(&issue, msg, sizeof msg));
+    return CLI_OK;
+}
+
 /* A JSON path continues with '.', an option or file with ": ". */
 static void key_prefix(const char *where, char *buf, size_t size) {
     snprintf(buf, size, "%s%s", where, strchr(where, ':') ? "." : ": ");
@@ -467,9 +491,24 @@ int topo_spec_parse(const cJSON *json, const char *where, topo_spec_t *out, cli_
         out->is_name = 1;
         snprintf(out->label, sizeof out->label, "%s", json->valuestring);
     }
-    const int rc = fill(&c, json, out);
+    int rc = fill(&c, json, out);
+    if (!rc &&
+        (out->form == TOPO_SPEC_GRAPHML || (out->form == TOPO_SPEC_OBJECT && out->kind == TOPO_KIND_GRAPHML)))
+        rc = load_graphml(out, d);
     if (rc)
         memset(out, 0, sizeof *out);
+    return rc;
+}
+
+int topo_spec_parse_text(const char *text, const char *where, topo_spec_t *out, cli_diag_t *d) {
+    cJSON *json = text[0] == '{' ? cJSON_Parse(text) : cJSON_CreateString(text);
+    if (!json && text[0] == '{')
+        return cli_fail(d, CLI_EUSAGE,
+                        "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", where);
+    if (!json)
+        return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", where);
+    const int rc = topo_spec_parse(json, where, out, d);
+    cJSON_Delete(json);
     return rc;
 }
 

@@ -36,6 +36,9 @@
 
 /* where: message prefix without the trailing ": " ("--topology", "run.json: topology"). */
 int topo_spec_parse(const cJSON *json, const char *where, topo_spec_t *out, cli_diag_t *d);
+/* The same from an option's text: a name, or an object when it starts with '{' (CLI_EUSAGE
+ * "WHERE: invalid JSON; ..." when it does not parse). */
+int topo_spec_parse_text(const char *text, const char *where, topo_spec_t *out, cli_diag_t *d);
 /* The spec of a scenario without a topology: the ideal topology of the system ("topology"). */
 void topo_spec_none(topo_spec_t *out);
 int topo_spec_params(const topo_spec_t *s, const char *where, const model_system_t *sys, int64_t gpus,
