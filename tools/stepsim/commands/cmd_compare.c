@@ -1,14 +1,15 @@
 /* cmd_compare.c - `stepsim compare` (one workload on several topologies, optionally over GPU counts)
  * and `stepsim validate` without --measured (the waterfall from the closed form to the simulated
- * step). Both simulate through simpoint.h and print text, --json, --csv and gnuplot plots.
+ * step). Both simulate through simpoint.h (step_simulate) and print text, --json, --csv and gnuplot
+ * plots.
  *
  * The waterfall's totals are analytic estimate -> simulation with analytic communication ->
  * simulation with network communication on ideal -> on the chosen topology; every delta is the
  * difference of consecutive totals, so the deltas add up to the simulated step exactly (in floating
  * point the sum is recomputed from the same doubles; the test checks it to 1e-9 relative).
- * Topology shortcuts (fat-tree, fat-tree-2:1, rail, dragonfly, dragonfly-ugal) are sized to the
- * job's GPUs and its system's NVLink domain here (docs/compare.md); anything else goes to
- * topo_json as given.
+ * Every --topologies entry is parsed when the option is read (topo_json.h: the same meaning as in
+ * every command; the shortcuts fat-tree, fat-tree-2:1, rail, dragonfly and dragonfly-ugal are sized
+ * to the job's GPUs and its system's NVLink domain, docs/compare.md).
  */
 #include <errno.h>
 #include <inttypes.h>
