@@ -52,7 +52,7 @@ static const topo_key_t KEYS[] = {
     S("scaleup", BUILT),
     S("pxn", BUILT),
     S("seed", ANY),
-    S("network", BUILT),
+    S("network", ANY),
     I("nvlink_generation", BUILT, node.nvlink_generation),
     I("gpus", ANY, gpus),
     I("gpus_per_node", BUILT, node.gpus_per_node),
@@ -89,6 +89,9 @@ static const topo_key_t KEYS[] = {
     I("chassis_nics", DF, dragonfly.chassis_nics),
     S("dims", KIND(TOPO_KIND_TORUS)),
 };
+
+/* topo_spec_t.given has a bit per key */
+_Static_assert(COUNT(KEYS) <= 64, "topo_spec_t.given holds 64 keys");
 
 /* Where messages point: whole-value messages use `where`, key messages `prefix` + key. */
 typedef struct {
