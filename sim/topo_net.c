@@ -68,3 +68,17 @@ int sim_topo_network(const struct topo *t, sim_network_desc_t *d) {
     d->route_load = topo_routing(t) == TOPO_ROUTING_UGAL ? route_load_cb : NULL;
     return SIM_OK;
 }
+
+void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t) {
+    const topo_node_params_t *node = topo_node_params(t);
+    sim_nccl_platform_t pl;
+    pl.sm = topo_node_nvlink_generation(node) >= 4 ? 90 : 80;
+    pl.amd_host = node->amd_host;
+    pl.ll128_network = !node->nic_on_cpu;
+    sim_config_nccl(cfg, &pl);
+    cfg->link_kind_efficiency[SIM_LINK_NETWORK] = topo_network_tech(t) == TOPO_NETWORK_SLINGSHOT
+                                                      ? SIM_NCCL_NET_EFF_SLINGSHOT
+                                                      : SIM_NCCL_NET_EFF_INFINIBAND;
+    if (pl.sm < 90)
+        cfg->link_kind_efficiency[SIM_LINK_NVLINK] = SIM_NCCL_NVLINK_EFF_A100;
+}

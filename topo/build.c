@@ -372,6 +372,8 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     snprintf(t->name, sizeof t->name, "%s", p->name[0] ? p->name : topo_kind_name(p->kind));
     snprintf(t->source_kind, sizeof t->source_kind, "%s", topo_kind_name(p->kind));
     t->kind = p->kind;
+    t->network = p->network;
+    t->node = p->node;
     t->routing = p->routing != TOPO_ROUTING_DEFAULT ? p->routing : default_routing(p->kind);
     t->pxn = p->pxn;
     t->seed = p->seed;

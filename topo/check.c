@@ -83,6 +83,9 @@ static int check_node(const topo_params_t *p, topo_issue_t *issue) {
         (rc = need_rate(issue, "pcie_bandwidth_bytes_per_s", n->pcie_bandwidth_bytes_per_s, 0)) ||
         (rc = need_rate(issue, "pcie_latency_s", n->pcie_latency_s, 0)))
         return rc;
+    if (n->nvlink_generation != 0 && (n->nvlink_generation < 3 || n->nvlink_generation > 5))
+        return topo_i_set_issuef(issue, "nvlink_generation", n->nvlink_generation,
+                                 "must be 3 (A100), 4 (H100) or 5 (B200)");
     if (n->nics_per_node < n->gpus_per_node && n->pcie_bandwidth_bytes_per_s <= 0)
         return topo_i_set_issue(issue, "pcie_bandwidth_bytes_per_s", "0",
                                 "must be > 0 when nics_per_node (%lld) < gpus_per_node (%lld): GPUs reach "

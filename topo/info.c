@@ -9,6 +9,12 @@ const char *topo_name(const topo_t *t) {
 topo_kind_t topo_kind(const topo_t *t) {
     return t->kind;
 }
+topo_network_tech_t topo_network_tech(const topo_t *t) {
+    return t->network;
+}
+const topo_node_params_t *topo_node_params(const topo_t *t) {
+    return &t->node;
+}
 int64_t topo_gpu_count(const topo_t *t) {
     return t->n_gpus;
 }

@@ -95,6 +95,8 @@ struct topo {
     char name[64];
     char source_kind[32]; /* the kind the graph was built as (kept through GraphML) */
     topo_kind_t kind;
+    topo_network_tech_t network; /* link technologies, as the parameters gave them */
+    topo_node_params_t node;
     topo_routing_t routing;
     int pxn;
     uint64_t seed;

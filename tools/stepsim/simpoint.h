@@ -1,24 +1,25 @@
-/* simpoint.h - one simulated training step of a checked job, as compare and validate need it: the
- * step time, the critical GPU's breakdown, the busiest link and (optionally) the topology's cost
- * proxy, without printing.
+/* simpoint.h - what the commands that simulate a scenario's job share around step_simulate (step.h):
+ * the topology the job runs on (built from the scenario's typed topology, checked against the job),
+ * and compare's and validate's simulation with run's defaults, summed up as the figures they print.
  *
  * Contract
- * - The job is model.h's, already checked (scenario_resolve or validate's rows). The simulation
- *   runs it as the run command would with its defaults (step_config_default, and on a network
- *   NCCL's calibration, run's --calibration nccl), except that the schedule follows the job: interleaved with
- * job->training.interleave virtual stages when that is above 1, else 1F1B.
- * - spec NULL: analytic communication (no network). Otherwise a topology specification as
- *   topo_json_params takes it (a preset, kind, file name or object), sized to the job's GPUs; the
- *   "ideal" kind is filled from the job's system. where prefixes error messages ("--topologies").
- * - Errors: CLI_EUSAGE for a topology or job the simulation rejects (one line in diag), CLI_ERUNTIME
+ * - The job is model.h's, already checked (scenario_resolve or validate's rows).
+ * - simpoint_topology builds spec (topo_json.h's meaning of every name) for job->gpus GPUs on the
+ *   job's system. The network's nodes are the job's NVLink domains: the ideal kind and the shortcuts
+ *   get them from the system; any other topology whose nodes hold another number of GPUs than the
+ *   system's nvlink_size (or gcd(gpus, nvlink_size)) is refused with one line naming both. A
+ *   topology of another GPU count is refused too. where prefixes every message ("--topology").
+ * - simpoint_run runs the job as run does with its defaults (step_config_default, NCCL's calibration
+ *   on a network), except that the schedule follows the job: interleaved with
+ *   job->training.interleave virtual stages when that is above 1, else 1F1B. spec NULL: analytic
+ *   communication (no network).
+ * - Errors: CLI_EUSAGE for a topology or job the simulation rejects (one line in d), CLI_ERUNTIME
  *   for memory or an engine failure. Installs igraph's ignoring error handler (tools/ owns it).
  */
 #ifndef STEPSIM_SIMPOINT_H
 #define STEPSIM_SIMPOINT_H
 
 #include <stdint.h>
-
-#include <cjson/cJSON.h>
 
 #include "model.h"
 #include "scenario.h"
@@ -40,21 +41,16 @@ typedef struct simpoint {
     double wall_s;                /* host time spent, seconds */
 } simpoint_t;
 
+int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const char *where, topo_t **out,
+                      cli_diag_t *d);
+
 /* Simulate job (see the contract). want_summary: also compute topo_summary_compute (BFS and one
  * max-flow: slower on large topologies). Returns CLI_OK and fills *out. */
-int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, int want_summary,
+int simpoint_run(const model_job_t *job, const topo_spec_t *spec, const char *where, int want_summary,
                  simpoint_t *out, cli_diag_t *d);
 
-/* Build the topology of spec (as topo_json_params takes it) for job->gpus GPUs, its parameters in
- * *params; an ideal topology whose domains do not divide the job gets domains of
- * gcd(gpus, gpus_per_node). where prefixes error messages. CLI_OK, or the topology's exit code with
- * one line in d. Installs igraph's ignoring error handler. */
-int simpoint_topology(const model_job_t *job, const cJSON *spec, const char *where, topo_t **out,
-                      topo_params_t *params, cli_diag_t *d);
-
-/* NCCL's calibration of the network mode for a topology built from p (run's --calibration nccl,
- * the default): platform constants, and link efficiencies per link kind. */
-void simpoint_calibrate(const topo_params_t *p, sim_config_t *cfg);
+/* The exit code and message of a failed step_simulate (prefix: where network errors point). */
+int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cli_diag_t *d);
 
 /* The proxy's one number: switches + network cables + optical transceivers, each counted 1
  * (docs/compare.md). 0 without a summary. */

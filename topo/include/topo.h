@@ -98,6 +98,14 @@ typedef enum topo_arrangement {
     TOPO_ARRANGEMENT_CIRCULANT = 2 /* slots go to offsets +1, -1, +2, -2, ... (mod g) */
 } topo_arrangement_t;
 
+/* The network's link technology: what NCCL reaches on its links and how it is driven (sim/'s NCCL
+ * calibration derives every efficiency from it and from the node's NVLink generation and host). */
+typedef enum topo_network_tech {
+    TOPO_NETWORK_INFINIBAND = 0, /* InfiniBand (HDR, NDR): DGX SuperPODs, the built kinds but dragonfly */
+    TOPO_NETWORK_SLINGSHOT = 1   /* HPE Slingshot: Perlmutter, Frontier, the dragonfly kind's defaults */
+} topo_network_tech_t;
+#define TOPO_NETWORK_TECH_COUNT 2
+
 /* A node: the GPUs of one NVLink domain and its NICs. */
 typedef struct topo_node_params {
     char name[32];                       /* preset name, or "custom" */
@@ -109,6 +117,11 @@ typedef struct topo_node_params {
     double pcie_bandwidth_bytes_per_s;   /* GPU<->NIC link; 0: the NIC is part of its GPU when
                                             there is one NIC per GPU (no NIC vertex) */
     double pcie_latency_s;
+    /* The node's link technology (node presets set them; other nodes keep their kind's): */
+    int32_t nvlink_generation; /* 3 (A100-class), 4 (H100), 5 (B200); 0: from the NVLink rate
+                                  (topo_node_nvlink_generation) */
+    int amd_host;              /* 1: AMD host CPUs (DGX A100, Perlmutter, Frontier) */
+    int nic_on_cpu;            /* 1: the NICs hang off the CPU, not a PCIe switch with the GPUs */
 } topo_node_params_t;
 
 /* Fat-tree as a generalized fat tree. tiers 3 with k > 0: the k-ary tree of Al-Fares et al. (k pods
@@ -162,6 +175,7 @@ typedef struct topo_params {
     topo_node_params_t node;           /* node preset or custom; gpus_per_node is node.gpus_per_node */
     double link_bandwidth_bytes_per_s; /* every network link, per direction */
     double link_latency_s;             /* every network link */
+    topo_network_tech_t network;       /* the network links' technology (key "network") */
     topo_routing_t routing;            /* DEFAULT: dmodk, minimal, dor or shortest by kind */
     int pxn;              /* 1: a flow between nodes whose NICs differ first crosses NVLink to the
                              GPU on the destination's NIC index (NCCL's PXN) */
@@ -197,6 +211,11 @@ const char *topo_arrangement_name(topo_arrangement_t a);
 int topo_arrangement_parse(const char *name, topo_arrangement_t *out);
 const char *topo_scaleup_name(topo_scaleup_t s);
 int topo_scaleup_parse(const char *name, topo_scaleup_t *out);
+const char *topo_network_tech_name(topo_network_tech_t n); /* "infiniband", "slingshot" */
+int topo_network_tech_parse(const char *name, topo_network_tech_t *out);
+/* The node's NVLink generation: node->nvlink_generation, else 5 at 900 GB/s per GPU and above, 4 at
+ * 450 GB/s and above, else 3. */
+int32_t topo_node_nvlink_generation(const topo_node_params_t *node);
 
 /* Check parameters without building: TOPO_OK or TOPO_EINVAL with the first bad parameter in *issue
  * (may be NULL). Sizes that need the file (graphml) are checked by topo_new. */
@@ -247,6 +266,10 @@ typedef struct topo_link_info {
 
 const char *topo_name(const topo_t *t);
 topo_kind_t topo_kind(const topo_t *t);
+/* The link technologies the topology was built with: its network's, and its nodes' (GraphML
+ * imports: the parameters' network and node, InfiniBand and a node without NVLink by default). */
+topo_network_tech_t topo_network_tech(const topo_t *t);
+const topo_node_params_t *topo_node_params(const topo_t *t);
 int64_t topo_gpu_count(const topo_t *t);
 int64_t topo_node_count(const topo_t *t);
 int64_t topo_vertex_count(const topo_t *t);

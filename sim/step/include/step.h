@@ -224,4 +224,63 @@ typedef struct step_op {
 /* SIM_OK, or SIM_EINVAL for an id that is not one of the step's operations. */
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
 
+/* ==== one simulated step, end to end =========================================================== */
+/* The one way every command simulates a job on a topology (sim/step/simulate.c): the network of
+ * the topology, NCCL's calibration from its link technologies, the step built, run and summed up.
+ *
+ * Contract
+ * - job: model.h's, already checked (model_job_check). topo: a topology built by topo/ with exactly
+ *   job->gpus GPUs, required for SIM_COMM_NETWORK and ignored (may be NULL) for SIM_COMM_ANALYTIC;
+ *   it must outlive the call. Nothing is read from files and nothing is printed.
+ * - opts->step is the step's configuration (comm, schedule, placement, collapse, granularity,
+ *   fidelity in step.engine, ...). opts->calibrate: on a network, sim_config_nccl_topology(topo)
+ *   sets NCCL's constants and link efficiencies on a copy of step.engine (docs/engine.md).
+ *   opts->links: how many of the busiest links to name, 0..STEP_SIM_MAX_LINKS.
+ *   opts->before_run (optional): called with the built step before it runs, e.g. to attach a trace
+ *   writer (step_set_observer, step_set_memory_callback); a non-zero return ends the simulation and
+ *   is returned unchanged (callers use positive codes of their own).
+ * - Returns SIM_OK and fills *out; else a negative sim_status_t with out->failed_at telling the
+ *   stage and out->error one line without a prefix: SIM_EINVAL from the network (more than 2^31
+ *   GPUs or links; a network-mode call without a topology) or from building the step (the field
+ *   and value), SIM_ENOMEM, SIM_EDEADLOCK or SIM_ESTATE from the run.
+ * - Memory: out->stage_peak_activations_gb is allocated here (NULL if that failed): release it with
+ *   step_sim_result_destroy, which accepts a zeroed or failed result.
+ * - Complexity: that of step_new and step_run, plus O(links x opts->links) for the busiest links. */
+#define STEP_SIM_MAX_LINKS 64
+
+typedef struct step_sim_options {
+    step_config_t step;
+    int calibrate;
+    int32_t links;
+    int (*before_run)(void *ctx, step_t *step);
+    void *ctx;
+} step_sim_options_t;
+
+typedef enum step_sim_stage {
+    STEP_SIM_OK = 0,
+    STEP_SIM_AT_NETWORK = 1, /* describing the topology to the engine */
+    STEP_SIM_AT_BUILD = 2,   /* step_new */
+    STEP_SIM_AT_HOOK = 3,    /* opts->before_run */
+    STEP_SIM_AT_RUN = 4      /* step_run and its result */
+} step_sim_stage_t;
+
+typedef struct step_sim_result {
+    step_result_t step;  /* step time, breakdown, collapse, counts, memory */
+    int calibrated;      /* 1: NCCL's calibration was applied */
+    sim_config_t engine; /* the engine settings the step ran with */
+    int32_t n_links;     /* busiest links named, busiest first */
+    char link_names[STEP_SIM_MAX_LINKS][96];
+    double link_utilization[STEP_SIM_MAX_LINKS]; /* average over the step, 0..1 */
+    /* peak activations (GB) of every pipeline stage's first GPU (tensor, context and data rank 0,
+     * always simulated): job->par.pp entries */
+    double *stage_peak_activations_gb;
+    step_sim_stage_t failed_at;
+    char error[300];
+} step_sim_result_t;
+
+struct topo;
+int step_simulate(const model_job_t *job, const struct topo *topo, const step_sim_options_t *opts,
+                  step_sim_result_t *out);
+void step_sim_result_destroy(step_sim_result_t *r);
+
 #endif

@@ -29,18 +29,6 @@
 #define MAX_SIZES 64
 #define MAX_SIZE_BYTES 1125899906842624.0 /* 1 PiB */
 
-/* NCCL's efficiency on the network links, per fabric (docs/engine.md): InfiniBand reaches 46-48 of
- * 50 GB/s per NDR NIC and ~24 of 25 per HDR NIC (NVIDIA maintainers, nccl-tests #290, #252);
- * Slingshot (the dragonfly kind's defaults and both dragonfly presets) is the value measured on
- * Perlmutter at 2-4 GPUs per node (33.5 of 50 and 70.5 of 100 GB/s of bus bandwidth). */
-#define NET_EFF_INFINIBAND 0.94
-#define NET_EFF_SLINGSHOT 0.70
-/* NVLink on A100 (NVLink-3): measured NCCL bus bandwidth of about 200 of 300 GB/s per GPU on an
- * 8 x A100 NVLink node (nccl-tests #149), rather than NCCL's modelled 20 of 25 GB/s per link; H100 and
- * later keep sim_config_nccl's 20.6 of 25 GB/s, which matches the ~370 of 450 GB/s NVIDIA's
- * maintainers quote for rings (nccl-tests #212). */
-#define NVLINK_EFF_A100 0.67
-
 enum {
     O_TOPOLOGY,
     O_SYSTEM,
@@ -390,7 +378,6 @@ static int resolve_request(const coll_args_t *a, coll_req_t *r, cli_diag_t *d) {
 
 typedef struct coll_topo {
     topo_params_t p;
-    char store[1024];
     char where[300], prefix[320];
     topo_t *t;
     int64_t nodes, node_gpus;
@@ -410,27 +397,14 @@ static int load_scenario(const coll_args_t *a, scenario_t *scn, cli_diag_t *d) {
 /* Parameters for `gpus` GPUs (0: the topology's own size). */
 static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, coll_topo_t *ct,
                            cli_diag_t *d) {
-    cJSON *ideal = NULL;
-    const cJSON *spec = scn->topology;
-    if (a->value[O_TOPOLOGY])
-        snprintf(ct->where, sizeof ct->where, "--topology");
-    else if (spec)
-        snprintf(ct->where, sizeof ct->where, "%s: topology", a->scenario);
-    else {
-        snprintf(ct->where, sizeof ct->where, "topology");
-        spec = ideal = cJSON_CreateString("ideal");
-        if (!ideal)
-            return cli_fail(d, CLI_ERUNTIME, "collective: out of memory");
-    }
-    if (a->value[O_TOPOLOGY] || !scn->topology)
+    snprintf(ct->where, sizeof ct->where, "%s", scn->topology.where);
+    if (a->value[O_TOPOLOGY] || scn->topology.form == TOPO_SPEC_NONE)
         snprintf(ct->prefix, sizeof ct->prefix, "%s: ", ct->where);
     else
         snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->scenario);
-    int rc = topo_json_params(spec, ct->where, &scn->system, gpus, &ct->p, ct->store, sizeof ct->store, d);
-    if (!rc && ideal && gpus == 0)
-        ct->p.gpus = scn->value[SCN_GPUS];
-    cJSON_Delete(ideal);
-    return rc;
+    model_system_t sys;
+    scenario_system(scn, &sys);
+    return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], &ct->p, d);
 }
 
 /* Build the topology the request needs: first its own size, to learn the node; then, for kinds that
@@ -494,33 +468,17 @@ static int build_topology(const coll_args_t *a, scenario_t *scn, coll_req_t *r, 
 
 /* ---- engine configuration ------------------------------------------------------------------------ */
 
-/* The GPU and host NCCL's constants depend on, from the node (docs/engine.md): NVLink-4 and faster
- * nodes are Hopper-class; Perlmutter, Frontier and DGX A100 nodes have AMD CPUs; Perlmutter's and
- * Frontier's NICs hang off the CPU, so NCCL keeps LL128 off the network there. */
-static void nccl_platform(const topo_params_t *p, sim_nccl_platform_t *pl) {
-    const char *name = p->node.name;
-    const int slingshot = strcmp(name, "perlmutter-gpu") == 0 || strcmp(name, "frontier-node") == 0;
-    pl->sm = p->node.nvlink_bandwidth_bytes_per_s >= 450e9 ? 90 : 80;
-    pl->amd_host = slingshot || strcmp(name, "dgx-a100") == 0;
-    pl->ll128_network = !slingshot;
-}
-
-static double default_net_eff(const topo_params_t *p) {
-    return p->kind == TOPO_KIND_DRAGONFLY ? NET_EFF_SLINGSHOT : NET_EFF_INFINIBAND;
-}
-
-static void engine_config(const coll_req_t *r, const topo_params_t *p, sim_config_t *cfg) {
+/* NCCL's calibration from the topology's link technologies (sim_config_nccl_topology), then the
+ * options' efficiencies. */
+static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cfg) {
     sim_config_default(cfg);
     cfg->fidelity = r->fidelity;
     if (r->calibrated) {
-        sim_nccl_platform_t pl;
-        nccl_platform(p, &pl);
-        sim_config_nccl(cfg, &pl);
-        cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff > 0 ? r->net_eff : default_net_eff(p);
+        sim_config_nccl_topology(cfg, t);
+        if (r->net_eff > 0)
+            cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
         if (r->nvlink_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NVLINK] = r->nvlink_eff;
-        else if (pl.sm < 90)
-            cfg->link_kind_efficiency[SIM_LINK_NVLINK] = NVLINK_EFF_A100;
     } else {
         if (r->net_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
@@ -666,7 +624,7 @@ int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     }
     sim_config_t cfg;
     if (!rc) {
-        engine_config(&r, &ct.p, &cfg);
+        engine_config(&r, ct.t, &cfg);
         rows = calloc((size_t)r.n_sizes, sizeof *rows);
         if (!rows)
             rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory");

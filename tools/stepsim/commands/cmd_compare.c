@@ -1,14 +1,15 @@
 /* cmd_compare.c - `stepsim compare` (one workload on several topologies, optionally over GPU counts)
  * and `stepsim validate` without --measured (the waterfall from the closed form to the simulated
- * step). Both simulate through simpoint.h and print text, --json, --csv and gnuplot plots.
+ * step). Both simulate through simpoint.h (step_simulate) and print text, --json, --csv and gnuplot
+ * plots.
  *
  * The waterfall's totals are analytic estimate -> simulation with analytic communication ->
  * simulation with network communication on ideal -> on the chosen topology; every delta is the
  * difference of consecutive totals, so the deltas add up to the simulated step exactly (in floating
  * point the sum is recomputed from the same doubles; the test checks it to 1e-9 relative).
- * Topology shortcuts (fat-tree, fat-tree-2:1, rail, dragonfly, dragonfly-ugal) are sized to the
- * job's GPUs and its system's NVLink domain here (docs/compare.md); anything else goes to
- * topo_json as given.
+ * Every --topologies entry is parsed when the option is read (topo_json.h: the same meaning as in
+ * every command; the shortcuts fat-tree, fat-tree-2:1, rail, dragonfly and dragonfly-ugal are sized
+ * to the job's GPUs and its system's NVLink domain, docs/compare.md).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +23,7 @@
 #include "commands.h"
 #include "output.h"
 #include "simpoint.h"
+#include "topo_json.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_TOPOS 16
@@ -144,88 +146,39 @@ static int load_scenario(const cmp_args_t *a, int64_t gpus, scenario_t *scn, cli
 
 typedef struct topo_item {
     char label[64];
-    cJSON *spec; /* owned: a string or an object as given */
+    topo_spec_t spec; /* parsed when the option is read (topo_json.h: one meaning per name) */
 } topo_item_t;
 
-static int64_t largest_divisor_upto(int64_t n, int64_t cap) {
-    for (int64_t k = cap < n ? cap : n; k > 1; k--)
-        if (n % k == 0)
-            return k;
-    return 1;
-}
-
-static int64_t gcd64(int64_t a, int64_t b) {
-    while (b) {
-        const int64_t t = a % b;
-        a = b;
-        b = t;
+/* Parse text (a name or a {...} object) into it; where messages point: "--topologies: LABEL". */
+static int parse_item(const char *text, topo_item_t *it, cli_diag_t *d) {
+    cJSON *json = text[0] == '{' ? cJSON_Parse(text) : cJSON_CreateString(text);
+    if (text[0] == '{' && !cJSON_IsObject(json)) {
+        cJSON_Delete(json);
+        return cli_fail(
+            d, CLI_EUSAGE,
+            "--topologies: \"%.60s\" is not a JSON object; allowed: a preset, kind, shortcut, file "
+            "or {...}",
+            text);
     }
-    return a;
-}
-
-static const char *const SHORTCUTS[] = {"fat-tree", "fat-tree-2:1", "rail", "dragonfly", "dragonfly-ugal"};
-
-/* The spec to build for item on job: a shortcut sized to the job (new object in *owned), or the
- * item's spec itself. */
-static const cJSON *sized_spec(const cJSON *spec, const model_job_t *job, cJSON **owned) {
-    *owned = NULL;
-    if (!cJSON_IsString(spec))
-        return spec;
-    const char *s = spec->valuestring;
-    int which = -1;
-    for (size_t i = 0; i < COUNT(SHORTCUTS); i++)
-        if (strcmp(s, SHORTCUTS[i]) == 0)
-            which = (int)i;
-    if (which < 0)
-        return spec;
-    const model_system_t *sys = &job->system;
-    const int64_t g = gcd64(job->gpus, sys->nvlink_size > 0 ? sys->nvlink_size : 1);
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return spec;
-    cJSON_AddStringToObject(o, "name", s);
-    cJSON_AddNumberToObject(o, "gpus", (double)job->gpus);
-    cJSON_AddNumberToObject(o, "gpus_per_node", (double)g);
-    cJSON_AddNumberToObject(o, "nics_per_node", (double)g);
-    cJSON_AddNumberToObject(o, "nvlink_bandwidth_bytes_per_s", sys->nvlink_gb_per_s * 1e9);
-    cJSON_AddNumberToObject(o, "nvlink_latency_s", sys->nvlink_latency_s / 2);
-    cJSON_AddNumberToObject(o, "link_bandwidth_bytes_per_s",
-                            sys->ib_gb_per_s * 1e9 * (double)(sys->nic_factor > 0 ? sys->nic_factor : 1));
-    cJSON_AddNumberToObject(o, "link_latency_s", sys->ib_latency_s / 2);
-    const int64_t endpoints = job->gpus; /* one NIC per GPU */
-    if (which <= 1) {
-        /* 2-tier: leaves of E endpoints (E <= 32, at least two leaves), E spines (non-blocking) or
-         * E/2 (2:1 at the leaves) with one cable from every leaf to every spine */
-        const int64_t e =
-            largest_divisor_upto(endpoints, endpoints >= 4 ? (endpoints / 2 < 32 ? endpoints / 2 : 32) : 1);
-        cJSON_AddStringToObject(o, "kind", "fat-tree");
-        cJSON_AddNumberToObject(o, "tiers", 2);
-        cJSON_AddNumberToObject(o, "leaves", (double)(endpoints / e));
-        cJSON_AddNumberToObject(o, "endpoints_per_leaf", (double)e);
-        cJSON_AddNumberToObject(o, "spines", (double)(which == 0 || e < 2 ? e : e / 2));
-        cJSON_AddNumberToObject(o, "links_per_leaf_spine", 1);
-    } else if (which == 2) {
-        cJSON_AddStringToObject(o, "kind", "rail-optimized");
+    if (!json)
+        return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
+    if (cJSON_IsObject(json)) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(json, "name");
+        const cJSON *kd = cJSON_GetObjectItemCaseSensitive(json, "kind");
+        const cJSON *pr = cJSON_GetObjectItemCaseSensitive(json, "preset");
+        snprintf(it->label, sizeof it->label, "%s",
+                 cJSON_IsString(nm)   ? nm->valuestring
+                 : cJSON_IsString(kd) ? kd->valuestring
+                 : cJSON_IsString(pr) ? pr->valuestring
+                                      : "object");
     } else {
-        /* balanced dragonfly a = 2p = 2h, the smallest p whose full size holds the endpoints */
-        int64_t p = 2;
-        while (p * 2 * p * (2 * p * p + 1) < endpoints)
-            p++;
-        const int64_t per_group = p * 2 * p;
-        cJSON_AddStringToObject(o, "kind", "dragonfly");
-        cJSON_AddNumberToObject(o, "p", (double)p);
-        cJSON_AddNumberToObject(o, "a", (double)(2 * p));
-        cJSON_AddNumberToObject(o, "h", (double)p);
-        cJSON_AddNumberToObject(o, "g", (double)((endpoints + per_group - 1) / per_group));
-        cJSON_AddStringToObject(o, "routing", which == 3 ? "minimal" : "ugal");
+        snprintf(it->label, sizeof it->label, "%s", text);
     }
-    *owned = o;
-    return o;
-}
-
-static void free_items(topo_item_t *t, int n) {
-    for (int i = 0; i < n; i++)
-        cJSON_Delete(t[i].spec);
+    char where[96];
+    snprintf(where, sizeof where, "--topologies: %s", it->label);
+    const int rc = topo_spec_parse(json, where, &it->spec, d);
+    cJSON_Delete(json);
+    return rc;
 }
 
 /* Split "A,B,{..},C" at top-level commas; objects are JSON; "ideal" is put first if missing. */
@@ -255,35 +208,11 @@ static int parse_topologies(const char *list, topo_item_t *items, int *n, cli_di
             return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
         memcpy(text, start, len);
         text[len] = '\0';
-        topo_item_t *it = &items[*n];
-        if (text[0] == '{') {
-            it->spec = cJSON_Parse(text);
-            if (!cJSON_IsObject(it->spec)) {
-                cJSON_Delete(it->spec);
-                it->spec = NULL;
-                const int rc = cli_fail(d, CLI_EUSAGE,
-                                        "--topologies: \"%.60s\" is not a JSON object; allowed: "
-                                        "a preset, kind, shortcut, file or {...}",
-                                        text);
-                free(text);
-                return rc;
-            }
-            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it->spec, "name");
-            const cJSON *kd = cJSON_GetObjectItemCaseSensitive(it->spec, "kind");
-            const cJSON *pr = cJSON_GetObjectItemCaseSensitive(it->spec, "preset");
-            snprintf(it->label, sizeof it->label, "%s",
-                     cJSON_IsString(nm)   ? nm->valuestring
-                     : cJSON_IsString(kd) ? kd->valuestring
-                     : cJSON_IsString(pr) ? pr->valuestring
-                                          : "object");
-        } else {
-            it->spec = cJSON_CreateString(text);
-            snprintf(it->label, sizeof it->label, "%s", text);
-            has_ideal |= strcmp(text, "ideal") == 0;
-        }
+        const int rc = parse_item(text, &items[*n], d);
+        has_ideal |= strcmp(text, "ideal") == 0;
         free(text);
-        if (!it->spec)
-            return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
+        if (rc)
+            return rc;
         (*n)++;
     }
     if (*n == 0)
@@ -291,31 +220,23 @@ static int parse_topologies(const char *list, topo_item_t *items, int *n, cli_di
                         "--topologies: empty; allowed: a comma-separated list, e.g. ideal,fat-tree");
     if (!has_ideal) {
         memmove(items + 1, items, (size_t)*n * sizeof *items);
-        snprintf(items[0].label, sizeof items[0].label, "ideal");
-        items[0].spec = cJSON_CreateString("ideal");
         (*n)++;
-        if (!items[0].spec)
-            return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
-    } else {
-        for (int i = 1; i < *n; i++)
-            if (cJSON_IsString(items[i].spec) && strcmp(items[i].spec->valuestring, "ideal") == 0) {
-                const topo_item_t t = items[i];
-                memmove(items + 1, items, (size_t)i * sizeof *items);
-                items[0] = t;
-            }
+        return parse_item("ideal", &items[0], d);
     }
+    for (int i = 1; i < *n; i++)
+        if (items[i].spec.is_name && strcmp(items[i].spec.word, "ideal") == 0) {
+            const topo_item_t t = items[i];
+            memmove(items + 1, items, (size_t)i * sizeof *items);
+            items[0] = t;
+        }
     return CLI_OK;
 }
 
 static int simulate_on(const model_job_t *job, const topo_item_t *it, int summary, simpoint_t *out,
                        cli_diag_t *d) {
-    cJSON *owned = NULL;
-    const cJSON *spec = sized_spec(it->spec, job, &owned);
     char where[96];
     snprintf(where, sizeof where, "--topologies: %s", it->label);
-    const int rc = simpoint_run(job, spec, where, summary, out, d);
-    cJSON_Delete(owned);
-    return rc;
+    return simpoint_run(job, &it->spec, where, summary, out, d);
 }
 
 /* ---- plots ------------------------------------------------------------------------------------------ */
@@ -853,7 +774,6 @@ int cmd_compare(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
         if (a.plot)
             fprintf(out, "  plot written to %s\n", a.plot);
     }
-    free_items(r->topo, r->n_topo);
     free(r);
     return rc;
 }
@@ -920,12 +840,11 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     topo_item_t chosen;
     memset(&chosen, 0, sizeof chosen);
     if (!rc) {
-        chosen.spec = scn.topology ? cJSON_Duplicate(scn.topology, 1) : cJSON_CreateString("ideal");
-        if (!chosen.spec)
-            rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
-        else
-            snprintf(chosen.label, sizeof chosen.label, "%s",
-                     cJSON_IsString(chosen.spec) ? chosen.spec->valuestring : "topology");
+        chosen.spec = scn.topology;
+        snprintf(chosen.label, sizeof chosen.label, "%s",
+                 scn.topology.form == TOPO_SPEC_NONE ? "ideal"
+                 : scn.topology.is_name              ? scn.topology.label
+                                                     : "topology");
     }
     scenario_destroy(&scn);
     model_estimate_t *e = rc ? NULL : malloc(sizeof *e);
@@ -950,10 +869,9 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
         w->total[WF_SIM_ANALYTIC] = p.step_time_s;
         parts_of(&p, w->part[WF_SIM_ANALYTIC]);
     }
-    topo_item_t ideal = {"ideal", NULL};
-    ideal.spec = rc ? NULL : cJSON_CreateString("ideal");
-    if (!rc && !ideal.spec)
-        rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    topo_item_t ideal;
+    if (!rc)
+        rc = parse_item("ideal", &ideal, d);
     if (!rc)
         rc = simulate_on(&w->job, &ideal, 0, &p, d);
     if (!rc) {
@@ -969,8 +887,6 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
         parts_of(&p, w->part[WF_SIM_TOPO]);
         snprintf(w->topology, sizeof w->topology, "%s", chosen.label);
     }
-    cJSON_Delete(ideal.spec);
-    cJSON_Delete(chosen.spec);
     return rc;
 }
 

@@ -25,7 +25,7 @@
 #include "trace.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_LINKS 64
+#define MAX_LINKS STEP_SIM_MAX_LINKS
 
 /* ---- options ------------------------------------------------------------------------------------ */
 
@@ -255,33 +255,6 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     return rc;
 }
 
-/* ---- the network ---------------------------------------------------------------------------------- */
-
-/* Build the topology of the scenario for job->gpus GPUs (its parameters in *params): the scenario's
- * or the option's, else the ideal topology of the system (simpoint_topology sizes its domains). */
-static int build_topology(const scenario_t *scn, const model_job_t *job, topo_t **out, topo_params_t *params,
-                          char *prefix, size_t prefix_size, cli_diag_t *d) {
-    char where[300];
-    cJSON *ideal = NULL;
-    const cJSON *spec = scn->topology;
-    if (spec && scn->origin[SCN_TOPOLOGY] == SCN_FROM_OPTION)
-        snprintf(where, sizeof where, "--topology");
-    else if (spec)
-        snprintf(where, sizeof where, "%s: topology", scn->file[0] ? scn->file : "scenario");
-    else {
-        snprintf(where, sizeof where, "topology");
-        spec = ideal = cJSON_CreateObject();
-        if (!ideal || !cJSON_AddStringToObject(ideal, "kind", "ideal")) {
-            cJSON_Delete(ideal);
-            return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
-        }
-    }
-    snprintf(prefix, prefix_size, "%s: ", where);
-    const int rc = simpoint_topology(job, spec, where, out, params, d);
-    cJSON_Delete(ideal);
-    return rc;
-}
-
 /* ---- the trace ------------------------------------------------------------------------------------ */
 
 typedef struct trace_ctx {
@@ -433,12 +406,13 @@ typedef struct run_out {
     double wall_s;
     int traced, calibrated;
     trace_writer_stats_t trace_stats;
-    double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL */
+    step_sim_result_t sim;
+    double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL: sim's */
 } run_out_t;
 
 static void run_out_free(run_out_t *r) {
     if (r)
-        free(r->stage_act_gb);
+        step_sim_result_destroy(&r->sim);
     free(r);
 }
 
@@ -448,6 +422,31 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* before_run of step_simulate: open the trace and attach it to the step. */
+typedef struct run_hook {
+    const run_opts_t *o;
+    const topo_t *topo;
+    run_out_t *r;
+    const scenario_t *scn;
+    trace_ctx_t *tc;
+    cli_diag_t *d;
+} run_hook_t;
+
+static int attach_trace(void *ctx, step_t *step) {
+    run_hook_t *h = ctx;
+    const int rc = trace_open(h->o->trace, h->o, step, h->topo, &h->r->est.summary, &h->r->job, h->scn,
+                              &h->r->cfg, h->tc, h->d);
+    if (rc)
+        return rc;
+    sim_observer_t obs;
+    trace_writer_observer(h->tc->w, &obs);
+    step_set_observer(step, &obs);
+    step_set_memory_callback(step, memory_sample, h->tc);
+    return CLI_OK;
+}
+
+/* The job, the run's options and the topology first (every input checked and the network built),
+ * then the model's estimate and the simulation. */
 static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag_t *d) {
     const double t0 = now_s();
     int links = 5;
@@ -456,66 +455,48 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
         rc = run_step_config(o, &r->cfg, &links, d);
     if (rc)
         return rc;
-    if (model_estimate(&r->job, &r->est) != MODEL_OK)
-        return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     topo_t *topo = NULL;
-    sim_network_desc_t net;
-    char prefix[320] = "";
-    memset(&net, 0, sizeof net);
+    const char *where = scn->topology.where;
+    r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
     if (r->cfg.comm == SIM_COMM_NETWORK) {
-        topo_params_t tp;
-        rc = build_topology(scn, &r->job, &topo, &tp, prefix, sizeof prefix, d);
-        r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
-        if (!rc && r->calibrated)
-            simpoint_calibrate(&tp, &r->cfg.engine);
-        if (!rc && sim_topo_network(topo, &net) != SIM_OK)
-            rc = cli_fail(d, CLI_EUSAGE, "%stoo large for the engine (more than 2^31 GPUs or links)", prefix);
-        if (!rc)
-            snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
+        if ((rc = simpoint_topology(&r->job, &scn->topology, where, &topo, d)))
+            return rc;
+        snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
     } else {
+        r->calibrated = 0;
         snprintf(r->topology, sizeof r->topology, "none");
     }
-    step_t *step = NULL;
+    if (model_estimate(&r->job, &r->est) != MODEL_OK) {
+        topo_free(topo);
+        return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
+    }
     trace_ctx_t tc;
     memset(&tc, 0, sizeof tc);
-    char err[300];
-    if (!rc) {
-        const int s = step_new(&r->job, &r->cfg, topo ? &net : NULL, &step, err, sizeof err);
-        if (s == SIM_EINVAL)
-            rc = cli_fail(d, CLI_EUSAGE, "%s", err);
-        else if (s)
-            rc = cli_fail(d, CLI_ERUNTIME, "simulation: %s", err);
+    run_hook_t hook = {o, topo, r, scn, &tc, d};
+    step_sim_options_t so;
+    memset(&so, 0, sizeof so);
+    so.step = r->cfg;
+    so.calibrate = r->calibrated;
+    so.links = links;
+    so.before_run = o->trace ? attach_trace : NULL;
+    so.ctx = &hook;
+    const int s = step_simulate(&r->job, topo, &so, &r->sim);
+    if (s && r->sim.failed_at == STEP_SIM_AT_BUILD && s == SIM_EINVAL)
+        rc = cli_fail(d, CLI_EUSAGE, "%s", r->sim.error);
+    else if (s) {
+        char prefix[320];
+        snprintf(prefix, sizeof prefix, "%s: ", where);
+        rc = simpoint_fail(s, &r->sim, prefix, d);
     }
-    if (!rc && o->trace) {
-        rc = trace_open(o->trace, o, step, topo, &r->est.summary, &r->job, scn, &r->cfg, &tc, d);
-        if (!rc) {
-            sim_observer_t obs;
-            trace_writer_observer(tc.w, &obs);
-            step_set_observer(step, &obs);
-            step_set_memory_callback(step, memory_sample, &tc);
-        }
-    }
-    if (!rc && step_run(step) != SIM_OK)
-        rc = cli_fail(d, CLI_ERUNTIME, "simulation: %s", step_last_error(step));
-    if (!rc && step_result(step, &r->res) != SIM_OK)
-        rc = cli_fail(d, CLI_ERUNTIME, "simulation: out of memory");
-    if (!rc) { /* every stage's first GPU (tensor, context and data rank 0) is always simulated */
-        const int64_t pp = r->job.par.pp;
-        r->stage_act_gb = malloc((size_t)pp * sizeof *r->stage_act_gb);
-        step_placement_t pl = r->cfg.placement;
-        for (int64_t p = 0; r->stage_act_gb && p < pp; p++) {
-            const int64_t x[STEP_DIM_COUNT] = {0, 0, p, 0};
-            r->stage_act_gb[p] =
-                step_gpu_peak_activations_gb(step, (int32_t)step_placement_gpu(&pl, &r->job.par, x));
-        }
-    }
-    if (!rc && topo && links > 0) {
-        int32_t ids[MAX_LINKS];
-        r->n_links = sim_links_busiest(step_engine(step), links, ids, r->link_util);
-        for (int i = 0; i < r->n_links; i++)
-            topo_link_name(topo, ids[i], r->link_names[i], sizeof r->link_names[i]);
+    r->res = r->sim.step;
+    r->stage_act_gb = r->sim.stage_peak_activations_gb;
+    r->n_links = r->sim.n_links;
+    for (int i = 0; i < r->n_links; i++) {
+        r->link_util[i] = r->sim.link_utilization[i];
+        snprintf(r->link_names[i], sizeof r->link_names[i], "%s", r->sim.link_names[i]);
     }
     if (tc.w) {
+        char err[300];
         trace_writer_stats(tc.w, &r->trace_stats);
         if (rc)
             trace_writer_abort(tc.w);
@@ -524,7 +505,6 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
         else
             r->traced = 1;
     }
-    step_free(step);
     topo_free(topo);
     r->wall_s = now_s() - t0;
     return rc;

@@ -115,27 +115,14 @@ static int load_scenario(const topo_args_t *a, scenario_t *scn, cli_diag_t *d) {
     return rc;
 }
 
-static int resolve(const topo_args_t *a, scenario_t *scn, topo_params_t *p, char *store, size_t size,
-                   cli_diag_t *d) {
-    char where[300];
-    cJSON *ideal = NULL;
-    const cJSON *spec = scn->topology;
-    if (a->topology)
-        snprintf(where, sizeof where, "--topology");
-    else if (spec)
-        snprintf(where, sizeof where, "%s: topology", a->scenario);
-    else {
-        snprintf(where, sizeof where, "topology");
-        spec = ideal = cJSON_CreateString("ideal");
-        if (!ideal)
-            return cli_fail(d, CLI_ERUNTIME, "topo: out of memory");
-    }
-    int64_t gpus = scn->given[SCN_GPUS] ? scn->value[SCN_GPUS] : 0;
-    int rc = topo_json_params(spec, where, &scn->system, gpus, p, store, size, d);
-    if (!rc && ideal && !gpus)
-        p->gpus = scn->value[SCN_GPUS]; /* ideal follows the scenario's GPU count */
-    cJSON_Delete(ideal);
-    return rc;
+static int resolve(const topo_args_t *a, scenario_t *scn, topo_params_t *p, cli_diag_t *d) {
+    /* presets follow --gpus (or the file's "gpus"); the unnamed ideal topology and the shortcuts
+     * the scenario's GPU count */
+    const int64_t gpus = scn->given[SCN_GPUS] ? scn->value[SCN_GPUS] : 0;
+    model_system_t sys;
+    (void)a;
+    scenario_system(scn, &sys);
+    return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], p, d);
 }
 
 /* Write to "<path>.XXXXXX" in the same directory, then rename over path. */
@@ -297,12 +284,12 @@ int cmd_topo(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     scenario_t scn;
     memset(&scn, 0, sizeof scn);
     topo_params_t p;
-    char store[1024], prefix[300];
+    char prefix[300];
     rc = load_scenario(&a, &scn, d);
     if (!rc)
-        rc = resolve(&a, &scn, &p, store, sizeof store, d);
+        rc = resolve(&a, &scn, &p, d);
     if (!rc) {
-        if (a.topology || !scn.topology)
+        if (a.topology || scn.topology.form == TOPO_SPEC_NONE)
             snprintf(prefix, sizeof prefix, "%s: ", a.topology ? "--topology" : "topology");
         else
             snprintf(prefix, sizeof prefix, "%s: topology.", a.scenario);

@@ -23,6 +23,7 @@
 #include "csv.h"
 #include "output.h"
 #include "simpoint.h"
+#include "topo_json.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -747,7 +748,34 @@ static int sim_job(const run_row_t *r, model_job_t *job, double *added_s, cli_di
     return rc;
 }
 
-static int sim_rows(const validate_args_t *a, run_row_t *rows, size_t n, FILE *err, cli_diag_t *d) {
+/* The topologies --sim may take, parsed before anything is read or computed (topo_json.h):
+ * --sim-topology's, or auto's presets and ideal. */
+typedef struct sim_specs {
+    int fixed; /* 1: --sim-topology names one for every row */
+    topo_spec_t chosen, a100, h100, ideal;
+} sim_specs_t;
+
+static int sim_specs_parse(const validate_args_t *a, sim_specs_t *s, cli_diag_t *d) {
+    s->fixed = a->sim_topology && strcmp(a->sim_topology, "auto") != 0;
+    if (s->fixed)
+        return topo_spec_parse_text(a->sim_topology, "--sim-topology", &s->chosen, d);
+    int rc = topo_spec_parse_text("dgx-a100-superpod", "--sim-topology", &s->a100, d);
+    if (!rc)
+        rc = topo_spec_parse_text("dgx-h100-superpod", "--sim-topology", &s->h100, d);
+    if (!rc)
+        rc = topo_spec_parse_text("ideal", "--sim-topology", &s->ideal, d);
+    return rc;
+}
+
+static const topo_spec_t *sim_spec_of(const sim_specs_t *s, const char *name) {
+    return s->fixed                                 ? &s->chosen
+           : strcmp(name, "dgx-a100-superpod") == 0 ? &s->a100
+           : strcmp(name, "dgx-h100-superpod") == 0 ? &s->h100
+                                                    : &s->ideal;
+}
+
+static int sim_rows(const validate_args_t *a, const sim_specs_t *specs, run_row_t *rows, size_t n, FILE *err,
+                    cli_diag_t *d) {
     for (size_t i = 0; i < n; i++) {
         run_row_t *r = &rows[i];
         model_job_t job;
@@ -755,16 +783,12 @@ static int sim_rows(const validate_args_t *a, run_row_t *rows, size_t n, FILE *e
         if (rc)
             return rc;
         snprintf(r->sim_topology, sizeof r->sim_topology, "%s", sim_topology_of(a, r));
-        cJSON *spec = cJSON_CreateString(r->sim_topology);
-        if (!spec)
-            return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
         simpoint_t p0, p1;
         cli_diag_t pd;
         pd.msg[0] = '\0';
         rc = simpoint_run(&job, NULL, "--sim", 0, &p0, &pd);
         if (!rc)
-            rc = simpoint_run(&job, spec, "--sim-topology", 0, &p1, &pd);
-        cJSON_Delete(spec);
+            rc = simpoint_run(&job, sim_spec_of(specs, r->sim_topology), "--sim-topology", 0, &p1, &pd);
         if (rc == CLI_ERUNTIME && strstr(pd.msg, "out of memory"))
             return cli_fail(d, CLI_ERUNTIME, "%s: %s", r->name, pd.msg);
         if (rc) {
@@ -957,8 +981,18 @@ int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
         cmd_validate_help(out);
         return CLI_OK;
     }
+    sim_specs_t *specs = a.sim ? malloc(sizeof *specs) : NULL;
+    if (a.sim && !specs)
+        return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    if (a.sim && (rc = sim_specs_parse(&a, specs, d)) != CLI_OK) {
+        free(specs);
+        return rc;
+    }
     csv_table_t t;
     if (csv_load(a.measured, &t) != 0) {
+        const int e = errno;
+        free(specs);
+        errno = e;
         if (errno == ENOMEM)
             return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", a.measured);
         return cli_fail(d, CLI_EUSAGE, "%s: cannot read: %s; allowed: a CSV file with a header row",
@@ -976,7 +1010,8 @@ int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     if (!rc)
         rc = predict_rows(&ANALYTIC, rows, n, d);
     if (!rc && a.sim)
-        rc = sim_rows(&a, rows, n, err, d);
+        rc = sim_rows(&a, specs, rows, n, err, d);
+    free(specs);
     if (!rc) {
         summary_stats_t st;
         stats_of(rows, n, &st);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "scenario_internal.h"
+#include "topo_json.h"
 
 /* ---- diagnostics and did-you-mean ------------------------------------------------------------ */
 
@@ -157,14 +158,18 @@ int scenario_init(scenario_t *scn, cli_diag_t *diag) {
     scn->value[SCN_GBS] = SCN_DEFAULT_GBS;
     scn->strategy = MODEL_STRATEGY_1D;
     scn->compat = MODEL_COMPAT_CORRECTED;
+    topo_spec_none(&scn->topology);
     return CLI_OK;
 }
 
 void scenario_destroy(scenario_t *scn) {
-    if (!scn)
-        return;
-    cJSON_Delete(scn->topology);
-    scn->topology = NULL;
+    (void)scn; /* nothing owned: the topology is typed values */
+}
+
+void scenario_system(const scenario_t *scn, model_system_t *out) {
+    *out = scn->system;
+    if (scn->value[SCN_NVS] > 0)
+        out->nvlink_size = scn->value[SCN_NVS];
 }
 
 const char *scenario_model_name(const scenario_t *scn) {
@@ -365,14 +370,15 @@ static int option_named(scenario_t *scn, scenario_field_t f, const char *option,
             return scn_bad_compat(diag, option, value);
         return CLI_OK;
     }
-    /* --topology: kept opaque for run and compare; an inline object or a name/file. */
-    cJSON *t = value[0] == '{' ? cJSON_Parse(value) : cJSON_CreateString(value);
-    if (!t)
-        return cli_fail(diag, CLI_EUSAGE,
-                        "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", option);
-    cJSON_Delete(scn->topology);
-    scn->topology = t;
-    return CLI_OK;
+    /* --topology: an inline object or a name/file, parsed now (a file it names is read now). */
+    topo_spec_t *spec = malloc(sizeof *spec);
+    if (!spec)
+        return cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", option);
+    const int rc = topo_spec_parse_text(value, option, spec, diag);
+    if (!rc)
+        scn->topology = *spec;
+    free(spec);
+    return rc;
 }
 
 int scenario_set_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag) {

@@ -6,8 +6,9 @@
  *   counts derived). scenario_load_file() overlays a scenario JSON file, scenario_set_option() one
  *   command-line option ("--tp", "8"); later calls win. scenario_resolve() derives the degrees that
  *   were not given (the rules are in scenario_defaults_help()) and checks the job with
- *   model_job_check(). scenario_destroy() frees the opaque topology; it accepts NULL and a scenario
- *   whose scenario_init() was never completed, provided the struct was zeroed.
+ *   model_job_check(). scenario_destroy() accepts NULL and a scenario whose scenario_init() was never
+ *   completed, provided the struct was zeroed. The topology is parsed when it is given (a file it
+ *   names is read then): a bad one fails the load or the option, before any command does work.
  * - Every field remembers where it came from (default, file, option, derived), so that an error names
  *   the file and JSON path ("run.json: parallel.tp: 6 does not divide heads (160)") or the option
  *   ("--tp: ...").
@@ -26,6 +27,7 @@
 #include <cjson/cJSON.h>
 
 #include "model.h"
+#include "topo.h"
 
 /* Exit codes of every stepsim command (interfaces.md). */
 enum { CLI_OK = 0, CLI_ERUNTIME = 1, CLI_EUSAGE = 2, CLI_ENORESULT = 3 };
@@ -88,6 +90,36 @@ typedef enum scenario_field {
     SCN_FIELD_COUNT
 } scenario_field_t;
 
+/* A scenario's topology as typed values, parsed once from the file's "topology" or --topology (or
+ * compare's --topologies) by topo_spec_parse (topo_json.h): every name looked up, every key and type
+ * checked and any topology file read, so that nothing is parsed later. What depends on the job (the
+ * GPU count, the system's NVLink domain and bandwidths) is filled in by topo_spec_params. */
+typedef enum topo_spec_form {
+    TOPO_SPEC_NONE = 0, /* not given: the ideal topology of the system */
+    TOPO_SPEC_PRESET,   /* a topology preset ("dgx-h100-superpod") */
+    TOPO_SPEC_SHORTCUT, /* fat-tree, fat-tree-2:1, rail, dragonfly, dragonfly-ugal: sized to the job */
+    TOPO_SPEC_KIND,     /* a kind with its defaults ("ideal", "rail-optimized", "torus") */
+    TOPO_SPEC_GRAPHML,  /* a GraphML file (its path) */
+    TOPO_SPEC_OBJECT    /* an object, inline or from a JSON file: a kind or preset and keys */
+} topo_spec_form_t;
+
+typedef struct topo_spec {
+    topo_spec_form_t form;
+    char where[300];        /* messages: "--topology", "run.json: topology", "topology" */
+    char check_prefix[320]; /* where topo_params_check's issues point ("run.json: topology.") */
+    char label[64];         /* the name as given, else the object's name, kind or preset, "object" */
+    int is_name;            /* 1: given as a name (preset, shortcut, kind or file) */
+    char word[256];         /* PRESET, SHORTCUT, KIND: the name; GRAPHML: the path */
+    int shortcut;           /* SHORTCUT: its index in the list above */
+    topo_kind_t kind;       /* KIND, OBJECT: the kind */
+    char preset[64];        /* OBJECT: "preset", "" if none */
+    char node[32];          /* OBJECT: "node" (a node preset), "" if none */
+    int general_fat_tree;   /* OBJECT: fat-tree keys of the general form without "k" */
+    uint64_t given;         /* OBJECT: bit i set when key i of topo_json.c's table was given */
+    topo_params_t keys;     /* OBJECT: the given keys' values (graphml_path unused) */
+    char file[256];         /* OBJECT: "file" (graphml) */
+} topo_spec_t;
+
 /* parallel.strategy "all": every strategy (search only). */
 #define SCN_STRATEGY_ALL (-1)
 
@@ -104,7 +136,7 @@ typedef struct scenario {
     int64_t value[SCN_FIELD_COUNT];
     scenario_origin_t origin[SCN_FIELD_COUNT];
     int given[SCN_FIELD_COUNT]; /* 1 if the file or an option set the field */
-    cJSON *topology;            /* owned opaque copy of "topology" / --topology, NULL if none */
+    topo_spec_t topology;       /* "topology" / --topology, parsed; form TOPO_SPEC_NONE if none */
 } scenario_t;
 
 /* Fill the built-in default scenario. Returns CLI_OK, or CLI_ERUNTIME if a preset is missing. */
@@ -144,6 +176,10 @@ int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag);
  * and the strategy mask (1 << model_strategy_t): the scenario's parallel.strategy, or every strategy
  * when it was not given or is "all". Checks the model and system with model_job_check. */
 int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, cli_diag_t *diag);
+
+/* The system in effect, with the scenario's NVLink domain (nvlink_size / --nvs) as the job gets it:
+ * what the ideal topology and the shortcuts are built from in every command. */
+void scenario_system(const scenario_t *scn, model_system_t *out);
 
 /* A readable name of the model / system in effect: the preset or object name, or "custom". */
 const char *scenario_model_name(const scenario_t *scn);

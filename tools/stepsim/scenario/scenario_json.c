@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "scenario_internal.h"
+#include "topo_json.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -399,13 +400,18 @@ static int parse_topology(scenario_t *scn, const scn_src_t *src, const cJSON *v)
                         "preset name or object",
                         src->prefix, what);
     }
-    cJSON *copy = cJSON_Duplicate(v, 1);
-    if (!copy)
+    char where[320];
+    snprintf(where, sizeof where, "%stopology", src->prefix);
+    topo_spec_t *spec = malloc(sizeof *spec);
+    if (!spec)
         return cli_fail(src->diag, CLI_ERUNTIME, "%stopology: out of memory", src->prefix);
-    cJSON_Delete(scn->topology);
-    scn->topology = copy;
-    set_given(scn, src, SCN_TOPOLOGY);
-    return CLI_OK;
+    const int rc = topo_spec_parse(v, where, spec, src->diag);
+    if (!rc) {
+        scn->topology = *spec;
+        set_given(scn, src, SCN_TOPOLOGY);
+    }
+    free(spec);
+    return rc;
 }
 
 static int parse_objects(scenario_t *scn, const scn_src_t *src, const cJSON *root) {

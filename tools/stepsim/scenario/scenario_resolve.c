@@ -199,8 +199,7 @@ static void fill_job(const scenario_t *s, model_job_t *job) {
     const int64_t *v = s->value;
     memset(job, 0, sizeof *job);
     job->model = s->model;
-    job->system = s->system;
-    job->system.nvlink_size = v[SCN_NVS];
+    scenario_system(s, &job->system);
     job->gpus = v[SCN_GPUS];
     job->global_batch = v[SCN_GBS];
     job->compat = s->compat;

@@ -1,16 +1,20 @@
-/* topo_json.c - topology specifications (preset, kind, file or object) to topo_params_t.
+/* topo_json.c - topology specifications (preset, shortcut, kind, file or object) parsed into typed
+ * values (topo_spec_t), and those values to topo_params_t for a job.
  *
  * One table lists every object key with the kinds that take it and where it goes, so that unknown
  * keys, did-you-mean and the allowed lists come from the same place. Values are only type-checked
- * here; their ranges are topo_params_check's, whose issue names the field, so every message carries
- * the JSON path of the offending key.
+ * when parsed; their ranges are topo_params_check's, whose issue names the field, so every message
+ * carries the JSON path of the offending key.
  */
 #include "topo_json.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <igraph.h>
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define KIND(k) (1u << (k))
@@ -48,6 +52,8 @@ static const topo_key_t KEYS[] = {
     S("scaleup", BUILT),
     S("pxn", BUILT),
     S("seed", ANY),
+    S("network", ANY),
+    I("nvlink_generation", BUILT, node.nvlink_generation),
     I("gpus", ANY, gpus),
     I("gpus_per_node", BUILT, node.gpus_per_node),
     I("nics_per_node", BUILT, node.nics_per_node),
@@ -84,25 +90,29 @@ static const topo_key_t KEYS[] = {
     S("dims", KIND(TOPO_KIND_TORUS)),
 };
 
+/* topo_spec_t.given has a bit per key */
+_Static_assert(COUNT(KEYS) <= 64, "topo_spec_t.given holds 64 keys");
+
 /* Where messages point: whole-value messages use `where`, key messages `prefix` + key. */
 typedef struct {
     const char *where;
     char prefix[320];
     cli_diag_t *d;
-    int64_t gpus;       /* > 0: size presets by it (the --gpus option wins over a "gpus" key) */
     char *check_prefix; /* where topo_params_check's issue points: the innermost file's prefix */
 } ctx_t;
 
-static const topo_key_t *find_key(const char *name, topo_kind_t kind) {
+static const char *const SHORTCUTS[] = {"fat-tree", "fat-tree-2:1", "rail", "dragonfly", "dragonfly-ugal"};
+
+static int key_index(const char *name, topo_kind_t kind) {
     for (size_t i = 0; i < COUNT(KEYS); i++)
         if (strcmp(KEYS[i].name, name) == 0 && (KEYS[i].kinds & KIND(kind)))
-            return &KEYS[i];
-    return NULL;
+            return (int)i;
+    return -1;
 }
 
 static int unknown_key(const ctx_t *c, const char *key, topo_kind_t kind) {
     const char *names[COUNT(KEYS)];
-    char allowed[640] = "";
+    char allowed[700] = "";
     size_t n = 0, used = 0;
     for (size_t i = 0; i < COUNT(KEYS); i++) {
         if (!(KEYS[i].kinds & KIND(kind)))
@@ -184,8 +194,9 @@ static int set_dims(const ctx_t *c, const cJSON *v, topo_params_t *p) {
 
 #define NAMED(parse, name, out) ((parse)(name, out) == TOPO_OK)
 
-static int set_special(const ctx_t *c, const char *key, const cJSON *v, topo_params_t *p, char *store,
-                       size_t size) {
+/* A key that is not a plain number: into spec->keys (or spec->file). */
+static int set_special(const ctx_t *c, const char *key, const cJSON *v, topo_spec_t *spec) {
+    topo_params_t *p = &spec->keys;
     const char *s = "";
     int64_t x = 0;
     int rc;
@@ -208,8 +219,7 @@ static int set_special(const ctx_t *c, const char *key, const cJSON *v, topo_par
     if (strcmp(key, "name") == 0) {
         snprintf(p->name, sizeof p->name, "%s", s);
     } else if (strcmp(key, "file") == 0) {
-        snprintf(store, size, "%s", s);
-        p->graphml_path = store;
+        snprintf(spec->file, sizeof spec->file, "%s", s);
     } else if (strcmp(key, "routing") == 0 && !NAMED(topo_routing_parse, s, &p->routing)) {
         return cli_fail(
             c->d, CLI_EUSAGE,
@@ -225,11 +235,16 @@ static int set_special(const ctx_t *c, const char *key, const cJSON *v, topo_par
     } else if (strcmp(key, "scaleup") == 0 && !NAMED(topo_scaleup_parse, s, &p->node.scaleup)) {
         return cli_fail(c->d, CLI_EUSAGE,
                         "%sscaleup: \"%.60s\" is not a scale-up kind; allowed: switch, mesh", c->prefix, s);
+    } else if (strcmp(key, "network") == 0 && !NAMED(topo_network_tech_parse, s, &p->network)) {
+        return cli_fail(c->d, CLI_EUSAGE,
+                        "%snetwork: \"%.60s\" is not a network technology; allowed: infiniband, slingshot",
+                        c->prefix, s);
     }
     return CLI_OK;
 }
 
-/* The kind's defaults; "ideal" from the analytic model's system when there is one. */
+/* The kind's defaults; "ideal" from the analytic model's system when there is one: GPUs per node =
+ * nvlink_size, its NVLink and InfiniBand bandwidths, half its per-hop latencies per link. */
 static void kind_defaults(topo_kind_t kind, const model_system_t *sys, topo_params_t *p) {
     topo_params_init(p, kind);
     if (kind != TOPO_KIND_IDEAL || !sys)
@@ -243,10 +258,15 @@ static void kind_defaults(topo_kind_t kind, const model_system_t *sys, topo_para
     p->link_latency_s = sys->ib_latency_s / 2;
 }
 
-static int node_preset(const ctx_t *c, const cJSON *v, topo_params_t *p) {
+static int node_preset(const ctx_t *c, const cJSON *v, topo_spec_t *spec) {
     const char *s = "";
+    topo_node_params_t node;
     int rc = get_str(c, "node", v, &s);
-    if (rc || topo_node_preset(s, &p->node) == TOPO_OK)
+    if (!rc && topo_node_preset(s, &node) == TOPO_OK) {
+        snprintf(spec->node, sizeof spec->node, "%s", s);
+        return CLI_OK;
+    }
+    if (rc)
         return rc;
     char allowed[320] = "";
     const char *names[16];
@@ -261,21 +281,23 @@ static int node_preset(const ctx_t *c, const cJSON *v, topo_params_t *p) {
                     s, sg ? " (did you mean \"" : "", sg ? sg : "", sg ? "\"?)" : "", allowed);
 }
 
-static int base_of_object(const ctx_t *c, const cJSON *obj, const model_system_t *sys, topo_params_t *p) {
+/* "preset" and/or "kind": spec->preset and spec->kind. */
+static int base_of_object(const ctx_t *c, const cJSON *obj, topo_spec_t *spec) {
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(obj, "kind");
     const cJSON *pv = cJSON_GetObjectItemCaseSensitive(obj, "preset");
     const char *s = "";
     int rc;
+    topo_params_t preset;
     if (pv) {
-        const cJSON *gv = cJSON_GetObjectItemCaseSensitive(obj, "gpus");
-        int64_t gpus = c->gpus;
-        if ((rc = get_str(c, "preset", pv, &s)) || (!gpus && gv && (rc = get_int(c, "gpus", gv, &gpus))))
+        if ((rc = get_str(c, "preset", pv, &s)))
             return rc;
-        if (topo_params_preset(s, gpus > 0 ? gpus : 0, p) != TOPO_OK)
+        if (topo_params_preset(s, 0, &preset) != TOPO_OK)
             return cli_fail(c->d, CLI_EUSAGE,
                             "%spreset: \"%.60s\" is not a topology preset; allowed: %s, %s, %s, %s, %s",
                             c->prefix, s, topo_preset_name(0), topo_preset_name(1), topo_preset_name(2),
                             topo_preset_name(3), topo_preset_name(4));
+        snprintf(spec->preset, sizeof spec->preset, "%s", s);
+        spec->kind = preset.kind;
     }
     if (!kv && !pv)
         return cli_fail(
@@ -293,49 +315,60 @@ static int base_of_object(const ctx_t *c, const cJSON *obj, const model_system_t
                         "%skind: \"%.60s\" is not a topology kind; allowed: ideal, fat-tree, rail-optimized, "
                         "dragonfly, torus, graphml",
                         c->prefix, s);
-    if (pv && kind != p->kind)
+    if (pv && kind != spec->kind)
         return cli_fail(c->d, CLI_EUSAGE, "%skind: \"%s\" differs from preset %s's kind %s", c->prefix, s,
-                        p->name, topo_kind_name(p->kind));
-    if (!pv)
-        kind_defaults(kind, sys, p);
+                        spec->preset, topo_kind_name(spec->kind));
+    spec->kind = kind;
     return CLI_OK;
 }
 
 /* The general fat-tree form is meant when its keys are given without "k". */
-static void fat_tree_form(const cJSON *obj, topo_params_t *p) {
+static int general_fat_tree(const cJSON *obj, topo_kind_t kind) {
     static const char *const GENERAL[] = {"endpoints_per_leaf", "leaves",        "spines", "pods",
                                           "leaves_per_pod",     "spines_per_pod"};
-    if (p->kind != TOPO_KIND_FAT_TREE || cJSON_GetObjectItemCaseSensitive(obj, "k"))
-        return;
+    if (kind != TOPO_KIND_FAT_TREE || cJSON_GetObjectItemCaseSensitive(obj, "k"))
+        return 0;
     for (size_t i = 0; i < COUNT(GENERAL); i++)
         if (cJSON_GetObjectItemCaseSensitive(obj, GENERAL[i]))
-            p->fat_tree.k = 0;
+            return 1;
+    return 0;
 }
 
-static int from_object(const ctx_t *c, const cJSON *obj, const model_system_t *sys, topo_params_t *p,
-                       char *store, size_t size) {
-    int rc = base_of_object(c, obj, sys, p);
+static int from_object(const ctx_t *c, const cJSON *obj, topo_spec_t *spec) {
+    spec->form = TOPO_SPEC_OBJECT;
+    int rc = base_of_object(c, obj, spec);
     const cJSON *v;
-    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(obj, "node")) && find_key("node", p->kind))
-        rc = node_preset(c, v, p);
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(obj, "node")) && key_index("node", spec->kind) >= 0)
+        rc = node_preset(c, v, spec);
     if (rc)
         return rc;
-    fat_tree_form(obj, p);
+    spec->general_fat_tree = general_fat_tree(obj, spec->kind);
     cJSON_ArrayForEach(v, obj) {
-        const topo_key_t *k = find_key(v->string, p->kind);
-        if (!k)
-            return unknown_key(c, v->string, p->kind);
+        const int i = key_index(v->string, spec->kind);
+        if (i < 0)
+            return unknown_key(c, v->string, spec->kind);
+        const topo_key_t *k = &KEYS[i];
         if (strcmp(k->name, "kind") == 0 || strcmp(k->name, "preset") == 0 || strcmp(k->name, "node") == 0)
             continue;
         if (k->type == K_INT)
-            rc = get_int(c, k->name, v, (int64_t *)((char *)p + k->offset));
+            rc = get_int(c, k->name, v, (int64_t *)((char *)&spec->keys + k->offset));
         else if (k->type == K_NUM)
-            rc = get_num(c, k->name, v, (double *)((char *)p + k->offset));
+            rc = get_num(c, k->name, v, (double *)((char *)&spec->keys + k->offset));
         else
-            rc = set_special(c, k->name, v, p, store, size);
+            rc = set_special(c, k->name, v, spec);
         if (rc)
             return rc;
+        spec->given |= (uint64_t)1 << i;
     }
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(obj, "name");
+    const cJSON *kd = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(obj, "preset");
+    if (!spec->is_name)
+        snprintf(spec->label, sizeof spec->label, "%s",
+                 cJSON_IsString(nm)   ? nm->valuestring
+                 : cJSON_IsString(kd) ? kd->valuestring
+                 : cJSON_IsString(pr) ? pr->valuestring
+                                      : "object");
     return CLI_OK;
 }
 
@@ -350,33 +383,44 @@ static int looks_like_graphml(const char *path, FILE *f) {
 }
 
 static int unknown_name(const ctx_t *c, const char *s) {
-    const char *names[32];
+    const char *names[40];
     size_t n = 0;
-    for (size_t i = 0; topo_preset_name(i) && n < COUNT(names); i++)
+    for (size_t i = 0; topo_preset_name(i) && n < 16; i++)
         names[n++] = topo_preset_name(i);
+    for (size_t i = 0; i < COUNT(SHORTCUTS); i++)
+        names[n++] = SHORTCUTS[i];
     for (int k = 0; k < TOPO_KIND_COUNT; k++)
         names[n++] = topo_kind_name((topo_kind_t)k);
     const char *sg = cli_suggest(s, names, n);
     return cli_fail(
         c->d, CLI_EUSAGE,
         "%s: \"%.80s\" is not a topology preset, kind or file%s%s%s; allowed: a preset (%s, %s, %s, %s, "
-        "%s), a kind (ideal, fat-tree, rail-optimized, dragonfly, torus), a GraphML or JSON file, or "
-        "an object",
+        "%s), a shortcut sized to the job (fat-tree, fat-tree-2:1, rail, dragonfly, dragonfly-ugal), a "
+        "kind (ideal, rail-optimized, torus), a GraphML or JSON file, or an object",
         c->where, s, sg ? " (did you mean \"" : "", sg ? sg : "", sg ? "\"?)" : "", topo_preset_name(0),
         topo_preset_name(1), topo_preset_name(2), topo_preset_name(3), topo_preset_name(4));
 }
 
-static int fill(const ctx_t *c, const cJSON *spec, const model_system_t *sys, topo_params_t *p, char *store,
-                size_t size);
+static int fill(const ctx_t *c, const cJSON *spec, topo_spec_t *out);
 
-/* A name: preset, kind, or file (GraphML, or JSON holding a topology object). */
-static int from_name(const ctx_t *c, const char *s, const model_system_t *sys, topo_params_t *p, char *store,
-                     size_t size) {
+/* A name: preset, shortcut, kind, or file (GraphML, or JSON holding a topology object, read now). */
+static int from_name(const ctx_t *c, const char *s, topo_spec_t *spec) {
     topo_kind_t kind;
-    if (topo_params_preset(s, c->gpus, p) == TOPO_OK)
+    topo_params_t p;
+    snprintf(spec->word, sizeof spec->word, "%s", s);
+    if (topo_params_preset(s, 0, &p) == TOPO_OK) {
+        spec->form = TOPO_SPEC_PRESET;
         return CLI_OK;
+    }
+    for (size_t i = 0; i < COUNT(SHORTCUTS); i++)
+        if (strcmp(s, SHORTCUTS[i]) == 0) {
+            spec->form = TOPO_SPEC_SHORTCUT;
+            spec->shortcut = (int)i;
+            return CLI_OK;
+        }
     if (topo_kind_parse(s, &kind) == TOPO_OK && kind != TOPO_KIND_GRAPHML) {
-        kind_defaults(kind, sys, p);
+        spec->form = TOPO_SPEC_KIND;
+        spec->kind = kind;
         return CLI_OK;
     }
     FILE *f = fopen(s, "r");
@@ -385,60 +429,255 @@ static int from_name(const ctx_t *c, const char *s, const model_system_t *sys, t
     int gml = looks_like_graphml(s, f);
     fclose(f);
     if (gml) {
-        topo_params_init(p, TOPO_KIND_GRAPHML);
-        snprintf(store, size, "%s", s);
-        p->graphml_path = store;
+        spec->form = TOPO_SPEC_GRAPHML;
         return CLI_OK;
     }
     cJSON *root = NULL;
     int rc = scenario_json_read(s, "topology", &root, c->d);
     if (rc)
         return rc;
-    ctx_t fc = {s, "", c->d, c->gpus, c->check_prefix};
+    ctx_t fc = {s, "", c->d, c->check_prefix};
     snprintf(fc.prefix, sizeof fc.prefix, "%s: ", s);
     snprintf(c->check_prefix, sizeof fc.prefix, "%s", fc.prefix);
     rc = cJSON_IsObject(root)
-             ? fill(&fc, root, sys, p, store, size)
+             ? fill(&fc, root, spec)
              : cli_fail(c->d, CLI_EUSAGE, "%s: not a JSON object; allowed: a topology object", s);
     cJSON_Delete(root);
     return rc;
 }
 
-static int fill(const ctx_t *c, const cJSON *spec, const model_system_t *sys, topo_params_t *p, char *store,
-                size_t size) {
+static int fill(const ctx_t *c, const cJSON *spec, topo_spec_t *out) {
     if (cJSON_IsString(spec))
-        return from_name(c, spec->valuestring, sys, p, store, size);
+        return from_name(c, spec->valuestring, out);
     if (cJSON_IsObject(spec))
-        return from_object(c, spec, sys, p, store, size);
+        return from_object(c, spec, out);
     char what[96];
     describe(spec, what, sizeof what);
     return cli_fail(c->d, CLI_EUSAGE, "%s: %s; allowed: a topology preset, kind, file or object", c->where,
                     what);
 }
 
-/* Issue fields that are node keys or top-level keys all sit directly in the topology object. */
-static int check(const ctx_t *c, const topo_params_t *p) {
+int topo_spec_params(const topo_spec_t *s, const char *where, const model_system_t *sys, int64_t gpus,
+                     int64_t job_gpus, topo_params_t *p, cli_diag_t *d);
+
+/* A GraphML file is loaded once when it is named, so that its contents fail before any work. */
+static int load_graphml(const topo_spec_t *spec, cli_diag_t *d) {
+    topo_params_t p;
+    int rc = topo_spec_params(spec, NULL, NULL, 0, 0, &p, d);
+    if (rc)
+        return rc;
+    topo_t *t = NULL;
+    topo_issue_t issue;
+    char msg[400];
+    igraph_set_error_handler(igraph_error_handler_ignore);
+    igraph_set_warning_handler(igraph_warning_handler_ignore);
+    rc = topo_new(&p, &t, &issue);
+    topo_free(t);
+    if (rc)
+        return cli_fail(d, topo_json_exit_code(rc), "%s: %s", spec->where,
+                        topo_issue_format(&issue, msg, sizeof msg));
+    return CLI_OK;
+}
+
+/* A JSON path continues with '.', an option or file with ": ". */
+static void key_prefix(const char *where, char *buf, size_t size) {
+    snprintf(buf, size, "%s%s", where, strchr(where, ':') ? "." : ": ");
+}
+
+int topo_spec_parse(const cJSON *json, const char *where, topo_spec_t *out, cli_diag_t *d) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->where, sizeof out->where, "%s", where);
+    ctx_t c = {out->where, "", d, out->check_prefix};
+    key_prefix(where, c.prefix, sizeof c.prefix);
+    snprintf(out->check_prefix, sizeof out->check_prefix, "%s", c.prefix);
+    if (cJSON_IsString(json)) {
+        out->is_name = 1;
+        snprintf(out->label, sizeof out->label, "%s", json->valuestring);
+    }
+    int rc = fill(&c, json, out);
+    if (!rc &&
+        (out->form == TOPO_SPEC_GRAPHML || (out->form == TOPO_SPEC_OBJECT && out->kind == TOPO_KIND_GRAPHML)))
+        rc = load_graphml(out, d);
+    if (rc)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
+
+int topo_spec_parse_text(const char *text, const char *where, topo_spec_t *out, cli_diag_t *d) {
+    cJSON *json = text[0] == '{' ? cJSON_Parse(text) : cJSON_CreateString(text);
+    if (!json && text[0] == '{')
+        return cli_fail(d, CLI_EUSAGE,
+                        "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", where);
+    if (!json)
+        return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", where);
+    const int rc = topo_spec_parse(json, where, out, d);
+    cJSON_Delete(json);
+    return rc;
+}
+
+void topo_spec_none(topo_spec_t *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->where, sizeof out->where, "topology");
+    snprintf(out->check_prefix, sizeof out->check_prefix, "topology: ");
+    snprintf(out->label, sizeof out->label, "ideal");
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int64_t largest_divisor_upto(int64_t n, int64_t cap) {
+    for (int64_t k = cap < n ? cap : n; k > 1; k--)
+        if (n % k == 0)
+            return k;
+    return 1;
+}
+
+/* A shortcut sized to gpus GPUs of sys: nodes of the system's NVLink domain (gcd with the job) with
+ * one NIC per GPU at the system's InfiniBand bandwidth (docs/compare.md). */
+static void shortcut_params(int which, const model_system_t *sys, int64_t gpus, topo_params_t *p) {
+    static const topo_kind_t KINDS[] = {TOPO_KIND_FAT_TREE, TOPO_KIND_FAT_TREE, TOPO_KIND_RAIL_OPTIMIZED,
+                                        TOPO_KIND_DRAGONFLY, TOPO_KIND_DRAGONFLY};
+    const int64_t g = gcd64(gpus, sys->nvlink_size > 0 ? sys->nvlink_size : 1);
+    topo_params_init(p, KINDS[which]);
+    snprintf(p->name, sizeof p->name, "%s", SHORTCUTS[which]);
+    p->network = TOPO_NETWORK_INFINIBAND;
+    p->gpus = gpus;
+    p->node.gpus_per_node = p->node.nics_per_node = g;
+    p->node.nvlink_bandwidth_bytes_per_s = sys->nvlink_gb_per_s * 1e9;
+    p->node.nvlink_latency_s = sys->nvlink_latency_s / 2;
+    p->node.nvlink_generation = 0; /* from the system's NVLink rate */
+    p->node.amd_host = p->node.nic_on_cpu = 0;
+    p->link_bandwidth_bytes_per_s =
+        sys->ib_gb_per_s * 1e9 * (double)(sys->nic_factor > 0 ? sys->nic_factor : 1);
+    p->link_latency_s = sys->ib_latency_s / 2;
+    const int64_t endpoints = gpus; /* one NIC per GPU */
+    if (which <= 1) {
+        /* 2-tier: leaves of E endpoints (E <= 32, at least two leaves), E spines (non-blocking) or
+         * E/2 (2:1 at the leaves) with one cable from every leaf to every spine */
+        const int64_t e =
+            largest_divisor_upto(endpoints, endpoints >= 4 ? (endpoints / 2 < 32 ? endpoints / 2 : 32) : 1);
+        p->fat_tree.tiers = 2;
+        p->fat_tree.k = 0;
+        p->fat_tree.leaves = endpoints / e;
+        p->fat_tree.endpoints_per_leaf = e;
+        p->fat_tree.spines = which == 0 || e < 2 ? e : e / 2;
+        p->fat_tree.links_per_leaf_spine = 1;
+    } else if (which >= 3) {
+        /* balanced dragonfly a = 2p = 2h, the smallest p whose full size holds the endpoints */
+        int64_t q = 2;
+        while (q * 2 * q * (2 * q * q + 1) < endpoints)
+            q++;
+        const int64_t per_group = q * 2 * q;
+        p->dragonfly.p = q;
+        p->dragonfly.a = 2 * q;
+        p->dragonfly.h = q;
+        p->dragonfly.g = (endpoints + per_group - 1) / per_group;
+        p->routing = which == 3 ? TOPO_ROUTING_MINIMAL : TOPO_ROUTING_UGAL;
+    }
+}
+
+/* Copy the given keys of an object over p. */
+static void apply_keys(const topo_spec_t *s, topo_params_t *p) {
+    for (size_t i = 0; i < COUNT(KEYS); i++) {
+        if (!(s->given & ((uint64_t)1 << i)))
+            continue;
+        const topo_key_t *k = &KEYS[i];
+        const char *n = k->name;
+        if (k->type == K_INT)
+            *(int64_t *)((char *)p + k->offset) = *(const int64_t *)((const char *)&s->keys + k->offset);
+        else if (k->type == K_NUM)
+            *(double *)((char *)p + k->offset) = *(const double *)((const char *)&s->keys + k->offset);
+        else if (strcmp(n, "name") == 0)
+            snprintf(p->name, sizeof p->name, "%s", s->keys.name);
+        else if (strcmp(n, "file") == 0)
+            p->graphml_path = s->file;
+        else if (strcmp(n, "routing") == 0)
+            p->routing = s->keys.routing;
+        else if (strcmp(n, "arrangement") == 0)
+            p->dragonfly.arrangement = s->keys.dragonfly.arrangement;
+        else if (strcmp(n, "scaleup") == 0)
+            p->node.scaleup = s->keys.node.scaleup;
+        else if (strcmp(n, "pxn") == 0)
+            p->pxn = s->keys.pxn;
+        else if (strcmp(n, "seed") == 0)
+            p->seed = s->keys.seed;
+        else if (strcmp(n, "dims") == 0)
+            p->torus = s->keys.torus;
+        else if (strcmp(n, "network") == 0)
+            p->network = s->keys.network;
+    }
+}
+
+static int given(const topo_spec_t *s, const char *key) {
+    const int i = key_index(key, s->kind);
+    return s->form == TOPO_SPEC_OBJECT && i >= 0 && (s->given & ((uint64_t)1 << i));
+}
+
+int topo_spec_params(const topo_spec_t *s, const char *where, const model_system_t *sys, int64_t gpus,
+                     int64_t job_gpus, topo_params_t *p, cli_diag_t *d) {
+    const int64_t size = gpus > 0 ? gpus : job_gpus;
+    switch (s->form) {
+    case TOPO_SPEC_NONE:
+        kind_defaults(TOPO_KIND_IDEAL, sys, p);
+        if (size > 0)
+            p->gpus = size;
+        break;
+    case TOPO_SPEC_PRESET:
+        topo_params_preset(s->word, gpus, p);
+        break;
+    case TOPO_SPEC_SHORTCUT:
+        shortcut_params(s->shortcut, sys, size, p);
+        break;
+    case TOPO_SPEC_KIND:
+        kind_defaults(s->kind, sys, p);
+        break;
+    case TOPO_SPEC_GRAPHML:
+        topo_params_init(p, TOPO_KIND_GRAPHML);
+        p->graphml_path = s->word;
+        break;
+    case TOPO_SPEC_OBJECT:
+        if (s->preset[0]) {
+            const int64_t preset_gpus = gpus > 0 ? gpus : given(s, "gpus") ? s->keys.gpus : 0;
+            topo_params_preset(s->preset, preset_gpus, p);
+        } else {
+            kind_defaults(s->kind, sys, p);
+        }
+        if (s->node[0])
+            topo_node_preset(s->node, &p->node);
+        if (s->general_fat_tree)
+            p->fat_tree.k = 0;
+        apply_keys(s, p);
+        /* a custom NVLink rate without a generation: the generation follows the rate */
+        if (given(s, "nvlink_bandwidth_bytes_per_s") && !given(s, "nvlink_generation"))
+            p->node.nvlink_generation = 0;
+        break;
+    }
+    if (gpus > 0)
+        p->gpus = gpus;
+    /* an ideal topology whose domains do not divide the job gets domains of gcd(gpus, nvlink_size) */
+    if (p->kind == TOPO_KIND_IDEAL && sys && p->gpus > 0 && !given(s, "gpus_per_node")) {
+        const int64_t nvs = sys->nvlink_size > 0 ? sys->nvlink_size : 1, g = gcd64(p->gpus, nvs);
+        if (g != nvs)
+            p->node.gpus_per_node = p->node.nics_per_node = g;
+    }
     topo_issue_t issue;
     if (topo_params_check(p, &issue) == TOPO_OK)
         return CLI_OK;
-    char msg[400];
-    return cli_fail(c->d, CLI_EUSAGE, "%s%s", c->check_prefix, topo_issue_format(&issue, msg, sizeof msg));
-}
-
-int topo_json_params(const cJSON *spec, const char *where, const model_system_t *sys, int64_t gpus,
-                     topo_params_t *p, char *store, size_t store_size, cli_diag_t *d) {
-    char check_prefix[320];
-    ctx_t c = {where, "", d, gpus, check_prefix};
-    /* a JSON path continues with '.', an option or file with ": " */
-    int path = strchr(where, ':') != NULL;
-    snprintf(c.prefix, sizeof c.prefix, "%s%s", where, path ? "." : ": ");
-    snprintf(check_prefix, sizeof check_prefix, "%s", c.prefix);
-    int rc = fill(&c, spec, sys, p, store, store_size);
-    if (rc)
-        return rc;
-    if (gpus > 0)
-        p->gpus = gpus;
-    return check(&c, p);
+    /* the issue points into the innermost file when the object came from one, else at where */
+    char msg[400], own[320], prefix[320];
+    key_prefix(s->where, own, sizeof own);
+    const char *pre = s->check_prefix;
+    if (where && strcmp(s->check_prefix, own) == 0) {
+        key_prefix(where, prefix, sizeof prefix);
+        pre = prefix;
+    }
+    return cli_fail(d, CLI_EUSAGE, "%s%s", pre, topo_issue_format(&issue, msg, sizeof msg));
 }
 
 int topo_json_exit_code(int topo_status) {

@@ -1,0 +1,166 @@
+/* step/test_simulate.c - step_simulate, the one entry point from a checked job and a built topology
+ * to a summed-up step: it gives what step_new/step_run give by hand (analytic and network); NCCL's
+ * calibration follows the topology's link technologies (Slingshot 0.70, InfiniBand 0.94, A100 NVLink
+ * 0.67) and is off on request; the busiest links are named; every stage's peak activations are
+ * reported; a network without a topology and a failing before_run hook stop it with their stage. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <igraph.h>
+
+#include "step.h"
+#include "topo.h"
+
+/* 16 GPUs: dp 2, tp 4, pp 2 on NVLink domains of 4 (Perlmutter's nodes). */
+static model_job_t small_job(void) {
+    model_job_t job;
+    memset(&job, 0, sizeof job);
+    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
+    job.system.nvlink_size = 4;
+    const model_transformer_t t = {"small", 512, 1024, 16, 8, 4096, 0};
+    job.model = t;
+    const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 4, 4, 1, 2, 1, 1, 4, 1, 1, 1};
+    job.par = par;
+    job.gpus = 16;
+    job.global_batch = 8;
+    job.compat = MODEL_COMPAT_CORRECTED;
+    model_issue_t issue;
+    if (model_job_check(&job, &issue) != MODEL_OK)
+        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
+    return job;
+}
+
+static topo_t *perlmutter(topo_network_tech_t network) {
+    topo_params_t p;
+    assert_int_equal(topo_params_preset("perlmutter", 16, &p), TOPO_OK);
+    p.network = network;
+    topo_t *t = NULL;
+    topo_issue_t issue;
+    assert_int_equal(topo_new(&p, &t, &issue), TOPO_OK);
+    return t;
+}
+
+static void defaults(step_sim_options_t *o, sim_comm_mode_t comm) {
+    memset(o, 0, sizeof *o);
+    step_config_default(&o->step);
+    o->step.comm = comm;
+    o->calibrate = 1;
+    o->links = 3;
+}
+
+/* The step by hand, for comparison. */
+static double by_hand(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net) {
+    step_t *s = NULL;
+    char err[300];
+    assert_int_equal(step_new(job, cfg, net, &s, err, sizeof err), SIM_OK);
+    assert_int_equal(step_run(s), SIM_OK);
+    step_result_t r;
+    assert_int_equal(step_result(s, &r), SIM_OK);
+    step_free(s);
+    return r.step_time_s;
+}
+
+static void test_analytic(void **state) {
+    (void)state;
+    const model_job_t job = small_job();
+    step_sim_options_t o;
+    defaults(&o, SIM_COMM_ANALYTIC);
+    step_sim_result_t r;
+    assert_int_equal(step_simulate(&job, NULL, &o, &r), SIM_OK);
+    assert_true(r.step.step_time_s > 0);
+    assert_true(r.step.step_time_s == by_hand(&job, &o.step, NULL));
+    assert_int_equal(r.calibrated, 0);
+    assert_int_equal(r.n_links, 0);
+    assert_non_null(r.stage_peak_activations_gb);
+    for (int p = 0; p < 2; p++)
+        assert_true(r.stage_peak_activations_gb[p] > 0);
+    step_sim_result_destroy(&r);
+    assert_null(r.stage_peak_activations_gb);
+}
+
+static void test_network_calibrated_by_technology(void **state) {
+    (void)state;
+    const model_job_t job = small_job();
+    step_sim_options_t o;
+    defaults(&o, SIM_COMM_NETWORK);
+    topo_t *slingshot = perlmutter(TOPO_NETWORK_SLINGSHOT), *ib = perlmutter(TOPO_NETWORK_INFINIBAND);
+    step_sim_result_t a, b;
+    assert_int_equal(step_simulate(&job, slingshot, &o, &a), SIM_OK);
+    assert_int_equal(step_simulate(&job, ib, &o, &b), SIM_OK);
+    assert_int_equal(a.calibrated, 1);
+    assert_true(a.engine.link_kind_efficiency[SIM_LINK_NETWORK] == 0.70);
+    assert_true(b.engine.link_kind_efficiency[SIM_LINK_NETWORK] == 0.94);
+    assert_true(a.engine.link_kind_efficiency[SIM_LINK_NVLINK] == 0.67); /* NVLink-3 nodes */
+    /* the same as building the step by hand on the calibrated engine */
+    step_config_t cfg = o.step;
+    sim_config_nccl_topology(&cfg.engine, slingshot);
+    sim_network_desc_t net;
+    assert_int_equal(sim_topo_network(slingshot, &net), SIM_OK);
+    assert_true(a.step.step_time_s == by_hand(&job, &cfg, &net));
+    /* the busiest links, named, busiest first */
+    assert_true(a.n_links >= 1 && a.n_links <= 3);
+    for (int i = 0; i < a.n_links; i++) {
+        assert_true(strlen(a.link_names[i]) > 0);
+        assert_true(i == 0 || a.link_utilization[i] <= a.link_utilization[i - 1]);
+    }
+    /* uncalibrated: nominal links */
+    o.calibrate = 0;
+    step_sim_result_t c;
+    assert_int_equal(step_simulate(&job, slingshot, &o, &c), SIM_OK);
+    assert_int_equal(c.calibrated, 0);
+    assert_true(c.engine.link_kind_efficiency[SIM_LINK_NETWORK] == 1.0);
+    step_sim_result_destroy(&a);
+    step_sim_result_destroy(&b);
+    step_sim_result_destroy(&c);
+    topo_free(slingshot);
+    topo_free(ib);
+}
+
+static int failing_hook(void *ctx, step_t *step) {
+    assert_non_null(step);
+    ++*(int *)ctx;
+    return 7;
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    const model_job_t job = small_job();
+    step_sim_options_t o;
+    defaults(&o, SIM_COMM_NETWORK);
+    step_sim_result_t r;
+    assert_int_equal(step_simulate(&job, NULL, &o, &r), SIM_EINVAL);
+    assert_int_equal(r.failed_at, STEP_SIM_AT_NETWORK);
+    assert_non_null(strstr(r.error, "needs a topology"));
+    step_sim_result_destroy(&r);
+    defaults(&o, SIM_COMM_ANALYTIC);
+    int calls = 0;
+    o.before_run = failing_hook;
+    o.ctx = &calls;
+    assert_int_equal(step_simulate(&job, NULL, &o, &r), 7);
+    assert_int_equal(r.failed_at, STEP_SIM_AT_HOOK);
+    assert_int_equal(calls, 1);
+    step_sim_result_destroy(&r);
+    /* a configuration the step refuses: interleaved needs pp >= 2 virtual stages that divide */
+    defaults(&o, SIM_COMM_ANALYTIC);
+    o.step.schedule = STEP_SCHEDULE_INTERLEAVED;
+    o.step.virtual_stages = 3;
+    assert_int_equal(step_simulate(&job, NULL, &o, &r), SIM_EINVAL);
+    assert_int_equal(r.failed_at, STEP_SIM_AT_BUILD);
+    assert_true(strlen(r.error) > 0);
+    step_sim_result_destroy(&r);
+}
+
+int main(void) {
+    igraph_set_error_handler(igraph_error_handler_printignore);
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_analytic),
+                                       cmocka_unit_test(test_network_calibrated_by_technology),
+                                       cmocka_unit_test(test_errors)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,232 @@
+/* stepsim/test_pipeline.c - one simulation pipeline and one meaning per topology name, end to end in
+ * process: run, compare and the validate waterfall given the same topology word simulate the same
+ * network (equal step times for gpt3 on 1,024 GPUs on the dragonfly and fat-tree shortcuts); a bad
+ * topology file fails before any model or simulation work (exit 2, one line, empty stdout, no trace
+ * written, even with an option that would fail later); a topology whose nodes are not the job's
+ * NVLink domain is refused with one line naming both; the shortcuts mean the same network in topo;
+ * NCCL's network efficiency follows the topology's network technology (Slingshot 0.70, InfiniBand
+ * 0.94) in every command. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "test_cli_run.h"
+
+static cJSON *json_of(cli_run_t *r) {
+    if (r->rc != 0)
+        fail_msg("exit %d: %s", r->rc, r->err);
+    cJSON *j = cJSON_Parse(r->out);
+    if (!j)
+        fail_msg("not JSON: %.200s", r->out);
+    return j;
+}
+
+static double num(const cJSON *o, const char *key) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(n))
+        fail_msg("%s: missing or not a number", key);
+    return n->valuedouble;
+}
+
+/* The step time that run, compare and validate print for gpt3 on 1,024 GPUs on topology word t. */
+static void three_commands(const char *t, double *run_s, double *compare_s, double *validate_s) {
+    cli_run_t r = cli_run("run", "--model", "gpt3", "--gpus", "1024", "--topology", t, "--json", NULL);
+    cJSON *j = json_of(&r);
+    *run_s = num(j, "step_time_s");
+    assert_string_equal(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "simulation"), "topology")
+            ->valuestring,
+        t);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    r = cli_run("compare", "--model", "gpt3", "--gpus", "1024", "--topologies", t, "--json", NULL);
+    j = json_of(&r);
+    *compare_s = -1;
+    const cJSON *x = NULL;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(j, "topologies")) {
+        if (strcmp(cJSON_GetObjectItemCaseSensitive(x, "name")->valuestring, t) == 0)
+            *compare_s = num(x, "step_time_s");
+    }
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    r = cli_run("validate", "--model", "gpt3", "--gpus", "1024", "--topology", t, "--json", NULL);
+    j = json_of(&r);
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(j, "steps");
+    *validate_s = num(cJSON_GetArrayItem(steps, cJSON_GetArraySize(steps) - 1), "total_s");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "topology")->valuestring, t);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
+static void test_same_word_same_network(void **state) {
+    (void)state;
+    static const char *const WORDS[] = {"dragonfly", "fat-tree"};
+    for (int i = 0; i < 2; i++) {
+        double run_s, compare_s, validate_s;
+        three_commands(WORDS[i], &run_s, &compare_s, &validate_s);
+        print_message("%s: run %.9f s, compare %.9f s, validate %.9f s\n", WORDS[i], run_s, compare_s,
+                      validate_s);
+        assert_true(run_s > 0);
+        assert_true(run_s == compare_s);
+        assert_true(run_s == validate_s);
+    }
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The failure is the topology's, on one line, with nothing on stdout and no trace written. */
+static void expect_topology_first(cli_run_t *r, const char *fragment, const char *trace) {
+    if (r->rc != 2 || cli_run_lines(r->err) != 1 || !strstr(r->err, fragment))
+        fail_msg("exit %d, stderr: %s (wanted %s)", r->rc, r->err, fragment);
+    assert_string_equal(r->out, "");
+    assert_int_equal(access(trace, F_OK), -1);
+}
+
+static void test_topology_parsed_first(void **state) {
+    (void)state;
+    char dir[] = "/tmp/stepsim-pipeline-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char topo[96], scn[96], gml_scn[96], trace[96], text[512];
+    snprintf(topo, sizeof topo, "%s/topo.json", dir);
+    snprintf(scn, sizeof scn, "%s/scenario.json", dir);
+    snprintf(gml_scn, sizeof gml_scn, "%s/graphml.json", dir);
+    snprintf(trace, sizeof trace, "%s/trace.json", dir);
+    write_file(topo, "{\"kind\": \"fat-tree\", \"tiers\": 2,");
+    snprintf(
+        text, sizeof text,
+        "{\"model\": \"gpt3\", \"gpus\": 64, \"global_batch\": 16, \"parallel\": {\"pp\": 4, \"dp\": 2}, "
+        "\"topology\": \"%s\"}",
+        topo);
+    write_file(scn, text);
+    snprintf(
+        text, sizeof text,
+        "{\"model\": \"gpt3\", \"gpus\": 64, \"global_batch\": 16, \"parallel\": {\"pp\": 1, \"dp\": 8}, "
+        "\"topology\": \"%s/topo/malformed.graphml\"}",
+        STEPSIM_FIXTURE_DIR);
+    write_file(gml_scn, text);
+    /* a topology file that is not JSON: the scenario's load fails */
+    cli_run_t r = cli_run("run", scn, "--trace", trace, NULL);
+    expect_topology_first(&r, "topo.json: line 1", trace);
+    cli_run_free(&r);
+    /* a GraphML file that does not parse, with a schedule the step would refuse later (pp 1) */
+    r = cli_run("run", gml_scn, "--schedule", "interleaved:2", "--trace", trace, NULL);
+    expect_topology_first(&r, "malformed.graphml is not readable GraphML", trace);
+    cli_run_free(&r);
+    /* the same schedule on a good topology is refused by the step: the order above is the parse's */
+    r = cli_run("run", "--model", "gpt3", "--gpus", "64", "--gbs", "16", "--pp", "1", "--dp", "8",
+                "--schedule", "interleaved:2", "--trace", trace, NULL);
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err, "interleaved needs pp >= 2"));
+    cli_run_free(&r);
+    snprintf(text, sizeof text, "fat-tree,%s/topo/malformed.graphml", STEPSIM_FIXTURE_DIR);
+    r = cli_run("compare", "--model", "gpt3", "--gpus", "64", "--gbs", "16", "--pp", "4", "--topologies",
+                text, NULL);
+    expect_topology_first(&r, "malformed.graphml is not readable GraphML", trace);
+    cli_run_free(&r);
+    remove(topo);
+    remove(scn);
+    remove(gml_scn);
+    rmdir(dir);
+}
+
+/* Nodes that are not the scenario's NVLink domain: refused with one line naming both sizes. */
+static void test_nodes_are_the_nvlink_domain(void **state) {
+    (void)state;
+    const char *bare = "{\"kind\": \"fat-tree\", \"tiers\": 2, \"k\": 16}";
+    const char *dgx = "{\"kind\": \"fat-tree\", \"tiers\": 2, \"k\": 16, \"node\": \"dgx-a100\"}";
+    static const char *const CMDS[] = {"run", "validate", "compare"};
+    for (int i = 0; i < 3; i++) {
+        const char *opt = i == 2 ? "--topologies" : "--topology";
+        cli_run_t r = cli_run(CMDS[i], "--model", "gpt3", "--gpus", "64", "--gbs", "16", "--pp", "4", opt,
+                              bare, "--json", NULL);
+        if (r.rc != 2 || cli_run_lines(r.err) != 1 || !strstr(r.err, "nodes of 1 GPU,") ||
+            !strstr(r.err, "NVLink domain (nvlink_size) is 8 GPUs"))
+            fail_msg("%s: exit %d: %s", CMDS[i], r.rc, r.err);
+        assert_string_equal(r.out, "");
+        cli_run_free(&r);
+    }
+    cli_run_t r = cli_run("run", "--model", "gpt3", "--gpus", "64", "--gbs", "16", "--pp", "4", "--topology",
+                          dgx, "--json", NULL);
+    cJSON *j = json_of(&r);
+    assert_true(num(j, "step_time_s") > 0);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    /* --nvs 1 makes the bare tree's nodes the domain */
+    r = cli_run("run", "--model", "gpt3", "--gpus", "64", "--gbs", "16", "--pp", "4", "--nvs", "1",
+                "--topology", bare, "--json", NULL);
+    j = json_of(&r);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
+/* A shortcut is the same network in topo: sized to the GPUs, nodes of the system's NVLink domain. */
+static void test_shortcuts_in_topo(void **state) {
+    (void)state;
+    const char *args[] = {"topo", "--topology", "fat-tree", "--gpus", "64", "--json"};
+    cJSON *j = NULL;
+    cli_run_t r = cli_run_argv(6, args);
+    j = json_of(&r);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "name")->valuestring, "fat-tree");
+    assert_int_equal((int64_t)num(j, "gpus"), 64);
+    assert_int_equal((int64_t)num(j, "nodes"), 8);         /* A100 system: NVLink domains of 8 */
+    assert_int_equal((int64_t)num(j, "switches"), 2 + 32); /* 2 leaves of 32 endpoints, 32 spines */
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    const char *rail[] = {"topo", "--topology", "rail", "--gpus", "64", "--json"};
+    r = cli_run_argv(6, rail);
+    j = json_of(&r);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "kind")->valuestring, "rail-optimized");
+    assert_int_equal((int64_t)num(j, "nodes"), 8);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
+static double net_efficiency(const char *topology) {
+    cli_run_t r =
+        cli_run("collective", "--topology", topology, "--gpus", "16", "--size", "1M", "--json", NULL);
+    cJSON *j = json_of(&r);
+    const double e = num(j, "network_efficiency");
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    return e;
+}
+
+/* The NCCL platform follows the network technology: Slingshot presets and the dragonfly kind 0.70;
+ * InfiniBand presets, the shortcuts (the dragonfly shortcut included) and an object naming
+ * "network": "infiniband" 0.94. */
+static void test_network_technology(void **state) {
+    (void)state;
+    assert_true(net_efficiency("perlmutter") == 0.70);
+    assert_true(net_efficiency("{\"kind\": \"dragonfly\", \"p\": 2, \"a\": 4, \"h\": 2, \"g\": 9}") == 0.70);
+    assert_true(net_efficiency("dgx-h100-superpod") == 0.94);
+    assert_true(net_efficiency("dragonfly") == 0.94);
+    assert_true(net_efficiency("{\"preset\": \"perlmutter\", \"network\": \"infiniband\"}") == 0.94);
+    cli_run_t r =
+        cli_run("collective", "--topology", "{\"preset\": \"perlmutter\", \"network\": \"ethernet\"}", NULL);
+    assert_int_equal(r.rc, 2);
+    assert_int_equal(cli_run_lines(r.err), 1);
+    assert_non_null(strstr(r.err, "network: \"ethernet\" is not a network technology"));
+    cli_run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_word_same_network), cmocka_unit_test(test_topology_parsed_first),
+        cmocka_unit_test(test_nodes_are_the_nvlink_domain), cmocka_unit_test(test_shortcuts_in_topo),
+        cmocka_unit_test(test_network_technology)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
