@@ -99,12 +99,15 @@ int simpoint_topology(const model_job_t *job, const cJSON *spec, const char *whe
     return CLI_OK;
 }
 
-int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, int want_summary,
-                 simpoint_t *out, cli_diag_t *d) {
+int simpoint_run(const model_job_t *job, const step_config_t *base, const cJSON *spec, const char *where,
+                 int want_summary, simpoint_t *out, cli_diag_t *d) {
     const double t0 = now_s();
     memset(out, 0, sizeof *out);
     step_config_t cfg;
-    step_config_default(&cfg);
+    if (base)
+        cfg = *base;
+    else
+        step_config_default(&cfg);
     cfg.comm = spec ? SIM_COMM_NETWORK : SIM_COMM_ANALYTIC;
     if (job->training.interleave > 1) {
         cfg.schedule = STEP_SCHEDULE_INTERLEAVED;

@@ -40,10 +40,12 @@ typedef struct simpoint {
     double wall_s;                /* host time spent, seconds */
 } simpoint_t;
 
-/* Simulate job (see the contract). want_summary: also compute topo_summary_compute (BFS and one
- * max-flow: slower on large topologies). Returns CLI_OK and fills *out. */
-int simpoint_run(const model_job_t *job, const cJSON *spec, const char *where, int want_summary,
-                 simpoint_t *out, cli_diag_t *d);
+/* Simulate job (see the contract). base: the step configuration to start from (NULL:
+ * step_config_default; its comm and schedule are set here). want_summary: also compute
+ * topo_summary_compute (BFS and one max-flow: slower on large topologies). Returns CLI_OK and fills
+ * *out. */
+int simpoint_run(const model_job_t *job, const step_config_t *base, const cJSON *spec, const char *where,
+                 int want_summary, simpoint_t *out, cli_diag_t *d);
 
 /* Build the topology of spec (as topo_json_params takes it) for job->gpus GPUs, its parameters in
  * *params; an ideal topology whose domains do not divide the job gets domains of

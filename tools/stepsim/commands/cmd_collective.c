@@ -63,38 +63,10 @@ enum {
     O_COUNT
 };
 
-static const struct {
-    const char *name, *arg, *def, *help;
-} OPTS[O_COUNT] = {
-    {"--topology", "NAME|FILE|JSON", "the scenario's, else ideal",
-     "topology preset, kind, GraphML or JSON file, or inline object (scenario: topology)"},
-    {"--system", "NAME|JSON", "the scenario's (A100)",
-     "link speeds of the ideal topology (scenario: system)"},
-    {"--op", "OP", "allreduce", "allreduce, allgather, reducescatter, broadcast, reduce or sendrecv"},
-    {"--algo", "ALGO", "auto",
-     "ring, tree, hierarchical, halving-doubling, chain, direct, or auto (as NCCL's tuner)"},
-    {"--proto", "PROTO", "auto", "NCCL protocol: simple, ll, ll128, or auto"},
-    {"--gpus", "N", "every GPU of the topology", "GPUs of all groups together (scenario: gpus)"},
-    {"--gpus-per-node", "K", "the topology's node size", "use the first K GPUs of every node"},
-    {"--size", "BYTES", "", "one size: bytes, or with a K, M or G suffix (x 1024, 1024^2, 1024^3)"},
-    {"--sizes", "MIN:MAX", "1M:1G", "sizes MIN, 2 MIN, 4 MIN, ... up to MAX"},
-    {"--groups", "G", "1", "G equal, disjoint groups run the collective at once"},
-    {"--placement", "P", "contiguous", "contiguous, or strided (group g holds GPUs g, g+G, ...)"},
-    {"--fidelity", "F", "fast", "fast (one coflow per ring) or step (every step's flows)"},
-    {"--channels", "N|auto", "auto", "rings per ring phase (NCCL channels), 1..64"},
-    {"--calibration", "C", "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none"},
-    {"--net-efficiency", "X", "0.70 on dragonflies, else 0.94",
-     "usable fraction of every network link (with --calibration nccl)"},
-    {"--nvlink-efficiency", "X", "0.67 (A100), 0.824 (H100 and later)",
-     "usable fraction of every NVLink link (with --calibration nccl)"},
-    {"--json", NULL, "off", "print exactly one JSON object on stdout"},
-    {"--help", NULL, "", "print this help and exit"},
-};
-
 typedef struct coll_args {
     const char *scenario;
     const char *value[O_COUNT]; /* the option's text, NULL if not given */
-    int json, help;
+    int json;
 } coll_args_t;
 
 /* Everything resolved from the arguments. */
@@ -110,83 +82,38 @@ typedef struct coll_req {
     int n_sizes;
 } coll_req_t;
 
-void cmd_collective_help(FILE *out) {
-    fprintf(out, "usage: stepsim collective [SCENARIO.json] [--option value ...]\n\n"
-                 "Simulate one collective the way nccl-tests measures a real one: G groups of GPUs run it\n"
-                 "at once on a topology; print time, closed form, algbw and busbw per size (busbw = algbw\n"
-                 "x 2(n-1)/n for allreduce, x (n-1)/n for allgather and reducescatter, n the group size).\n\n"
-                 "options:\n");
-    for (size_t i = 0; i < COUNT(OPTS); i++) {
-        char lhs[48];
-        snprintf(lhs, sizeof lhs, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
-                 OPTS[i].arg ? OPTS[i].arg : "");
-        fprintf(out, "  %-28s %s%s%s%s\n", lhs, OPTS[i].help, OPTS[i].def[0] ? " (default: " : "",
-                OPTS[i].def, OPTS[i].def[0] ? ")" : "");
-    }
-    fprintf(out, "  Options also take the form --option=value.\n\n"
-                 "topology presets (sized to the nodes the GPUs need):\n");
-    for (size_t i = 0; topo_preset_name(i); i++)
-        fprintf(out, "  %-18s %s\n", topo_preset_name(i), topo_preset_summary(topo_preset_name(i)));
-    fprintf(out,
-            "\nUnits: sizes in bytes (nccl-tests' size: the whole buffer), times in microseconds in the\n"
-            "table and seconds in JSON, bandwidths in GB/s (1e9) in the table and bytes/s in JSON.\n"
-            "Calibration and the measured accuracy: docs/engine.md.\n");
-}
-
 /* ---- parsing ---------------------------------------------------------------------------------- */
 
-static int parse_args(int argc, char **argv, coll_args_t *a, cli_diag_t *d) {
+/* The parsed options as this command reads them: its own by O_*, the scenario's in order. */
+static void from_args(const cli_args_t *p, coll_args_t *a) {
+    static const cli_opt_t TYPED[O_COUNT] = {
+        [O_TOPOLOGY] = CLI_OPT_SCENARIO,
+        [O_SYSTEM] = CLI_OPT_SCENARIO,
+        [O_OP] = CLI_OPT_OP,
+        [O_ALGO] = CLI_OPT_ALGO,
+        [O_PROTO] = CLI_OPT_PROTO,
+        [O_GPUS] = CLI_OPT_GROUP_GPUS,
+        [O_GPN] = CLI_OPT_GPUS_PER_NODE,
+        [O_SIZE] = CLI_OPT_SIZE,
+        [O_SIZES] = CLI_OPT_SIZES,
+        [O_GROUPS] = CLI_OPT_GROUPS,
+        [O_PLACEMENT] = CLI_OPT_GROUP_PLACEMENT,
+        [O_FIDELITY] = CLI_OPT_FIDELITY,
+        [O_CHANNELS] = CLI_OPT_CHANNELS,
+        [O_CALIBRATION] = CLI_OPT_CALIBRATION,
+        [O_NET_EFF] = CLI_OPT_NET_EFFICIENCY,
+        [O_NVLINK_EFF] = CLI_OPT_NVLINK_EFFICIENCY,
+        [O_JSON] = CLI_OPT_JSON,
+        [O_HELP] = CLI_OPT_HELP,
+    };
     memset(a, 0, sizeof *a);
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "-h") == 0) {
-            a->help = 1;
-            continue;
-        }
-        if (s[0] != '-') {
-            if (a->scenario)
-                return cli_fail(d, CLI_EUSAGE,
-                                "%.60s: unexpected argument (the scenario file is %.60s); allowed: one "
-                                "SCENARIO.json",
-                                s, a->scenario);
-            a->scenario = s;
-            continue;
-        }
-        char name[64];
-        const char *eq = strchr(s, '=');
-        const size_t len = eq ? (size_t)(eq - s) : strlen(s);
-        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
-        int o = -1;
-        for (int k = 0; k < O_COUNT; k++)
-            if (strcmp(name, OPTS[k].name) == 0)
-                o = k;
-        if (o < 0) {
-            const char *names[O_COUNT];
-            for (int k = 0; k < O_COUNT; k++)
-                names[k] = OPTS[k].name;
-            const char *sg = cli_suggest(name, names, O_COUNT);
-            return cli_fail(d, CLI_EUSAGE,
-                            "%.60s: unknown option%s%s%s; allowed: see `stepsim collective --help`", name,
-                            sg ? " (did you mean " : "", sg ? sg : "", sg ? "?)" : "");
-        }
-        if (!OPTS[o].arg) {
-            if (eq)
-                return cli_fail(d, CLI_EUSAGE, "%s: takes no value (got \"%.60s\"); allowed: %s alone", name,
-                                eq + 1, name);
-            if (o == O_JSON)
-                a->json = 1;
-            else
-                a->help = 1;
-            continue;
-        }
-        if (eq)
-            a->value[o] = eq + 1;
-        else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
-            a->value[o] = argv[++i];
-        else
-            return cli_fail(d, CLI_EUSAGE, "%s: missing value; allowed: %s %s", name, name, OPTS[o].arg);
-    }
-    return CLI_OK;
+    a->scenario = p->file;
+    for (int o = 0; o < O_COUNT; o++)
+        if (TYPED[o] != CLI_OPT_SCENARIO)
+            a->value[o] = p->value[TYPED[o]];
+    a->value[O_TOPOLOGY] = cli_scenario_value(p, "--topology");
+    a->value[O_SYSTEM] = cli_scenario_value(p, "--system");
+    a->json = cli_has(p, CLI_OPT_JSON);
 }
 
 static int parse_int(const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out, cli_diag_t *d) {
@@ -395,17 +322,6 @@ typedef struct coll_topo {
     topo_t *t;
     int64_t nodes, node_gpus;
 } coll_topo_t;
-
-static int load_scenario(const coll_args_t *a, scenario_t *scn, cli_diag_t *d) {
-    int rc = scenario_init(scn, d);
-    if (!rc && a->scenario)
-        rc = scenario_load_file(scn, a->scenario, d);
-    if (!rc && a->value[O_SYSTEM])
-        rc = scenario_set_option(scn, "--system", a->value[O_SYSTEM], d);
-    if (!rc && a->value[O_TOPOLOGY])
-        rc = scenario_set_option(scn, "--topology", a->value[O_TOPOLOGY], d);
-    return rc;
-}
 
 /* Parameters for `gpus` GPUs (0: the topology's own size). */
 static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, coll_topo_t *ct,
@@ -628,17 +544,12 @@ static void print_text(FILE *out, const coll_req_t *r, const coll_topo_t *ct, co
     }
 }
 
-int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+int cmd_collective(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     (void)err;
     coll_args_t a;
-    int rc = parse_args(argc, argv, &a, d);
-    if (rc)
-        return rc;
-    if (a.help) {
-        cmd_collective_help(out);
-        return CLI_OK;
-    }
+    from_args(args, &a);
     coll_req_t r;
+    int rc;
     if ((rc = resolve_request(&a, &r, d)))
         return rc;
     scenario_t scn;
@@ -646,7 +557,7 @@ int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     coll_topo_t ct;
     memset(&ct, 0, sizeof ct);
     coll_row_t *rows = NULL;
-    rc = load_scenario(&a, &scn, d);
+    rc = cli_apply_scenario(args, &scn, NULL, d);
     if (!rc && !a.value[O_GPUS] && scn.given[SCN_GPUS])
         r.gpus = scn.value[SCN_GPUS];
     if (!rc)
