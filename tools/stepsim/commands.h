@@ -67,6 +67,8 @@ typedef struct run_opts {
 } run_opts_t;
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_diag_t *diag);
+/* The run's own options checked (the values of --comm, --schedule, ...): CLI_OK or one line. */
+int cmd_run_check(const run_opts_t *opts, cli_diag_t *diag);
 
 /* The scenario's part of the simulated step, the same for run, compare and validate: --interleave V
  * (training.interleave) makes the schedule interleaved with V virtual stages unless opts->schedule

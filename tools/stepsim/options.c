@@ -541,8 +541,11 @@ const char *cli_scenario_value(const cli_args_t *a, const char *name) {
 }
 
 int cli_check_placement(const cli_args_t *a, cli_diag_t *d) {
+    return cli_placement_check(a->value[CLI_OPT_PLACEMENT], d);
+}
+
+int cli_placement_check(const char *v, cli_diag_t *d) {
     step_placement_t p;
-    const char *v = a->value[CLI_OPT_PLACEMENT];
     if (v && step_placement_parse(v, &p) != SIM_OK)
         return cli_fail(
             d, CLI_EUSAGE,

@@ -141,5 +141,7 @@ const char *cli_scenario_value(const cli_args_t *a, const char *name);
 
 /* --placement ORDER, checked: CLI_OK (also when absent) or the one refusal line of every command. */
 int cli_check_placement(const cli_args_t *a, cli_diag_t *d);
+/* The same for one value (NULL: absent), e.g. a sweep grid's "placement". */
+int cli_placement_check(const char *value, cli_diag_t *d);
 
 #endif

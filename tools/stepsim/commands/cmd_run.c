@@ -551,6 +551,12 @@ int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_
     return rc;
 }
 
+int cmd_run_check(const run_opts_t *o, cli_diag_t *d) {
+    step_config_t c;
+    int links;
+    return run_step_config(o, &c, &links, d);
+}
+
 void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
     if (!o->schedule && scn->training.interleave > 1) {
         snprintf(o->schedule_text, sizeof o->schedule_text, "interleaved:%" PRId64, scn->training.interleave);
@@ -596,12 +602,8 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         memset(&scn, 0, sizeof scn);
     if (!rc)
         cmd_run_scenario_opts(&scn, &o);
-    if (!rc) {
-        /* validate the run's own options before anything is built */
-        step_config_t c;
-        int links;
-        rc = run_step_config(&o, &c, &links, d);
-    }
+    if (!rc) /* validate the run's own options before anything is built */
+        rc = cmd_run_check(&o, d);
     if (!rc && o.json) {
         cJSON *result = NULL;
         rc = cmd_run_result(&scn, &o, &result, d);
