@@ -293,6 +293,21 @@ static void parser_every_command(void **state) {
         cli_run_free(&r);
     }
     assert_true(checked > 100);
+    /* validate's two modes share the command: the waterfall's options are refused with --measured */
+    static const char *const waterfall_only[][2] = {
+        {"--tp", "8"}, {"--placement", "tp,dp"}, {"--plot", "w.svg"}};
+    for (int i = 0; i < N(waterfall_only); i++) {
+        const char *argv[] = {"validate", "--measured", "runs.csv", waterfall_only[i][0],
+                              waterfall_only[i][1]};
+        char want[160];
+        snprintf(want, sizeof want,
+                 "stepsim validate: %s: not an option of validate --measured (the runs come from runs.csv)",
+                 waterfall_only[i][0]);
+        cli_run_t r = cli_run_argv(5, argv);
+        if (r.rc != 2 || strncmp(r.err, want, strlen(want)) != 0)
+            fail_msg("want \"%s\", got rc %d \"%s\"", want, r.rc, r.err);
+        cli_run_free(&r);
+    }
 }
 
 /* --name=value and --name value parse to the same thing, for every value option of every command;

@@ -233,7 +233,8 @@ static const struct {
      "model (the prediction source is printed: analytic) and print, per run, the predicted and\n"
      "measured iteration time and the signed error, then the mean and the maximum absolute error;\n"
      "the published reference model's prediction of the same layout is shown beside it. The\n"
-     "options marked --measured need it; the scenario options and --plot are the waterfall's.\n",
+     "options marked --measured need it; the scenario options, --placement and --plot are the\n"
+     "waterfall's.\n",
      tail_validate},
     {"sweep", "run estimate, search or run over a grid of scenarios, one JSON line per point",
      "GRID.json --out FILE.jsonl [--resume | --force] [--shard I/N] [--progress] [--json]", "grid file", NULL,

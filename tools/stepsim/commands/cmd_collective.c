@@ -41,34 +41,6 @@
  * maintainers quote for rings (nccl-tests #212). */
 #define NVLINK_EFF_A100 0.67
 
-enum {
-    O_TOPOLOGY,
-    O_SYSTEM,
-    O_OP,
-    O_ALGO,
-    O_PROTO,
-    O_GPUS,
-    O_GPN,
-    O_SIZE,
-    O_SIZES,
-    O_GROUPS,
-    O_PLACEMENT,
-    O_FIDELITY,
-    O_CHANNELS,
-    O_CALIBRATION,
-    O_NET_EFF,
-    O_NVLINK_EFF,
-    O_JSON,
-    O_HELP,
-    O_COUNT
-};
-
-typedef struct coll_args {
-    const char *scenario;
-    const char *value[O_COUNT]; /* the option's text, NULL if not given */
-    int json;
-} coll_args_t;
-
 /* Everything resolved from the arguments. */
 typedef struct coll_req {
     sim_coll_op_t op;
@@ -83,38 +55,6 @@ typedef struct coll_req {
 } coll_req_t;
 
 /* ---- parsing ---------------------------------------------------------------------------------- */
-
-/* The parsed options as this command reads them: its own by O_*, the scenario's in order. */
-static void from_args(const cli_args_t *p, coll_args_t *a) {
-    static const cli_opt_t TYPED[O_COUNT] = {
-        [O_TOPOLOGY] = CLI_OPT_SCENARIO,
-        [O_SYSTEM] = CLI_OPT_SCENARIO,
-        [O_OP] = CLI_OPT_OP,
-        [O_ALGO] = CLI_OPT_ALGO,
-        [O_PROTO] = CLI_OPT_PROTO,
-        [O_GPUS] = CLI_OPT_GROUP_GPUS,
-        [O_GPN] = CLI_OPT_GPUS_PER_NODE,
-        [O_SIZE] = CLI_OPT_SIZE,
-        [O_SIZES] = CLI_OPT_SIZES,
-        [O_GROUPS] = CLI_OPT_GROUPS,
-        [O_PLACEMENT] = CLI_OPT_GROUP_PLACEMENT,
-        [O_FIDELITY] = CLI_OPT_FIDELITY,
-        [O_CHANNELS] = CLI_OPT_CHANNELS,
-        [O_CALIBRATION] = CLI_OPT_CALIBRATION,
-        [O_NET_EFF] = CLI_OPT_NET_EFFICIENCY,
-        [O_NVLINK_EFF] = CLI_OPT_NVLINK_EFFICIENCY,
-        [O_JSON] = CLI_OPT_JSON,
-        [O_HELP] = CLI_OPT_HELP,
-    };
-    memset(a, 0, sizeof *a);
-    a->scenario = p->file;
-    for (int o = 0; o < O_COUNT; o++)
-        if (TYPED[o] != CLI_OPT_SCENARIO)
-            a->value[o] = p->value[TYPED[o]];
-    a->value[O_TOPOLOGY] = cli_scenario_value(p, "--topology");
-    a->value[O_SYSTEM] = cli_scenario_value(p, "--system");
-    a->json = cli_has(p, CLI_OPT_JSON);
-}
 
 static int parse_int(const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out, cli_diag_t *d) {
     char *end = NULL;
@@ -242,7 +182,7 @@ static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
     }
 }
 
-static int resolve_request(const coll_args_t *a, coll_req_t *r, cli_diag_t *d) {
+static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
     static const char *const ops[] = {"allreduce", "allgather", "reducescatter",
                                       "broadcast", "reduce",    "sendrecv"};
     static const char *const algos[] = {"auto",  "ring",  "tree", "hierarchical", "halving-doubling",
@@ -259,50 +199,51 @@ static int resolve_request(const coll_args_t *a, coll_req_t *r, cli_diag_t *d) {
     r->channels = SIM_CHANNELS_AUTO;
     int v = 0, rc = CLI_OK;
     const char *const *val = a->value;
-    if (!rc && val[O_OP] &&
-        !(rc = parse_choice("--op", val[O_OP], ops, (int)COUNT(ops), &v,
+    if (!rc && val[CLI_OPT_OP] &&
+        !(rc = parse_choice("--op", val[CLI_OPT_OP], ops, (int)COUNT(ops), &v,
                             "allreduce, allgather, reducescatter, broadcast, reduce, sendrecv", d)))
         r->op = (sim_coll_op_t)v;
-    if (!rc && val[O_ALGO] &&
-        !(rc = parse_choice("--algo", val[O_ALGO], algos, (int)COUNT(algos), &v,
+    if (!rc && val[CLI_OPT_ALGO] &&
+        !(rc = parse_choice("--algo", val[CLI_OPT_ALGO], algos, (int)COUNT(algos), &v,
                             "ring, tree, hierarchical, halving-doubling, chain, direct, auto", d)))
         r->algo = (sim_coll_algo_t)v;
-    if (!rc && val[O_PROTO] &&
-        !(rc = parse_choice("--proto", val[O_PROTO], protos, (int)COUNT(protos), &v,
+    if (!rc && val[CLI_OPT_PROTO] &&
+        !(rc = parse_choice("--proto", val[CLI_OPT_PROTO], protos, (int)COUNT(protos), &v,
                             "simple, ll, ll128, auto", d)))
         r->proto = (sim_proto_t)v;
-    if (!rc && val[O_PLACEMENT] &&
-        !(rc = parse_choice("--placement", val[O_PLACEMENT], placements, 2, &v, "contiguous, strided", d)))
+    if (!rc && val[CLI_OPT_GROUP_PLACEMENT] &&
+        !(rc = parse_choice("--placement", val[CLI_OPT_GROUP_PLACEMENT], placements, 2, &v,
+                            "contiguous, strided", d)))
         r->strided = v;
-    if (!rc && val[O_FIDELITY] &&
-        !(rc = parse_choice("--fidelity", val[O_FIDELITY], fidelities, 2, &v, "step, fast", d)))
+    if (!rc && val[CLI_OPT_FIDELITY] &&
+        !(rc = parse_choice("--fidelity", val[CLI_OPT_FIDELITY], fidelities, 2, &v, "step, fast", d)))
         r->fidelity = v ? SIM_FIDELITY_FAST : SIM_FIDELITY_STEP;
-    if (!rc && val[O_CALIBRATION] &&
-        !(rc = parse_choice("--calibration", val[O_CALIBRATION], calibrations, 2, &v, "nccl, none", d)))
+    if (!rc && val[CLI_OPT_CALIBRATION] &&
+        !(rc = parse_choice("--calibration", val[CLI_OPT_CALIBRATION], calibrations, 2, &v, "nccl, none", d)))
         r->calibrated = v;
-    if (!rc && val[O_GPUS])
-        rc = parse_int("--gpus", val[O_GPUS], 1, INT32_MAX, &r->gpus, d);
-    if (!rc && val[O_GPN])
-        rc = parse_int("--gpus-per-node", val[O_GPN], 1, 1 << 20, &r->gpn, d);
-    if (!rc && val[O_GROUPS])
-        rc = parse_int("--groups", val[O_GROUPS], 1, INT32_MAX, &r->groups, d);
-    if (!rc && val[O_CHANNELS] && strcmp(val[O_CHANNELS], "auto") != 0) {
+    if (!rc && val[CLI_OPT_GROUP_GPUS])
+        rc = parse_int("--gpus", val[CLI_OPT_GROUP_GPUS], 1, INT32_MAX, &r->gpus, d);
+    if (!rc && val[CLI_OPT_GPUS_PER_NODE])
+        rc = parse_int("--gpus-per-node", val[CLI_OPT_GPUS_PER_NODE], 1, 1 << 20, &r->gpn, d);
+    if (!rc && val[CLI_OPT_GROUPS])
+        rc = parse_int("--groups", val[CLI_OPT_GROUPS], 1, INT32_MAX, &r->groups, d);
+    if (!rc && val[CLI_OPT_CHANNELS] && strcmp(val[CLI_OPT_CHANNELS], "auto") != 0) {
         int64_t k;
-        if (!(rc = parse_int("--channels", val[O_CHANNELS], 1, 64, &k, d)))
+        if (!(rc = parse_int("--channels", val[CLI_OPT_CHANNELS], 1, 64, &k, d)))
             r->channels = (int)k;
     }
-    if (!rc && val[O_NET_EFF])
-        rc = parse_fraction("--net-efficiency", val[O_NET_EFF], &r->net_eff, d);
-    if (!rc && val[O_NVLINK_EFF])
-        rc = parse_fraction("--nvlink-efficiency", val[O_NVLINK_EFF], &r->nvlink_eff, d);
-    if (!rc && val[O_SIZE] && val[O_SIZES])
+    if (!rc && val[CLI_OPT_NET_EFFICIENCY])
+        rc = parse_fraction("--net-efficiency", val[CLI_OPT_NET_EFFICIENCY], &r->net_eff, d);
+    if (!rc && val[CLI_OPT_NVLINK_EFFICIENCY])
+        rc = parse_fraction("--nvlink-efficiency", val[CLI_OPT_NVLINK_EFFICIENCY], &r->nvlink_eff, d);
+    if (!rc && val[CLI_OPT_SIZE] && val[CLI_OPT_SIZES])
         rc = cli_fail(d, CLI_EUSAGE, "--size: given with --sizes %.60s; allowed: one of --size, --sizes",
-                      val[O_SIZES]);
-    if (!rc && val[O_SIZE]) {
+                      val[CLI_OPT_SIZES]);
+    if (!rc && val[CLI_OPT_SIZE]) {
         r->n_sizes = 1;
-        rc = parse_size("--size", val[O_SIZE], &r->sizes[0], d);
+        rc = parse_size("--size", val[CLI_OPT_SIZE], &r->sizes[0], d);
     } else if (!rc) {
-        rc = parse_sizes(val[O_SIZES] ? val[O_SIZES] : "1M:1G", r, d);
+        rc = parse_sizes(val[CLI_OPT_SIZES] ? val[CLI_OPT_SIZES] : "1M:1G", r, d);
     }
     if (rc)
         return rc;
@@ -324,24 +265,24 @@ typedef struct coll_topo {
 } coll_topo_t;
 
 /* Parameters for `gpus` GPUs (0: the topology's own size). */
-static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, coll_topo_t *ct,
+static int topo_params_for(const cli_args_t *a, scenario_t *scn, int64_t gpus, coll_topo_t *ct,
                            cli_diag_t *d) {
     cJSON *ideal = NULL;
     const cJSON *spec = scn->topology;
-    if (a->value[O_TOPOLOGY])
+    if (cli_scenario_value(a, "--topology"))
         snprintf(ct->where, sizeof ct->where, "--topology");
     else if (spec)
-        snprintf(ct->where, sizeof ct->where, "%s: topology", a->scenario);
+        snprintf(ct->where, sizeof ct->where, "%s: topology", a->file);
     else {
         snprintf(ct->where, sizeof ct->where, "topology");
         spec = ideal = cJSON_CreateString("ideal");
         if (!ideal)
             return cli_fail(d, CLI_ERUNTIME, "collective: out of memory");
     }
-    if (a->value[O_TOPOLOGY] || !scn->topology)
+    if (cli_scenario_value(a, "--topology") || !scn->topology)
         snprintf(ct->prefix, sizeof ct->prefix, "%s: ", ct->where);
     else
-        snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->scenario);
+        snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->file);
     int rc = topo_json_params(spec, ct->where, &scn->system, gpus, &ct->p, ct->store, sizeof ct->store, d);
     if (!rc && ideal && gpus == 0)
         ct->p.gpus = scn->value[SCN_GPUS];
@@ -351,7 +292,7 @@ static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, 
 
 /* Build the topology the request needs: first its own size, to learn the node; then, for kinds that
  * can be sized, just the nodes the GPUs take. Fills r->gpus and r->gpn when they were not given. */
-static int build_topology(const coll_args_t *a, scenario_t *scn, coll_req_t *r, coll_topo_t *ct,
+static int build_topology(const cli_args_t *a, scenario_t *scn, coll_req_t *r, coll_topo_t *ct,
                           cli_diag_t *d) {
     int rc = topo_params_for(a, scn, 0, ct, d);
     if (rc)
@@ -544,24 +485,22 @@ static void print_text(FILE *out, const coll_req_t *r, const coll_topo_t *ct, co
     }
 }
 
-int cmd_collective(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
+int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     (void)err;
-    coll_args_t a;
-    from_args(args, &a);
     coll_req_t r;
     int rc;
-    if ((rc = resolve_request(&a, &r, d)))
+    if ((rc = resolve_request(a, &r, d)))
         return rc;
     scenario_t scn;
     memset(&scn, 0, sizeof scn);
     coll_topo_t ct;
     memset(&ct, 0, sizeof ct);
     coll_row_t *rows = NULL;
-    rc = cli_apply_scenario(args, &scn, NULL, d);
-    if (!rc && !a.value[O_GPUS] && scn.given[SCN_GPUS])
+    rc = cli_apply_scenario(a, &scn, NULL, d);
+    if (!rc && !cli_has(a, CLI_OPT_GROUP_GPUS) && scn.given[SCN_GPUS])
         r.gpus = scn.value[SCN_GPUS];
     if (!rc)
-        rc = build_topology(&a, &scn, &r, &ct, d);
+        rc = build_topology(a, &scn, &r, &ct, d);
     if (!rc && r.gpus % r.groups)
         rc = cli_fail(d, CLI_EUSAGE, "--groups: %lld does not divide --gpus %lld; allowed: a divisor of %lld",
                       (long long)r.groups, (long long)r.gpus, (long long)r.gpus);
@@ -584,9 +523,9 @@ int cmd_collective(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) 
     }
     if (!rc)
         rc = run_sizes(&r, &ct, &cfg, rows, d);
-    if (!rc && a.json && print_json(out, &r, &ct, &cfg, rows) != 0)
+    if (!rc && cli_has(a, CLI_OPT_JSON) && print_json(out, &r, &ct, &cfg, rows) != 0)
         rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory while printing");
-    if (!rc && !a.json)
+    if (!rc && !cli_has(a, CLI_OPT_JSON))
         print_text(out, &r, &ct, &cfg, rows);
     free(rows);
     topo_free(ct.t);

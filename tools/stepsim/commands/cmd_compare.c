@@ -378,8 +378,6 @@ typedef struct cmp_run {
     step_config_t cfg; /* the scenario's optimizer step and --placement (cmd_sim_config) */
 } cmp_run_t;
 
-static const char *const DEFAULT_TOPOLOGIES = "ideal,fat-tree,fat-tree-2:1,rail,dragonfly,dragonfly-ugal";
-
 /* The job header and layout lines into buf (the scenario names the model and system). */
 static void header_text(char *buf, size_t n, const char *cmd, const model_job_t *job, const scenario_t *scn) {
     buf[0] = '\0';
@@ -728,7 +726,10 @@ int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     cmp_run_t *r = calloc(1, sizeof *r);
     if (!r)
         return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
-    rc = parse_topologies(a.topologies ? a.topologies : DEFAULT_TOPOLOGIES, r->topo, &r->n_topo, d);
+    /* the default is the option table's (what help shows) */
+    const char *topologies =
+        a.topologies ? a.topologies : cli_option_find("--topologies", CLI_CMD_COMPARE)->def;
+    rc = parse_topologies(topologies, r->topo, &r->n_topo, d);
     if (!rc && a.gpus_list)
         rc = parse_gpus_list(a.gpus_list, r, d);
     if (!rc)

@@ -25,7 +25,6 @@
 #include "topo_json.h"
 #include "trace.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_LINKS 64
 
 /* ---- the run's own options ---------------------------------------------------------------------- */

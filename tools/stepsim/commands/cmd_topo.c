@@ -22,8 +22,6 @@
 #include "topo.h"
 #include "topo_json.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
 /* The parsed options this command reads (topology and gpus are scenario options, applied in order). */
 typedef struct topo_args {
     const char *scenario, *topology, *gpus, *graphml, *dot;

@@ -20,7 +20,6 @@
 #include "output.h"
 #include "sweep.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 double sweep_now_s(void) {
     struct timespec ts;
