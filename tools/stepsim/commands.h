@@ -1,6 +1,8 @@
 /* commands.h - the commands behind cli_main: each resolves a scenario, runs the model and prints.
  *
- * Contract: the scenario is loaded (defaults, file, options) by cli.c; a command resolves it, writes
+ * Contract: cli.c parses the command line with options.c's one table (options.h); estimate and search
+ * get the loaded scenario (defaults, file, options), the other commands their parsed options
+ * (cli_args_t) and load it with cli_apply_scenario. A command resolves the scenario, writes
  * its result to out and returns an exit code (scenario.h CLI_*), filling diag with one line on
  * failure. Commands never print to stderr themselves, except warnings through the caller's err.
  * The *_result variants do the same work without printing: they return the object that --json

@@ -33,7 +33,9 @@ static const cli_option_t OPTIONS[] = {
     {"--system", "NAME|JSON", JOB | C, "A100", "system preset or inline JSON object (scenario: system)", SCN},
     {"--nvs", "N", JOB, "8", "GPUs per NVLink domain (scenario: nvlink_size)", SCN},
     {"--gpus", "N", JOB | T, "4096; topo: the topology's size",
-     "total GPUs (scenario: gpus); compare: a comma list A,B,C compares the GPU counts", SCN},
+     "total GPUs (scenario: gpus); topo: the GPUs to place, sizing the presets; compare: a comma list "
+     "A,B,C compares the GPU counts",
+     SCN},
     {"--gbs", "N", JOB, "4096", "global batch, in sequences (scenario: global_batch)", SCN},
     {"--strategy", "S", JOB, "1d; search: all",
      "1d, 2d (SUMMA) or 2d-seqp (context parallel); search also all (parallel.strategy)", SCN},
@@ -322,8 +324,8 @@ static void print_presets(FILE *out) {
     }
 }
 
-static void print_topology_presets(FILE *out) {
-    fprintf(out, "\ntopology presets:\n");
+static void print_topology_presets(FILE *out, const char *heading) {
+    fprintf(out, "\n%s:\n", heading);
     for (size_t i = 0; topo_preset_name(i); i++)
         fprintf(out, "  %-18s %s\n", topo_preset_name(i), topo_preset_summary(topo_preset_name(i)));
 }
@@ -348,7 +350,7 @@ static void tail_job(FILE *out) {
 }
 
 static void tail_topo(FILE *out) {
-    print_topology_presets(out);
+    print_topology_presets(out, "topology presets");
     fprintf(out, "\nnode presets (\"node\" in a topology object):\n");
     for (size_t i = 0; topo_node_preset_name(i); i++)
         fprintf(out, "  %-18s %s\n", topo_node_preset_name(i),
@@ -359,8 +361,7 @@ static void tail_topo(FILE *out) {
 }
 
 static void tail_collective(FILE *out) {
-    fprintf(out, "\ntopology presets are sized to the nodes the GPUs need:");
-    print_topology_presets(out);
+    print_topology_presets(out, "topology presets (sized to the nodes the GPUs need)");
     fprintf(out,
             "\nUnits: sizes in bytes (nccl-tests' size: the whole buffer), times in microseconds in the\n"
             "table and seconds in JSON, bandwidths in GB/s (1e9) in the table and bytes/s in JSON.\n"
