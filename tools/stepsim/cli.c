@@ -15,7 +15,6 @@
 #define STEPSIM_VERSION "unknown"
 #endif
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_TOP_K 1000000
 
 /* ---- help ------------------------------------------------------------------------------------ */
