@@ -82,13 +82,16 @@ int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cl
     }
 }
 
-int simpoint_run(const model_job_t *job, const topo_spec_t *spec, const char *where, int want_summary,
-                 simpoint_t *out, cli_diag_t *d) {
+int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec, const char *where,
+                 int want_summary, simpoint_t *out, cli_diag_t *d) {
     const double t0 = now_s();
     memset(out, 0, sizeof *out);
     step_sim_options_t o;
     memset(&o, 0, sizeof o);
-    step_config_default(&o.step);
+    if (base)
+        o.step = *base;
+    else
+        step_config_default(&o.step);
     o.step.comm = spec ? SIM_COMM_NETWORK : SIM_COMM_ANALYTIC;
     if (job->training.interleave > 1) {
         o.step.schedule = STEP_SCHEDULE_INTERLEAVED;

@@ -29,61 +29,6 @@
 #define MAX_SIZES 64
 #define MAX_SIZE_BYTES 1125899906842624.0 /* 1 PiB */
 
-enum {
-    O_TOPOLOGY,
-    O_SYSTEM,
-    O_OP,
-    O_ALGO,
-    O_PROTO,
-    O_GPUS,
-    O_GPN,
-    O_SIZE,
-    O_SIZES,
-    O_GROUPS,
-    O_PLACEMENT,
-    O_FIDELITY,
-    O_CHANNELS,
-    O_CALIBRATION,
-    O_NET_EFF,
-    O_NVLINK_EFF,
-    O_JSON,
-    O_HELP,
-    O_COUNT
-};
-
-static const struct {
-    const char *name, *arg, *def, *help;
-} OPTS[O_COUNT] = {
-    {"--topology", "NAME|FILE|JSON", "the scenario's, else ideal",
-     "topology preset, kind, GraphML or JSON file, or inline object (scenario: topology)"},
-    {"--system", "NAME|JSON", "the scenario's (A100)",
-     "link speeds of the ideal topology (scenario: system)"},
-    {"--op", "OP", "allreduce", "allreduce, allgather, reducescatter, broadcast, reduce or sendrecv"},
-    {"--algo", "ALGO", "auto",
-     "ring, tree, hierarchical, halving-doubling, chain, direct, or auto (as NCCL's tuner)"},
-    {"--proto", "PROTO", "auto", "NCCL protocol: simple, ll, ll128, or auto"},
-    {"--gpus", "N", "every GPU of the topology", "GPUs of all groups together (scenario: gpus)"},
-    {"--gpus-per-node", "K", "the topology's node size", "use the first K GPUs of every node"},
-    {"--size", "BYTES", "", "one size: bytes, or with a K, M or G suffix (x 1024, 1024^2, 1024^3)"},
-    {"--sizes", "MIN:MAX", "1M:1G", "sizes MIN, 2 MIN, 4 MIN, ... up to MAX"},
-    {"--groups", "G", "1", "G equal, disjoint groups run the collective at once"},
-    {"--placement", "P", "contiguous", "contiguous, or strided (group g holds GPUs g, g+G, ...)"},
-    {"--fidelity", "F", "fast", "fast (one coflow per ring) or step (every step's flows)"},
-    {"--channels", "N|auto", "auto", "rings per ring phase (NCCL channels), 1..64"},
-    {"--calibration", "C", "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none"},
-    {"--net-efficiency", "X", "0.70 on dragonflies, else 0.94",
-     "usable fraction of every network link (with --calibration nccl)"},
-    {"--nvlink-efficiency", "X", "0.67 (A100), 0.824 (H100 and later)",
-     "usable fraction of every NVLink link (with --calibration nccl)"},
-    {"--json", NULL, "off", "print exactly one JSON object on stdout"},
-    {"--help", NULL, "", "print this help and exit"},
-};
-
-typedef struct coll_args {
-    const char *scenario;
-    const char *value[O_COUNT]; /* the option's text, NULL if not given */
-    int json, help;
-} coll_args_t;
 
 /* Everything resolved from the arguments. */
 typedef struct coll_req {
@@ -98,84 +43,7 @@ typedef struct coll_req {
     int n_sizes;
 } coll_req_t;
 
-void cmd_collective_help(FILE *out) {
-    fprintf(out, "usage: stepsim collective [SCENARIO.json] [--option value ...]\n\n"
-                 "Simulate one collective the way nccl-tests measures a real one: G groups of GPUs run it\n"
-                 "at once on a topology; print time, closed form, algbw and busbw per size (busbw = algbw\n"
-                 "x 2(n-1)/n for allreduce, x (n-1)/n for allgather and reducescatter, n the group size).\n\n"
-                 "options:\n");
-    for (size_t i = 0; i < COUNT(OPTS); i++) {
-        char lhs[48];
-        snprintf(lhs, sizeof lhs, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
-                 OPTS[i].arg ? OPTS[i].arg : "");
-        fprintf(out, "  %-28s %s%s%s%s\n", lhs, OPTS[i].help, OPTS[i].def[0] ? " (default: " : "",
-                OPTS[i].def, OPTS[i].def[0] ? ")" : "");
-    }
-    fprintf(out, "  Options also take the form --option=value.\n\n"
-                 "topology presets (sized to the nodes the GPUs need):\n");
-    for (size_t i = 0; topo_preset_name(i); i++)
-        fprintf(out, "  %-18s %s\n", topo_preset_name(i), topo_preset_summary(topo_preset_name(i)));
-    fprintf(out,
-            "\nUnits: sizes in bytes (nccl-tests' size: the whole buffer), times in microseconds in the\n"
-            "table and seconds in JSON, bandwidths in GB/s (1e9) in the table and bytes/s in JSON.\n"
-            "Calibration and the measured accuracy: docs/engine.md.\n");
-}
-
 /* ---- parsing ---------------------------------------------------------------------------------- */
-
-static int parse_args(int argc, char **argv, coll_args_t *a, cli_diag_t *d) {
-    memset(a, 0, sizeof *a);
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "-h") == 0) {
-            a->help = 1;
-            continue;
-        }
-        if (s[0] != '-') {
-            if (a->scenario)
-                return cli_fail(d, CLI_EUSAGE,
-                                "%.60s: unexpected argument (the scenario file is %.60s); allowed: one "
-                                "SCENARIO.json",
-                                s, a->scenario);
-            a->scenario = s;
-            continue;
-        }
-        char name[64];
-        const char *eq = strchr(s, '=');
-        const size_t len = eq ? (size_t)(eq - s) : strlen(s);
-        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
-        int o = -1;
-        for (int k = 0; k < O_COUNT; k++)
-            if (strcmp(name, OPTS[k].name) == 0)
-                o = k;
-        if (o < 0) {
-            const char *names[O_COUNT];
-            for (int k = 0; k < O_COUNT; k++)
-                names[k] = OPTS[k].name;
-            const char *sg = cli_suggest(name, names, O_COUNT);
-            return cli_fail(d, CLI_EUSAGE,
-                            "%.60s: unknown option%s%s%s; allowed: see `stepsim collective --help`", name,
-                            sg ? " (did you mean " : "", sg ? sg : "", sg ? "?)" : "");
-        }
-        if (!OPTS[o].arg) {
-            if (eq)
-                return cli_fail(d, CLI_EUSAGE, "%s: takes no value (got \"%.60s\"); allowed: %s alone", name,
-                                eq + 1, name);
-            if (o == O_JSON)
-                a->json = 1;
-            else
-                a->help = 1;
-            continue;
-        }
-        if (eq)
-            a->value[o] = eq + 1;
-        else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
-            a->value[o] = argv[++i];
-        else
-            return cli_fail(d, CLI_EUSAGE, "%s: missing value; allowed: %s %s", name, name, OPTS[o].arg);
-    }
-    return CLI_OK;
-}
 
 static int parse_int(const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out, cli_diag_t *d) {
     char *end = NULL;
@@ -303,7 +171,7 @@ static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
     }
 }
 
-static int resolve_request(const coll_args_t *a, coll_req_t *r, cli_diag_t *d) {
+static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
     static const char *const ops[] = {"allreduce", "allgather", "reducescatter",
                                       "broadcast", "reduce",    "sendrecv"};
     static const char *const algos[] = {"auto",  "ring",  "tree", "hierarchical", "halving-doubling",
@@ -320,50 +188,51 @@ static int resolve_request(const coll_args_t *a, coll_req_t *r, cli_diag_t *d) {
     r->channels = SIM_CHANNELS_AUTO;
     int v = 0, rc = CLI_OK;
     const char *const *val = a->value;
-    if (!rc && val[O_OP] &&
-        !(rc = parse_choice("--op", val[O_OP], ops, (int)COUNT(ops), &v,
+    if (!rc && val[CLI_OPT_OP] &&
+        !(rc = parse_choice("--op", val[CLI_OPT_OP], ops, (int)COUNT(ops), &v,
                             "allreduce, allgather, reducescatter, broadcast, reduce, sendrecv", d)))
         r->op = (sim_coll_op_t)v;
-    if (!rc && val[O_ALGO] &&
-        !(rc = parse_choice("--algo", val[O_ALGO], algos, (int)COUNT(algos), &v,
+    if (!rc && val[CLI_OPT_ALGO] &&
+        !(rc = parse_choice("--algo", val[CLI_OPT_ALGO], algos, (int)COUNT(algos), &v,
                             "ring, tree, hierarchical, halving-doubling, chain, direct, auto", d)))
         r->algo = (sim_coll_algo_t)v;
-    if (!rc && val[O_PROTO] &&
-        !(rc = parse_choice("--proto", val[O_PROTO], protos, (int)COUNT(protos), &v,
+    if (!rc && val[CLI_OPT_PROTO] &&
+        !(rc = parse_choice("--proto", val[CLI_OPT_PROTO], protos, (int)COUNT(protos), &v,
                             "simple, ll, ll128, auto", d)))
         r->proto = (sim_proto_t)v;
-    if (!rc && val[O_PLACEMENT] &&
-        !(rc = parse_choice("--placement", val[O_PLACEMENT], placements, 2, &v, "contiguous, strided", d)))
+    if (!rc && val[CLI_OPT_GROUP_PLACEMENT] &&
+        !(rc = parse_choice("--placement", val[CLI_OPT_GROUP_PLACEMENT], placements, 2, &v,
+                            "contiguous, strided", d)))
         r->strided = v;
-    if (!rc && val[O_FIDELITY] &&
-        !(rc = parse_choice("--fidelity", val[O_FIDELITY], fidelities, 2, &v, "step, fast", d)))
+    if (!rc && val[CLI_OPT_FIDELITY] &&
+        !(rc = parse_choice("--fidelity", val[CLI_OPT_FIDELITY], fidelities, 2, &v, "step, fast", d)))
         r->fidelity = v ? SIM_FIDELITY_FAST : SIM_FIDELITY_STEP;
-    if (!rc && val[O_CALIBRATION] &&
-        !(rc = parse_choice("--calibration", val[O_CALIBRATION], calibrations, 2, &v, "nccl, none", d)))
+    if (!rc && val[CLI_OPT_CALIBRATION] &&
+        !(rc = parse_choice("--calibration", val[CLI_OPT_CALIBRATION], calibrations, 2, &v, "nccl, none", d)))
         r->calibrated = v;
-    if (!rc && val[O_GPUS])
-        rc = parse_int("--gpus", val[O_GPUS], 1, INT32_MAX, &r->gpus, d);
-    if (!rc && val[O_GPN])
-        rc = parse_int("--gpus-per-node", val[O_GPN], 1, 1 << 20, &r->gpn, d);
-    if (!rc && val[O_GROUPS])
-        rc = parse_int("--groups", val[O_GROUPS], 1, INT32_MAX, &r->groups, d);
-    if (!rc && val[O_CHANNELS] && strcmp(val[O_CHANNELS], "auto") != 0) {
+    if (!rc && val[CLI_OPT_GROUP_GPUS])
+        rc = parse_int("--gpus", val[CLI_OPT_GROUP_GPUS], 1, INT32_MAX, &r->gpus, d);
+    if (!rc && val[CLI_OPT_GPUS_PER_NODE])
+        rc = parse_int("--gpus-per-node", val[CLI_OPT_GPUS_PER_NODE], 1, 1 << 20, &r->gpn, d);
+    if (!rc && val[CLI_OPT_GROUPS])
+        rc = parse_int("--groups", val[CLI_OPT_GROUPS], 1, INT32_MAX, &r->groups, d);
+    if (!rc && val[CLI_OPT_CHANNELS] && strcmp(val[CLI_OPT_CHANNELS], "auto") != 0) {
         int64_t k;
-        if (!(rc = parse_int("--channels", val[O_CHANNELS], 1, 64, &k, d)))
+        if (!(rc = parse_int("--channels", val[CLI_OPT_CHANNELS], 1, 64, &k, d)))
             r->channels = (int)k;
     }
-    if (!rc && val[O_NET_EFF])
-        rc = parse_fraction("--net-efficiency", val[O_NET_EFF], &r->net_eff, d);
-    if (!rc && val[O_NVLINK_EFF])
-        rc = parse_fraction("--nvlink-efficiency", val[O_NVLINK_EFF], &r->nvlink_eff, d);
-    if (!rc && val[O_SIZE] && val[O_SIZES])
+    if (!rc && val[CLI_OPT_NET_EFFICIENCY])
+        rc = parse_fraction("--net-efficiency", val[CLI_OPT_NET_EFFICIENCY], &r->net_eff, d);
+    if (!rc && val[CLI_OPT_NVLINK_EFFICIENCY])
+        rc = parse_fraction("--nvlink-efficiency", val[CLI_OPT_NVLINK_EFFICIENCY], &r->nvlink_eff, d);
+    if (!rc && val[CLI_OPT_SIZE] && val[CLI_OPT_SIZES])
         rc = cli_fail(d, CLI_EUSAGE, "--size: given with --sizes %.60s; allowed: one of --size, --sizes",
-                      val[O_SIZES]);
-    if (!rc && val[O_SIZE]) {
+                      val[CLI_OPT_SIZES]);
+    if (!rc && val[CLI_OPT_SIZE]) {
         r->n_sizes = 1;
-        rc = parse_size("--size", val[O_SIZE], &r->sizes[0], d);
+        rc = parse_size("--size", val[CLI_OPT_SIZE], &r->sizes[0], d);
     } else if (!rc) {
-        rc = parse_sizes(val[O_SIZES] ? val[O_SIZES] : "1M:1G", r, d);
+        rc = parse_sizes(val[CLI_OPT_SIZES] ? val[CLI_OPT_SIZES] : "1M:1G", r, d);
     }
     if (rc)
         return rc;
@@ -383,25 +252,14 @@ typedef struct coll_topo {
     int64_t nodes, node_gpus;
 } coll_topo_t;
 
-static int load_scenario(const coll_args_t *a, scenario_t *scn, cli_diag_t *d) {
-    int rc = scenario_init(scn, d);
-    if (!rc && a->scenario)
-        rc = scenario_load_file(scn, a->scenario, d);
-    if (!rc && a->value[O_SYSTEM])
-        rc = scenario_set_option(scn, "--system", a->value[O_SYSTEM], d);
-    if (!rc && a->value[O_TOPOLOGY])
-        rc = scenario_set_option(scn, "--topology", a->value[O_TOPOLOGY], d);
-    return rc;
-}
-
 /* Parameters for `gpus` GPUs (0: the topology's own size). */
-static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, coll_topo_t *ct,
+static int topo_params_for(const cli_args_t *a, scenario_t *scn, int64_t gpus, coll_topo_t *ct,
                            cli_diag_t *d) {
     snprintf(ct->where, sizeof ct->where, "%s", scn->topology.where);
-    if (a->value[O_TOPOLOGY] || scn->topology.form == TOPO_SPEC_NONE)
+    if (cli_scenario_value(a, "--topology") || scn->topology.form == TOPO_SPEC_NONE)
         snprintf(ct->prefix, sizeof ct->prefix, "%s: ", ct->where);
     else
-        snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->scenario);
+        snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->file);
     model_system_t sys;
     scenario_system(scn, &sys);
     return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], &ct->p, d);
@@ -409,7 +267,7 @@ static int topo_params_for(const coll_args_t *a, scenario_t *scn, int64_t gpus, 
 
 /* Build the topology the request needs: first its own size, to learn the node; then, for kinds that
  * can be sized, just the nodes the GPUs take. Fills r->gpus and r->gpn when they were not given. */
-static int build_topology(const coll_args_t *a, scenario_t *scn, coll_req_t *r, coll_topo_t *ct,
+static int build_topology(const cli_args_t *a, scenario_t *scn, coll_req_t *r, coll_topo_t *ct,
                           cli_diag_t *d) {
     int rc = topo_params_for(a, scn, 0, ct, d);
     if (rc)
@@ -586,29 +444,22 @@ static void print_text(FILE *out, const coll_req_t *r, const coll_topo_t *ct, co
     }
 }
 
-int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     (void)err;
-    coll_args_t a;
-    int rc = parse_args(argc, argv, &a, d);
-    if (rc)
-        return rc;
-    if (a.help) {
-        cmd_collective_help(out);
-        return CLI_OK;
-    }
     coll_req_t r;
-    if ((rc = resolve_request(&a, &r, d)))
+    int rc;
+    if ((rc = resolve_request(a, &r, d)))
         return rc;
     scenario_t scn;
     memset(&scn, 0, sizeof scn);
     coll_topo_t ct;
     memset(&ct, 0, sizeof ct);
     coll_row_t *rows = NULL;
-    rc = load_scenario(&a, &scn, d);
-    if (!rc && !a.value[O_GPUS] && scn.given[SCN_GPUS])
+    rc = cli_apply_scenario(a, &scn, NULL, d);
+    if (!rc && !cli_has(a, CLI_OPT_GROUP_GPUS) && scn.given[SCN_GPUS])
         r.gpus = scn.value[SCN_GPUS];
     if (!rc)
-        rc = build_topology(&a, &scn, &r, &ct, d);
+        rc = build_topology(a, &scn, &r, &ct, d);
     if (!rc && r.gpus % r.groups)
         rc = cli_fail(d, CLI_EUSAGE, "--groups: %lld does not divide --gpus %lld; allowed: a divisor of %lld",
                       (long long)r.groups, (long long)r.gpus, (long long)r.gpus);
@@ -631,9 +482,9 @@ int cmd_collective(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
     }
     if (!rc)
         rc = run_sizes(&r, &ct, &cfg, rows, d);
-    if (!rc && a.json && print_json(out, &r, &ct, &cfg, rows) != 0)
+    if (!rc && cli_has(a, CLI_OPT_JSON) && print_json(out, &r, &ct, &cfg, rows) != 0)
         rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory while printing");
-    if (!rc && !a.json)
+    if (!rc && !cli_has(a, CLI_OPT_JSON))
         print_text(out, &r, &ct, &cfg, rows);
     free(rows);
     topo_free(ct.t);

@@ -32,90 +32,25 @@
 
 /* ---- arguments ----------------------------------------------------------------------------------- */
 
+/* The parsed options as compare and the waterfall read them. */
 typedef struct cmp_args {
-    const char *scenario;
-    const char *names[MAX_OPTS], *values[MAX_OPTS]; /* scenario options, in order */
-    int n;
-    const char *topologies, *gpus_list, *csv, *plot;
-    int json, help;
+    const cli_args_t *args; /* the scenario file and options */
+    const char *gpus_list;  /* compare: --gpus with a comma (the scaling view), else NULL */
+    const char *topologies, *csv, *plot, *placement;
+    int json;
 } cmp_args_t;
 
-static int is_scenario_option(const char *name) {
-    for (int f = 0; f < SCN_FIELD_COUNT; f++)
-        if (strcmp(scenario_field_option((scenario_field_t)f), name) == 0)
-            return 1;
-    return 0;
-}
-
-/* own: the command's own options with a value ("--topologies", ...), NULL-terminated. */
-static int parse_args(int argc, char **argv, const char *cmd, const char *const *own, cmp_args_t *a,
-                      cli_diag_t *d) {
+static int from_args(const cli_args_t *p, cmp_args_t *a, cli_diag_t *d) {
     memset(a, 0, sizeof *a);
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
-            a->help = 1;
-            continue;
-        }
-        if (strcmp(s, "--json") == 0) {
-            a->json = 1;
-            continue;
-        }
-        if (s[0] != '-' || !s[1]) {
-            if (a->scenario)
-                return cli_fail(d, CLI_EUSAGE,
-                                "%.60s: unexpected argument (the scenario file is %.60s); allowed: one "
-                                "scenario file",
-                                s, a->scenario);
-            a->scenario = s;
-            continue;
-        }
-        char name[64];
-        const char *eq = strchr(s, '=');
-        snprintf(name, sizeof name, "%.*s", (int)(eq && eq - s < 63 ? eq - s : 63), s);
-        int mine = 0;
-        for (int k = 0; own[k]; k++)
-            mine |= strcmp(own[k], name) == 0;
-        if (!mine && !is_scenario_option(name)) {
-            const char *cands[SCN_FIELD_COUNT + 12];
-            size_t nc = 0;
-            for (int k = 0; own[k] && nc < 8; k++)
-                cands[nc++] = own[k];
-            for (int f = 0; f < SCN_FIELD_COUNT; f++)
-                cands[nc++] = scenario_field_option((scenario_field_t)f);
-            cands[nc++] = "--json";
-            cands[nc++] = "--help";
-            if (strcmp(cmd, "validate") == 0)
-                cands[nc++] = "--measured";
-            const char *sg = cli_suggest(name, cands, nc);
-            return cli_fail(d, CLI_EUSAGE, "%.60s: unknown option%s%s%s; allowed: see `stepsim %s --help`",
-                            name, sg ? " (did you mean " : "", sg ? sg : "", sg ? "?)" : "", cmd);
-        }
-        const char *value = NULL;
-        if (eq)
-            value = eq + 1;
-        else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
-            value = argv[++i];
-        else
-            return cli_fail(d, CLI_EUSAGE, "%s: missing value; see `stepsim %s --help`", name, cmd);
-        if (strcmp(name, "--topologies") == 0)
-            a->topologies = value;
-        else if (strcmp(name, "--csv") == 0)
-            a->csv = value;
-        else if (strcmp(name, "--plot") == 0)
-            a->plot = value;
-        else if (strcmp(name, "--gpus") == 0 && strchr(value, ',') && own[0] &&
-                 strcmp(own[0], "--topologies") == 0)
-            a->gpus_list = value;
-        else if (a->n < MAX_OPTS) {
-            a->names[a->n] = strcmp(name, "--gpus") == 0 ? "--gpus" : NULL;
-            for (int f = 0; f < SCN_FIELD_COUNT && !a->names[a->n]; f++)
-                if (strcmp(scenario_field_option((scenario_field_t)f), name) == 0)
-                    a->names[a->n] = scenario_field_option((scenario_field_t)f);
-            a->values[a->n++] = value;
-        } else
-            return cli_fail(d, CLI_EUSAGE, "too many options; allowed: at most %d", MAX_OPTS);
-    }
+    a->args = p;
+    const char *gpus = cli_scenario_value(p, "--gpus");
+    if (p->cmd == CLI_CMD_COMPARE && gpus && strchr(gpus, ','))
+        a->gpus_list = gpus;
+    a->topologies = p->value[CLI_OPT_TOPOLOGIES];
+    a->csv = p->value[CLI_OPT_CSV];
+    a->plot = p->value[CLI_OPT_PLOT];
+    a->placement = p->value[CLI_OPT_PLACEMENT];
+    a->json = cli_has(p, CLI_OPT_JSON);
     if (a->plot) {
         const char *dot = strrchr(a->plot, '.');
         if (!dot || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0))
@@ -123,17 +58,12 @@ static int parse_args(int argc, char **argv, const char *cmd, const char *const 
                             "--plot: \"%.60s\" has no .png or .svg extension; allowed: FILE.png, FILE.svg",
                             a->plot);
     }
-    return CLI_OK;
+    return cli_check_placement(p, d);
 }
 
 /* A fresh scenario: defaults, the file, the options; gpus > 0 overrides --gpus. */
 static int load_scenario(const cmp_args_t *a, int64_t gpus, scenario_t *scn, cli_diag_t *d) {
-    memset(scn, 0, sizeof *scn);
-    int rc = scenario_init(scn, d);
-    if (!rc && a->scenario)
-        rc = scenario_load_file(scn, a->scenario, d);
-    for (int i = 0; !rc && i < a->n; i++)
-        rc = scenario_set_option(scn, a->names[i], a->values[i], d);
+    int rc = cli_apply_scenario(a->args, scn, a->gpus_list ? "--gpus" : NULL, d);
     if (!rc && gpus > 0) {
         char v[32];
         snprintf(v, sizeof v, "%" PRId64, gpus);
@@ -232,11 +162,11 @@ static int parse_topologies(const char *list, topo_item_t *items, int *n, cli_di
     return CLI_OK;
 }
 
-static int simulate_on(const model_job_t *job, const topo_item_t *it, int summary, simpoint_t *out,
-                       cli_diag_t *d) {
+static int simulate_on(const model_job_t *job, const step_config_t *cfg, const topo_item_t *it, int summary,
+                       simpoint_t *out, cli_diag_t *d) {
     char where[96];
     snprintf(where, sizeof where, "--topologies: %s", it->label);
-    return simpoint_run(job, &it->spec, where, summary, out, d);
+    return simpoint_run(job, cfg, &it->spec, where, summary, out, d);
 }
 
 /* ---- plots ------------------------------------------------------------------------------------------ */
@@ -366,41 +296,8 @@ typedef struct cmp_run {
     int64_t scale_gbs[MAX_GPUS];
     char scale_analytic_error[MAX_GPUS][160];
     scale_cell_t scale[MAX_GPUS][MAX_TOPOS];
+    step_config_t cfg; /* the scenario's optimizer step and --placement (cmd_sim_config) */
 } cmp_run_t;
-
-static const char *const DEFAULT_TOPOLOGIES = "ideal,fat-tree,fat-tree-2:1,rail,dragonfly,dragonfly-ugal";
-
-static const char *const COMPARE_OWN[] = {"--topologies", "--csv", "--plot", "--gpus", NULL};
-
-void cmd_compare_help(FILE *out) {
-    fprintf(
-        out,
-        "usage: stepsim compare [SCENARIO.json] [--topologies A,B,C] [--gpus A,B,C] [--option value ...]\n\n"
-        "Simulate one training step of the scenario's workload on each topology and print a table:\n"
-        "step time, slowdown against ideal (always included, first), the critical GPU's exposed\n"
-        "communication per kind, the busiest link's utilisation, the topology's cost proxy\n"
-        "(switches + cables + optical transceivers, each counted 1) and throughput per 1000 cost units.\n\n"
-        "options (default in brackets):\n"
-        "  --topologies LIST     comma-separated presets, kinds, files, shortcuts or {...} objects\n"
-        "                        [%s]\n"
-        "  --gpus A,B,C          with a comma: the scaling view, step time and throughput against the\n"
-        "                        GPU count per topology, with the analytic model beside it (global batch\n"
-        "                        fixed: strong scaling; dp follows unless given); one value: the\n"
-        "                        scenario's GPU count\n"
-        "  --json                print exactly one JSON object on stdout [off]\n"
-        "  --csv FILE            also write the table as CSV [none]\n"
-        "  --plot FILE           PNG or SVG by extension, drawn with gnuplot: stacked bars of the\n"
-        "                        step-time breakdown per topology (and the scaling curves) [none]\n"
-        "  scenario options as for run: --model --system --nvs --gbs --strategy --dp --tp --tp1 --tp2\n"
-        "  --pp --mbs --nb --nv-tp --nv-tp1 --nv-tp2 --nv-dp --nv-pp --compat\n\n"
-        "Shortcuts, sized to the job's GPUs with nodes of the system's NVLink domain and one NIC per\n"
-        "GPU at the system's InfiniBand bandwidth: fat-tree (2-tier, non-blocking), fat-tree-2:1 (half\n"
-        "the spines: 2:1 at the leaves), rail (rail-optimized), dragonfly (balanced a = 2p = 2h,\n"
-        "minimal routing), dragonfly-ugal (the same with UGAL). Presets (dgx-h100-superpod, ...) are\n"
-        "sized by --gpus. docs/compare.md has the details.\n",
-        DEFAULT_TOPOLOGIES);
-    fprintf(out, "Exit codes: 0 ok; 1 runtime failure (gnuplot missing with --plot); 2 bad usage.\n");
-}
 
 /* The job header and layout lines into buf (the scenario names the model and system). */
 static void header_text(char *buf, size_t n, const char *cmd, const model_job_t *job, const scenario_t *scn) {
@@ -443,6 +340,8 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         rc = scenario_resolve(&scn, &r->job, d);
     if (!rc)
         header_text(r->header, sizeof r->header, "compare", &r->job, &scn);
+    if (!rc)
+        cmd_sim_config(&scn, a->placement, &r->cfg);
     scenario_destroy(&scn);
     if (rc)
         return rc;
@@ -455,7 +354,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     if (!rc)
         r->analytic = e->summary;
     for (int i = 0; !rc && i < r->n_topo; i++) {
-        rc = simulate_on(&r->job, &r->topo[i], 1, &r->row[i].p, d);
+        rc = simulate_on(&r->job, &r->cfg, &r->topo[i], 1, &r->row[i].p, d);
         if (rc)
             break;
         cmp_row_t *w = &r->row[i];
@@ -486,7 +385,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         for (int i = 0; i < r->n_topo; i++) {
             simpoint_t p;
             pd.msg[0] = '\0';
-            if (simulate_on(&job, &r->topo[i], 0, &p, &pd) == CLI_OK) {
+            if (simulate_on(&job, &r->cfg, &r->topo[i], 0, &p, &pd) == CLI_OK) {
                 r->scale[g][i].ok = 1;
                 r->scale[g][i].step_s = p.step_time_s;
             } else {
@@ -740,19 +639,18 @@ static int compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
     return plot_finish(&b, path, tmp, d);
 }
 
-int cmd_compare(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     cmp_args_t a;
-    int rc = parse_args(argc, argv, "compare", COMPARE_OWN, &a, d);
+    int rc = from_args(args, &a, d);
     if (rc)
         return rc;
-    if (a.help) {
-        cmd_compare_help(out);
-        return CLI_OK;
-    }
     cmp_run_t *r = calloc(1, sizeof *r);
     if (!r)
         return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
-    rc = parse_topologies(a.topologies ? a.topologies : DEFAULT_TOPOLOGIES, r->topo, &r->n_topo, d);
+    /* the default is the option table's (what help shows) */
+    const char *topologies =
+        a.topologies ? a.topologies : cli_option_find("--topologies", CLI_CMD_COMPARE)->def;
+    rc = parse_topologies(topologies, r->topo, &r->n_topo, d);
     if (!rc && a.gpus_list)
         rc = parse_gpus_list(a.gpus_list, r, d);
     if (!rc)
@@ -805,23 +703,6 @@ typedef struct waterfall {
     double max_link[WF_COUNT];
 } waterfall_t;
 
-static const char *const VALIDATE_OWN[] = {"--plot", NULL};
-
-void cmd_waterfall_help(FILE *out) {
-    fprintf(out,
-            "usage: stepsim validate [SCENARIO.json] [--topology T] [--json] [--plot FILE] [--option value "
-            "...]\n\n"
-            "Without --measured: explain the gap between the closed form and the simulation as a waterfall:\n"
-            "the analytic estimate; the simulation with analytic communication (the change is scheduling:\n"
-            "overlap, bubbles, the schedule); with network communication on ideal (collective algorithms);\n"
-            "on the chosen topology (--topology or the scenario's; routing and contention). Each step's\n"
-            "change in seconds and percent of the analytic estimate, and the breakdown parts it moved;\n"
-            "the changes add up exactly to the simulated step time.\n"
-            "  --plot FILE  PNG or SVG by extension, drawn with gnuplot (exit 1 if it is missing)\n"
-            "  scenario options as for run (--model --system --gpus --tp --pp ... --topology); the\n"
-            "  compare shortcuts (fat-tree, fat-tree-2:1, rail, dragonfly, dragonfly-ugal) work here too\n");
-}
-
 static void parts_of(const simpoint_t *p, double *x) {
     x[0] = p->compute_s;
     x[1] = p->exposed_tp_s;
@@ -835,8 +716,12 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     int rc = load_scenario(a, 0, &scn, d);
     if (!rc)
         rc = scenario_resolve(&scn, &w->job, d);
+    step_config_t cfg;
+    step_config_default(&cfg);
     if (!rc)
         header_text(w->header, sizeof w->header, "validate", &w->job, &scn);
+    if (!rc)
+        cmd_sim_config(&scn, a->placement, &cfg);
     topo_item_t chosen;
     memset(&chosen, 0, sizeof chosen);
     if (!rc) {
@@ -864,7 +749,7 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     free(e);
     simpoint_t p;
     if (!rc)
-        rc = simpoint_run(&w->job, NULL, "--comm analytic", 0, &p, d);
+        rc = simpoint_run(&w->job, &cfg, NULL, "--comm analytic", 0, &p, d);
     if (!rc) {
         w->total[WF_SIM_ANALYTIC] = p.step_time_s;
         parts_of(&p, w->part[WF_SIM_ANALYTIC]);
@@ -873,14 +758,14 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     if (!rc)
         rc = parse_item("ideal", &ideal, d);
     if (!rc)
-        rc = simulate_on(&w->job, &ideal, 0, &p, d);
+        rc = simulate_on(&w->job, &cfg, &ideal, 0, &p, d);
     if (!rc) {
         w->total[WF_SIM_IDEAL] = p.step_time_s;
         w->max_link[WF_SIM_IDEAL] = p.max_link_utilization;
         parts_of(&p, w->part[WF_SIM_IDEAL]);
     }
     if (!rc)
-        rc = simulate_on(&w->job, &chosen, 0, &p, d);
+        rc = simulate_on(&w->job, &cfg, &chosen, 0, &p, d);
     if (!rc) {
         w->total[WF_SIM_TOPO] = p.step_time_s;
         w->max_link[WF_SIM_TOPO] = p.max_link_utilization;
@@ -1008,16 +893,12 @@ static int waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d)
     return plot_finish(&b, path, tmp, d);
 }
 
-int cmd_waterfall(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+int cmd_waterfall(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     (void)err;
     cmp_args_t a;
-    int rc = parse_args(argc, argv, "validate", VALIDATE_OWN, &a, d);
+    int rc = from_args(args, &a, d);
     if (rc)
         return rc;
-    if (a.help) {
-        cmd_waterfall_help(out);
-        return CLI_OK;
-    }
     waterfall_t *w = calloc(1, sizeof *w);
     if (!w)
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");

@@ -3,7 +3,8 @@
  * the critical GPU's breakdown, memory peaks against the model, and the busiest links; optionally a
  * Chrome trace (traces/).
  *
- * The scenario options are estimate's (applied through scenario_set_option, after the file); the
+ * The scenario options are estimate's (options.c, applied after the file); --interleave and
+ * --optimizer-step set the simulated schedule and optimizer step too (cmd_run_scenario_opts); the
  * run's own options choose the communication model, the schedule, the placement and what is traced.
  * The network is the scenario's topology (--topology, else the file's "topology", else "ideal" built
  * from the system and its NVLink domain); in analytic mode there is none.
@@ -26,161 +27,6 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_LINKS STEP_SIM_MAX_LINKS
-
-/* ---- options ------------------------------------------------------------------------------------ */
-
-typedef enum { OPT_SCENARIO, OPT_RUN, OPT_FLAG } opt_kind_t;
-
-typedef struct run_option {
-    const char *name, *arg, *def, *help;
-    opt_kind_t kind;
-} run_option_t;
-
-static const run_option_t OPTS[] = {
-    {"--model", "NAME|JSON", "gpt3_1T", "model preset or inline JSON object (scenario: model)", OPT_SCENARIO},
-    {"--system", "NAME|JSON", "A100", "system preset or inline JSON object (scenario: system)", OPT_SCENARIO},
-    {"--nvs", "N", "8", "GPUs per NVLink domain (scenario: nvlink_size)", OPT_SCENARIO},
-    {"--gpus", "N", "4096", "total GPUs (scenario: gpus)", OPT_SCENARIO},
-    {"--gbs", "N", "4096", "global batch, in sequences (scenario: global_batch)", OPT_SCENARIO},
-    {"--strategy", "S", "1d", "1d, 2d (SUMMA) or 2d-seqp (context parallel) (parallel.strategy)",
-     OPT_SCENARIO},
-    {"--dp", "N", "gpus/(tp*pp)", "data-parallel degree (parallel.dp)", OPT_SCENARIO},
-    {"--tp", "N", "8", "tensor-parallel degree; 2d: tp1*tp2 (parallel.tp)", OPT_SCENARIO},
-    {"--tp1", "N", "tp", "2d/2d-seqp: first tensor group (parallel.tp1)", OPT_SCENARIO},
-    {"--tp2", "N", "1", "2d/2d-seqp: second group, SUMMA rows or sequence (parallel.tp2)", OPT_SCENARIO},
-    {"--pp", "N", "32", "pipeline-parallel degree (parallel.pp)", OPT_SCENARIO},
-    {"--mbs", "N", "1", "microbatch size, in sequences (parallel.mbs)", OPT_SCENARIO},
-    {"--nb", "N", "2d: max(tp1,tp2)", "SUMMA panel count, 2d only (parallel.nb)", OPT_SCENARIO},
-    {"--nv-tp", "N", "derived", "1d: TP members per NVLink domain (parallel.nv.tp)", OPT_SCENARIO},
-    {"--nv-tp1", "N", "derived", "2d: tp1 members per NVLink domain (parallel.nv.tp1)", OPT_SCENARIO},
-    {"--nv-tp2", "N", "derived", "2d: tp2 members per NVLink domain (parallel.nv.tp2)", OPT_SCENARIO},
-    {"--nv-dp", "N", "derived", "DP members per NVLink domain (parallel.nv.dp)", OPT_SCENARIO},
-    {"--nv-pp", "N", "derived", "PP members per NVLink domain (parallel.nv.pp)", OPT_SCENARIO},
-    {"--compat", "MODE", "corrected", "reference (the published model, quirks included) or corrected",
-     OPT_SCENARIO},
-    {"--recompute", "R", "none", "corrected: activation recomputation none|selective|full (training.*)",
-     OPT_SCENARIO},
-    {"--sequence-parallel", "on|off", "on", "corrected, 1d: Megatron sequence parallelism", OPT_SCENARIO},
-    {"--attention", "A", "flash", "corrected: flash, or materialized scores (Megatron 2021)", OPT_SCENARIO},
-    {"--grad-accumulation", "G", "fused", "corrected: fused, or add (a separate kernel)", OPT_SCENARIO},
-    {"--embedding", "on|off", "off", "corrected: the embedding and output layer, the loss", OPT_SCENARIO},
-    {"--dp-comm", "M", "sharded", "corrected: sharded, allreduce or allreduce-overlap", OPT_SCENARIO},
-    {"--topology", "NAME|FILE|JSON", "ideal", "network: preset, kind, file or object (scenario: topology)",
-     OPT_SCENARIO},
-    {"--comm", "MODE", "network", "network (flows on the topology) or analytic (the model's times)", OPT_RUN},
-    {"--schedule", "S", "1f1b", "1f1b, gpipe or interleaved[:V] (V virtual stages per GPU, default 2)",
-     OPT_RUN},
-    {"--placement", "ORDER", "tp,cp,pp,dp", "rank order onto GPUs, innermost first (nv counts honoured)",
-     OPT_RUN},
-    {"--p2p", "MODE", "blocking", "blocking (a sender waits for its send) or async", OPT_RUN},
-    {"--collapse", "MODE", "auto", "auto (identical ranks once, where exact), off, or approx", OPT_RUN},
-    {"--granularity", "G", "auto", "auto, layer (an operation per run of layers) or microbatch", OPT_RUN},
-    {"--optimizer", "MODE", "auto", "auto (the corrected model only), on or off: the optimizer step",
-     OPT_RUN},
-    {"--fidelity", "F", "fast", "collectives as one coflow per phase (fast) or every step's flows (step)",
-     OPT_RUN},
-    {"--calibration", "C", "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none", OPT_RUN},
-    {"--links", "K", "5", "how many of the busiest links to report (0..64)", OPT_RUN},
-    {"--trace", "FILE", "none", "write a Chrome trace (Perfetto, chrome://tracing) of the simulated GPUs",
-     OPT_RUN},
-    {"--trace-ranks", "LIST", "all", "GPUs to trace, e.g. 0-7,64 (with --trace)", OPT_RUN},
-    {"--json", NULL, "off", "print exactly one JSON object on stdout", OPT_FLAG},
-    {"--help", NULL, "", "print this help and exit", OPT_FLAG},
-};
-
-void cmd_run_help(FILE *out) {
-    fprintf(
-        out,
-        "usage: stepsim run [SCENARIO.json] [--option value ...]\n\n"
-        "Simulate one training step event by event: every GPU's compute, its tensor-, context-, pipeline-\n"
-        "and data-parallel communication on the topology (or at the analytic model's times with\n"
-        "--comm analytic), in the chosen pipeline schedule. Prints the step time beside the closed-form\n"
-        "estimate, the critical GPU's time breakdown (compute, exposed tensor-parallel, pipeline and\n"
-        "data-parallel communication, bubble and idle: they add up to the step time), peak memory per\n"
-        "GPU against the model, and the busiest links. Identical ranks are simulated once where that is\n"
-        "exact (docs/run.md). Without options: the built-in default scenario on the ideal topology.\n\n"
-        "options (default in brackets):\n");
-    for (size_t i = 0; i < COUNT(OPTS); i++) {
-        char left[48];
-        snprintf(left, sizeof left, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
-                 OPTS[i].arg ? OPTS[i].arg : "");
-        fprintf(out, "  %-26s %s", left, OPTS[i].help);
-        fprintf(out, OPTS[i].def[0] ? " [%s]\n" : "\n", OPTS[i].def);
-    }
-    fprintf(out, "  Options also take the form --option=value.\n\n%s", scenario_defaults_help());
-    fprintf(out, "\nTopologies: `stepsim topo --help` lists the presets and kinds.\n");
-}
-
-typedef struct run_args {
-    const char *scenario;
-    const char *names[COUNT(OPTS) * 4];
-    const char *values[COUNT(OPTS) * 4];
-    int n;
-    int help;
-} run_args_t;
-
-static const run_option_t *find(const char *name) {
-    for (size_t i = 0; i < COUNT(OPTS); i++)
-        if (strcmp(OPTS[i].name, name) == 0)
-            return &OPTS[i];
-    return NULL;
-}
-
-static int unknown(const char *arg, cli_diag_t *d) {
-    const char *names[COUNT(OPTS)];
-    for (size_t i = 0; i < COUNT(OPTS); i++)
-        names[i] = OPTS[i].name;
-    char name[64];
-    const char *eq = strchr(arg, '=');
-    snprintf(name, sizeof name, "%.*s", (int)(eq && eq - arg < 63 ? eq - arg : 63), arg);
-    const char *s = cli_suggest(name, names, COUNT(OPTS));
-    if (strcmp(name, "--layers") == 0 || strcmp(name, "--top") == 0)
-        return cli_fail(d, CLI_EUSAGE, "%s: not an option of run; allowed: see `stepsim run --help`", name);
-    return cli_fail(d, CLI_EUSAGE, "%.60s: unknown option%s%s%s; allowed: see `stepsim run --help`", name,
-                    s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
-}
-
-static int parse_args(int argc, char **argv, run_args_t *a, cli_diag_t *d) {
-    memset(a, 0, sizeof *a);
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
-            a->help = 1;
-            continue;
-        }
-        if (s[0] != '-' || !s[1]) {
-            if (a->scenario)
-                return cli_fail(
-                    d, CLI_EUSAGE,
-                    "%.60s: unexpected argument (the scenario file is %.60s); allowed: one scenario file", s,
-                    a->scenario);
-            a->scenario = s;
-            continue;
-        }
-        char name[64];
-        const char *eq = strchr(s, '=');
-        snprintf(name, sizeof name, "%.*s", (int)(eq && eq - s < 63 ? eq - s : 63), s);
-        const run_option_t *o = find(name);
-        if (!o)
-            return unknown(s, d);
-        const char *value = NULL;
-        if (o->arg && eq)
-            value = eq + 1;
-        else if (o->arg && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
-            value = argv[++i];
-        else if (o->arg)
-            return cli_fail(d, CLI_EUSAGE, "%s: missing value; allowed: %s %s", name, name, o->arg);
-        else if (eq)
-            return cli_fail(d, CLI_EUSAGE, "%s: takes no value (got \"%.60s\"); allowed: %s alone", name,
-                            eq + 1, name);
-        if (a->n < (int)COUNT(a->names)) {
-            a->names[a->n] = o->name;
-            a->values[a->n] = value;
-            a->n++;
-        }
-    }
-    return CLI_OK;
-}
 
 /* ---- the run's own options ---------------------------------------------------------------------- */
 
@@ -685,72 +531,59 @@ int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_
     return rc;
 }
 
-static int apply(const run_args_t *a, scenario_t *scn, run_opts_t *o, cli_diag_t *d) {
-    for (int i = 0; i < a->n; i++) {
-        const run_option_t *opt = find(a->names[i]);
-        const char *v = a->values[i];
-        if (opt->kind == OPT_SCENARIO) {
-            const int rc = scenario_set_option(scn, opt->name, v, d);
-            if (rc)
-                return rc;
-            continue;
-        }
-        const char *n = opt->name;
-        if (strcmp(n, "--json") == 0)
-            o->json = 1;
-        else if (strcmp(n, "--comm") == 0)
-            o->comm = v;
-        else if (strcmp(n, "--schedule") == 0)
-            o->schedule = v;
-        else if (strcmp(n, "--placement") == 0)
-            o->placement = v;
-        else if (strcmp(n, "--p2p") == 0)
-            o->p2p = v;
-        else if (strcmp(n, "--collapse") == 0)
-            o->collapse = v;
-        else if (strcmp(n, "--granularity") == 0)
-            o->granularity = v;
-        else if (strcmp(n, "--optimizer") == 0)
-            o->optimizer = v;
-        else if (strcmp(n, "--fidelity") == 0)
-            o->fidelity = v;
-        else if (strcmp(n, "--calibration") == 0)
-            o->calibration = v;
-        else if (strcmp(n, "--links") == 0)
-            o->links = v;
-        else if (strcmp(n, "--trace") == 0)
-            o->trace = v;
-        else if (strcmp(n, "--trace-ranks") == 0)
-            o->trace_ranks = v;
-    }
-    return CLI_OK;
+int cmd_run_check(const run_opts_t *o, cli_diag_t *d) {
+    step_config_t c;
+    int links;
+    return run_step_config(o, &c, &links, d);
 }
 
-int cmd_run(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
-    (void)err;
-    run_args_t a;
-    int rc = parse_args(argc, argv, &a, d);
-    if (rc)
-        return rc;
-    if (a.help) {
-        cmd_run_help(out);
-        return CLI_OK;
+void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
+    if (!o->schedule && scn->training.interleave > 1) {
+        snprintf(o->schedule_text, sizeof o->schedule_text, "interleaved:%" PRId64, scn->training.interleave);
+        o->schedule = o->schedule_text;
     }
+    if (scn->given[SCN_OPTIMIZER_STEP]) {
+        snprintf(o->optimizer_text, sizeof o->optimizer_text, "%s",
+                 scn->training.optimizer_step ? "on" : "off");
+        o->optimizer = o->optimizer_text;
+    }
+}
+
+void cmd_sim_config(const scenario_t *scn, const char *placement, step_config_t *c) {
+    step_config_default(c);
+    if (placement)
+        (void)step_placement_parse(placement, &c->placement); /* checked by cli_check_placement */
+    if (scn->given[SCN_OPTIMIZER_STEP])
+        c->optimizer_step = scn->training.optimizer_step ? 1 : 0;
+}
+
+int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
+    (void)err;
     scenario_t scn;
     run_opts_t o;
-    memset(&scn, 0, sizeof scn);
     memset(&o, 0, sizeof o);
-    rc = scenario_init(&scn, d);
-    if (!rc && a.scenario)
-        rc = scenario_load_file(&scn, a.scenario, d);
+    const char *const *v = a->value;
+    o.json = cli_has(a, CLI_OPT_JSON);
+    o.comm = v[CLI_OPT_COMM];
+    o.schedule = v[CLI_OPT_SCHEDULE];
+    o.placement = v[CLI_OPT_PLACEMENT];
+    o.p2p = v[CLI_OPT_P2P];
+    o.collapse = v[CLI_OPT_COLLAPSE];
+    o.granularity = v[CLI_OPT_GRANULARITY];
+    o.fidelity = v[CLI_OPT_FIDELITY];
+    o.calibration = v[CLI_OPT_CALIBRATION];
+    o.links = v[CLI_OPT_LINKS];
+    o.trace = v[CLI_OPT_TRACE];
+    o.trace_ranks = v[CLI_OPT_TRACE_RANKS];
+    int rc = cli_check_placement(a, d);
     if (!rc)
-        rc = apply(&a, &scn, &o, d);
-    if (!rc) {
-        /* validate the run's own options before anything is built */
-        step_config_t c;
-        int links;
-        rc = run_step_config(&o, &c, &links, d);
-    }
+        rc = cli_apply_scenario(a, &scn, NULL, d);
+    else
+        memset(&scn, 0, sizeof scn);
+    if (!rc)
+        cmd_run_scenario_opts(&scn, &o);
+    if (!rc) /* validate the run's own options before anything is built */
+        rc = cmd_run_check(&o, d);
     if (!rc && o.json) {
         cJSON *result = NULL;
         rc = cmd_run_result(&scn, &o, &result, d);

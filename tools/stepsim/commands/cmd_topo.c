@@ -22,98 +22,11 @@
 #include "topo.h"
 #include "topo_json.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
+/* The parsed options this command reads (topology and gpus are scenario options, applied in order). */
 typedef struct topo_args {
     const char *scenario, *topology, *gpus, *graphml, *dot;
-    int json, help;
+    int json;
 } topo_args_t;
-
-static const struct {
-    const char *name, *arg, *def, *help;
-} OPTS[] = {
-    {"--topology", "NAME|FILE|JSON", "the scenario's, else ideal",
-     "topology preset, kind, GraphML or JSON file, or inline object (scenario: topology)"},
-    {"--gpus", "N", "the topology's size", "GPUs to place; sizes the presets (scenario: gpus)"},
-    {"--json", NULL, "off", "print exactly one JSON object on stdout"},
-    {"--graphml", "FILE", "none", "also write the graph as GraphML (loads back with --topology FILE)"},
-    {"--dot", "FILE", "none", "also write the graph as Graphviz DOT"},
-    {"--help", NULL, "", "print this help and exit"},
-};
-
-void cmd_topo_help(FILE *out) {
-    fprintf(out, "usage: stepsim topo [SCENARIO.json] [--option value ...]\n\n"
-                 "Build a cluster topology and print its size, diameter, bisection and injection bandwidth\n"
-                 "and cost proxy; optionally export it as GraphML or DOT.\n\noptions:\n");
-    for (size_t i = 0; i < COUNT(OPTS); i++) {
-        char lhs[40];
-        snprintf(lhs, sizeof lhs, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
-                 OPTS[i].arg ? OPTS[i].arg : "");
-        fprintf(out, "  %-26s %s%s%s%s\n", lhs, OPTS[i].help, OPTS[i].def[0] ? " (default: " : "",
-                OPTS[i].def, OPTS[i].def[0] ? ")" : "");
-    }
-    fprintf(out, "\ntopology presets:\n");
-    for (size_t i = 0; topo_preset_name(i); i++)
-        fprintf(out, "  %-18s %s\n", topo_preset_name(i), topo_preset_summary(topo_preset_name(i)));
-    fprintf(out, "\nnode presets (\"node\" in a topology object):\n");
-    for (size_t i = 0; topo_node_preset_name(i); i++)
-        fprintf(out, "  %-18s %s\n", topo_node_preset_name(i),
-                topo_node_preset_summary(topo_node_preset_name(i)));
-    fprintf(out,
-            "\nkinds: ideal, fat-tree, rail-optimized, dragonfly, torus, graphml; every key and default is\n"
-            "in docs/topology.md, e.g. --topology '{\"kind\": \"fat-tree\", \"tiers\": 3, \"k\": 8}'.\n");
-}
-
-static int parse_args(int argc, char **argv, topo_args_t *a, cli_diag_t *d) {
-    memset(a, 0, sizeof *a);
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        const char **slot = NULL;
-        if (strcmp(s, "--json") == 0)
-            a->json = 1;
-        else if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0)
-            a->help = 1;
-        else if (strcmp(s, "--topology") == 0)
-            slot = &a->topology;
-        else if (strcmp(s, "--gpus") == 0)
-            slot = &a->gpus;
-        else if (strcmp(s, "--graphml") == 0)
-            slot = &a->graphml;
-        else if (strcmp(s, "--dot") == 0)
-            slot = &a->dot;
-        else if (s[0] != '-' && !a->scenario)
-            a->scenario = s;
-        else {
-            const char *names[COUNT(OPTS)];
-            for (size_t k = 0; k < COUNT(OPTS); k++)
-                names[k] = OPTS[k].name;
-            const char *sg = cli_suggest(s, names, COUNT(OPTS));
-            return cli_fail(d, CLI_EUSAGE,
-                            "topo: %.60s: unknown %s%s%s%s; allowed: --topology, --gpus, --json, "
-                            "--graphml, --dot, --help, one SCENARIO.json",
-                            s, s[0] == '-' ? "option" : "argument (a second scenario file)",
-                            sg ? " (did you mean \"" : "", sg ? sg : "", sg ? "\"?)" : "");
-        }
-        if (slot) {
-            if (i + 1 >= argc)
-                return cli_fail(d, CLI_EUSAGE, "%s: missing value; see `stepsim topo --help`", s);
-            *slot = argv[++i];
-        }
-    }
-    return CLI_OK;
-}
-
-/* Scenario defaults, the file, then the options: which topology, which system, how many GPUs. */
-static int load_scenario(const topo_args_t *a, scenario_t *scn, cli_diag_t *d) {
-    int rc = scenario_init(scn, d);
-    if (!rc && a->scenario)
-        rc = scenario_load_file(scn, a->scenario, d);
-    if (!rc && a->topology)
-        rc = scenario_set_option(scn, "--topology", a->topology, d);
-    if (!rc && a->gpus)
-        rc = scenario_set_option(scn, "--gpus", a->gpus, d);
-    return rc;
-}
 
 static int resolve(const topo_args_t *a, scenario_t *scn, topo_params_t *p, cli_diag_t *d) {
     /* presets follow --gpus (or the file's "gpus"); the unnamed ideal topology and the shortcuts
@@ -271,21 +184,20 @@ static int run(const topo_args_t *a, const topo_params_t *p, const char *prefix,
     return rc;
 }
 
-int cmd_topo(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
+int cmd_topo(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     (void)err;
     topo_args_t a;
-    int rc = parse_args(argc, argv, &a, d);
-    if (rc)
-        return rc;
-    if (a.help) {
-        cmd_topo_help(out);
-        return CLI_OK;
-    }
+    memset(&a, 0, sizeof a);
+    a.scenario = args->file;
+    a.topology = cli_scenario_value(args, "--topology");
+    a.gpus = cli_scenario_value(args, "--gpus");
+    a.graphml = args->value[CLI_OPT_GRAPHML];
+    a.dot = args->value[CLI_OPT_DOT];
+    a.json = cli_has(args, CLI_OPT_JSON);
     scenario_t scn;
-    memset(&scn, 0, sizeof scn);
     topo_params_t p;
     char prefix[300];
-    rc = load_scenario(&a, &scn, d);
+    int rc = cli_apply_scenario(args, &scn, NULL, d);
     if (!rc)
         rc = resolve(&a, &scn, &p, d);
     if (!rc) {

@@ -59,7 +59,7 @@ typedef struct validate_args {
     const char *measured;
     const char *rule_text;
     unrecorded_rule_t rule;
-    int json, help;
+    int json;
     int sim;                  /* --sim: also predict through the simulation */
     const char *sim_topology; /* --sim-topology: auto (default), or a topology for every row */
     const char *flop_eff_text;
@@ -67,117 +67,32 @@ typedef struct validate_args {
     int calibrate;   /* --calibrate: fit the flop efficiency per system */
 } validate_args_t;
 
-static const struct {
-    const char *name, *arg, *def, *help;
-} OPTS[] = {
-    {"--measured", "FILE.csv", "", "measured runs, one per row (required)"},
-    {"--unrecorded", "RULE", "fixed",
-     "how empty mbs and interleave cells are filled: fixed or search (below)"},
-    {"--sim", NULL, "off", "also predict every run through the simulation (below)"},
-    {"--sim-topology", "T", "auto", "the network of --sim: auto, or a topology for every row"},
-    {"--flop-efficiency", "X", "the preset's", "FLOP efficiency of every run's GPU, 0 < X <= 1"},
-    {"--calibrate", NULL, "off", "fit the FLOP efficiency of each system to its runs (below)"},
-    {"--json", NULL, "off", "print exactly one JSON object on stdout"},
-    {"--help", NULL, "", "print this help and exit"},
-};
-
-void cmd_validate_help(FILE *out) {
-    fprintf(
-        out,
-        "usage: stepsim validate --measured FILE.csv [--unrecorded fixed|search] [--sim [--sim-topology T]]\n"
-        "                        [--flop-efficiency X] [--calibrate] [--json]\n\n"
-        "Predict every measured training run of FILE.csv with the analytic model (the prediction\n"
-        "source is printed: analytic) and print, per run, the predicted and measured iteration time\n"
-        "and the signed error, then the mean and the maximum absolute error; the published\n"
-        "reference model's prediction of the same layout is shown beside it.\n\noptions:\n");
-    for (size_t i = 0; i < COUNT(OPTS); i++) {
-        char lhs[40];
-        snprintf(lhs, sizeof lhs, "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
-                 OPTS[i].arg ? OPTS[i].arg : "");
-        fprintf(out, "  %-22s %s%s%s%s\n", lhs, OPTS[i].help, OPTS[i].def[0] ? " (default: " : "",
-                OPTS[i].def, OPTS[i].def[0] ? ")" : "");
-    }
-    fprintf(
-        out,
-        "\ncolumns (header names; extra columns are ignored; rows are numbered from 1 after the header):\n"
-        "  required  name, hidden, heads, layers, seq_len, vocab, gpus, tp, pp, dp, gbs,\n"
-        "            recompute (none|selective|full), sequence_parallel (0|1), system (a preset),\n"
-        "            measured_iteration_s; tp x pp x dp x cp must equal gpus\n"
-        "  optional  ffn_hidden (4 x hidden), cp (1; > 1 is context parallelism: strategy 2d-seqp),\n"
-        "            mbs and interleave (virtual stages per GPU): empty cells follow --unrecorded,\n"
-        "            attention (flash|materialized; empty: materialized on A100 systems, as in\n"
-        "            Megatron-LM's A100-era releases, flash on newer GPUs),\n"
-        "            dp_comm (allreduce|allreduce-overlap|sharded; empty: allreduce, Megatron's\n"
-        "            gradient all-reduce after the backward, not overlapped),\n"
-        "            grad_accumulation (add|fused; empty: add on A100 systems, the separate\n"
-        "            per-microbatch add of Megatron-LM's A100-era releases, fused on newer GPUs)\n"
-        "\nEvery run also gets the embedding and output layer, the optimizer step, and NVLink\n"
-        "domains of the system preset filled innermost-first (tp, cp, dp, pp).\n"
-        "Unrecorded mbs / interleave: the rule fixed takes mbs 1 and interleave 1 (the defaults of\n"
-        "the measured-runs schema); the rule search tries every mbs dividing gbs/dp and every\n"
-        "interleave dividing layers/pp that Megatron accepts, with the run's own degrees, and\n"
-        "keeps the fastest that fits in memory (the fastest overall if none fits).\n"
-        "--calibrate fits the FLOP efficiency of each system preset to its runs (least squares of the\n"
-        "percentage errors over 0.40..1.00 in steps of 0.005, analytic model, the other settings kept)\n"
-        "and prints its errors with leave-one-out errors beside them (each run predicted with the\n"
-        "efficiency fitted to the others); apply a fit with --flop-efficiency X.\n"
-        "Constants and reasons: docs/validation.md.\n"
-        "Exit codes: 0 ok; 2 bad usage or a bad file (one line naming the file, row and column).\n");
-    fprintf(out, "\n");
-    cmd_waterfall_help(out);
-    fprintf(out, "\nsystem presets:");
-    for (size_t i = 0; model_system_preset_name(i); i++)
-        fprintf(out, " %s", model_system_preset_name(i));
-    fprintf(out, "\n");
-}
-
-static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) {
+/* The measured mode's options from the parsed command line; the scenario's are the waterfall's. */
+static int from_args(const cli_args_t *p, validate_args_t *a, cli_diag_t *d) {
+    static const cli_opt_t WATERFALL_ONLY[] = {CLI_OPT_PLOT, CLI_OPT_PLACEMENT};
     memset(a, 0, sizeof *a);
-    a->rule_text = "fixed";
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        const char **slot = NULL;
-        char name[64];
-        const char *eq = strncmp(s, "--", 2) == 0 ? strchr(s, '=') : NULL;
-        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - s) : 63, s);
-        if (strcmp(name, "--json") == 0 && !eq)
-            a->json = 1;
-        else if (strcmp(name, "--sim") == 0 && !eq)
-            a->sim = 1;
-        else if (strcmp(name, "--sim-topology") == 0)
-            slot = &a->sim_topology;
-        else if (strcmp(name, "--calibrate") == 0 && !eq)
-            a->calibrate = 1;
-        else if (strcmp(name, "--flop-efficiency") == 0)
-            slot = &a->flop_eff_text;
-        else if ((strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) && !eq)
-            a->help = 1;
-        else if (strcmp(name, "--measured") == 0)
-            slot = &a->measured;
-        else if (strcmp(name, "--unrecorded") == 0)
-            slot = &a->rule_text;
-        else {
-            const char *names[COUNT(OPTS)];
-            for (size_t k = 0; k < COUNT(OPTS); k++)
-                names[k] = OPTS[k].name;
-            const char *sg = cli_suggest(name, names, COUNT(OPTS));
-            return cli_fail(
-                d, CLI_EUSAGE,
-                "validate: %.60s: unknown %s%s%s%s; allowed: --measured FILE.csv, --unrecorded "
-                "search|fixed, --sim, --sim-topology T, --flop-efficiency X, --calibrate, --json, "
-                "--help",
-                s, s[0] == '-' ? "option" : "argument", sg ? " (did you mean " : "", sg ? sg : "",
-                sg ? "?)" : "");
+    const char *const *v = p->value;
+    a->measured = v[CLI_OPT_MEASURED];
+    a->rule_text = v[CLI_OPT_UNRECORDED] ? v[CLI_OPT_UNRECORDED] : "fixed";
+    a->sim = cli_has(p, CLI_OPT_SIM);
+    a->sim_topology = v[CLI_OPT_SIM_TOPOLOGY];
+    a->flop_eff_text = v[CLI_OPT_FLOP_EFFICIENCY];
+    a->calibrate = cli_has(p, CLI_OPT_CALIBRATE);
+    a->json = cli_has(p, CLI_OPT_JSON);
+    const char *other = p->n_scenario ? p->scenario_opt[0]->name : NULL;
+    for (size_t k = 0; !other && k < COUNT(WATERFALL_ONLY); k++)
+        if (v[WATERFALL_ONLY[k]]) {
+            size_t n;
+            const cli_option_t *t = cli_options(&n);
+            for (size_t i = 0; i < n && !other; i++)
+                if (t[i].target == WATERFALL_ONLY[k])
+                    other = t[i].name;
         }
-        if (slot) {
-            if (eq)
-                *slot = eq + 1;
-            else if (i + 1 < argc)
-                *slot = argv[++i];
-            else
-                return cli_fail(d, CLI_EUSAGE, "%s: missing value; see `stepsim validate --help`", name);
-        }
-    }
+    if (a->measured && (other || p->file))
+        return cli_fail(d, CLI_EUSAGE,
+                        "%.60s: not an option of validate --measured (the runs come from %.60s); allowed: "
+                        "see `stepsim validate --help`",
+                        other ? other : p->file, a->measured);
     if (strcmp(a->rule_text, "search") == 0)
         a->rule = RULE_SEARCH;
     else if (strcmp(a->rule_text, "fixed") == 0)
@@ -197,7 +112,7 @@ static int parse_args(int argc, char **argv, validate_args_t *a, cli_diag_t *d) 
     if (a->sim_topology && !a->sim)
         return cli_fail(d, CLI_EUSAGE,
                         "--sim-topology: given without --sim; allowed: --sim --sim-topology T");
-    if (!a->help && !a->measured)
+    if (!a->measured)
         return cli_fail(
             d, CLI_EUSAGE,
             "validate: --measured FILE.csv is required with --unrecorded, --sim, --flop-efficiency and "
@@ -703,17 +618,15 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
     return CLI_OK;
 }
 
-/* Whether argv has --measured or an option only it takes (else the command is the waterfall of
- * cmd_compare.c). */
-static int has_measured(int argc, char **argv) {
-    static const char *const MEASURED_ONLY[] = {"--measured",     "--unrecorded",      "--sim",
-                                                "--sim-topology", "--flop-efficiency", "--calibrate"};
-    for (int i = 2; i < argc; i++)
-        for (size_t k = 0; k < COUNT(MEASURED_ONLY); k++) {
-            const size_t n = strlen(MEASURED_ONLY[k]);
-            if (strncmp(argv[i], MEASURED_ONLY[k], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '='))
-                return 1;
-        }
+/* Whether the command line has --measured or an option only it takes (else the command is the
+ * waterfall of cmd_compare.c). */
+static int has_measured(const cli_args_t *p) {
+    static const cli_opt_t MEASURED_ONLY[] = {
+        CLI_OPT_MEASURED,     CLI_OPT_UNRECORDED,      CLI_OPT_SIM,
+        CLI_OPT_SIM_TOPOLOGY, CLI_OPT_FLOP_EFFICIENCY, CLI_OPT_CALIBRATE};
+    for (size_t k = 0; k < COUNT(MEASURED_ONLY); k++)
+        if (cli_has(p, MEASURED_ONLY[k]))
+            return 1;
     return 0;
 }
 
@@ -786,9 +699,9 @@ static int sim_rows(const validate_args_t *a, const sim_specs_t *specs, run_row_
         simpoint_t p0, p1;
         cli_diag_t pd;
         pd.msg[0] = '\0';
-        rc = simpoint_run(&job, NULL, "--sim", 0, &p0, &pd);
+        rc = simpoint_run(&job, NULL, NULL, "--sim", 0, &p0, &pd);
         if (!rc)
-            rc = simpoint_run(&job, sim_spec_of(specs, r->sim_topology), "--sim-topology", 0, &p1, &pd);
+            rc = simpoint_run(&job, NULL, sim_spec_of(specs, r->sim_topology), "--sim-topology", 0, &p1, &pd);
         if (rc == CLI_ERUNTIME && strstr(pd.msg, "out of memory"))
             return cli_fail(d, CLI_ERUNTIME, "%s: %s", r->name, pd.msg);
         if (rc) {
@@ -962,25 +875,13 @@ static int calibrate_rows(const run_row_t *rows, size_t n, FILE *out, cJSON **js
     return rc;
 }
 
-int cmd_validate(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
-    if (!has_measured(argc, argv)) {
-        int help = 0;
-        for (int i = 2; i < argc; i++)
-            help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
-        if (help) {
-            cmd_validate_help(out);
-            return CLI_OK;
-        }
-        return cmd_waterfall(argc, argv, out, err, d);
-    }
+int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
+    if (!has_measured(p))
+        return cmd_waterfall(p, out, err, d);
     validate_args_t a;
-    int rc = parse_args(argc, argv, &a, d);
+    int rc = from_args(p, &a, d);
     if (rc)
         return rc;
-    if (a.help) {
-        cmd_validate_help(out);
-        return CLI_OK;
-    }
     sim_specs_t *specs = a.sim ? malloc(sizeof *specs) : NULL;
     if (a.sim && !specs)
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");

@@ -20,7 +20,6 @@
 #include "output.h"
 #include "sweep.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 double sweep_now_s(void) {
     struct timespec ts;
@@ -28,27 +27,22 @@ double sweep_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void cmd_sweep_help(FILE *out) {
+void cmd_sweep_about(FILE *out) {
     char list[128];
     sweep_command_list(list, sizeof list);
+    fprintf(out,
+            "Run a command (%s) over a grid of scenarios, in-process, and append one JSON line per\n"
+            "point to FILE.jsonl: {\"id\", \"command\", \"scenario\", \"options\", \"result\"}, or \"error\" "
+            "and\n"
+            "\"exit_code\" instead of \"result\" when the point fails (the sweep goes on; exit 0 when every\n"
+            "point has its line). The id is a hash of the command, the resolved scenario and the options.\n",
+            list);
+}
+
+void cmd_sweep_tail(FILE *out) {
     fprintf(
         out,
-        "usage: stepsim sweep GRID.json --out FILE.jsonl [--resume | --force] [--shard I/N]\n"
-        "                     [--progress] [--json]\n\n"
-        "Run a command (%s) over a grid of scenarios, in-process, and append one JSON line per\n"
-        "point to FILE.jsonl: {\"id\", \"command\", \"scenario\", \"options\", \"result\"}, or \"error\" "
-        "and\n"
-        "\"exit_code\" instead of \"result\" when the point fails (the sweep goes on; exit 0 when every\n"
-        "point has its line). The id is a hash of the command, the resolved scenario and the options.\n\n"
-        "options (default in brackets):\n"
-        "  --out FILE.jsonl      the results file (required); each line is appended whole and synced\n"
-        "  --resume              keep the lines already in FILE, cut a torn last line, run the rest [off]\n"
-        "  --force               start over when FILE exists and is not empty [off: exit 2]\n"
-        "  --shard I/N           run only the points whose number is I modulo N (0 <= I < N) [0/1]\n"
-        "  --progress            progress and ETA on stderr even when it is not a terminal [terminal]\n"
-        "  --json                print the summary as one JSON object\n"
-        "  --help                print this help and exit\n\n"
-        "grid file:\n"
+        "\ngrid file:\n"
         "  {\"command\": \"search\",\n"
         "   \"scenario\": {\"model\": \"gpt3_1T\", \"global_batch\": 4096},      base scenario (optional)\n"
         "   \"vary\": {\"system\": [\"A100\", \"H200\"], \"parallel.strategy\": [\"1d\", \"2d\"]},\n"
@@ -56,11 +50,13 @@ void cmd_sweep_help(FILE *out) {
         "   \"points\": [{\"gpus\": 64, \"parallel\": {\"strategy\": \"2d-seqp\"}}],\n"
         "                                      whole scenarios added (their keys replace the base's)\n"
         "   \"options\": {\"top\": 1, \"compat\": \"reference\"}}   the command's options, without --\n"
+        "  An option in a grid means what the command-line option of the command means (`stepsim\n"
+        "  COMMAND --help`): flags take true or false, the others their value (a string or a number);\n"
+        "  --json, --help and the output files (--trace, --csv, ...) are not options in a grid.\n"
         "  A degree \"search\" (\"parallel\": \"search\", \"parallel.tp\": \"search\", ...) makes estimate\n"
         "  evaluate the analytic model's best layout for that point (parallel.strategy restricts it).\n\n"
         "Under mpirun (OMPI_COMM_WORLD_SIZE or PMI_SIZE > 1) rank 0 hands points out to the other ranks\n"
-        "and writes the file; it also runs points between requests. See docs/sweep.md.\n",
-        list);
+        "and writes the file; it also runs points between requests. See docs/sweep.md.\n");
 }
 
 /* ---- arguments ------------------------------------------------------------------------------- */
@@ -87,55 +83,18 @@ static int parse_shard(const char *v, sweep_args_t *a, cli_diag_t *d) {
     return CLI_OK;
 }
 
-static int parse_args(int argc, char **argv, sweep_args_t *a, cli_diag_t *d) {
-    static const char *const names[] = {"--out",      "--resume", "--force", "--shard",
-                                        "--progress", "--json",   "--help"};
+static int from_args(const cli_args_t *p, sweep_args_t *a, cli_diag_t *d) {
     a->shard_n = 1;
-    for (int i = 2; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        int takes =
-            (len == 5 && strncmp(arg, "--out", 5) == 0) || (len == 7 && strncmp(arg, "--shard", 7) == 0);
-        const char *value = NULL;
-        if (takes && eq)
-            value = eq + 1;
-        else if (takes && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
-            value = argv[++i];
-        else if (takes)
-            return cli_fail(d, CLI_EUSAGE, "%.*s: missing value; allowed: %s", (int)len, arg,
-                            arg[2] == 'o' ? "--out FILE.jsonl" : "--shard I/N");
-        if (takes && arg[2] == 'o') {
-            a->out_path = value;
-            continue;
-        }
-        if (takes) {
-            int rc = parse_shard(value, a, d);
-            if (rc)
-                return rc;
-            continue;
-        }
-        int *flag = strcmp(arg, "--resume") == 0     ? &a->resume
-                    : strcmp(arg, "--force") == 0    ? &a->force
-                    : strcmp(arg, "--progress") == 0 ? &a->progress
-                    : strcmp(arg, "--json") == 0     ? &a->json
-                                                     : NULL;
-        if (flag) {
-            *flag = 1;
-            continue;
-        }
-        if (arg[0] == '-' && arg[1]) {
-            char name[64];
-            snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), arg);
-            const char *s = cli_suggest(name, names, COUNT(names));
-            return cli_fail(d, CLI_EUSAGE, "%s: unknown option%s%s%s; allowed: see `stepsim sweep --help`",
-                            name, s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
-        }
-        if (a->grid_path)
-            return cli_fail(d, CLI_EUSAGE,
-                            "%.60s: unexpected argument (the grid is %s); allowed: one grid file", arg,
-                            a->grid_path);
-        a->grid_path = arg;
+    a->grid_path = p->file;
+    a->out_path = p->value[CLI_OPT_OUT];
+    a->resume = cli_has(p, CLI_OPT_RESUME);
+    a->force = cli_has(p, CLI_OPT_FORCE);
+    a->progress = cli_has(p, CLI_OPT_PROGRESS);
+    a->json = cli_has(p, CLI_OPT_JSON);
+    if (cli_has(p, CLI_OPT_SHARD)) {
+        int rc = parse_shard(p->value[CLI_OPT_SHARD], a, d);
+        if (rc)
+            return rc;
     }
     if (!a->grid_path)
         return cli_fail(d, CLI_EUSAGE,
@@ -416,19 +375,14 @@ static int run_serial(sweep_t *sw, FILE *out, cli_diag_t *d) {
     return rc;
 }
 
-int cmd_sweep(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) {
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            cmd_sweep_help(out);
-            return CLI_OK;
-        }
+int cmd_sweep(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
     sweep_t sw;
     memset(&sw, 0, sizeof sw);
     sw.err = err;
     sw.out_fd = -1;
     sw.ranks = 1;
     sw.start_s = sweep_now_s();
-    int rc = parse_args(argc, argv, &sw.args, d);
+    int rc = from_args(p, &sw.args, d);
     if (!rc) {
         sw.tty = isatty(fileno(err));
         sw.show_progress = sw.tty || sw.args.progress;

@@ -34,13 +34,18 @@
 
 /* ---- commands a grid can run (sweep_point.c) ------------------------------------------------- */
 
-typedef enum sweep_option_kind { SWEEP_OPT_BOOL, SWEEP_OPT_INT } sweep_option_kind_t;
+/* The most option names of one command in a grid (its grid options and its scenario options). */
+#define SWEEP_MAX_OPTION_NAMES 96
 
-/* A command option that is not a scenario field ("top", "layers"). */
+typedef enum sweep_option_kind { SWEEP_OPT_BOOL, SWEEP_OPT_INT, SWEEP_OPT_TEXT } sweep_option_kind_t;
+
+/* A command option that is not a scenario field ("top", "layers"): its name is the option table's
+ * (options.h) without the dashes, so it means what the command-line option means; a flag is BOOL. */
 typedef struct sweep_option {
     const char *name;
     sweep_option_kind_t kind;
     int64_t def, min, max; /* default and range (BOOL: 0/1) */
+    const char *text_def;  /* TEXT: the default, or NULL for none (then only given ones are kept) */
 } sweep_option_t;
 
 /* One point: the resolved scenario (canonical, may hold the sweep-only "parallel.layout": "search")
@@ -54,7 +59,12 @@ typedef struct sweep_command {
     const sweep_option_t *options; /* the non-scenario options, NULL-name terminated */
     int takes_degrees;             /* options may set parallel degrees (--dp, --tp, ...) */
     const char *why;               /* for run == NULL */
+    int (*check)(const cJSON *options, cli_diag_t *diag); /* the options' values, or NULL */
 } sweep_command_t;
+
+/* The command's grid options, NULL-name terminated, by command name (NULL for none): for the test
+ * that they are entries of the option table. */
+const sweep_option_t *sweep_command_options(const char *name);
 
 /* The command named name, or NULL. */
 const sweep_command_t *sweep_command_find(const char *name);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "scenario_internal.h" /* SCN_DEFAULT_MODEL, SCN_DEFAULT_SYSTEM, scn_describe */
 #include "sweep.h"
 
@@ -458,22 +459,30 @@ static int option_field(const char *name) {
     return -1;
 }
 
-static int degree_field(int f) {
-    return f >= SCN_DP && f <= SCN_NV_PP;
+/* The option table's entry of "--name" for the grid's command, or NULL. */
+static const cli_option_t *table_option(const sweep_grid_t *g, const char *name) {
+    char opt[72];
+    cli_cmd_t cmd;
+    snprintf(opt, sizeof opt, "--%.64s", name);
+    return cli_command_find(g->cmd->name, &cmd) == CLI_OK ? cli_option_find(opt, cmd) : NULL;
 }
 
-/* "top, model, system, ..." : the options of the command. */
-static void option_list(const sweep_command_t *cmd, char *buf, size_t n, const char **names, size_t *count) {
-    size_t used = 0, k = 0;
+/* "top, model, system, ..." : the options of the command in a grid (its grid options, then the
+ * table's scenario options of the command). */
+static void option_list(const sweep_grid_t *g, char *buf, size_t n, const char **names, size_t *count) {
+    size_t used = 0, k = 0, nt = 0;
+    cli_cmd_t cmd = CLI_CMD_ESTIMATE;
+    (void)cli_command_find(g->cmd->name, &cmd);
     buf[0] = '\0';
-    for (const sweep_option_t *o = cmd->options; o->name; o++) {
+    for (const sweep_option_t *o = g->cmd->options; o->name; o++) {
         used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", o->name);
         names[k++] = o->name;
     }
-    for (int f = 0; f < SCN_FIELD_COUNT; f++) {
-        if (degree_field(f) && !cmd->takes_degrees)
+    const cli_option_t *t = cli_options(&nt);
+    for (size_t i = 0; i < nt && k < SWEEP_MAX_OPTION_NAMES; i++) {
+        if (t[i].target != CLI_OPT_SCENARIO || !(t[i].cmds & CLI_CMD_BIT(cmd)))
             continue;
-        const char *name = scenario_field_option((scenario_field_t)f) + 2;
+        const char *name = t[i].name + 2;
         used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", name);
         names[k++] = name;
     }
@@ -488,6 +497,14 @@ static int command_option(sweep_grid_t *g, const sweep_option_t *o, const cJSON 
             return cli_fail(d, CLI_EUSAGE, "%s: options.%s: %s is not a boolean; allowed: true, false",
                             g->path, o->name, what);
         return cJSON_AddBoolToObject(g->options, o->name, cJSON_IsTrue(v))
+                   ? CLI_OK
+                   : cli_fail(d, CLI_ERUNTIME, "out of memory");
+    }
+    if (o->kind == SWEEP_OPT_TEXT) {
+        if (!cJSON_IsString(v))
+            return cli_fail(d, CLI_EUSAGE, "%s: options.%s: %s is not a string; allowed: the value of --%s",
+                            g->path, o->name, what, o->name);
+        return cJSON_AddStringToObject(g->options, o->name, v->valuestring)
                    ? CLI_OK
                    : cli_fail(d, CLI_ERUNTIME, "out of memory");
     }
@@ -516,14 +533,14 @@ static int scenario_option(sweep_grid_t *g, const cJSON *c, cli_diag_t *d) {
 
 static int parse_options(sweep_grid_t *g, cli_diag_t *d) {
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(g->doc, "options");
-    char list[400], what[96];
-    const char *names[64];
+    char list[600], what[96];
+    const char *names[SWEEP_MAX_OPTION_NAMES];
     size_t n_names = 0;
     g->options = cJSON_CreateObject();
     g->scenario_options = cJSON_CreateObject();
     if (!g->options || !g->scenario_options)
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
-    option_list(g->cmd, list, sizeof list, names, &n_names);
+    option_list(g, list, sizeof list, names, &n_names);
     if (opts && !cJSON_IsObject(opts)) {
         scn_describe(opts, what, sizeof what);
         return cli_fail(d, CLI_EUSAGE,
@@ -535,22 +552,25 @@ static int parse_options(sweep_grid_t *g, cli_diag_t *d) {
         const sweep_option_t *o = g->cmd->options;
         while (o->name && strcmp(o->name, c->string) != 0)
             o++;
+        const cli_option_t *t = table_option(g, c->string);
+        char opt[72];
+        snprintf(opt, sizeof opt, "--%.64s", c->string);
         int f = option_field(c->string);
         int rc;
         if (o->name)
             continue; /* below, in table order */
-        if (f >= 0 && (!degree_field(f) || g->cmd->takes_degrees))
+        if (t && t->target == CLI_OPT_SCENARIO)
             rc = scenario_option(g, c, d);
-        else if (f >= 0)
+        else if (t)
             rc = cli_fail(d, CLI_EUSAGE,
-                          "%s: options.%s: not an option of %s (it chooses the degrees itself); "
-                          "allowed: %s",
-                          g->path, c->string, g->cmd->name, list);
-        else if (strcmp(c->string, "json") == 0 || strcmp(c->string, "help") == 0)
-            rc = cli_fail(d, CLI_EUSAGE,
-                          "%s: options.%s: not an option in a grid (every line is JSON); "
-                          "allowed: %s",
+                          "%s: options.%s: not an option in a grid (every line is JSON, the journal is the "
+                          "only output); allowed: %s",
                           g->path, c->string, list);
+        else if (cli_option_find(opt, CLI_CMD_ESTIMATE) || cli_option_find(opt, CLI_CMD_RUN) ||
+                 cli_option_find(opt, CLI_CMD_SEARCH) || f >= 0)
+            rc = cli_fail(d, CLI_EUSAGE, "%s: options.%s: not an option of %s%s; allowed: %s", g->path,
+                          c->string, g->cmd->name,
+                          f >= 0 && !g->cmd->takes_degrees ? " (it chooses the degrees itself)" : "", list);
         else {
             const char *s = cli_suggest(c->string, names, n_names);
             rc = cli_fail(d, CLI_EUSAGE, "%s: options.%.60s: unknown option of %s%s%s%s; allowed: %s",
@@ -563,12 +583,22 @@ static int parse_options(sweep_grid_t *g, cli_diag_t *d) {
     /* The command's own options, defaults included, so that the id does not depend on spelling. */
     for (const sweep_option_t *o = g->cmd->options; o->name; o++) {
         const cJSON *v = opts ? cJSON_GetObjectItemCaseSensitive(opts, o->name) : NULL;
-        cJSON *def =
-            o->kind == SWEEP_OPT_BOOL ? cJSON_CreateBool((int)o->def) : cJSON_CreateNumber((double)o->def);
-        int rc = def ? command_option(g, o, v ? v : def, d) : cli_fail(d, CLI_ERUNTIME, "out of memory");
+        if (!v && o->kind == SWEEP_OPT_TEXT && !o->text_def)
+            continue; /* no default: only when given */
+        cJSON *def = v                           ? NULL
+                     : o->kind == SWEEP_OPT_BOOL ? cJSON_CreateBool((int)o->def)
+                     : o->kind == SWEEP_OPT_TEXT ? cJSON_CreateString(o->text_def)
+                                                 : cJSON_CreateNumber((double)o->def);
+        int rc = v || def ? command_option(g, o, v ? v : def, d) : cli_fail(d, CLI_ERUNTIME, "out of memory");
         cJSON_Delete(def);
         if (rc)
             return rc;
+    }
+    if (g->cmd->check) {
+        cli_diag_t cd;
+        const int rc = g->cmd->check(g->options, &cd);
+        if (rc)
+            return cli_fail(d, rc, "%s: options: %s", g->path, cd.msg);
     }
     return canonicalize(g->options) == 0 ? CLI_OK : cli_fail(d, CLI_ERUNTIME, "out of memory");
 }

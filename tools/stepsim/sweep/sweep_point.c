@@ -104,22 +104,35 @@ static int point_search(const cJSON *scenario, const cJSON *options, cJSON **res
     return rc;
 }
 
-/* run: "analytic" (the model's times instead of flows on the topology), "interleave" (virtual stages
- * per GPU; 1 is 1F1B). The wall time is left out of the result, so lines stay deterministic. */
+static const char *option_text(const cJSON *options, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(options, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* run's options in a grid, as its command line gives them; links is kept as text in buf. */
+static void run_opts_of(const cJSON *options, run_opts_t *o, char *links, size_t n) {
+    memset(o, 0, sizeof *o);
+    o->json = o->deterministic = 1;
+    o->comm = option_text(options, "comm");
+    o->schedule = option_text(options, "schedule");
+    o->placement = option_text(options, "placement");
+    o->p2p = option_text(options, "p2p");
+    o->collapse = option_text(options, "collapse");
+    o->granularity = option_text(options, "granularity");
+    o->fidelity = option_text(options, "fidelity");
+    o->calibration = option_text(options, "calibration");
+    snprintf(links, n, "%" PRId64, option_value(options, "links"));
+    o->links = links;
+}
+
+/* run: the wall time is left out of the result, so lines stay deterministic; --interleave and
+ * --optimizer-step are scenario options (cmd_run_scenario_opts), as on the command line. */
 static int point_run(const cJSON *scenario, const cJSON *options, cJSON **result, cli_diag_t *diag) {
     scenario_t scn;
     int searched = 0;
-    char schedule[32];
+    char links[24];
     run_opts_t opts;
-    memset(&opts, 0, sizeof opts);
-    opts.json = opts.deterministic = 1;
-    opts.comm = option_value(options, "analytic") ? "analytic" : "network";
-    const int64_t v = option_value(options, "interleave");
-    if (v > 1)
-        snprintf(schedule, sizeof schedule, "interleaved:%" PRId64, v);
-    else
-        snprintf(schedule, sizeof schedule, "1f1b");
-    opts.schedule = schedule;
+    run_opts_of(options, &opts, links, sizeof links);
     *result = NULL;
     int rc = load_point(&scn, scenario, &searched, diag);
     if (!rc && searched) {
@@ -129,26 +142,48 @@ static int point_run(const cJSON *scenario, const cJSON *options, cJSON **result
         if (!rc)
             scenario_set_layout(&scn, &best, SCN_FROM_DERIVED);
     }
-    if (!rc)
+    if (!rc) {
+        cmd_run_scenario_opts(&scn, &opts);
         rc = cmd_run_result(&scn, &opts, result, diag);
+    }
     scenario_destroy(&scn);
     return rc;
 }
 
-static const sweep_option_t RUN_OPTIONS[] = {{"analytic", SWEEP_OPT_BOOL, 0, 0, 1},
-                                             {"interleave", SWEEP_OPT_INT, 1, 1, 64},
-                                             {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
-static const sweep_option_t ESTIMATE_OPTIONS[] = {{"layers", SWEEP_OPT_BOOL, 0, 0, 1},
-                                                  {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
-static const sweep_option_t SEARCH_OPTIONS[] = {{"top", SWEEP_OPT_INT, 10, 1, 1000000},
-                                                {NULL, SWEEP_OPT_BOOL, 0, 0, 0}};
+static int check_run(const cJSON *options, cli_diag_t *diag) {
+    char links[24];
+    run_opts_t opts;
+    run_opts_of(options, &opts, links, sizeof links);
+    return cmd_run_check(&opts, diag);
+}
+
+static int check_estimate(const cJSON *options, cli_diag_t *diag) {
+    return cli_placement_check(option_text(options, "placement"), diag); /* the estimate does not use it */
+}
+
+static const sweep_option_t RUN_OPTIONS[] = {
+    {"comm", SWEEP_OPT_TEXT, 0, 0, 0, "network"},  {"schedule", SWEEP_OPT_TEXT, 0, 0, 0, NULL},
+    {"placement", SWEEP_OPT_TEXT, 0, 0, 0, NULL},  {"p2p", SWEEP_OPT_TEXT, 0, 0, 0, "blocking"},
+    {"collapse", SWEEP_OPT_TEXT, 0, 0, 0, "auto"}, {"granularity", SWEEP_OPT_TEXT, 0, 0, 0, "auto"},
+    {"fidelity", SWEEP_OPT_TEXT, 0, 0, 0, "fast"}, {"calibration", SWEEP_OPT_TEXT, 0, 0, 0, "nccl"},
+    {"links", SWEEP_OPT_INT, 5, 0, 64, NULL},      {NULL, SWEEP_OPT_BOOL, 0, 0, 0, NULL}};
+static const sweep_option_t ESTIMATE_OPTIONS[] = {{"layers", SWEEP_OPT_BOOL, 0, 0, 1, NULL},
+                                                  {"placement", SWEEP_OPT_TEXT, 0, 0, 0, NULL},
+                                                  {NULL, SWEEP_OPT_BOOL, 0, 0, 0, NULL}};
+static const sweep_option_t SEARCH_OPTIONS[] = {{"top", SWEEP_OPT_INT, 10, 1, 1000000, NULL},
+                                                {NULL, SWEEP_OPT_BOOL, 0, 0, 0, NULL}};
 
 /* One line per command. */
 static const sweep_command_t COMMANDS[] = {
-    {"estimate", point_estimate, ESTIMATE_OPTIONS, 1, NULL},
-    {"search", point_search, SEARCH_OPTIONS, 0, NULL},
-    {"run", point_run, RUN_OPTIONS, 1, NULL},
+    {"estimate", point_estimate, ESTIMATE_OPTIONS, 1, NULL, check_estimate},
+    {"search", point_search, SEARCH_OPTIONS, 0, NULL, NULL},
+    {"run", point_run, RUN_OPTIONS, 1, NULL, check_run},
 };
+
+const sweep_option_t *sweep_command_options(const char *name) {
+    const sweep_command_t *c = sweep_command_find(name);
+    return c ? c->options : NULL;
+}
 
 const sweep_command_t *sweep_command_find(const char *name) {
     for (size_t i = 0; i < COUNT(COMMANDS); i++)
