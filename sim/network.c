@@ -31,73 +31,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_heap.h"
 #include "sim_internal.h"
 
 #define RATE_REL_EPS 1e-12
 
 /* ---- the indexed flow heap ---------------------------------------------------------------------- */
 
-/* Entries carry their key, so sifting compares within the heap array; only the moved flow's
- * heap_pos is written back into the flow record. */
+/* Entries carry their key, so sifting compares within the heap array; the heap writes each moved
+ * entry's index back into its flow record (heap_pos), which re-keying and removal start from. */
 static int fh_less(const sim_fh_ent_t *a, const sim_fh_ent_t *b) {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static void fh_set(sim_net_t *n, int32_t i, sim_fh_ent_t x) {
-    n->fheap[i] = x;
-    n->flows[x.slot].heap_pos = i;
-}
+#define FH_PLACE(n, h, i) ((n)->flows[(h)[i].slot].heap_pos = (int32_t)(i))
 
-static void fh_up(sim_net_t *n, int32_t i) {
-    const sim_fh_ent_t x = n->fheap[i];
-    while (i > 0) {
-        const int32_t p = (i - 1) / 2;
-        if (!fh_less(&x, &n->fheap[p]))
-            break;
-        fh_set(n, i, n->fheap[p]);
-        i = p;
-    }
-    fh_set(n, i, x);
-}
+SIM_HEAP_DEFINE(fh, sim_fh_ent_t, sim_net_t *, fh_less, FH_PLACE)
 
-static void fh_down(sim_net_t *n, int32_t i) {
-    const sim_fh_ent_t x = n->fheap[i];
-    for (;;) {
-        int32_t c = 2 * i + 1;
-        if (c >= n->fheap_n)
-            break;
-        if (c + 1 < n->fheap_n && fh_less(&n->fheap[c + 1], &n->fheap[c]))
-            c++;
-        if (!fh_less(&n->fheap[c], &x))
-            break;
-        fh_set(n, i, n->fheap[c]);
-        i = c;
-    }
-    fh_set(n, i, x);
-}
-
-/* Remove with Floyd's bottom-up sift: move the hole down along the smaller children to a leaf (one
- * comparison per level), put the last entry there and sift it up. Flows of one collective step
- * share their time, so the last entry (largest seq) nearly always belongs at the bottom anyway. */
 static void fh_remove(sim_net_t *n, int32_t slot) {
-    int32_t i = n->flows[slot].heap_pos;
+    const int32_t i = n->flows[slot].heap_pos;
     if (i < 0)
         return;
     n->flows[slot].heap_pos = -1;
-    const sim_fh_ent_t last = n->fheap[--n->fheap_n];
-    if (i == n->fheap_n)
-        return;
-    for (;;) {
-        int32_t c = 2 * i + 1;
-        if (c >= n->fheap_n)
-            break;
-        if (c + 1 < n->fheap_n && fh_less(&n->fheap[c + 1], &n->fheap[c]))
-            c++;
-        fh_set(n, i, n->fheap[c]);
-        i = c;
-    }
-    n->fheap[i] = last;
-    fh_up(n, i);
+    fh_remove_at(n->fheap, &n->fheap_n, (size_t)i, n);
 }
 
 /* Set a flow's key and (re)place it in the heap. */
@@ -105,18 +61,15 @@ static int fh_rekey(sim_engine_t *e, int32_t slot, sim_time_ps_t t) {
     sim_net_t *n = &e->net;
     sim_flow_t *f = &n->flows[slot];
     const sim_fh_ent_t x = {t, e->seq++, slot};
-    if (f->heap_pos < 0) {
-        if (n->fheap_n == n->fheap_cap) {
-            int64_t cap = n->fheap_cap;
-            if (sim_i_grow((void **)&n->fheap, &cap, (int64_t)n->fheap_n + 1, sizeof *n->fheap))
-                return SIM_ENOMEM;
-            n->fheap_cap = (int32_t)cap;
-        }
-        f->heap_pos = n->fheap_n++;
+    if (f->heap_pos >= 0) {
+        n->fheap[f->heap_pos] = x;
+        fh_fix(n->fheap, n->fheap_n, (size_t)f->heap_pos, n);
+        return SIM_OK;
     }
-    n->fheap[f->heap_pos] = x;
-    fh_up(n, f->heap_pos);
-    fh_down(n, f->heap_pos);
+    if ((int64_t)n->fheap_n == n->fheap_cap &&
+        sim_i_grow((void **)&n->fheap, &n->fheap_cap, n->fheap_cap + 1, sizeof *n->fheap))
+        return SIM_ENOMEM;
+    fh_push(n->fheap, &n->fheap_n, &x, n);
     return SIM_OK;
 }
 

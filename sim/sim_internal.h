@@ -90,7 +90,8 @@ typedef struct sim_net {
     int64_t n_hops_used, cap_hops;
     int32_t hop_free[32]; /* free lists of hop blocks by size class (2^k hops) */
     sim_fh_ent_t *fheap;  /* indexed binary heap of flow slots by (time, seq) */
-    int32_t fheap_n, fheap_cap;
+    size_t fheap_n;
+    int64_t fheap_cap;
     int32_t *dirty; /* links touched since the last solve */
     int32_t n_dirty, cap_dirty;
     uint32_t epoch, dirty_epoch, merge_epoch;
@@ -98,9 +99,9 @@ typedef struct sim_net {
     int32_t *comp_flows, *comp_links;
     int32_t cap_comp_flows, cap_comp_links;
     sim_lheap_ent_t *lheap;
-    int32_t cap_lheap;
+    int64_t cap_lheap;
     sim_bheap_ent_t *bheap;
-    int32_t cap_bheap;
+    int64_t cap_bheap;
     /* route merging scratch (coflows) */
     int32_t *merge_links;
     double *merge_use;
