@@ -108,12 +108,8 @@ static int32_t slot_alloc(sim_net_t *n) {
         n->free_flow = n->flows[s].next_free;
         return s;
     }
-    if (n->n_flow_slots == n->cap_flows) {
-        int64_t cap = n->cap_flows;
-        if (sim_i_grow((void **)&n->flows, &cap, (int64_t)n->n_flow_slots + 1, sizeof *n->flows))
-            return -1;
-        n->cap_flows = (int32_t)cap;
-    }
+    if (sim_i_grow32((void **)&n->flows, &n->cap_flows, (int64_t)n->n_flow_slots + 1, sizeof *n->flows))
+        return -1;
     const int32_t s = n->n_flow_slots++;
     n->flows[s].gen = 0;
     return s;
@@ -226,12 +222,8 @@ static int mark_dirty(sim_net_t *n, int32_t link) {
     sim_link_t *l = &n->links[link];
     if (l->dirty == n->dirty_epoch)
         return SIM_OK;
-    if (n->n_dirty == n->cap_dirty) {
-        int64_t cap = n->cap_dirty;
-        if (sim_i_grow((void **)&n->dirty, &cap, (int64_t)n->n_dirty + 1, sizeof *n->dirty))
-            return SIM_ENOMEM;
-        n->cap_dirty = (int32_t)cap;
-    }
+    if (sim_i_grow32((void **)&n->dirty, &n->cap_dirty, (int64_t)n->n_dirty + 1, sizeof *n->dirty))
+        return SIM_ENOMEM;
     l->dirty = n->dirty_epoch;
     n->dirty[n->n_dirty++] = link;
     return SIM_OK;
@@ -319,12 +311,8 @@ static int flow_activate(sim_engine_t *e, int32_t slot) {
     for (int32_t i = 0; i < f->n_hops; i++) {
         sim_hop_t *h = &n->hops[f->hop_off + i];
         sim_link_t *l = &n->links[h->link];
-        if (l->n_ents == l->cap_ents) {
-            int64_t cap = l->cap_ents;
-            if (sim_i_grow((void **)&l->ents, &cap, (int64_t)l->n_ents + 1, sizeof *l->ents))
-                return SIM_ENOMEM;
-            l->cap_ents = (int32_t)cap;
-        }
+        if (sim_i_grow32((void **)&l->ents, &l->cap_ents, (int64_t)l->n_ents + 1, sizeof *l->ents))
+            return SIM_ENOMEM;
         h->pos = l->n_ents;
         l->ents[l->n_ents++] = (sim_link_ent_t){slot, i};
         if (mark_dirty(n, h->link))
@@ -390,12 +378,8 @@ int sim_i_net_dirty(const sim_engine_t *e) {
 /* ---- the batched re-solve ----------------------------------------------------------------------- */
 
 static int push_i32(int32_t **arr, int32_t *cap, int32_t n, int32_t v) {
-    if (n == *cap) {
-        int64_t c = *cap;
-        if (sim_i_grow((void **)arr, &c, (int64_t)n + 1, sizeof **arr))
-            return SIM_ENOMEM;
-        *cap = (int32_t)c;
-    }
+    if (sim_i_grow32((void **)arr, cap, (int64_t)n + 1, sizeof **arr))
+        return SIM_ENOMEM;
     (*arr)[n] = v;
     return SIM_OK;
 }
@@ -530,11 +514,12 @@ int sim_i_net_merge_add(sim_engine_t *e, const int32_t *links, int32_t cnt) {
             continue;
         }
         if (n->n_merge == n->cap_merge) {
-            int64_t cap = n->cap_merge, cap2 = n->cap_merge;
-            if (sim_i_grow((void **)&n->merge_links, &cap, (int64_t)n->n_merge + 1, sizeof *n->merge_links) ||
-                sim_i_grow((void **)&n->merge_use, &cap2, (int64_t)n->n_merge + 1, sizeof *n->merge_use))
+            int32_t cap = n->cap_merge, cap2 = n->cap_merge;
+            if (sim_i_grow32((void **)&n->merge_links, &cap, (int64_t)n->n_merge + 1,
+                             sizeof *n->merge_links) ||
+                sim_i_grow32((void **)&n->merge_use, &cap2, (int64_t)n->n_merge + 1, sizeof *n->merge_use))
                 return SIM_ENOMEM;
-            n->cap_merge = (int32_t)(cap < cap2 ? cap : cap2);
+            n->cap_merge = cap < cap2 ? cap : cap2;
         }
         l->merge_mark = n->merge_epoch;
         l->merge_slot = n->n_merge;

@@ -240,6 +240,12 @@ struct sim_engine {
 /* engine.c */
 int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);
+/* The same for arrays counted in int32_t; SIM_ENOMEM beyond INT32_MAX elements. The check is inline:
+ * flow starts and the component search call it per link. */
+int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem);
+static inline int sim_i_grow32(void **arr, int32_t *cap, int64_t need, size_t elem) {
+    return need <= *cap ? SIM_OK : sim_i_grow32_slow(arr, cap, need, elem);
+}
 int sim_i_schedule(sim_engine_t *e, sim_time_ps_t t, int32_t kind, int32_t a, int64_t b);
 
 /* queue.c */
