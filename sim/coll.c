@@ -778,10 +778,8 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
 }
 
 static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) {
-    int64_t cap = e->cap_colls;
-    if (sim_i_grow((void **)&e->colls, &cap, (int64_t)e->n_colls + 1, sizeof *e->colls))
+    if (sim_i_grow32((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-    e->cap_colls = (int32_t)cap;
     const int32_t id = e->n_colls;
     sim_coll_t *c = &e->colls[id];
     memset(c, 0, sizeof *c);
@@ -817,10 +815,8 @@ static int add_members(sim_engine_t *e, int32_t id, const sim_coll_desc_t *d, in
     sim_coll_t *c = &e->colls[id];
     /* Reserve every member's slot first: with gpus and streams checked, sim_i_op_new cannot fail
      * below, so no half-added collective is ever left on the streams. */
-    int64_t cap = e->cap_ops;
-    if (sim_i_grow((void **)&e->ops, &cap, (int64_t)e->n_ops + c->n, sizeof *e->ops))
+    if (sim_i_grow32((void **)&e->ops, &e->cap_ops, (int64_t)e->n_ops + c->n, sizeof *e->ops))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-    e->cap_ops = (int32_t)cap;
     for (int32_t i = 0; i < c->n; i++) {
         sim_op_kind_t kind = SIM_OP_COLLECTIVE;
         int32_t stream = c->stream;

@@ -64,6 +64,16 @@ int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
     return SIM_OK;
 }
 
+int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem) {
+    if (need > INT32_MAX)
+        return SIM_ENOMEM;
+    int64_t c = *cap;
+    if (sim_i_grow(arr, &c, need, elem))
+        return SIM_ENOMEM;
+    *cap = c < INT32_MAX ? (int32_t)c : INT32_MAX; /* the array may hold more than it says */
+    return SIM_OK;
+}
+
 int sim_i_schedule(sim_engine_t *e, sim_time_ps_t t, int32_t kind, int32_t a, int64_t b) {
     const sim_event_t ev = {.time_ps = t, .seq = e->seq++, .kind = kind, .a = a, .b = b};
     return sim_i_queue_push_seq(e->q, &ev);

@@ -33,10 +33,8 @@ int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t strea
                           e->streams_per_gpu - 1);
     if (e->n_ops == INT32_MAX)
         return sim_i_fail(e, SIM_ENOMEM, "operation: too many operations");
-    int64_t cap = e->cap_ops;
-    if (sim_i_grow((void **)&e->ops, &cap, (int64_t)e->n_ops + 1, sizeof *e->ops))
+    if (sim_i_grow32((void **)&e->ops, &e->cap_ops, (int64_t)e->n_ops + 1, sizeof *e->ops))
         return sim_i_fail(e, SIM_ENOMEM, "operation: out of memory");
-    e->cap_ops = (int32_t)cap;
     const int32_t id = e->n_ops++;
     sim_op_t *op = &e->ops[id];
     *op = (sim_op_t){.kind = kind,
@@ -74,10 +72,8 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
     if (op < 0 || op >= e->n_ops || after < 0 || after >= e->n_ops || op == after)
         return sim_i_fail(e, SIM_EINVAL, "sim_op_depend: op %d, after %d: unknown or equal ids (0..%d)", op,
                           after, e->n_ops - 1);
-    int64_t cap = e->cap_edges;
-    if (sim_i_grow((void **)&e->edges, &cap, 2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
+    if (sim_i_grow32((void **)&e->edges, &e->cap_edges, 2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
         return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: out of memory");
-    e->cap_edges = (int32_t)cap;
     e->edges[2 * e->n_edges] = op;
     e->edges[2 * e->n_edges + 1] = after;
     e->n_edges++;

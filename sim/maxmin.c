@@ -17,90 +17,31 @@
  * links is frozen at its narrowest link up front, and the loop stops when every flow is frozen. */
 #include <math.h>
 
+#include "sim_heap.h"
 #include "sim_internal.h"
 
 static int lh_less(const sim_lheap_ent_t *a, const sim_lheap_ent_t *b) {
     return a->share < b->share || (a->share == b->share && a->link < b->link);
 }
 
-static void lh_push(sim_lheap_ent_t *h, int32_t *n, sim_lheap_ent_t x) {
-    int32_t i = (*n)++;
-    while (i > 0) {
-        const int32_t p = (i - 1) / 2;
-        if (!lh_less(&x, &h[p]))
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = x;
-}
-
-static void lh_sift_down(sim_lheap_ent_t *h, int32_t n, int32_t i) {
-    const sim_lheap_ent_t x = h[i];
-    for (;;) {
-        int32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && lh_less(&h[c + 1], &h[c]))
-            c++;
-        if (!lh_less(&h[c], &x))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
-static void lh_pop(sim_lheap_ent_t *h, int32_t *n) {
-    h[0] = h[--*n];
-    if (*n > 0)
-        lh_sift_down(h, *n, 0);
-}
-
 static int bh_less(const sim_bheap_ent_t *a, const sim_bheap_ent_t *b) {
     return a->ratio < b->ratio || (a->ratio == b->ratio && a->flow < b->flow);
 }
 
-static void bh_push(sim_bheap_ent_t *h, int32_t *n, sim_bheap_ent_t x) {
-    int32_t i = (*n)++;
-    while (i > 0) {
-        const int32_t p = (i - 1) / 2;
-        if (!bh_less(&x, &h[p]))
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = x;
-}
-
-static void bh_pop(sim_bheap_ent_t *h, int32_t *n) {
-    const sim_bheap_ent_t x = h[--*n];
-    int32_t i = 0;
-    for (;;) {
-        int32_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && bh_less(&h[c + 1], &h[c]))
-            c++;
-        if (!bh_less(&h[c], &x))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n > 0)
-        h[i] = x;
-}
+/* Neither heap needs a position index: stale entries are recognised when they reach the top. */
+SIM_HEAP_DEFINE(lh, sim_lheap_ent_t, void *, lh_less, SIM_HEAP_NO_PLACE)
+SIM_HEAP_DEFINE(bh, sim_bheap_ent_t, void *, bh_less, SIM_HEAP_NO_PLACE)
 
 typedef struct solver {
     sim_net_t *net;
-    int32_t n_lh, n_bh;
+    size_t n_lh, n_bh;
     int32_t unfrozen; /* flows still growing: the loop ends when none is left */
 } solver_t;
 
 static void push_link(solver_t *s, int32_t id) {
     const sim_link_t *l = &s->net->links[id];
-    const double share = l->wsum > 0.0 ? l->rem / l->wsum : 0.0;
-    lh_push(s->net->lheap, &s->n_lh, (sim_lheap_ent_t){share, id, l->ver});
+    const sim_lheap_ent_t x = {l->wsum > 0.0 ? l->rem / l->wsum : 0.0, id, l->ver};
+    lh_push(s->net->lheap, &s->n_lh, &x, NULL);
 }
 
 /* Freeze flow `slot` at rate x and take its use off every link of its route. */
@@ -125,14 +66,9 @@ static void freeze(solver_t *s, int32_t slot, double x) {
 /* Scratch for the heaps: one entry per link (stale entries are replaced, never added), one per
  * flow. */
 static int reserve(sim_net_t *n, int32_t nf, int32_t nl) {
-    int64_t cap = n->cap_lheap;
-    if (sim_i_grow((void **)&n->lheap, &cap, nl, sizeof *n->lheap))
+    if (sim_i_grow((void **)&n->lheap, &n->cap_lheap, nl, sizeof *n->lheap) ||
+        sim_i_grow((void **)&n->bheap, &n->cap_bheap, nf, sizeof *n->bheap))
         return SIM_ENOMEM;
-    n->cap_lheap = (int32_t)cap;
-    cap = n->cap_bheap;
-    if (sim_i_grow((void **)&n->bheap, &cap, nf, sizeof *n->bheap))
-        return SIM_ENOMEM;
-    n->cap_bheap = (int32_t)cap;
     return SIM_OK;
 }
 
@@ -173,9 +109,10 @@ static void init_state(solver_t *s, int32_t nf, int32_t nl) {
     for (int32_t i = 0; i < nf; i++) {
         const int32_t slot = n->comp_flows[i];
         freeze_lonely(s, slot);
-        if (!n->flows[slot].frozen && isfinite(n->flows[slot].bound))
-            bh_push(n->bheap, &s->n_bh,
-                    (sim_bheap_ent_t){n->flows[slot].bound / n->flows[slot].weight, slot});
+        if (!n->flows[slot].frozen && isfinite(n->flows[slot].bound)) {
+            const sim_bheap_ent_t x = {n->flows[slot].bound / n->flows[slot].weight, slot};
+            bh_push(n->bheap, &s->n_bh, &x, NULL);
+        }
     }
     /* Heapify the links still shared: O(links) rather than one push each. */
     for (int32_t i = 0; i < nl; i++) {
@@ -184,8 +121,7 @@ static void init_state(solver_t *s, int32_t nf, int32_t nl) {
             n->lheap[s->n_lh++] =
                 (sim_lheap_ent_t){l->wsum > 0.0 ? l->rem / l->wsum : 0.0, n->comp_links[i], l->ver};
     }
-    for (int32_t i = s->n_lh / 2 - 1; i >= 0; i--)
-        lh_sift_down(n->lheap, s->n_lh, i);
+    lh_heapify(n->lheap, s->n_lh, NULL);
 }
 
 int sim_i_maxmin_solve(sim_net_t *n, int32_t nf, int32_t nl) {
@@ -201,23 +137,23 @@ int sim_i_maxmin_solve(sim_net_t *n, int32_t nf, int32_t nl) {
             const sim_link_t *l = &n->links[t.link];
             if (t.ver == l->ver && l->n_unfrozen > 0)
                 break;
-            lh_pop(n->lheap, &s.n_lh);
+            lh_remove_at(n->lheap, &s.n_lh, 0, NULL);
             if (l->n_unfrozen > 0)
                 push_link(&s, t.link);
         }
         while (s.n_bh > 0 && n->flows[n->bheap[0].flow].frozen)
-            bh_pop(n->bheap, &s.n_bh);
+            bh_remove_at(n->bheap, &s.n_bh, 0, NULL);
         if (s.n_lh == 0 && s.n_bh == 0)
             break;
         if (s.n_bh > 0 && (s.n_lh == 0 || n->bheap[0].ratio <= n->lheap[0].share)) {
             const int32_t slot = n->bheap[0].flow;
-            bh_pop(n->bheap, &s.n_bh);
+            bh_remove_at(n->bheap, &s.n_bh, 0, NULL);
             freeze(&s, slot, n->flows[slot].bound);
             continue;
         }
         const int32_t b = n->lheap[0].link;
         const double share = n->lheap[0].share;
-        lh_pop(n->lheap, &s.n_lh);
+        lh_remove_at(n->lheap, &s.n_lh, 0, NULL);
         /* Freeze every unfrozen flow on the bottleneck. freeze() never reorders b's list. */
         const sim_link_t *lb = &n->links[b];
         for (int32_t j = 0; j < lb->n_ents; j++) {

@@ -31,73 +31,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_heap.h"
 #include "sim_internal.h"
 
 #define RATE_REL_EPS 1e-12
 
 /* ---- the indexed flow heap ---------------------------------------------------------------------- */
 
-/* Entries carry their key, so sifting compares within the heap array; only the moved flow's
- * heap_pos is written back into the flow record. */
+/* Entries carry their key, so sifting compares within the heap array; the heap writes each moved
+ * entry's index back into its flow record (heap_pos), which re-keying and removal start from. */
 static int fh_less(const sim_fh_ent_t *a, const sim_fh_ent_t *b) {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static void fh_set(sim_net_t *n, int32_t i, sim_fh_ent_t x) {
-    n->fheap[i] = x;
-    n->flows[x.slot].heap_pos = i;
-}
+#define FH_PLACE(n, h, i) ((n)->flows[(h)[i].slot].heap_pos = (int32_t)(i))
 
-static void fh_up(sim_net_t *n, int32_t i) {
-    const sim_fh_ent_t x = n->fheap[i];
-    while (i > 0) {
-        const int32_t p = (i - 1) / 2;
-        if (!fh_less(&x, &n->fheap[p]))
-            break;
-        fh_set(n, i, n->fheap[p]);
-        i = p;
-    }
-    fh_set(n, i, x);
-}
+SIM_HEAP_DEFINE(fh, sim_fh_ent_t, sim_net_t *, fh_less, FH_PLACE)
 
-static void fh_down(sim_net_t *n, int32_t i) {
-    const sim_fh_ent_t x = n->fheap[i];
-    for (;;) {
-        int32_t c = 2 * i + 1;
-        if (c >= n->fheap_n)
-            break;
-        if (c + 1 < n->fheap_n && fh_less(&n->fheap[c + 1], &n->fheap[c]))
-            c++;
-        if (!fh_less(&n->fheap[c], &x))
-            break;
-        fh_set(n, i, n->fheap[c]);
-        i = c;
-    }
-    fh_set(n, i, x);
-}
-
-/* Remove with Floyd's bottom-up sift: move the hole down along the smaller children to a leaf (one
- * comparison per level), put the last entry there and sift it up. Flows of one collective step
- * share their time, so the last entry (largest seq) nearly always belongs at the bottom anyway. */
 static void fh_remove(sim_net_t *n, int32_t slot) {
-    int32_t i = n->flows[slot].heap_pos;
+    const int32_t i = n->flows[slot].heap_pos;
     if (i < 0)
         return;
     n->flows[slot].heap_pos = -1;
-    const sim_fh_ent_t last = n->fheap[--n->fheap_n];
-    if (i == n->fheap_n)
-        return;
-    for (;;) {
-        int32_t c = 2 * i + 1;
-        if (c >= n->fheap_n)
-            break;
-        if (c + 1 < n->fheap_n && fh_less(&n->fheap[c + 1], &n->fheap[c]))
-            c++;
-        fh_set(n, i, n->fheap[c]);
-        i = c;
-    }
-    n->fheap[i] = last;
-    fh_up(n, i);
+    fh_remove_at(n->fheap, &n->fheap_n, (size_t)i, n);
 }
 
 /* Set a flow's key and (re)place it in the heap. */
@@ -105,18 +61,15 @@ static int fh_rekey(sim_engine_t *e, int32_t slot, sim_time_ps_t t) {
     sim_net_t *n = &e->net;
     sim_flow_t *f = &n->flows[slot];
     const sim_fh_ent_t x = {t, e->seq++, slot};
-    if (f->heap_pos < 0) {
-        if (n->fheap_n == n->fheap_cap) {
-            int64_t cap = n->fheap_cap;
-            if (sim_i_grow((void **)&n->fheap, &cap, (int64_t)n->fheap_n + 1, sizeof *n->fheap))
-                return SIM_ENOMEM;
-            n->fheap_cap = (int32_t)cap;
-        }
-        f->heap_pos = n->fheap_n++;
+    if (f->heap_pos >= 0) {
+        n->fheap[f->heap_pos] = x;
+        fh_fix(n->fheap, n->fheap_n, (size_t)f->heap_pos, n);
+        return SIM_OK;
     }
-    n->fheap[f->heap_pos] = x;
-    fh_up(n, f->heap_pos);
-    fh_down(n, f->heap_pos);
+    if ((int64_t)n->fheap_n == n->fheap_cap &&
+        sim_i_grow((void **)&n->fheap, &n->fheap_cap, n->fheap_cap + 1, sizeof *n->fheap))
+        return SIM_ENOMEM;
+    fh_push(n->fheap, &n->fheap_n, &x, n);
     return SIM_OK;
 }
 
@@ -155,12 +108,8 @@ static int32_t slot_alloc(sim_net_t *n) {
         n->free_flow = n->flows[s].next_free;
         return s;
     }
-    if (n->n_flow_slots == n->cap_flows) {
-        int64_t cap = n->cap_flows;
-        if (sim_i_grow((void **)&n->flows, &cap, (int64_t)n->n_flow_slots + 1, sizeof *n->flows))
-            return -1;
-        n->cap_flows = (int32_t)cap;
-    }
+    if (sim_i_grow32((void **)&n->flows, &n->cap_flows, (int64_t)n->n_flow_slots + 1, sizeof *n->flows))
+        return -1;
     const int32_t s = n->n_flow_slots++;
     n->flows[s].gen = 0;
     return s;
@@ -273,12 +222,8 @@ static int mark_dirty(sim_net_t *n, int32_t link) {
     sim_link_t *l = &n->links[link];
     if (l->dirty == n->dirty_epoch)
         return SIM_OK;
-    if (n->n_dirty == n->cap_dirty) {
-        int64_t cap = n->cap_dirty;
-        if (sim_i_grow((void **)&n->dirty, &cap, (int64_t)n->n_dirty + 1, sizeof *n->dirty))
-            return SIM_ENOMEM;
-        n->cap_dirty = (int32_t)cap;
-    }
+    if (sim_i_grow32((void **)&n->dirty, &n->cap_dirty, (int64_t)n->n_dirty + 1, sizeof *n->dirty))
+        return SIM_ENOMEM;
     l->dirty = n->dirty_epoch;
     n->dirty[n->n_dirty++] = link;
     return SIM_OK;
@@ -366,12 +311,8 @@ static int flow_activate(sim_engine_t *e, int32_t slot) {
     for (int32_t i = 0; i < f->n_hops; i++) {
         sim_hop_t *h = &n->hops[f->hop_off + i];
         sim_link_t *l = &n->links[h->link];
-        if (l->n_ents == l->cap_ents) {
-            int64_t cap = l->cap_ents;
-            if (sim_i_grow((void **)&l->ents, &cap, (int64_t)l->n_ents + 1, sizeof *l->ents))
-                return SIM_ENOMEM;
-            l->cap_ents = (int32_t)cap;
-        }
+        if (sim_i_grow32((void **)&l->ents, &l->cap_ents, (int64_t)l->n_ents + 1, sizeof *l->ents))
+            return SIM_ENOMEM;
         h->pos = l->n_ents;
         l->ents[l->n_ents++] = (sim_link_ent_t){slot, i};
         if (mark_dirty(n, h->link))
@@ -437,12 +378,8 @@ int sim_i_net_dirty(const sim_engine_t *e) {
 /* ---- the batched re-solve ----------------------------------------------------------------------- */
 
 static int push_i32(int32_t **arr, int32_t *cap, int32_t n, int32_t v) {
-    if (n == *cap) {
-        int64_t c = *cap;
-        if (sim_i_grow((void **)arr, &c, (int64_t)n + 1, sizeof **arr))
-            return SIM_ENOMEM;
-        *cap = (int32_t)c;
-    }
+    if (sim_i_grow32((void **)arr, cap, (int64_t)n + 1, sizeof **arr))
+        return SIM_ENOMEM;
     (*arr)[n] = v;
     return SIM_OK;
 }
@@ -577,11 +514,12 @@ int sim_i_net_merge_add(sim_engine_t *e, const int32_t *links, int32_t cnt) {
             continue;
         }
         if (n->n_merge == n->cap_merge) {
-            int64_t cap = n->cap_merge, cap2 = n->cap_merge;
-            if (sim_i_grow((void **)&n->merge_links, &cap, (int64_t)n->n_merge + 1, sizeof *n->merge_links) ||
-                sim_i_grow((void **)&n->merge_use, &cap2, (int64_t)n->n_merge + 1, sizeof *n->merge_use))
+            int32_t cap = n->cap_merge, cap2 = n->cap_merge;
+            if (sim_i_grow32((void **)&n->merge_links, &cap, (int64_t)n->n_merge + 1,
+                             sizeof *n->merge_links) ||
+                sim_i_grow32((void **)&n->merge_use, &cap2, (int64_t)n->n_merge + 1, sizeof *n->merge_use))
                 return SIM_ENOMEM;
-            n->cap_merge = (int32_t)(cap < cap2 ? cap : cap2);
+            n->cap_merge = cap < cap2 ? cap : cap2;
         }
         l->merge_mark = n->merge_epoch;
         l->merge_slot = n->n_merge;

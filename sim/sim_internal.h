@@ -90,7 +90,8 @@ typedef struct sim_net {
     int64_t n_hops_used, cap_hops;
     int32_t hop_free[32]; /* free lists of hop blocks by size class (2^k hops) */
     sim_fh_ent_t *fheap;  /* indexed binary heap of flow slots by (time, seq) */
-    int32_t fheap_n, fheap_cap;
+    size_t fheap_n;
+    int64_t fheap_cap;
     int32_t *dirty; /* links touched since the last solve */
     int32_t n_dirty, cap_dirty;
     uint32_t epoch, dirty_epoch, merge_epoch;
@@ -98,9 +99,9 @@ typedef struct sim_net {
     int32_t *comp_flows, *comp_links;
     int32_t cap_comp_flows, cap_comp_links;
     sim_lheap_ent_t *lheap;
-    int32_t cap_lheap;
+    int64_t cap_lheap;
     sim_bheap_ent_t *bheap;
-    int32_t cap_bheap;
+    int64_t cap_bheap;
     /* route merging scratch (coflows) */
     int32_t *merge_links;
     double *merge_use;
@@ -239,6 +240,12 @@ struct sim_engine {
 /* engine.c */
 int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);
+/* The same for arrays counted in int32_t; SIM_ENOMEM beyond INT32_MAX elements. The check is inline:
+ * flow starts and the component search call it per link. */
+int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem);
+static inline int sim_i_grow32(void **arr, int32_t *cap, int64_t need, size_t elem) {
+    return need <= *cap ? SIM_OK : sim_i_grow32_slow(arr, cap, need, elem);
+}
 int sim_i_schedule(sim_engine_t *e, sim_time_ps_t t, int32_t kind, int32_t a, int64_t b);
 
 /* queue.c */

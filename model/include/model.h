@@ -5,7 +5,8 @@
  * - Owns: plain descriptions of a transformer (model_transformer_t) and of a GPU system
  *   (model_system_t) with their presets; the per-layer cost table of one transformer block
  *   (FLOPs, HBM bytes, collectives, activation and weight memory, roofline and collective times);
- *   the two-tier collective formula; the closed-form iteration estimate; the layout search.
+ *   the two-tier collective formula; the closed-form iteration estimate; the layout search; the
+ *   FLOP efficiency fitted to measured runs.
  * - Knows nothing of the engine, graphs, JSON or the command line. Nothing here prints or exits.
  * - Units follow the reference implementation and are carried by every name:
  *   FLOPs in TFLOP (1e12), bytes in decimal GB (1e9), rates in TFLOP/s and GB/s, time in seconds
@@ -21,7 +22,8 @@
  *   unfused gradient accumulation; docs/validation.md). A zeroed model_training_t asks for none of
  *   them: the block table and the iteration formula are then exactly the ones without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
- *   which allocates the result array that model_search_result_destroy frees.
+ *   which allocates the result array that model_search_result_destroy frees, and
+ *   model_calibrate_fit, whose per-run arrays model_calibrate_destroy frees.
  * - Errors: fallible functions return MODEL_OK (0) or a negative model_status_t and never abort
  *   on bad input. model_job_check explains the first invalid field of a job.
  * - No globals, no I/O; all functions are reentrant.
@@ -35,7 +37,7 @@
 typedef enum model_status {
     MODEL_OK = 0,
     MODEL_EINVAL = -1, /* the job violates a rule of model_job_check */
-    MODEL_ENOMEM = -2  /* allocation failed (search only) */
+    MODEL_ENOMEM = -2  /* allocation failed (search and calibration only) */
 } model_status_t;
 
 typedef enum model_compat { MODEL_COMPAT_CORRECTED = 0, MODEL_COMPAT_REFERENCE = 1 } model_compat_t;
@@ -371,5 +373,47 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
 /* job->training applies to every candidate; a candidate that violates a training rule
  * (interleave, sequence parallelism off outside 1d) is skipped, not counted as evaluated. */
 void model_search_result_destroy(model_search_result_t *res);
+
+/* ---- calibration: the FLOP efficiency fitted to measured runs ---------------------------------- */
+
+/* The grid of efficiencies tried: 0.40, 0.405, ..., 1.00 (121 points). Exhaustive, and fine enough
+ * that one step moves a prediction by well under a percent. */
+#define MODEL_CALIBRATE_FROM 0.40
+#define MODEL_CALIBRATE_TO 1.00
+#define MODEL_CALIBRATE_STEP 0.005
+
+/* Errors of predicted iteration times against measured ones, in percent of the measured time:
+ * 100 (predicted - measured) / measured per run, then the mean and largest absolute value and the
+ * root mean square over the runs. */
+typedef struct model_calibrate_errors {
+    double mean_abs_pct, max_abs_pct, rms_pct;
+} model_calibrate_errors_t;
+
+typedef struct model_calibration {
+    size_t n;                         /* runs */
+    double current_efficiency;        /* jobs[0].system.flop_efficiency, as given */
+    model_calibrate_errors_t current; /* every run at its own job's efficiency */
+    double best_efficiency;           /* the fit: a grid point */
+    model_calibrate_errors_t best;    /* every run at best_efficiency */
+    int at_edge;                      /* best_efficiency is an end of the grid */
+    int loo_valid;                    /* leave-one-out was computed (n >= 2) */
+    model_calibrate_errors_t loo;     /* of loo_error_pct */
+    double *loo_efficiency;           /* [n] when loo_valid: fitted to every run but run i */
+    double *loo_error_pct;            /* [n] when loo_valid: run i's error at loo_efficiency[i] */
+} model_calibration_t;
+
+/* Fit the FLOP efficiency to n measured runs: predict job i (model_estimate, the system's
+ * flop_efficiency replaced and nothing else changed) at every grid point and keep the point with the
+ * least sum of squared percentage errors against measured_s[i] (seconds per iteration); ties go to
+ * the lower efficiency. The runs should share one system (the caller groups them). Leave-one-out
+ * predicts each run with the efficiency fitted to the other runs alone, which estimates the error on
+ * a run the fit has not seen; it needs n >= 2 (else loo_valid is 0 and the arrays are NULL).
+ * Cost: (grid points + 1) x n estimates. Return MODEL_OK and *out (free it with
+ * model_calibrate_destroy); MODEL_EINVAL if n is 0, a measured time is not positive and finite or
+ * the model rejects a job (model_job_check says why), MODEL_ENOMEM; on failure *out holds nothing to
+ * free. Deterministic. */
+int model_calibrate_fit(const model_job_t *jobs, const double *measured_s, size_t n,
+                        model_calibration_t *out);
+void model_calibrate_destroy(model_calibration_t *fit); /* accepts a zeroed struct */
 
 #endif

@@ -819,20 +819,25 @@ static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char 
         measured[m] = rows[i].measured_s;
         names[m++] = rows[i].name;
     }
-    calib_fit_t fit;
-    if (!rc)
-        rc = calib_fit(jobs, measured, m, &fit, d);
+    model_calibration_t fit;
+    if (!rc) {
+        const int mrc = model_calibrate_fit(jobs, measured, m, &fit);
+        if (mrc == MODEL_ENOMEM)
+            rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+        else if (mrc)
+            rc = cli_fail(d, CLI_EUSAGE, "validate: --calibrate: the model rejected a checked job");
+    }
     if (!rc) {
         if (systems) {
-            cJSON *o = calib_json(&fit, names);
+            cJSON *o = calib_json(jobs[0].system.name, &fit, names);
             if (o)
                 cJSON_AddItemToArray(systems, o);
             else
                 rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
         } else {
-            calib_print_text(out, &fit, names);
+            calib_print_text(out, jobs[0].system.name, &fit, names);
         }
-        calib_free(&fit);
+        model_calibrate_destroy(&fit);
     }
     free(jobs);
     free(measured);
@@ -852,16 +857,16 @@ static int calibrate_rows(const run_row_t *rows, size_t n, FILE *out, cJSON **js
     }
     if (json_out) {
         cJSON_AddStringToObject(root, "objective", "least squares of the percentage errors");
-        cJSON_AddNumberToObject(root, "grid_from", CALIB_FROM);
-        cJSON_AddNumberToObject(root, "grid_to", CALIB_TO);
-        cJSON_AddNumberToObject(root, "grid_step", CALIB_STEP);
+        cJSON_AddNumberToObject(root, "grid_from", MODEL_CALIBRATE_FROM);
+        cJSON_AddNumberToObject(root, "grid_to", MODEL_CALIBRATE_TO);
+        cJSON_AddNumberToObject(root, "grid_step", MODEL_CALIBRATE_STEP);
     } else {
         fprintf(
             out,
             "\ncalibration (--calibrate): each system's FLOP efficiency fitted to its runs, least squares\n"
             "of the percentage errors over %.3f..%.3f in steps of %.3f, analytic model, the runs'\n"
             "settings kept as read; leave-one-out predicts each run from a fit to the others\n",
-            CALIB_FROM, CALIB_TO, CALIB_STEP);
+            MODEL_CALIBRATE_FROM, MODEL_CALIBRATE_TO, MODEL_CALIBRATE_STEP);
     }
     int rc = CLI_OK;
     for (size_t i = 0; i < n && !rc; i++)
