@@ -169,8 +169,14 @@ static int first_difference(const char *got, const char *want, char *msg, size_t
         const char *ge = strchr(g, '\n'), *we = strchr(w, '\n');
         size_t gl = ge ? (size_t)(ge - g) : strlen(g), wl = we ? (size_t)(we - w) : strlen(w);
         if (gl != wl || memcmp(g, w, gl) != 0 || !ge != !we) {
-            snprintf(msg, cap, "line %d:\n  got:  %.*s\n  want: %.*s", line, (int)(gl > 400 ? 400 : gl), g,
-                     (int)(wl > 400 ? 400 : wl), w);
+            /* from a little before the first differing byte, at most 300 bytes of each */
+            size_t col = 0;
+            while (col < gl && col < wl && g[col] == w[col])
+                col++;
+            size_t from = col > 100 ? col - 100 : 0;
+            size_t gn = gl - from > 300 ? 300 : gl - from, wn = wl - from > 300 ? 300 : wl - from;
+            snprintf(msg, cap, "line %d, byte %zu:\n  got:  %s%.*s\n  want: %s%.*s", line, col + 1,
+                     from ? "..." : "", (int)gn, g + from, from ? "..." : "", (int)wn, w + from);
             return line;
         }
         if (!ge)
