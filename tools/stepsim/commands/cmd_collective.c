@@ -29,7 +29,6 @@
 #define MAX_SIZES 64
 #define MAX_SIZE_BYTES 1125899906842624.0 /* 1 PiB */
 
-
 /* Everything resolved from the arguments. */
 typedef struct coll_req {
     sim_coll_op_t op;
