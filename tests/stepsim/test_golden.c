@@ -227,7 +227,7 @@ static void golden_test(void **state) {
 
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", c->args);
-    const char *argv[CLI_RUN_MAX_ARGS];
+    const char *argv[CLI_RUN_MAX_ARGS] = {0};
     int argc = 0, has_out = 0;
     for (char *tok = strtok(buf, " "); tok && argc < CLI_RUN_MAX_ARGS; tok = strtok(NULL, " ")) {
         if (strcmp(tok, "@OUT@") == 0) {
@@ -238,17 +238,16 @@ static void golden_test(void **state) {
         }
     }
     cli_run_t r = cli_run_argv(argc, argv);
+    char *lines = has_out ? read_all(journal) : NULL;
+    remove(journal);
     if (r.rc != 0 || r.err[0])
         fail_msg("stepsim %s: exit %d, stderr: %.600s", c->args, r.rc, r.err);
-    check_golden(c->name, "json", mask(r.out, has_out ? journal : NULL));
+    if (has_out && !lines)
+        fail_msg("stepsim %s wrote no %s", c->args, journal);
     free(r.err);
-    if (has_out) {
-        char *lines = read_all(journal);
-        remove(journal);
-        if (!lines)
-            fail_msg("stepsim %s wrote no %s", c->args, journal);
+    check_golden(c->name, "json", mask(r.out, has_out ? journal : NULL));
+    if (has_out)
         check_golden(c->name, "jsonl", mask(lines, journal));
-    }
 }
 
 int main(void) {
