@@ -21,10 +21,10 @@
  * so that a heap whose entries must be found again (decrease-key, removal) can keep each entry's
  * index; heaps without an index pass SIM_HEAP_NO_PLACE. CTX is the type of the ctx argument.
  *
- * Removal is Floyd's bottom-up variant: the hole left at i moves down along the smaller children
- * to a leaf (one comparison per level, none against the moved entry), the last entry fills it and
- * sifts up. The last entry of an event heap is nearly always among the latest, so it belongs near
- * the bottom and the sift-up stops at once.
+ * Removal moves the last entry into the hole and sifts it up or down. Floyd's bottom-up variant (the
+ * hole down to a leaf first, then the last entry up) measured the same, within the noise, on the
+ * event queue's hold benchmark and on the step-fidelity rings (whose flow heap removes one entry
+ * per flow), so the heap keeps the two sifts only.
  *
  * Not a heap: model/search.c keeps its best top_k layouts by sorted insertion, since it returns
  * them sorted, nearly every candidate is rejected by one comparison with the worst kept, and model/
@@ -37,9 +37,8 @@
 #define SIM_HEAP_NO_PLACE(ctx, h, i) ((void)(ctx), (void)(h), (void)(i))
 
 #define SIM_HEAP_DEFINE(NAME, T, CTX, LESS, PLACE)                                                           \
-    /* Move h[i] up to its place among its ancestors (one write per level). */                               \
-    static inline __attribute__((unused)) void NAME##_up(T *h, size_t i, CTX ctx) {                          \
-        const T x = h[i];                                                                                    \
+    /* Fill the hole at h[i] with x, moving x up past the larger ancestors (one write per level). */         \
+    static inline __attribute__((unused)) void NAME##_up(T *h, size_t i, T x, CTX ctx) {                     \
         while (i > 0) {                                                                                      \
             const size_t p = (i - 1) / 2;                                                                    \
             if (!LESS(&x, &h[p]))                                                                            \
@@ -52,9 +51,8 @@
         PLACE(ctx, h, i);                                                                                    \
     }                                                                                                        \
                                                                                                              \
-    /* Move h[i] down to its place in its subtree of h[0..n). */                                             \
-    static inline __attribute__((unused)) void NAME##_down(T *h, size_t n, size_t i, CTX ctx) {              \
-        const T x = h[i];                                                                                    \
+    /* Fill the hole at h[i] with x, moving x down past the smaller children within h[0..n). */              \
+    static inline __attribute__((unused)) void NAME##_down(T *h, size_t n, size_t i, T x, CTX ctx) {         \
         for (;;) {                                                                                           \
             size_t c = 2 * i + 1;                                                                            \
             if (c >= n)                                                                                      \
@@ -72,40 +70,33 @@
     }                                                                                                        \
                                                                                                              \
     static inline __attribute__((unused)) void NAME##_push(T *h, size_t *n, const T *x, CTX ctx) {           \
-        h[*n] = *x;                                                                                          \
-        NAME##_up(h, (*n)++, ctx);                                                                           \
+        NAME##_up(h, (*n)++, *x, ctx);                                                                       \
     }                                                                                                        \
                                                                                                              \
     static inline __attribute__((unused)) void NAME##_remove_at(T *h, size_t *n, size_t i, CTX ctx) {        \
         const size_t last = --*n;                                                                            \
         if (i == last)                                                                                       \
             return;                                                                                          \
-        for (;;) {                                                                                           \
-            size_t c = 2 * i + 1;                                                                            \
-            if (c >= last)                                                                                   \
-                break;                                                                                       \
-            if (c + 1 < last && LESS(&h[c + 1], &h[c]))                                                      \
-                c++;                                                                                         \
-            h[i] = h[c];                                                                                     \
-            PLACE(ctx, h, i);                                                                                \
-            i = c;                                                                                           \
-        }                                                                                                    \
-        h[i] = h[last];                                                                                      \
-        NAME##_up(h, i, ctx);                                                                                \
+        const T x = h[last];                                                                                 \
+        if (i > 0 && LESS(&x, &h[(i - 1) / 2]))                                                              \
+            NAME##_up(h, i, x, ctx);                                                                         \
+        else                                                                                                 \
+            NAME##_down(h, last, i, x, ctx);                                                                 \
     }                                                                                                        \
                                                                                                              \
     static inline __attribute__((unused)) void NAME##_fix(T *h, size_t n, size_t i, CTX ctx) {               \
-        if (i > 0 && LESS(&h[i], &h[(i - 1) / 2]))                                                           \
-            NAME##_up(h, i, ctx);                                                                            \
+        const T x = h[i];                                                                                    \
+        if (i > 0 && LESS(&x, &h[(i - 1) / 2]))                                                              \
+            NAME##_up(h, i, x, ctx);                                                                         \
         else                                                                                                 \
-            NAME##_down(h, n, i, ctx);                                                                       \
+            NAME##_down(h, n, i, x, ctx);                                                                    \
     }                                                                                                        \
                                                                                                              \
     static inline __attribute__((unused)) void NAME##_heapify(T *h, size_t n, CTX ctx) {                     \
         for (size_t i = n / 2; i < n; i++) /* the leaves stay where they are unless moved below */           \
             PLACE(ctx, h, i);                                                                                \
         for (size_t i = n / 2; i-- > 0;)                                                                     \
-            NAME##_down(h, n, i, ctx);                                                                       \
+            NAME##_down(h, n, i, h[i], ctx);                                                                 \
     }
 
 #endif
