@@ -274,8 +274,12 @@ int sweep_mpi_run(sweep_t *sw, FILE *out, cli_diag_t *diag) {
     } else {
         rc = worst;
     }
-    if (rank != 0)
-        diag->msg[0] = '\0'; /* rank 0 reports; the others stay quiet */
+    if (rank != 0) {
+        /* Rank 0 reports and sets the exit code; the others stay quiet and exit 0. A worker that
+         * exited non-zero first would make mpirun kill rank 0 before it printed its line. */
+        diag->msg[0] = '\0';
+        rc = CLI_OK;
+    }
     MPI_Finalize();
     return rc;
 }
