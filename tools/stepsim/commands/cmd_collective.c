@@ -1,7 +1,7 @@
 /* cmd_collective.c - `stepsim collective`: nccl-tests for a simulated cluster. One collective (op,
  * algorithm, protocol, GPUs, GPUs per node, groups, placement) over a size or a doubling size sweep on a
  * topology built by topo/, simulated by sim_coll_bench_run on a fresh engine per size; prints time,
- * the closed form, algbw and busbw per size (interfaces.md), as a table or one JSON object.
+ * the closed form, algbw and busbw per size (docs/cli.md), as a table or one JSON object.
  *
  * The topology comes from --topology, else the scenario file's "topology", else "ideal" built from the
  * system (--system or the scenario's): the system only gives link speeds to the ideal topology. Presets

@@ -1,5 +1,5 @@
 /* cmd_topo.c - `stepsim topo [SCENARIO.json] [--topology NAME|FILE|JSON] [--gpus N] [--json]
- * [--graphml FILE] [--dot FILE]`: build a topology, print its summary (interfaces.md fields), and
+ * [--graphml FILE] [--dot FILE]`: build a topology, print its summary (the fields of docs/cli.md), and
  * export it. Exports are written to a temporary file beside the target and renamed into place, so an
  * interrupted run never leaves a truncated file.
  *

@@ -1,7 +1,7 @@
 /* cmd_validate.c - `stepsim validate --measured FILE.csv`: predict measured training runs and report
  * the error of each prediction and of the whole set.
  *
- * Each row of the CSV (schema: shared/spec/interfaces.md, documented in docs/validation.md) becomes
+ * Each row of the CSV (columns: docs/cli.md, "validate --measured input"; docs/validation.md) becomes
  * one job of the corrected analytic model with the training options the run used (recomputation,
  * sequence parallelism, the embedding and output layer, the optimizer step, interleaving,
  * Megatron's data-parallel all-reduce, the attention kernel). Settings a row leaves empty are filled
