@@ -20,7 +20,6 @@
 #include "output.h"
 #include "sweep.h"
 
-
 double sweep_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -1,0 +1,285 @@
+/* print_compare.c - what `stepsim compare` and the waterfall of `stepsim validate` print: the tables
+ * as text, or one JSON object (the results of commands/compare.h). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "compare.h"
+#include "output.h"
+#include "print.h"
+
+/* The job header and layout lines into buf (the scenario names the model and system). */
+void print_compare_header(char *buf, size_t n, const char *cmd, const model_job_t *job,
+                          const scenario_t *scn) {
+    buf[0] = '\0';
+    FILE *m = fmemopen(buf, n, "w");
+    if (!m)
+        return;
+    output_job_header(m, cmd, job, scn);
+    fprintf(m, "layout: ");
+    output_layout_text(m, &job->par);
+    fprintf(m, "\n");
+    fclose(m);
+}
+
+static void compare_text(FILE *out, const cmp_run_t *r) {
+    const model_summary_t *s = &r->analytic;
+    fputs(r->header, out);
+    fprintf(out, "analytic estimate: %.6f s per step\n\n", s->iteration_time_s);
+    fprintf(out, "  %-16s %11s %8s %10s %10s %10s %10s %10s %8s %10s %10s\n", "topology", "step (s)",
+            "vs ideal", "compute", "exp. TP", "exp. PP", "exp. DP", "bubble", "link %", "cost", "thr/kcost");
+    for (int i = 0; i < r->n_topo; i++) {
+        const cmp_row_t *w = &r->row[i];
+        fprintf(out, "  %-16.16s %11.4f %7.3fx %10.4f %10.4f %10.4f %10.4f %10.4f %8.2f %10.0f %10.4f\n",
+                r->topo[i].label, w->p.step_time_s, w->slowdown, w->p.compute_s, w->p.exposed_tp_s,
+                w->p.exposed_pp_s, w->p.exposed_dp_s, w->p.bubble_idle_s, 100.0 * w->p.max_link_utilization,
+                w->cost_units, w->perf_per_kcost);
+    }
+}
+
+static void scaling_text(FILE *out, const cmp_run_t *r) {
+    if (r->n_gpus == 0)
+        return;
+    fprintf(out, "\n  scaling (global batch fixed): step time in s, throughput in samples/s\n");
+    fprintf(out, "  %-8s %12s", "gpus", "analytic");
+    for (int i = 0; i < r->n_topo; i++)
+        fprintf(out, " %14.14s", r->topo[i].label);
+    fprintf(out, "\n");
+    for (int g = 0; g < r->n_gpus; g++) {
+        fprintf(out, "  %-8" PRId64, r->gpus[g]);
+        if (r->scale_analytic[g] > 0)
+            fprintf(out, " %12.4f", r->scale_analytic[g]);
+        else
+            fprintf(out, " %12s", "-");
+        for (int i = 0; i < r->n_topo; i++) {
+            if (r->scale[g][i].ok)
+                fprintf(out, " %14.4f", r->scale[g][i].step_s);
+            else
+                fprintf(out, " %14s", "-");
+        }
+        fprintf(out, "\n  %-8s", "");
+        if (r->scale_analytic[g] > 0)
+            fprintf(out, " %12.3f", (double)r->scale_gbs[g] / r->scale_analytic[g]);
+        else
+            fprintf(out, " %12s", "");
+        for (int i = 0; i < r->n_topo; i++) {
+            if (r->scale[g][i].ok)
+                fprintf(out, " %14.3f", (double)r->scale_gbs[g] / r->scale[g][i].step_s);
+            else
+                fprintf(out, " %14s", "");
+        }
+        fprintf(out, "\n");
+    }
+    for (int g = 0; g < r->n_gpus; g++) {
+        if (r->scale_analytic[g] <= 0) {
+            fprintf(out, "  %" PRId64 " GPUs: not evaluated: %s\n", r->gpus[g], r->scale_analytic_error[g]);
+            continue;
+        }
+        for (int i = 0; i < r->n_topo; i++)
+            if (!r->scale[g][i].ok)
+                fprintf(out, "  %" PRId64 " GPUs on %s: not simulated: %s\n", r->gpus[g], r->topo[i].label,
+                        r->scale[g][i].error);
+    }
+}
+
+/* "config": the job's size and layout, shared by compare's and the waterfall's JSON. */
+static void config_json(json_writer_t *w, const model_job_t *job) {
+    json_open_object(w, "config");
+    json_int(w, "gpus", job->gpus);
+    json_int(w, "global_batch", job->global_batch);
+    json_int(w, "dp", job->par.dp);
+    json_int(w, "tp", job->par.tp);
+    json_int(w, "pp", job->par.pp);
+    json_int(w, "mbs", job->par.mbs);
+    json_string(w, "system", job->system.name);
+    json_close_object(w);
+}
+
+static cJSON *compare_json(const cmp_run_t *r) {
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_number(&w, "analytic_iteration_time_s", r->analytic.iteration_time_s);
+    json_open_array(&w, "topologies");
+    for (int i = 0; i < r->n_topo; i++) {
+        const cmp_row_t *x = &r->row[i];
+        json_open_object(&w, NULL);
+        json_string(&w, "label", r->topo[i].label);
+        json_string(&w, "name", x->p.topology);
+        json_number(&w, "step_time_s", x->p.step_time_s);
+        json_number(&w, "throughput_samples_per_s", x->throughput);
+        json_number(&w, "slowdown_vs_ideal", x->slowdown);
+        json_open_object(&w, "breakdown_s");
+        json_number(&w, "compute", x->p.compute_s);
+        json_number(&w, "exposed_tp_comm", x->p.exposed_tp_s);
+        json_number(&w, "exposed_pp_comm", x->p.exposed_pp_s);
+        json_number(&w, "exposed_dp_comm", x->p.exposed_dp_s);
+        json_number(&w, "bubble_idle", x->p.bubble_idle_s);
+        json_close_object(&w);
+        json_number(&w, "max_link_utilization", x->p.max_link_utilization);
+        json_string(&w, "busiest_link", x->p.busiest_link);
+        json_open_object(&w, "cost");
+        json_int(&w, "switches", x->p.summary.switches);
+        json_int(&w, "cables", x->p.summary.cables);
+        json_int(&w, "optical_transceivers", x->p.summary.optical_transceivers);
+        json_number(&w, "units", x->cost_units);
+        json_close_object(&w);
+        json_number(&w, "throughput_per_kcost", x->perf_per_kcost);
+        json_int(&w, "simulated_gpus", x->p.simulated_gpus);
+        json_bool(&w, "collapse_exact", x->p.collapse_exact);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    if (r->n_gpus > 0) {
+        json_open_array(&w, "scaling");
+        for (int g = 0; g < r->n_gpus; g++) {
+            json_open_object(&w, NULL);
+            json_int(&w, "gpus", r->gpus[g]);
+            if (r->scale_analytic[g] > 0)
+                json_number(&w, "analytic_step_time_s", r->scale_analytic[g]);
+            else
+                json_string(&w, "error", r->scale_analytic_error[g]);
+            json_open_object(&w, "step_time_s");
+            for (int i = 0; i < r->n_topo; i++)
+                if (r->scale[g][i].ok)
+                    json_number(&w, r->topo[i].label, r->scale[g][i].step_s);
+            json_close_object(&w);
+            json_open_object(&w, "errors");
+            for (int i = 0; i < r->n_topo; i++)
+                if (!r->scale[g][i].ok && r->scale_analytic[g] > 0)
+                    json_string(&w, r->topo[i].label, r->scale[g][i].error);
+            json_close_object(&w);
+            json_close_object(&w);
+        }
+        json_close_array(&w);
+    }
+    config_json(&w, &r->job);
+    return json_take(&w);
+}
+
+static const char *const WF_NAMES[WF_COUNT] = {"analytic estimate", "simulation, analytic communication",
+                                               "simulation, network on ideal",
+                                               "simulation, network on topology"};
+static const char *const WF_KEYS[WF_COUNT] = {"analytic", "sim_analytic_comm", "sim_network_ideal",
+                                              "sim_network_topology"};
+static const char *const WF_CAUSE[WF_COUNT] = {
+    "the closed form", "scheduling: overlap, bubbles, the schedule",
+    "collective algorithms and protocols (ideal network)", "routing and contention on the topology"};
+
+static const char *const PART_NAMES[5] = {"compute", "exposed TP comm", "exposed PP comm", "exposed DP comm",
+                                          "bubble and idle"};
+static const char *const PART_KEYS[5] = {"compute", "exposed_tp_comm", "exposed_pp_comm", "exposed_dp_comm",
+                                         "bubble_idle"};
+
+/* The parts that moved most from step k-1 to k, as text. */
+static void moved_text(const waterfall_t *w, int k, char *buf, size_t n) {
+    int order[5] = {0, 1, 2, 3, 4};
+    double dx[5];
+    for (int i = 0; i < 5; i++)
+        dx[i] = w->part[k][i] - w->part[k - 1][i];
+    for (int i = 1; i < 5; i++)
+        for (int j = i; j > 0 && fabs(dx[order[j]]) > fabs(dx[order[j - 1]]); j--) {
+            const int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 3 && used < n; i++) {
+        if (fabs(dx[order[i]]) < 5e-7)
+            break;
+        used += (size_t)snprintf(buf + used, n - used, "%s%s %+.4f s", i ? ", " : "", PART_NAMES[order[i]],
+                                 dx[order[i]]);
+    }
+    if (!buf[0])
+        snprintf(buf, n, "no part moved");
+}
+
+static void waterfall_text(FILE *out, const waterfall_t *w) {
+    fputs(w->header, out);
+    fprintf(out, "waterfall: from the closed form to the simulated step on %s\n\n", w->topology);
+    const double a = w->total[WF_ANALYTIC];
+    fprintf(out, "  %-36s %12s %12s %9s  %s\n", "step", "total (s)", "change (s)", "change %", "from");
+    fprintf(out, "  %-36s %12.6f %12s %9s  %s\n", WF_NAMES[0], a, "", "", WF_CAUSE[0]);
+    for (int k = 1; k < WF_COUNT; k++) {
+        const double dk = w->total[k] - w->total[k - 1];
+        char moved[200];
+        moved_text(w, k, moved, sizeof moved);
+        fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%  %s\n", WF_NAMES[k], w->total[k], dk,
+                a > 0 ? 100.0 * dk / a : 0.0, WF_CAUSE[k]);
+        fprintf(out, "  %-36s %12s %12s %9s    (%s)\n", "", "", "", "", moved);
+    }
+    const double gap = w->total[WF_SIM_TOPO] - a;
+    fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%  the sum of the changes\n", "simulated step (total)",
+            w->total[WF_SIM_TOPO], gap, a > 0 ? 100.0 * gap / a : 0.0);
+    fprintf(out, "\n  busiest link: %.2f%% on ideal, %.2f%% on %s\n", 100.0 * w->max_link[WF_SIM_IDEAL],
+            100.0 * w->max_link[WF_SIM_TOPO], w->topology);
+    fprintf(out,
+            "  (percentages are of the analytic estimate; parts: the critical GPU's breakdown, the analytic\n"
+            "   one being compute+memory, tp, pp, dp communication and bubble)\n");
+}
+
+static cJSON *waterfall_json(const waterfall_t *w) {
+    json_writer_t j;
+    json_start(&j, NULL);
+    json_number(&j, "analytic_iteration_time_s", w->total[WF_ANALYTIC]);
+    json_number(&j, "simulated_step_time_s", w->total[WF_SIM_TOPO]);
+    json_string(&j, "topology", w->topology);
+    json_open_array(&j, "steps");
+    for (int k = 0; k < WF_COUNT; k++) {
+        json_open_object(&j, NULL);
+        json_string(&j, "step", WF_KEYS[k]);
+        json_string(&j, "label", WF_NAMES[k]);
+        json_string(&j, "cause", WF_CAUSE[k]);
+        json_number(&j, "total_s", w->total[k]);
+        const double dk = k ? w->total[k] - w->total[k - 1] : 0.0;
+        json_number(&j, "delta_s", dk);
+        json_number(&j, "delta_pct_of_analytic", w->total[0] > 0 ? 100.0 * dk / w->total[0] : 0.0);
+        json_number(&j, "delta_pct_of_previous",
+                    k && w->total[k - 1] > 0 ? 100.0 * dk / w->total[k - 1] : 0.0);
+        json_open_object(&j, "breakdown_s");
+        for (int i = 0; i < 5; i++)
+            json_number(&j, PART_KEYS[i], w->part[k][i]);
+        json_close_object(&j);
+        json_open_object(&j, "breakdown_delta_s");
+        for (int i = 0; i < 5; i++)
+            json_number(&j, PART_KEYS[i], k ? w->part[k][i] - w->part[k - 1][i] : 0.0);
+        json_close_object(&j);
+        if (k >= WF_SIM_IDEAL)
+            json_number(&j, "max_link_utilization", w->max_link[k]);
+        json_close_object(&j);
+    }
+    json_close_array(&j);
+    config_json(&j, &w->job);
+    return json_take(&j);
+}
+
+int print_compare(FILE *out, const cmp_run_t *r, int json, const char *csv, const char *plot) {
+    if (json) {
+        cJSON *doc = compare_json(r);
+        const int rc = doc ? json_print(out, doc) : -1;
+        cJSON_Delete(doc);
+        return rc;
+    }
+    compare_text(out, r);
+    scaling_text(out, r);
+    if (csv)
+        fprintf(out, "\n  table written to %s\n", csv);
+    if (plot)
+        fprintf(out, "  plot written to %s\n", plot);
+    return 0;
+}
+
+int print_waterfall(FILE *out, const waterfall_t *w, int json, const char *plot) {
+    if (json) {
+        cJSON *doc = waterfall_json(w);
+        const int rc = doc ? json_print(out, doc) : -1;
+        cJSON_Delete(doc);
+        return rc;
+    }
+    waterfall_text(out, w);
+    if (plot)
+        fprintf(out, "  plot written to %s\n", plot);
+    return 0;
+}
