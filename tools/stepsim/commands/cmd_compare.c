@@ -1,7 +1,7 @@
 /* cmd_compare.c - `stepsim compare` (one workload on several topologies, optionally over GPU counts)
  * and `stepsim validate` without --measured (the waterfall from the closed form to the simulated
- * step). Both simulate through simpoint.h (step_simulate) into the results of compare.h, write --csv
- * and gnuplot plots, and print text or --json through output/print_compare.c.
+ * step). Both simulate through simpoint.h (step_simulate) into the results of compare.h;
+ * output/print_compare.c prints them (text or --json) and writes the --csv table and gnuplot plots.
  *
  * The waterfall's totals are analytic estimate -> simulation with analytic communication ->
  * simulation with network communication on ideal -> on the chosen topology; every delta is the
@@ -14,11 +14,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "compare.h"
@@ -76,107 +74,6 @@ static int simulate_on(const model_job_t *job, const step_config_t *cfg, const t
     char where[96];
     snprintf(where, sizeof where, "--topologies: %s", it->label);
     return simpoint_run(job, cfg, &it->spec, where, summary, out, d);
-}
-
-/* ---- plots ------------------------------------------------------------------------------------------ */
-
-/* Run gnuplot on script (which writes to tmp), then rename tmp to path. */
-static int gnuplot_run(const char *script_text, const char *path, const char *tmp, cli_diag_t *d) {
-    const char *gp = getenv("STEPSIM_GNUPLOT");
-    if (!gp || !gp[0])
-        gp = "gnuplot";
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", gp);
-    if (system(cmd) != 0)
-        return cli_fail(d, CLI_ERUNTIME,
-                        "--plot %.200s: gnuplot (%.100s) was not found or does not run; install gnuplot "
-                        "(e.g. apt-get install gnuplot-nox) or leave out --plot",
-                        path, gp);
-    char script[1100];
-    snprintf(script, sizeof script, "%s.gp", tmp);
-    FILE *f = fopen(script, "w");
-    if (!f)
-        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot write %.200s: %s", path, script,
-                        strerror(errno));
-    fputs(script_text, f);
-    if (fclose(f) != 0) {
-        remove(script);
-        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot write %.200s", path, script);
-    }
-    snprintf(cmd, sizeof cmd, "%s '%s' 2>/dev/null", gp, script);
-    const int s = system(cmd);
-    remove(script);
-    if (s != 0) {
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: gnuplot failed (status %d)", path, s);
-    }
-    if (rename(tmp, path) != 0) {
-        const int e = errno;
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot rename into place: %s", path, strerror(e));
-    }
-    return CLI_OK;
-}
-
-static const char *terminal_of(const char *path) {
-    const char *dot = strrchr(path, '.');
-    return dot && strcmp(dot, ".svg") == 0 ? "svg size 900,540 dynamic background rgb 'white'"
-                                           : "pngcairo size 900,540";
-}
-
-/* A growing text buffer for scripts with inline data. */
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    int failed;
-} sbuf_t;
-
-static void sb_printf(sbuf_t *b, const char *fmt, ...) {
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        const int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        const size_t cap = (b->cap + (size_t)n + 1) * 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-}
-
-/* Run the script in b (frees it) writing tmp, renamed onto path; on failure tmp is removed. */
-static int plot_finish(sbuf_t *b, const char *path, const char *tmp, cli_diag_t *d) {
-    int rc;
-    if (b->failed)
-        rc = cli_fail(d, CLI_ERUNTIME, "--plot: out of memory");
-    else
-        rc = gnuplot_run(b->s, path, tmp, d);
-    if (rc)
-        remove(tmp);
-    free(b->s);
-    return rc;
-}
-
-/* Quote a label for gnuplot's inline data (no quotes inside). */
-static void gp_label(char *out, size_t n, const char *s) {
-    size_t j = 0;
-    for (size_t i = 0; s[i] && j + 1 < n; i++)
-        out[j++] = s[i] == '"' || s[i] == '\'' || s[i] == '\n' ? '_' : s[i];
-    out[j] = '\0';
 }
 
 /* ---- compare ------------------------------------------------------------------------------------------ */
@@ -269,111 +166,6 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     return rc;
 }
 
-static int tmp_name(const char *path, char *tmp, size_t n, cli_diag_t *d) {
-    snprintf(tmp, n, "%s.tmp-XXXXXX", path);
-    const int fd = mkstemp(tmp);
-    if (fd < 0)
-        return cli_fail(d, CLI_ERUNTIME, "%.200s: cannot create a temporary file: %s", path, strerror(errno));
-    close(fd);
-    return CLI_OK;
-}
-
-static int write_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
-    char tmp[1100];
-    int rc = tmp_name(path, tmp, sizeof tmp, d);
-    if (rc)
-        return rc;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: cannot write: %s", path, strerror(errno));
-    }
-    fprintf(f, "topology,step_time_s,throughput_samples_per_s,slowdown_vs_ideal,compute_s,exposed_tp_comm_s,"
-               "exposed_pp_comm_s,exposed_dp_comm_s,bubble_idle_s,max_link_utilization,switches,cables,"
-               "optical_transceivers,cost_units,throughput_per_kcost\n");
-    for (int i = 0; i < r->n_topo; i++) {
-        const cmp_row_t *x = &r->row[i];
-        char label[64];
-        gp_label(label, sizeof label, r->topo[i].label);
-        for (char *c = label; *c; c++)
-            if (*c == ',')
-                *c = ';';
-        fprintf(f,
-                "%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%" PRId64 ",%" PRId64 ",%" PRId64
-                ",%.0f,%.9g\n",
-                label, x->p.step_time_s, x->throughput, x->slowdown, x->p.compute_s, x->p.exposed_tp_s,
-                x->p.exposed_pp_s, x->p.exposed_dp_s, x->p.bubble_idle_s, x->p.max_link_utilization,
-                x->p.summary.switches, x->p.summary.cables, x->p.summary.optical_transceivers, x->cost_units,
-                x->perf_per_kcost);
-    }
-    if (ferror(f) | (fclose(f) != 0)) {
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: write error", path);
-    }
-    if (rename(tmp, path) != 0) {
-        const int e = errno;
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: cannot rename into place: %s", path, strerror(e));
-    }
-    return CLI_OK;
-}
-
-static int compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
-    char tmp[1100];
-    int rc = tmp_name(path, tmp, sizeof tmp, d);
-    if (rc)
-        return rc;
-    sbuf_t b = {0};
-    sb_printf(&b, "set terminal %s\nset output '%s'\n", terminal_of(path), tmp);
-    sb_printf(&b, "$bars << EOD\n");
-    for (int i = 0; i < r->n_topo; i++) {
-        char label[64];
-        gp_label(label, sizeof label, r->topo[i].label);
-        const simpoint_t *p = &r->row[i].p;
-        sb_printf(&b, "\"%s\" %.9g %.9g %.9g %.9g %.9g\n", label, p->compute_s, p->exposed_tp_s,
-                  p->exposed_pp_s, p->exposed_dp_s, p->bubble_idle_s);
-    }
-    sb_printf(&b, "EOD\n");
-    if (r->n_gpus > 0) {
-        sb_printf(&b, "$scale << EOD\n");
-        for (int g = 0; g < r->n_gpus; g++) {
-            sb_printf(&b, "%" PRId64, r->gpus[g]);
-            if (r->scale_analytic[g] > 0)
-                sb_printf(&b, " %.9g", r->scale_analytic[g]);
-            else
-                sb_printf(&b, " NaN");
-            for (int i = 0; i < r->n_topo; i++)
-                if (r->scale[g][i].ok)
-                    sb_printf(&b, " %.9g", r->scale[g][i].step_s);
-                else
-                    sb_printf(&b, " NaN");
-            sb_printf(&b, "\n");
-        }
-        sb_printf(&b, "EOD\nset multiplot layout 1,2\n");
-    }
-    sb_printf(
-        &b, "set title 'Step time per topology (critical GPU)'\nset ylabel 'seconds'\n"
-            "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
-            "set boxwidth 0.7\nset key outside bottom center horizontal\nset xtics rotate by -30\n"
-            "set yrange [0:*]\n"
-            "plot $bars using 2:xtic(1) title 'compute', '' using 3 title 'exposed TP', "
-            "'' using 4 title 'exposed PP', '' using 5 title 'exposed DP', '' using 6 title 'bubble/idle'\n");
-    if (r->n_gpus > 0) {
-        sb_printf(&b, "unset style\nset style data linespoints\nset title 'Strong scaling'\n"
-                      "set xlabel 'GPUs'\nset ylabel 'step time (s)'\nset logscale xy\nset xtics norotate\n"
-                      "set autoscale\nset key top right\nplot $scale using 1:2 with linespoints dt 2 lw 2 "
-                      "title 'analytic'");
-        for (int i = 0; i < r->n_topo; i++) {
-            char label[64];
-            gp_label(label, sizeof label, r->topo[i].label);
-            sb_printf(&b, ", '' using 1:%d with linespoints title '%s'", i + 3, label);
-        }
-        sb_printf(&b, "\nunset multiplot\n");
-    }
-    sb_printf(&b, "set output\n");
-    return plot_finish(&b, path, tmp, d);
-}
-
 int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     cmp_args_t a;
     int rc = from_args(args, &a, d);
@@ -391,9 +183,9 @@ int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     if (!rc)
         rc = compare_run(&a, r, err, d);
     if (!rc && a.csv)
-        rc = write_csv(a.csv, r, d);
+        rc = print_compare_csv(a.csv, r, d);
     if (!rc && a.plot)
-        rc = compare_plot(a.plot, r, d);
+        rc = print_compare_plot(a.plot, r, d);
     if (!rc && print_compare(out, r, a.json, a.csv, a.plot) != 0)
         rc = cli_fail(d, CLI_ERUNTIME, "compare: out of memory while printing the JSON result");
     free(r);
@@ -474,41 +266,6 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     return rc;
 }
 
-static int waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) {
-    char tmp[1100];
-    int rc = tmp_name(path, tmp, sizeof tmp, d);
-    if (rc)
-        return rc;
-    static const char *const SHORT[WF_COUNT] = {"analytic", "+ scheduling", "+ collectives (ideal)",
-                                                "+ topology"};
-    sbuf_t b = {0};
-    sb_printf(&b, "set terminal %s\nset output '%s'\n$wf << EOD\n", terminal_of(path), tmp);
-    /* x, low, high, colour index (0 base, 1 up, 2 down, 3 total) */
-    sb_printf(&b, "0 0 %.9g 0 \"%s\"\n", w->total[0], SHORT[0]);
-    for (int k = 1; k < WF_COUNT; k++) {
-        const double lo = fmin(w->total[k - 1], w->total[k]), hi = fmax(w->total[k - 1], w->total[k]);
-        sb_printf(&b, "%d %.9g %.9g %d \"%s\"\n", k, lo, hi, w->total[k] >= w->total[k - 1] ? 1 : 2,
-                  SHORT[k]);
-    }
-    sb_printf(&b, "%d 0 %.9g 3 \"simulated\"\nEOD\n", WF_COUNT, w->total[WF_SIM_TOPO]);
-    const double lo = fmin(fmin(w->total[0], w->total[1]), fmin(w->total[2], w->total[3]));
-    const double hi = fmax(fmax(w->total[0], w->total[1]), fmax(w->total[2], w->total[3]));
-    char topo[64];
-    gp_label(topo, sizeof topo, w->topology);
-    sb_printf(&b,
-              "set title 'From the closed form to the simulated step (%s)'\nset ylabel 'seconds'\n"
-              "set style fill solid 0.85 border -1\nset boxwidth 0.6\nunset key\nset grid ytics\n"
-              "set xrange [-0.6:%d.6]\nset yrange [%.9g:%.9g]\n"
-              "set palette defined (0 '#4c72b0', 1 '#dd8452', 2 '#55a868', 3 '#8172b2')\nset cbrange [0:3]\n"
-              "unset colorbox\n"
-              "plot $wf using 1:(($2+$3)/2):($1-0.3):($1+0.3):2:3:4:xtic(5) with boxxyerror fc palette, "
-              "$wf using 1:3:(sprintf('%%.3f', ($4==1||$4==2) ? ($4==1 ? $3-$2 : $2-$3) : $3)) "
-              "with labels offset 0,0.8\nset output\n",
-              topo, WF_COUNT, lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
-              hi + 0.15 * (hi - lo) + 1e-9);
-    return plot_finish(&b, path, tmp, d);
-}
-
 int cmd_waterfall(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     (void)err;
     cmp_args_t a;
@@ -520,7 +277,7 @@ int cmd_waterfall(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     rc = waterfall_run(&a, w, d);
     if (!rc && a.plot)
-        rc = waterfall_plot(a.plot, w, d);
+        rc = print_waterfall_plot(a.plot, w, d);
     if (!rc && print_waterfall(out, w, a.json, a.plot) != 0)
         rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing the JSON result");
     free(w);

@@ -43,6 +43,12 @@ int print_compare(FILE *out, const struct cmp_run *r, int json, const char *csv,
 int print_waterfall(FILE *out, const struct waterfall *w, int json, const char *plot);
 void print_compare_header(char *buf, size_t n, const char *cmd, const model_job_t *job,
                           const scenario_t *scn);
+/* The --csv table of compare, and the --plot files of compare and the waterfall (a .svg or .png by
+ * the name; gnuplot, or $STEPSIM_GNUPLOT, runs the script): each written beside path and renamed into
+ * place. CLI_OK or an exit code with one line in d. */
+int print_compare_csv(const char *path, const struct cmp_run *r, cli_diag_t *d);
+int print_compare_plot(const char *path, const struct cmp_run *r, cli_diag_t *d);
+int print_waterfall_plot(const char *path, const struct waterfall *w, cli_diag_t *d);
 
 /* validate --measured: the runs, with --sim the simulation's table, with --calibrate the fits; or
  * with json one object. */
