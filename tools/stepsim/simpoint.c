@@ -82,8 +82,8 @@ int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cl
     }
 }
 
-int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec, const char *where,
-                 int want_summary, simpoint_t *out, cli_diag_t *d) {
+int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec,
+                 const char *where, int want_summary, simpoint_t *out, cli_diag_t *d) {
     const double t0 = now_s();
     memset(out, 0, sizeof *out);
     step_sim_options_t o;
