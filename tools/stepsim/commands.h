@@ -3,11 +3,12 @@
  *
  * Contract: cli.c parses the command line with options.c's one table (options.h); estimate and search
  * get the loaded scenario (defaults, file, options), the other commands their parsed options
- * (cli_args_t) and load it with cli_apply_scenario. A command resolves the scenario, writes
- * its result to out and returns an exit code (scenario.h CLI_*), filling diag with one line on
- * failure. Commands never print to stderr themselves, except warnings through the caller's err.
- * The *_compute functions do the same work without printing: they fill the typed result that the
- * printers print (as text, or as the --json object that sweep collects in-process).
+ * (cli_args_t) and load it with cli_apply_scenario. A command resolves the scenario, computes its
+ * typed result (declared here, or in commands/compare.h and commands/validate.h), has its printer
+ * write it to out (text or --json; the commands never build JSON) and returns an exit code
+ * (scenario.h CLI_*), filling diag with one line on failure. Commands never print to stderr
+ * themselves, except warnings through the caller's err. The *_compute functions stop at the result,
+ * for callers that print it themselves (sweep takes the --json objects from print.h's print_*_json).
  */
 #ifndef STEPSIM_COMMANDS_H
 #define STEPSIM_COMMANDS_H
@@ -105,8 +106,8 @@ typedef struct run_result {
     int n_links;
     char link_names[RUN_MAX_LINKS][96];
     double link_util[RUN_MAX_LINKS];
-    double wall_s;
-    int traced, calibrated;
+    double wall_s;          /* left out of the output with run_opts_t.deterministic */
+    int traced, calibrated; /* a trace was written (trace_stats); NCCL's calibration was on */
     trace_writer_stats_t trace_stats;
     step_sim_result_t sim;
     double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL: sim's */
