@@ -12,11 +12,11 @@ grid=$2
 mpi_found=$3
 
 if [[ $mpi_found != TRUE && $mpi_found != ON && $mpi_found != 1 ]]; then
-    echo "sweep.mpi: skipped: this build has no MPI (CMake did not find it; install libopenmpi-dev)"
+    echo "stepsim.sweep_mpi: skipped: this build has no MPI (CMake did not find it; install libopenmpi-dev)"
     exit 77
 fi
 if ! command -v mpirun >/dev/null 2>&1; then
-    echo "sweep.mpi: skipped: mpirun not found (install openmpi-bin)"
+    echo "stepsim.sweep_mpi: skipped: mpirun not found (install openmpi-bin)"
     exit 77
 fi
 
@@ -30,7 +30,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/stepsim-sweep-mpi.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
 fail() {
-    echo "sweep.mpi: FAIL: $*" >&2
+    echo "stepsim.sweep_mpi: FAIL: $*" >&2
     exit 1
 }
 
@@ -64,4 +64,4 @@ mpirun -np 2 --oversubscribe "$stepsim" sweep "$dir/bad.json" --out "$dir/bad.js
 [[ ! -e $dir/bad.jsonl ]] || fail "a bad grid under mpirun created the output file"
 [[ $(grep -c 'is not a command' "$dir/bad.err") -eq 1 ]] || fail "bad grid: stderr: $(cat "$dir/bad.err")"
 
-echo "sweep.mpi: $n points: mpirun -np 2 equals the serial run; -np 3 --resume completes a cut file"
+echo "stepsim.sweep_mpi: $n points: mpirun -np 2 equals the serial run; -np 3 --resume completes a cut file"

@@ -301,5 +301,5 @@ int main(void) {
         cmocka_unit_test(search_scenario_strategy),
         cmocka_unit_test(help_and_version),
     };
-    return cmocka_run_group_tests_name("tools.cli", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("stepsim.cli", tests, NULL, NULL);
 }

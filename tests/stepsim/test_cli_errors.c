@@ -174,5 +174,5 @@ int main(void) {
         struct CMUnitTest t = {CASES[i].name, run_case, NULL, NULL, (void *)&CASES[i]};
         tests[i] = t;
     }
-    return _cmocka_run_group_tests("tools.cli_errors", tests, N, NULL, NULL);
+    return _cmocka_run_group_tests("stepsim.cli_errors", tests, N, NULL, NULL);
 }

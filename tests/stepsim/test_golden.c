@@ -264,5 +264,5 @@ int main(void) {
         tests[i].test_func = golden_test;
         tests[i].initial_state = (void *)&cases[i];
     }
-    return _cmocka_run_group_tests("golden", tests, N, NULL, NULL);
+    return _cmocka_run_group_tests("stepsim.golden", tests, N, NULL, NULL);
 }

@@ -201,5 +201,5 @@ int main(void) {
     struct CMUnitTest args = cmocka_unit_test(argument_errors), existing = cmocka_unit_test(existing_output);
     tests[N] = args;
     tests[N + 1] = existing;
-    return _cmocka_run_group_tests("sweep.errors", tests, N + 2, NULL, NULL);
+    return _cmocka_run_group_tests("stepsim.sweep_errors", tests, N + 2, NULL, NULL);
 }

@@ -259,5 +259,5 @@ int main(void) {
         cmocka_unit_test(training_grid), cmocka_unit_test(summary_json),
         cmocka_unit_test(help),
     };
-    return cmocka_run_group_tests_name("sweep.lines", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("stepsim.sweep_lines", tests, NULL, NULL);
 }

@@ -115,5 +115,5 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kill_and_resume),
     };
-    return cmocka_run_group_tests_name("sweep.resume", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("stepsim.sweep_resume", tests, NULL, NULL);
 }

@@ -93,5 +93,5 @@ int main(void) {
         cmocka_unit_test(shares_partition),
         cmocka_unit_test(more_shards_than_points),
     };
-    return cmocka_run_group_tests_name("sweep.shard", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("stepsim.sweep_shard", tests, NULL, NULL);
 }

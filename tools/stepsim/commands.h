@@ -1,23 +1,26 @@
-/* commands.h - the commands behind cli_main: each resolves a scenario, runs the model and prints.
+/* commands.h - the commands behind cli_main: each resolves a scenario, runs the model or the
+ * simulation into a typed result, and hands it to its printer (output/print.h).
  *
  * Contract: cli.c parses the command line with options.c's one table (options.h); estimate and search
  * get the loaded scenario (defaults, file, options), the other commands their parsed options
- * (cli_args_t) and load it with cli_apply_scenario. A command resolves the scenario, writes
- * its result to out and returns an exit code (scenario.h CLI_*), filling diag with one line on
- * failure. Commands never print to stderr themselves, except warnings through the caller's err.
- * The *_result variants do the same work without printing: they return the object that --json
- * prints, for callers that collect results in-process (sweep).
+ * (cli_args_t) and load it with cli_apply_scenario. A command resolves the scenario, computes its
+ * typed result (declared here, or in commands/compare.h and commands/validate.h), has its printer
+ * write it to out (text or --json; the commands never build JSON) and returns an exit code
+ * (scenario.h CLI_*), filling diag with one line on failure. Commands never print to stderr
+ * themselves, except warnings through the caller's err. The *_compute functions stop at the result,
+ * for callers that print it themselves (sweep takes the --json objects from print.h's print_*_json).
  */
 #ifndef STEPSIM_COMMANDS_H
 #define STEPSIM_COMMANDS_H
 
 #include <stdio.h>
 
-#include <cjson/cJSON.h>
-
 #include "options.h"
 #include "scenario.h"
+#include "sim.h"
 #include "step.h"
+#include "topo.h"
+#include "trace.h"
 
 /* Flags that are not scenario fields. */
 typedef struct cli_opts {
@@ -29,12 +32,30 @@ typedef struct cli_opts {
 int cmd_estimate(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag);
 int cmd_search(scenario_t *scn, const cli_opts_t *opts, FILE *out, cli_diag_t *diag);
 
-/* The --json object of estimate / search for a loaded scenario (opts->json is ignored). On return
- * *result is a new object owned by the caller (cJSON_Delete) or NULL. estimate: CLI_OK with a result,
- * or an error code without one. search: CLI_OK, or CLI_ENORESULT with a result whose "results" list
- * is empty (nothing fits), or another error code without a result. */
-int cmd_estimate_result(scenario_t *scn, const cli_opts_t *opts, cJSON **result, cli_diag_t *diag);
-int cmd_search_result(scenario_t *scn, const cli_opts_t *opts, cJSON **result, cli_diag_t *diag);
+/* estimate's result: the resolved job and its estimate (est is owned: estimate_result_destroy). */
+typedef struct estimate_result {
+    model_job_t job;
+    model_estimate_t *est;
+    const scenario_t *scn; /* the scenario it was computed from (names, file) */
+} estimate_result_t;
+/* CLI_OK with *r filled (destroy it), or an error code with nothing to destroy. */
+int cmd_estimate_compute(scenario_t *scn, estimate_result_t *r, cli_diag_t *diag);
+void estimate_result_destroy(estimate_result_t *r);
+
+/* search's result: the top K (res), the job and the strategies searched (mask). */
+typedef struct search_result {
+    model_job_t job;
+    unsigned mask;
+    model_search_result_t res;
+    const scenario_t *scn;
+    int searched; /* the search ran: res is filled (search_result_destroy), even when nothing fits */
+} search_result_t;
+/* CLI_OK, or CLI_ENORESULT with r->searched set and an empty res (nothing fits), or another error
+ * code (r->searched tells whether res must be destroyed). */
+int cmd_search_compute(scenario_t *scn, const cli_opts_t *opts, search_result_t *r, cli_diag_t *diag);
+void search_result_destroy(search_result_t *r);
+/* "1d, 2d, 2d-seqp" for a strategy mask. */
+void cmd_search_strategies_text(char *buf, size_t n, unsigned mask);
 
 /* The best layout of a loaded scenario (search with top 1 over its strategy, or all): CLI_OK and
  * *best, or the search's error (CLI_ENORESULT when nothing fits). evaluated and feasible count the
@@ -51,6 +72,12 @@ void cmd_sweep_tail(FILE *out);
 
 /* `stepsim topo [SCENARIO.json] --topology X ...` (cmd_topo.c): the summary goes to out. */
 int cmd_topo(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
+/* topo's result: the built topology, its summary and its switches per tier (index 1..3). */
+typedef struct topo_result {
+    const topo_t *topo;
+    topo_summary_t summary;
+    int64_t switches_by_tier[4];
+} topo_result_t;
 
 /* `stepsim validate --measured FILE.csv` (cmd_validate.c): measured runs against the analytic model;
  * without --measured the waterfall (cmd_waterfall). */
@@ -58,7 +85,7 @@ int cmd_validate(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 
 /* `stepsim run [SCENARIO.json] ...` (cmd_run.c): one training step simulated event by event. The
  * options that are not scenario fields, as text (NULL: the default); deterministic leaves out the
- * wall time (sweep lines must not depend on it). cmd_run_result returns the --json object. */
+ * wall time (sweep lines must not depend on it). */
 typedef struct run_opts {
     int json, deterministic;
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
@@ -68,7 +95,28 @@ typedef struct run_opts {
         optimizer_text[8]; /* storage of schedule / optimizer when set from the scenario */
 } run_opts_t;
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
-int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_diag_t *diag);
+/* run's result: the job, the model's estimate, the step configuration and the simulated step. */
+#define RUN_MAX_LINKS STEP_SIM_MAX_LINKS
+typedef struct run_result {
+    model_job_t job;
+    model_estimate_t est;
+    step_config_t cfg;
+    step_result_t res;
+    char topology[80];
+    int n_links;
+    char link_names[RUN_MAX_LINKS][96];
+    double link_util[RUN_MAX_LINKS];
+    double wall_s;          /* left out of the output with run_opts_t.deterministic */
+    int traced, calibrated; /* a trace was written (trace_stats); NCCL's calibration was on */
+    trace_writer_stats_t trace_stats;
+    step_sim_result_t sim;
+    double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL: sim's */
+} run_result_t;
+
+/* The run simulated: CLI_OK or an error code; *r is allocated either way unless out of memory
+ * (free it with run_result_free, which takes NULL). */
+int cmd_run_compute(scenario_t *scn, const run_opts_t *opts, run_result_t **r, cli_diag_t *diag);
+void run_result_free(run_result_t *r);
 /* The run's own options checked (the values of --comm, --schedule, ...): CLI_OK or one line. */
 int cmd_run_check(const run_opts_t *opts, cli_diag_t *diag);
 
@@ -85,6 +133,24 @@ void cmd_sim_config(const scenario_t *scn, const char *placement, step_config_t 
 /* `stepsim collective [SCENARIO.json] --op OP ...` (cmd_collective.c): one collective simulated on a
  * topology, nccl-tests style. */
 int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
+/* collective's result: the request as resolved, the topology, the engine's link efficiencies and one
+ * row per size. */
+typedef struct collective_row {
+    double size_bytes;
+    sim_coll_bench_result_t res;
+} collective_row_t;
+typedef struct collective_result {
+    sim_coll_op_t op;
+    sim_coll_algo_t algo;
+    sim_proto_t proto;
+    sim_fidelity_t fidelity;
+    int64_t gpus, gpus_per_node, groups;
+    int strided, calibrated;
+    const topo_t *topo;
+    double network_efficiency, nvlink_efficiency;
+    const collective_row_t *rows;
+    int n_rows;
+} collective_result_t;
 
 /* `stepsim compare [SCENARIO.json] --topologies A,B,C ...` (cmd_compare.c): one workload simulated on
  * several topologies (and GPU counts); `stepsim validate [SCENARIO.json]` without --measured: the

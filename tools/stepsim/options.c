@@ -69,8 +69,9 @@ static const cli_option_t OPTIONS[] = {
     {"--dp-comm", "M", JOB, "sharded", "corrected: sharded, allreduce or allreduce-overlap", SCN},
     {"--grad-accumulation", "G", JOB, "fused", "corrected: fused, or add (a separate kernel)", SCN},
     {"--topology", "NAME|FILE|JSON", JOB | T | C, "the scenario's, else ideal",
-     "network: topology preset, kind, GraphML or JSON file, or inline object (scenario: topology); "
-     "estimate and search keep it and do not use it",
+     "network (scenario: topology): a preset; a shortcut sized to the job (fat-tree, fat-tree-2:1, "
+     "rail, dragonfly, dragonfly-ugal); a kind with its defaults (ideal, rail-optimized, torus); a "
+     "GraphML or JSON file; or an inline object. estimate and search keep it and do not use it",
      SCN},
     {"--placement", "ORDER", LAYOUT, "tp,cp,pp,dp",
      "rank order onto GPUs, innermost first (nv counts honoured); the simulated step follows it, the "
@@ -127,7 +128,7 @@ static const cli_option_t OPTIONS[] = {
     {"--placement", "P", C, "contiguous", "contiguous, or strided (group g holds GPUs g, g+G, ...)",
      CLI_OPT_GROUP_PLACEMENT},
     {"--channels", "N|auto", C, "auto", "rings per ring phase (NCCL channels), 1..64", CLI_OPT_CHANNELS},
-    {"--net-efficiency", "X", C, "0.70 on dragonflies, else 0.94",
+    {"--net-efficiency", "X", C, "by network technology: Slingshot 0.70, InfiniBand 0.94",
      "usable fraction of every network link (with --calibration nccl)", CLI_OPT_NET_EFFICIENCY},
     {"--nvlink-efficiency", "X", C, "0.67 (A100), 0.824 (H100 and later)",
      "usable fraction of every NVLink link (with --calibration nccl)", CLI_OPT_NVLINK_EFFICIENCY},

@@ -1,7 +1,8 @@
 /* cmd_collective.c - `stepsim collective`: nccl-tests for a simulated cluster. One collective (op,
  * algorithm, protocol, GPUs, GPUs per node, groups, placement) over a size or a doubling size sweep on a
  * topology built by topo/, simulated by sim_coll_bench_run on a fresh engine per size; prints time,
- * the closed form, algbw and busbw per size (interfaces.md), as a table or one JSON object.
+ * the closed form, algbw and busbw per size (docs/cli.md), as a table or one JSON object
+ * (output/print_collective.c).
  *
  * The topology comes from --topology, else the scenario file's "topology", else "ideal" built from the
  * system (--system or the scenario's): the system only gives link speeds to the ideal topology. Presets
@@ -20,7 +21,7 @@
 #include <igraph.h>
 
 #include "commands.h"
-#include "output.h"
+#include "print.h"
 #include "sim.h"
 #include "topo.h"
 #include "topo_json.h"
@@ -346,13 +347,8 @@ static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cf
 
 /* ---- running and printing ------------------------------------------------------------------------ */
 
-typedef struct coll_row {
-    double size_bytes;
-    sim_coll_bench_result_t res;
-} coll_row_t;
-
-static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg, coll_row_t *rows,
-                     cli_diag_t *d) {
+static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg,
+                     collective_row_t *rows, cli_diag_t *d) {
     sim_network_desc_t net;
     sim_topo_network(ct->t, &net);
     for (int i = 0; i < r->n_sizes; i++) {
@@ -380,69 +376,6 @@ static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_confi
     return CLI_OK;
 }
 
-static const char *fidelity_name(sim_fidelity_t f) {
-    return f == SIM_FIDELITY_STEP ? "step" : "fast";
-}
-
-static int print_json(FILE *out, const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg,
-                      const coll_row_t *rows) {
-    json_writer_t w;
-    json_start(&w, out);
-    json_string(&w, "op", sim_coll_op_name(r->op));
-    json_string(&w, "algo", sim_coll_algo_name(r->algo));
-    json_int(&w, "gpus", r->gpus);
-    json_string(&w, "proto", sim_proto_name(r->proto));
-    json_string(&w, "topology", topo_name(ct->t));
-    json_int(&w, "gpus_per_node", r->gpn);
-    json_int(&w, "groups", r->groups);
-    json_string(&w, "placement", r->strided ? "strided" : "contiguous");
-    json_string(&w, "fidelity", fidelity_name(r->fidelity));
-    json_string(&w, "calibration", r->calibrated ? "nccl" : "none");
-    json_number(&w, "network_efficiency", cfg->link_kind_efficiency[SIM_LINK_NETWORK]);
-    json_number(&w, "nvlink_efficiency", cfg->link_kind_efficiency[SIM_LINK_NVLINK]);
-    json_open_array(&w, "results");
-    for (int i = 0; i < r->n_sizes; i++) {
-        const sim_coll_bench_result_t *x = &rows[i].res;
-        json_open_object(&w, NULL);
-        json_number(&w, "size_bytes", rows[i].size_bytes);
-        json_number(&w, "time_s", x->time_s);
-        json_number(&w, "closed_form_s", x->closed_form_s);
-        json_number(&w, "algbw_bytes_per_s", x->algbw_bytes_per_s);
-        json_number(&w, "busbw_bytes_per_s", x->busbw_bytes_per_s);
-        json_string(&w, "algo", sim_coll_algo_name(x->algo));
-        json_string(&w, "proto", sim_proto_name(x->proto));
-        json_int(&w, "channels", x->channels);
-        json_int(&w, "flows", x->flows);
-        json_close_object(&w);
-    }
-    json_close_array(&w);
-    return json_finish(&w);
-}
-
-static void print_text(FILE *out, const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg,
-                       const coll_row_t *rows) {
-    const int64_t per_group = r->gpus / r->groups;
-    fprintf(out, "stepsim collective: %s, algo %s, proto %s on %s (%s): %lld GPUs, %lld per node\n",
-            sim_coll_op_name(r->op), sim_coll_algo_name(r->algo), sim_proto_name(r->proto), topo_name(ct->t),
-            topo_kind_name(topo_kind(ct->t)), (long long)r->gpus, (long long)r->gpn);
-    fprintf(out,
-            "%lld group%s of %lld, %s; fidelity %s; calibration %s (network links x %.3g, NVLink x %.3g)\n\n",
-            (long long)r->groups, r->groups > 1 ? "s" : "", (long long)per_group,
-            r->strided ? "strided" : "contiguous", fidelity_name(r->fidelity),
-            r->calibrated ? "nccl" : "none", cfg->link_kind_efficiency[SIM_LINK_NETWORK],
-            cfg->link_kind_efficiency[SIM_LINK_NVLINK]);
-    fprintf(out, "%14s %12s %12s %10s %10s  %-16s %-6s %8s\n", "size", "time", "closed form", "algbw",
-            "busbw", "algo", "proto", "channels");
-    fprintf(out, "%14s %12s %12s %10s %10s\n", "(B)", "(us)", "(us)", "(GB/s)", "(GB/s)");
-    for (int i = 0; i < r->n_sizes; i++) {
-        const sim_coll_bench_result_t *x = &rows[i].res;
-        fprintf(out, "%14.0f %12.2f %12.2f %10.2f %10.2f  %-16s %-6s %8d\n", rows[i].size_bytes,
-                x->time_s * 1e6, x->closed_form_s * 1e6, x->algbw_bytes_per_s / 1e9,
-                x->busbw_bytes_per_s / 1e9, sim_coll_algo_name(x->algo), sim_proto_name(x->proto),
-                (int)x->channels);
-    }
-}
-
 int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     (void)err;
     coll_req_t r;
@@ -453,7 +386,7 @@ int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     memset(&scn, 0, sizeof scn);
     coll_topo_t ct;
     memset(&ct, 0, sizeof ct);
-    coll_row_t *rows = NULL;
+    collective_row_t *rows = NULL;
     rc = cli_apply_scenario(a, &scn, NULL, d);
     if (!rc && !cli_has(a, CLI_OPT_GROUP_GPUS) && scn.given[SCN_GPUS])
         r.gpus = scn.value[SCN_GPUS];
@@ -481,10 +414,24 @@ int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     }
     if (!rc)
         rc = run_sizes(&r, &ct, &cfg, rows, d);
-    if (!rc && cli_has(a, CLI_OPT_JSON) && print_json(out, &r, &ct, &cfg, rows) != 0)
-        rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory while printing");
-    if (!rc && !cli_has(a, CLI_OPT_JSON))
-        print_text(out, &r, &ct, &cfg, rows);
+    if (!rc) {
+        const collective_result_t res = {r.op,
+                                         r.algo,
+                                         r.proto,
+                                         r.fidelity,
+                                         r.gpus,
+                                         r.gpn,
+                                         r.groups,
+                                         r.strided,
+                                         r.calibrated,
+                                         ct.t,
+                                         cfg.link_kind_efficiency[SIM_LINK_NETWORK],
+                                         cfg.link_kind_efficiency[SIM_LINK_NVLINK],
+                                         rows,
+                                         r.n_sizes};
+        if (print_collective(out, &res, cli_has(a, CLI_OPT_JSON)) != 0)
+            rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory while printing");
+    }
     free(rows);
     topo_free(ct.t);
     scenario_destroy(&scn);

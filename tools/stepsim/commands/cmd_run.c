@@ -1,7 +1,7 @@
 /* cmd_run.c - `stepsim run [SCENARIO.json] [--option value ...]`: simulate one training step event by
  * event (sim/step*.c) and print where the time goes: the step time beside the closed-form estimate,
  * the critical GPU's breakdown, memory peaks against the model, and the busiest links; optionally a
- * Chrome trace (traces/).
+ * Chrome trace (traces/). output/print_run.c prints the result.
  *
  * The scenario options are estimate's (options.c, applied after the file); --interleave and
  * --optimizer-step set the simulated schedule and optimizer step too (cmd_run_scenario_opts); the
@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "commands.h"
-#include "output.h"
+#include "print.h"
 #include "step.h"
 #include "simpoint.h"
 #include "topo.h"
@@ -180,22 +180,6 @@ static int32_t *traced_links(const topo_t *t, const trace_ranks_t *ranks, int32_
     return links;
 }
 
-static char *scenario_text(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
-                           const step_config_t *c) {
-    json_writer_t w;
-    char buf[64];
-    json_start(&w, NULL);
-    output_config_json(&w, su, job, scn);
-    json_string(&w, "comm", c->comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
-    json_string(&w, "schedule", step_schedule_name(c->schedule));
-    json_int(&w, "virtual_stages", c->schedule == STEP_SCHEDULE_INTERLEAVED ? c->virtual_stages : 1);
-    json_string(&w, "placement", step_placement_format(&c->placement, buf, sizeof buf));
-    cJSON *doc = json_take(&w);
-    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
-    cJSON_Delete(doc);
-    return text;
-}
-
 static int trace_open(const char *path, const run_opts_t *o, const step_t *step, const topo_t *topo,
                       const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                       const step_config_t *c, trace_ctx_t *tc, cli_diag_t *d) {
@@ -208,7 +192,7 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
         return cli_fail(d, rc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--trace-ranks: %s", err);
     int32_t n_links = 0;
     int32_t *links = topo ? traced_links(topo, &ranks, &n_links) : NULL;
-    char *scen = scenario_text(su, job, scn, c);
+    char *scen = print_run_trace_scenario(su, job, scn, c);
     const sim_engine_t *e = step_engine(step);
     (void)e;
     tc->step = step;
@@ -230,7 +214,7 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
     else
         rc = trace_writer_open(path, &opt, &tc->w, err, sizeof err);
     free(links);
-    cJSON_free(scen);
+    free(scen);
     trace_ranks_destroy(&ranks);
     if (rc)
         return cli_fail(d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--trace %s: %s", path,
@@ -240,23 +224,7 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
 
 /* ---- running ---------------------------------------------------------------------------------------- */
 
-typedef struct run_out {
-    model_job_t job;
-    model_estimate_t est;
-    step_config_t cfg;
-    step_result_t res;
-    char topology[80];
-    int n_links;
-    char link_names[MAX_LINKS][96];
-    double link_util[MAX_LINKS];
-    double wall_s;
-    int traced, calibrated;
-    trace_writer_stats_t trace_stats;
-    step_sim_result_t sim;
-    double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL: sim's */
-} run_out_t;
-
-static void run_out_free(run_out_t *r) {
+void run_result_free(run_result_t *r) {
     if (r)
         step_sim_result_destroy(&r->sim);
     free(r);
@@ -272,7 +240,7 @@ static double now_s(void) {
 typedef struct run_hook {
     const run_opts_t *o;
     const topo_t *topo;
-    run_out_t *r;
+    run_result_t *r;
     const scenario_t *scn;
     trace_ctx_t *tc;
     cli_diag_t *d;
@@ -293,7 +261,7 @@ static int attach_trace(void *ctx, step_t *step) {
 
 /* The job, the run's options and the topology first (every input checked and the network built),
  * then the model's estimate and the simulation. */
-static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag_t *d) {
+static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_diag_t *d) {
     const double t0 = now_s();
     int links = 5;
     int rc = scenario_resolve(scn, &r->job, d);
@@ -356,179 +324,13 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_out_t *r, cli_diag
     return rc;
 }
 
-/* ---- output ----------------------------------------------------------------------------------------- */
-
-static const char *level_name(step_collapsed_t l) {
-    return l == STEP_STAGES ? "stages" : l == STEP_RAILS ? "tensor ranks" : "none";
-}
-
-static cJSON *result_json(const run_out_t *r, const scenario_t *scn, const run_opts_t *o) {
-    const step_result_t *s = &r->res;
-    const model_summary_t *su = &r->est.summary;
-    json_writer_t w;
-    char buf[64];
-    json_start(&w, NULL);
-    json_number(&w, "step_time_s", s->step_time_s);
-    json_number(&w, "analytic_iteration_time_s", su->iteration_time_s);
-    json_number(&w, "throughput_samples_per_s",
-                s->step_time_s > 0 ? (double)r->job.global_batch / s->step_time_s : 0);
-    json_open_object(&w, "breakdown_s");
-    json_number(&w, "compute", s->breakdown.compute_s);
-    json_number(&w, "exposed_tp_comm", s->breakdown.exposed_tp_comm_s);
-    json_number(&w, "exposed_pp_comm", s->breakdown.exposed_pp_comm_s);
-    json_number(&w, "exposed_dp_comm", s->breakdown.exposed_dp_comm_s);
-    json_number(&w, "bubble_idle", s->breakdown.bubble_idle_s);
-    json_close_object(&w);
-    json_int(&w, "events", s->events);
-    json_int(&w, "flows", s->flows);
-    if (!o->deterministic)
-        json_number(&w, "wall_time_s", r->wall_s);
-    json_open_object(&w, "links");
-    json_number(&w, "max_utilization", r->n_links > 0 ? r->link_util[0] : 0.0);
-    json_open_array(&w, "busiest");
-    for (int i = 0; i < r->n_links; i++) {
-        json_open_object(&w, NULL);
-        json_string(&w, "link", r->link_names[i]);
-        json_number(&w, "utilization", r->link_util[i]);
-        json_close_object(&w);
-    }
-    json_close_array(&w);
-    json_close_object(&w);
-    json_open_object(&w, "memory_gb");
-    json_number(&w, "peak", s->peak_memory_gb);
-    json_int(&w, "peak_gpu", s->peak_memory_gpu);
-    json_number(&w, "peak_activations", s->peak_activations_gb);
-    json_number(&w, "static", s->static_memory_gb);
-    json_number(&w, "analytic", su->memory_gb);
-    json_number(&w, "analytic_activations", su->activations_gb);
-    json_number(&w, "capacity", r->job.system.hbm_capacity_gb);
-    json_bool(&w, "fits", s->peak_memory_gb <= r->job.system.hbm_capacity_gb);
-    if (r->stage_act_gb) {
-        json_open_array(&w, "stage_peak_activations");
-        for (int64_t p = 0; p < r->job.par.pp; p++)
-            json_number(&w, NULL, r->stage_act_gb[p]);
-        json_close_array(&w);
-    }
-    json_close_object(&w);
-    json_open_object(&w, "simulation");
-    json_string(&w, "comm", r->cfg.comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
-    json_string(&w, "topology", r->topology);
-    json_string(&w, "calibration", r->calibrated ? "nccl" : "none");
-    json_string(&w, "schedule", step_schedule_name(r->cfg.schedule));
-    json_int(&w, "virtual_stages", s->virtual_stages);
-    json_string(&w, "placement", step_placement_format(&r->cfg.placement, buf, sizeof buf));
-    json_string(&w, "p2p", r->cfg.p2p_async ? "async" : "blocking");
-    json_string(&w, "granularity", s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch");
-    json_open_object(&w, "collapse");
-    json_string(&w, "collapsed", level_name(s->collapsed));
-    json_bool(&w, "exact", s->collapse_exact);
-    json_int(&w, "simulated_gpus", s->simulated_gpus);
-    json_int(&w, "gpus", s->gpus);
-    json_string(&w, "note", s->collapse_note);
-    json_close_object(&w);
-    json_int(&w, "operations", s->operations);
-    json_int(&w, "microbatches", s->microbatches);
-    json_int(&w, "critical_gpu", s->critical_gpu);
-    json_int(&w, "critical_stage", s->critical_stage);
-    json_number(&w, "optimizer_s", s->optimizer_s);
-    json_close_object(&w);
-    if (r->traced) {
-        json_open_object(&w, "trace");
-        json_string(&w, "file", o->trace);
-        json_int(&w, "complete_events", r->trace_stats.complete_events);
-        json_int(&w, "flow_arrows", r->trace_stats.flow_arrows);
-        json_int(&w, "counter_events", r->trace_stats.counter_events);
-        json_close_object(&w);
-    }
-    output_config_json(&w, su, &r->job, scn);
-    if (scn->name[0])
-        json_string(&w, "scenario", scn->name);
-    return json_take(&w);
-}
-
-static void row(FILE *out, const char *label, double t, double total) {
-    fprintf(out, "    %-32s %14.6f %9.2f\n", label, t, total > 0 ? 100.0 * t / total : 0.0);
-}
-
-static void result_text(FILE *out, const run_out_t *r, const scenario_t *scn, const run_opts_t *o) {
-    const step_result_t *s = &r->res;
-    const model_summary_t *su = &r->est.summary;
-    char buf[64];
-    model_job_t shown = r->job; /* the header says whether the simulation ran the optimizer step */
-    shown.training.optimizer_step = s->optimizer_s > 0.0;
-    output_job_header(out, "run", &shown, scn);
-    fprintf(out, "layout: ");
-    output_layout_text(out, &su->par);
-    fprintf(out,
-            "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
-            su->n_microbatches, su->par.mbs, su->layers_per_stage);
-    fprintf(out, "simulation: %s", step_schedule_name(r->cfg.schedule));
-    if (s->virtual_stages > 1)
-        fprintf(out, ":%d", s->virtual_stages);
-    if (r->cfg.comm == SIM_COMM_ANALYTIC)
-        fprintf(out, " schedule, %s sends, analytic communication (the model's times, no network)",
-                r->cfg.p2p_async ? "async" : "blocking");
-    else
-        fprintf(out, " schedule, %s sends, network communication on %s (calibration %s)",
-                r->cfg.p2p_async ? "async" : "blocking", r->topology, r->calibrated ? "nccl" : "none");
-    fprintf(out, ", placement %s\n", step_placement_format(&r->cfg.placement, buf, sizeof buf));
-    fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
-            level_name(s->collapsed), s->collapse_note);
-    fprintf(out, "            %" PRId64 " operations (%s granularity), %" PRId64 " events, %" PRId64 " flows",
-            s->operations, s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch", s->events,
-            s->flows);
-    if (!o->deterministic)
-        fprintf(out, ", %.2f s wall", r->wall_s);
-    fprintf(out, "\n\n");
-    const double t = s->step_time_s, a = su->iteration_time_s;
-    fprintf(out, "  %-34s %.6f s\n", "step time (simulated)", t);
-    fprintf(out, "  %-34s %.6f s (simulated %+.3f%%)\n", "iteration time (analytic estimate)", a,
-            a > 0 ? 100.0 * (t / a - 1.0) : 0.0);
-    fprintf(out, "  %-34s %.4f samples/s\n", "throughput", t > 0 ? (double)r->job.global_batch / t : 0.0);
-    fprintf(out, "\n  %-34s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
-    fprintf(out, "    (GPU %d, stage %d: the last to finish)\n", s->critical_gpu, s->critical_stage);
-    row(out, "compute", s->breakdown.compute_s, t);
-    row(out, "exposed tensor-parallel comm", s->breakdown.exposed_tp_comm_s, t);
-    row(out, "exposed pipeline comm", s->breakdown.exposed_pp_comm_s, t);
-    row(out, "exposed data-parallel comm", s->breakdown.exposed_dp_comm_s, t);
-    row(out, "bubble and idle", s->breakdown.bubble_idle_s, t);
-    if (s->optimizer_s > 0)
-        fprintf(out, "    (compute includes the optimizer step, %.6f s)\n", s->optimizer_s);
-    fprintf(out, "\n  %-34s %14s %14s\n", "memory per GPU (GB)", "simulated", "analytic");
-    fprintf(out, "    %-32s %14.3f %14.3f\n", "weights, gradients, optimizer", s->static_memory_gb,
-            su->weights_gb + su->grads_gb + su->optimizer_gb);
-    fprintf(out, "    %-32s %14.3f %14.3f\n", "activations (peak)", s->peak_activations_gb,
-            su->activations_gb);
-    fprintf(out, "    %-32s %14.3f %14.3f   of %.6g: %s\n", "total (peak)", s->peak_memory_gb, su->memory_gb,
-            r->job.system.hbm_capacity_gb,
-            s->peak_memory_gb <= r->job.system.hbm_capacity_gb ? "fits" : "DOES NOT FIT");
-    fprintf(out, "    (peak on GPU %d)\n", s->peak_memory_gpu);
-    if (r->n_links > 0) {
-        fprintf(out, "\n  busiest links (average utilization over the step)\n");
-        for (int i = 0; i < r->n_links; i++)
-            fprintf(out, "    %-40s %8.2f%%\n", r->link_names[i], 100.0 * r->link_util[i]);
-    }
-    if (r->traced)
-        fprintf(out, "\n  trace: %s (%" PRId64 " slices, %" PRId64 " arrows, %" PRId64 " counter samples)\n",
-                o->trace, r->trace_stats.complete_events, r->trace_stats.flow_arrows,
-                r->trace_stats.counter_events);
-}
-
 /* ---- entry points ------------------------------------------------------------------------------------- */
 
-int cmd_run_result(scenario_t *scn, const run_opts_t *opts, cJSON **result, cli_diag_t *diag) {
-    *result = NULL;
-    run_out_t *r = calloc(1, sizeof *r);
-    if (!r)
+int cmd_run_compute(scenario_t *scn, const run_opts_t *opts, run_result_t **result, cli_diag_t *diag) {
+    *result = calloc(1, sizeof **result);
+    if (!*result)
         return cli_fail(diag, CLI_ERUNTIME, "run: out of memory");
-    int rc = simulate(scn, opts, r, diag);
-    if (!rc) {
-        *result = result_json(r, scn, opts);
-        if (!*result)
-            rc = cli_fail(diag, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
-    }
-    run_out_free(r);
-    return rc;
+    return simulate(scn, opts, *result, diag);
 }
 
 int cmd_run_check(const run_opts_t *o, cli_diag_t *d) {
@@ -584,21 +386,12 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         cmd_run_scenario_opts(&scn, &o);
     if (!rc) /* validate the run's own options before anything is built */
         rc = cmd_run_check(&o, d);
-    if (!rc && o.json) {
-        cJSON *result = NULL;
-        rc = cmd_run_result(&scn, &o, &result, d);
-        if (!rc && json_print(out, result) != 0)
+    if (!rc) {
+        run_result_t *r = NULL;
+        rc = cmd_run_compute(&scn, &o, &r, d);
+        if (!rc && print_run(out, r, &scn, &o) != 0)
             rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
-        cJSON_Delete(result);
-    } else if (!rc) {
-        run_out_t *r = calloc(1, sizeof *r);
-        if (!r)
-            rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory");
-        if (!rc)
-            rc = simulate(&scn, &o, r, d);
-        if (!rc)
-            result_text(out, r, &scn, &o);
-        run_out_free(r);
+        run_result_free(r);
     }
     scenario_destroy(&scn);
     return rc;

@@ -1,7 +1,7 @@
 /* cmd_topo.c - `stepsim topo [SCENARIO.json] [--topology NAME|FILE|JSON] [--gpus N] [--json]
- * [--graphml FILE] [--dot FILE]`: build a topology, print its summary (interfaces.md fields), and
- * export it. Exports are written to a temporary file beside the target and renamed into place, so an
- * interrupted run never leaves a truncated file.
+ * [--graphml FILE] [--dot FILE]`: build a topology, print its summary (the fields of docs/cli.md), and
+ * export it (output/print_topo.c prints). Exports are written to a temporary file beside the target and
+ * renamed into place, so an interrupted run never leaves a truncated file.
  *
  * The topology comes from --topology, else the scenario file's "topology", else "ideal" built from the
  * scenario's system (the analytic model's two-tier abstraction). igraph's error handler is process-wide
@@ -18,7 +18,7 @@
 #include <igraph.h>
 
 #include "commands.h"
-#include "output.h"
+#include "print.h"
 #include "topo.h"
 #include "topo_json.h"
 
@@ -78,6 +78,7 @@ static int write_atomic(const topo_t *t, const char *option, const char *path, i
     return cli_fail(d, CLI_ERUNTIME, "%s %s: cannot write: %s", option, path, strerror(e));
 }
 
+/* count[k]: the switches of tier k (1..3). */
 static void tiers(const topo_t *t, int64_t count[4]) {
     memset(count, 0, 4 * sizeof *count);
     for (int64_t v = 0; v < topo_vertex_count(t); v++) {
@@ -86,75 +87,6 @@ static void tiers(const topo_t *t, int64_t count[4]) {
         if (vi.kind == TOPO_VERTEX_SWITCH && vi.tier >= 1 && vi.tier <= 3)
             count[vi.tier]++;
     }
-}
-
-static int print_json(FILE *out, const topo_t *t, const topo_summary_t *s) {
-    json_writer_t w;
-    int64_t tier[4];
-    tiers(t, tier);
-    json_start(&w, out);
-    json_string(&w, "name", s->name);
-    json_string(&w, "kind", s->kind);
-    json_int(&w, "gpus", s->gpus);
-    json_int(&w, "nodes", s->nodes);
-    json_int(&w, "switches", s->switches);
-    json_int(&w, "links", s->links);
-    json_int(&w, "diameter_hops", s->diameter_hops);
-    json_number(&w, "bisection_bandwidth_bytes_per_s", s->bisection_bandwidth_bytes_per_s);
-    json_number(&w, "injection_bandwidth_bytes_per_s", s->injection_bandwidth_bytes_per_s);
-    json_string(&w, "routing", topo_routing_name(topo_routing(t)));
-    json_open_array(&w, "switches_by_tier");
-    for (int k = 1; k <= 3; k++)
-        if (tier[k] || k == 1)
-            json_int(&w, NULL, tier[k]);
-    json_close_array(&w);
-    json_int(&w, "nvswitches", s->nvswitches);
-    json_int(&w, "nics", s->nics);
-    json_int(&w, "nvlink_links", s->nvlink_links);
-    json_int(&w, "pcie_links", s->pcie_links);
-    json_bool(&w, "diameter_exhaustive", s->diameter_exhaustive);
-    if (s->bisection_closed_form_bytes_per_s > 0)
-        json_number(&w, "bisection_closed_form_bytes_per_s", s->bisection_closed_form_bytes_per_s);
-    json_open_object(&w, "cost");
-    json_int(&w, "switches", s->switches);
-    json_int(&w, "cables", s->cables);
-    json_int(&w, "optical_cables", s->optical_cables);
-    json_int(&w, "optical_transceivers", s->optical_transceivers);
-    json_close_object(&w);
-    return json_finish(&w);
-}
-
-/* "51.2 TB/s" or "800 GB/s" */
-static const char *rate(double bytes_per_s, char *buf, size_t size) {
-    if (bytes_per_s >= 1e12)
-        snprintf(buf, size, "%.4g TB/s", bytes_per_s / 1e12);
-    else
-        snprintf(buf, size, "%.4g GB/s", bytes_per_s / 1e9);
-    return buf;
-}
-
-static void print_text(FILE *out, const topo_t *t, const topo_summary_t *s) {
-    char r1[32], r2[32];
-    int64_t tier[4];
-    tiers(t, tier);
-    fprintf(out, "topology        %s (%s, routing %s)\n", s->name, s->kind,
-            topo_routing_name(topo_routing(t)));
-    fprintf(out, "gpus            %lld in %lld nodes\n", (long long)s->gpus, (long long)s->nodes);
-    fprintf(out, "switches        %lld", (long long)s->switches);
-    if (tier[2])
-        fprintf(out, " (tier 1: %lld, tier 2: %lld, tier 3: %lld)", (long long)tier[1], (long long)tier[2],
-                (long long)tier[3]);
-    fprintf(out, "; %lld NVSwitch crossbars, %lld NICs\n", (long long)s->nvswitches, (long long)s->nics);
-    fprintf(out, "links           %lld network cables; %lld NVLink, %lld PCIe\n", (long long)s->links,
-            (long long)s->nvlink_links, (long long)s->pcie_links);
-    fprintf(out, "diameter        %lld links%s\n", (long long)s->diameter_hops,
-            s->diameter_exhaustive ? "" : " (from representative GPUs)");
-    fprintf(out, "bisection       %s", rate(s->bisection_bandwidth_bytes_per_s, r1, sizeof r1));
-    if (s->bisection_closed_form_bytes_per_s > 0)
-        fprintf(out, " (closed form %s)", rate(s->bisection_closed_form_bytes_per_s, r2, sizeof r2));
-    fprintf(out, "\ninjection       %s\n", rate(s->injection_bandwidth_bytes_per_s, r1, sizeof r1));
-    fprintf(out, "cost proxy      %lld switches, %lld cables, %lld optical transceivers\n",
-            (long long)s->switches, (long long)s->cables, (long long)s->optical_transceivers);
 }
 
 /* prefix: where messages about the topology point ("--topology: ", "run.json: topology."). */
@@ -168,18 +100,19 @@ static int run(const topo_args_t *a, const topo_params_t *p, const char *prefix,
     if (rc)
         return cli_fail(d, topo_json_exit_code(rc), "%s%s", prefix,
                         topo_issue_format(&issue, msg, sizeof msg));
-    topo_summary_t s;
-    rc = topo_summary_compute(t, &s, &issue);
+    topo_result_t r;
+    memset(&r, 0, sizeof r);
+    r.topo = t;
+    tiers(t, r.switches_by_tier);
+    rc = topo_summary_compute(t, &r.summary, &issue);
     if (rc)
         rc = cli_fail(d, topo_json_exit_code(rc), "%s%s", prefix, topo_issue_format(&issue, msg, sizeof msg));
     if (!rc && a->graphml)
         rc = write_atomic(t, "--graphml", a->graphml, 0, d);
     if (!rc && a->dot)
         rc = write_atomic(t, "--dot", a->dot, 1, d);
-    if (!rc && a->json && print_json(out, t, &s) != 0)
+    if (!rc && print_topo(out, &r, a->json) != 0)
         rc = cli_fail(d, CLI_ERUNTIME, "topo: out of memory while printing");
-    if (!rc && !a->json)
-        print_text(out, t, &s);
     topo_free(t);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* cmd_validate.c - `stepsim validate --measured FILE.csv`: predict measured training runs and report
- * the error of each prediction and of the whole set.
+ * the error of each prediction and of the whole set (the result: validate.h; output/print_validate.c
+ * prints it).
  *
- * Each row of the CSV (schema: shared/spec/interfaces.md, documented in docs/validation.md) becomes
+ * Each row of the CSV (columns: docs/cli.md, "validate --measured input"; docs/validation.md) becomes
  * one job of the corrected analytic model with the training options the run used (recomputation,
  * sequence parallelism, the embedding and output layer, the optimizer step, interleaving,
  * Megatron's data-parallel all-reduce, the attention kernel). Settings a row leaves empty are filled
@@ -18,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate.h"
 #include "commands.h"
 #include "csv.h"
-#include "output.h"
+#include "print.h"
+#include "validate.h"
 #include "simpoint.h"
 #include "topo_json.h"
 
@@ -122,23 +123,6 @@ static int from_args(const cli_args_t *p, validate_args_t *a, cli_diag_t *d) {
 }
 
 /* ---- reading the rows ---------------------------------------------------------------------- */
-
-typedef struct run_row {
-    char name[64];
-    model_job_t job; /* the corrected job as predicted */
-    char system[32];
-    double measured_s;
-    int64_t cp;
-    int mbs_recorded, interleave_recorded, attention_recorded, dp_comm_recorded, grad_accum_recorded;
-    model_summary_t pred, ref;
-    double error_pct, ref_error_pct;
-    /* --sim: the simulation with analytic communication and with the network (0: not simulated) */
-    double sim_analytic_s, sim_network_s, sim_analytic_error_pct, sim_network_error_pct;
-    double sim_unmodeled_s; /* the analytic cost added for what the simulation does not model */
-    char sim_topology[64];
-    char sim_error[200]; /* why a row was not simulated ("" if it was) */
-    double sim_wall_s;
-} run_row_t;
 
 /* Where a cell is: "FILE: row 3 (GPT-7.5B): column tp". */
 typedef struct reader {
@@ -467,10 +451,6 @@ static int choose_unrecorded(run_row_t *row, cli_diag_t *d) {
 
 /* ---- report ---------------------------------------------------------------------------------- */
 
-typedef struct summary_stats {
-    double mean_abs, max_abs, ref_mean_abs, ref_max_abs;
-} summary_stats_t;
-
 static void stats_of(const run_row_t *rows, size_t n, summary_stats_t *st) {
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < n; i++) {
@@ -479,109 +459,6 @@ static void stats_of(const run_row_t *rows, size_t n, summary_stats_t *st) {
         st->max_abs = fmax(st->max_abs, fabs(rows[i].error_pct));
         st->ref_max_abs = fmax(st->ref_max_abs, fabs(rows[i].ref_error_pct));
     }
-}
-
-static void breakdown_json(json_writer_t *w, const model_summary_t *s) {
-    output_breakdown_json(w, s);
-    json_open_object(w, "detail_s");
-    json_number(w, "optimizer_step", s->optimizer_s);
-    json_number(w, "dp_allreduce", s->dp_allreduce_s);
-    json_number(w, "embedding_sync", s->embedding_sync_s);
-    json_number(w, "first_stage_per_microbatch", s->stage_fwd_bwd_s[0]);
-    json_number(w, "last_stage_per_microbatch", s->stage_fwd_bwd_s[1]);
-    json_close_object(w);
-}
-
-static int print_json(FILE *out, const validate_args_t *a, const predictor_t *pr, const run_row_t *rows,
-                      size_t n, const summary_stats_t *st, cJSON *sim, cJSON *calib) {
-    json_writer_t w;
-    json_start(&w, out);
-    json_open_array(&w, "rows");
-    for (size_t i = 0; i < n; i++) {
-        const run_row_t *r = &rows[i];
-        const model_job_t *j = &r->job;
-        json_open_object(&w, NULL);
-        json_string(&w, "name", r->name);
-        json_number(&w, "predicted_s", r->pred.iteration_time_s);
-        json_number(&w, "measured_s", r->measured_s);
-        json_number(&w, "error_pct", r->error_pct);
-        json_string(&w, "source", pr->name);
-        json_number(&w, "reference_predicted_s", r->ref.iteration_time_s);
-        json_number(&w, "reference_error_pct", r->ref_error_pct);
-        json_string(&w, "system", r->system);
-        json_int(&w, "gpus", j->gpus);
-        json_int(&w, "tp", j->par.tp1);
-        json_int(&w, "pp", j->par.pp);
-        json_int(&w, "dp", j->par.dp);
-        json_int(&w, "cp", r->cp);
-        json_int(&w, "mbs", j->par.mbs);
-        json_bool(&w, "mbs_recorded", r->mbs_recorded);
-        json_int(&w, "interleave", r->pred.interleave);
-        json_bool(&w, "interleave_recorded", r->interleave_recorded);
-        json_string(&w, "recompute", model_recompute_name(j->training.recompute));
-        json_bool(&w, "sequence_parallel", j->training.sequence_parallel == MODEL_SEQPAR_ON);
-        json_string(&w, "attention", model_attention_name(j->training.attention));
-        json_bool(&w, "attention_recorded", r->attention_recorded);
-        json_string(&w, "dp_comm", model_dp_comm_name(j->training.dp_comm));
-        json_string(&w, "grad_accumulation", model_grad_accum_name(j->training.grad_accumulation));
-        json_number(&w, "memory_gb", r->pred.memory_gb);
-        json_bool(&w, "fits", r->pred.fits);
-        breakdown_json(&w, &r->pred);
-        json_close_object(&w);
-    }
-    json_close_array(&w);
-    json_number(&w, "mean_abs_error_pct", st->mean_abs);
-    json_number(&w, "max_abs_error_pct", st->max_abs);
-    json_string(&w, "source", pr->name);
-    json_string(&w, "compat", "corrected");
-    json_string(&w, "file", a->measured);
-    json_string(&w, "unrecorded", a->rule == RULE_SEARCH ? "search" : "fixed");
-    json_open_object(&w, "reference");
-    json_number(&w, "mean_abs_error_pct", st->ref_mean_abs);
-    json_number(&w, "max_abs_error_pct", st->ref_max_abs);
-    json_close_object(&w);
-    /* owned by the document from here */
-    if (sim && !w.failed && w.depth > 0)
-        cJSON_AddItemToObject(w.stack[0], "simulation", sim);
-    else
-        cJSON_Delete(sim);
-    if (calib && !w.failed && w.depth > 0)
-        cJSON_AddItemToObject(w.stack[0], "calibration", calib);
-    else
-        cJSON_Delete(calib);
-    return json_finish(&w);
-}
-
-static void print_text(FILE *out, const validate_args_t *a, const predictor_t *pr, const run_row_t *rows,
-                       size_t n, const summary_stats_t *st) {
-    fprintf(out, "stepsim validate: %s: %zu measured runs\n", a->measured, n);
-    fprintf(out, "prediction source: %s (%s); reference: the published model on the same layout\n", pr->name,
-            pr->describe);
-    fprintf(out, "unrecorded mbs / interleave (marked *): %s\n\n",
-            a->rule == RULE_SEARCH ? "search (fastest predicted setting that fits, for the run's degrees)"
-                                   : "fixed (mbs 1, interleave 1)");
-    fprintf(out, "  %-14s %5s %3s %3s %3s %3s %4s %3s %-9s %2s %-12s %12s %12s %9s %13s %9s\n", "run", "gpus",
-            "tp", "pp", "dp", "cp", "mbs", "v", "recompute", "sp", "attention", "analytic (s)",
-            "measured (s)", "error %", "reference (s)", "error %");
-    for (size_t i = 0; i < n; i++) {
-        const run_row_t *r = &rows[i];
-        const model_job_t *j = &r->job;
-        char mbs[16], v[16];
-        snprintf(mbs, sizeof mbs, "%" PRId64 "%s", j->par.mbs, r->mbs_recorded ? "" : "*");
-        snprintf(v, sizeof v, "%" PRId64 "%s", r->pred.interleave, r->interleave_recorded ? "" : "*");
-        fprintf(out,
-                "  %-14.14s %5" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64
-                " %4s %3s %-9s %2d %-12s %12.4f %12.4f %+9.2f %13.4f %+9.2f%s\n",
-                r->name, j->gpus, j->par.tp1, j->par.pp, j->par.dp, r->cp, mbs, v,
-                model_recompute_name(j->training.recompute), j->training.sequence_parallel == MODEL_SEQPAR_ON,
-                model_attention_name(j->training.attention), r->pred.iteration_time_s, r->measured_s,
-                r->error_pct, r->ref.iteration_time_s, r->ref_error_pct,
-                r->pred.fits ? "" : "  (does not fit)");
-    }
-    fprintf(out, "\n  %-30s %9.2f %%   (reference %.2f %%)\n", "mean absolute error", st->mean_abs,
-            st->ref_mean_abs);
-    fprintf(out, "  %-30s %9.2f %%   (reference %.2f %%)\n", "max absolute error", st->max_abs,
-            st->ref_max_abs);
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */
@@ -719,11 +596,6 @@ static int sim_rows(const validate_args_t *a, const sim_specs_t *specs, run_row_
     return CLI_OK;
 }
 
-typedef struct sim_stats {
-    size_t simulated;
-    double mean_abs[3], max_abs[3]; /* analytic, simulation analytic comm, simulation network */
-} sim_stats_t;
-
 static void sim_stats_of(const run_row_t *rows, size_t n, sim_stats_t *st) {
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < n; i++)
@@ -740,144 +612,62 @@ static void sim_stats_of(const run_row_t *rows, size_t n, sim_stats_t *st) {
     }
 }
 
-static void sim_text(FILE *out, const run_row_t *rows, size_t n) {
-    sim_stats_t st;
-    sim_stats_of(rows, n, &st);
-    fprintf(out,
-            "\nthrough the simulation (--sim): each run's step simulated as it is; the simulation has the\n"
-            "embedding and output layer in 1d only, so a 2d or 2d-seqp run gets their analytic cost (column "
-            "'added')\n\n");
-    fprintf(out, "  %-14s %-18s %10s %12s %9s %12s %9s %12s %9s\n", "run", "network", "added (s)",
-            "sim, an. (s)", "error %", "sim, net (s)", "error %", "measured (s)", "wall (s)");
-    for (size_t i = 0; i < n; i++) {
-        const run_row_t *r = &rows[i];
-        if (r->sim_error[0]) {
-            fprintf(out, "  %-14.14s not simulated: %s\n", r->name, r->sim_error);
-            continue;
-        }
-        fprintf(out, "  %-14.14s %-18.18s %10.4f %12.4f %+9.2f %12.4f %+9.2f %12.4f %9.2f\n", r->name,
-                r->sim_topology, r->sim_unmodeled_s, r->sim_analytic_s, r->sim_analytic_error_pct,
-                r->sim_network_s, r->sim_network_error_pct, r->measured_s, r->sim_wall_s);
-    }
-    fprintf(out, "\n  on the %zu of %zu runs simulated:   mean abs error   max abs error\n", st.simulated, n);
-    static const char *const NAMES[3] = {"analytic model", "simulation, analytic comm",
-                                         "simulation, network"};
-    for (int k = 0; k < 3; k++)
-        fprintf(out, "  %-34s %12.2f %% %13.2f %%\n", NAMES[k], st.mean_abs[k], st.max_abs[k]);
-}
-
-static cJSON *sim_json(const run_row_t *rows, size_t n) {
-    sim_stats_t st;
-    sim_stats_of(rows, n, &st);
-    json_writer_t w;
-    json_start(&w, NULL);
-    json_int(&w, "simulated_rows", (int64_t)st.simulated);
-    static const char *const KEYS[3] = {"analytic", "sim_analytic_comm", "sim_network"};
-    for (int k = 0; k < 3; k++) {
-        json_open_object(&w, KEYS[k]);
-        json_number(&w, "mean_abs_error_pct", st.mean_abs[k]);
-        json_number(&w, "max_abs_error_pct", st.max_abs[k]);
-        json_close_object(&w);
-    }
-    json_open_array(&w, "rows");
-    for (size_t i = 0; i < n; i++) {
-        const run_row_t *r = &rows[i];
-        json_open_object(&w, NULL);
-        json_string(&w, "name", r->name);
-        if (r->sim_error[0]) {
-            json_string(&w, "error", r->sim_error);
-        } else {
-            json_string(&w, "topology", r->sim_topology);
-            json_number(&w, "unmodeled_added_s", r->sim_unmodeled_s);
-            json_number(&w, "sim_analytic_comm_s", r->sim_analytic_s);
-            json_number(&w, "sim_analytic_comm_error_pct", r->sim_analytic_error_pct);
-            json_number(&w, "sim_network_s", r->sim_network_s);
-            json_number(&w, "sim_network_error_pct", r->sim_network_error_pct);
-        }
-        json_close_object(&w);
-    }
-    json_close_array(&w);
-    return json_take(&w);
-}
-
 /* ---- --calibrate: the FLOP efficiency fitted per system ------------------------------------------ */
 
-/* One fit over the rows of rows[first]'s system (marking them done), printed to out or, with json,
- * added to the array systems. */
-static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char *done, FILE *out,
-                            cJSON *systems, cli_diag_t *d) {
+/* One fit over the rows of rows[first]'s system (marking them done) into *c. */
+static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char *done, validate_calib_t *c,
+                            cli_diag_t *d) {
     model_job_t *jobs = malloc(n * sizeof *jobs);
     double *measured = malloc(n * sizeof *measured);
-    const char **names = malloc(n * sizeof *names);
+    c->names = malloc(n * sizeof *c->names);
+    c->system = rows[first].job.system.name;
     size_t m = 0;
-    int rc = jobs && measured && names ? CLI_OK : cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    int rc = jobs && measured && c->names ? CLI_OK : cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     for (size_t i = first; i < n && !rc; i++) {
         if (done[i] || strcmp(rows[i].system, rows[first].system) != 0)
             continue;
         done[i] = 1;
         jobs[m] = rows[i].job;
         measured[m] = rows[i].measured_s;
-        names[m++] = rows[i].name;
+        c->names[m++] = rows[i].name;
     }
-    model_calibration_t fit;
     if (!rc) {
-        const int mrc = model_calibrate_fit(jobs, measured, m, &fit);
+        const int mrc = model_calibrate_fit(jobs, measured, m, &c->fit);
         if (mrc == MODEL_ENOMEM)
             rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
         else if (mrc)
             rc = cli_fail(d, CLI_EUSAGE, "validate: --calibrate: the model rejected a checked job");
-    }
-    if (!rc) {
-        if (systems) {
-            cJSON *o = calib_json(jobs[0].system.name, &fit, names);
-            if (o)
-                cJSON_AddItemToArray(systems, o);
-            else
-                rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
-        } else {
-            calib_print_text(out, jobs[0].system.name, &fit, names);
-        }
-        model_calibrate_destroy(&fit);
+        else
+            c->fitted = 1;
     }
     free(jobs);
     free(measured);
-    free(names);
     return rc;
 }
 
-/* Every system's fit: text to out, or (json) a new object into *json_out. */
-static int calibrate_rows(const run_row_t *rows, size_t n, FILE *out, cJSON **json_out, cli_diag_t *d) {
+/* Every system's fit, in the order of each system's first row. */
+static int calibrate_rows(const run_row_t *rows, size_t n, validate_result_t *r, cli_diag_t *d) {
     char *done = calloc(n, 1);
-    cJSON *root = json_out ? cJSON_CreateObject() : NULL;
-    cJSON *systems = root ? cJSON_AddArrayToObject(root, "systems") : NULL;
-    if (!done || (json_out && !systems)) {
+    r->calib = calloc(n, sizeof *r->calib);
+    if (!done || !r->calib) {
         free(done);
-        cJSON_Delete(root);
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
-    }
-    if (json_out) {
-        cJSON_AddStringToObject(root, "objective", "least squares of the percentage errors");
-        cJSON_AddNumberToObject(root, "grid_from", MODEL_CALIBRATE_FROM);
-        cJSON_AddNumberToObject(root, "grid_to", MODEL_CALIBRATE_TO);
-        cJSON_AddNumberToObject(root, "grid_step", MODEL_CALIBRATE_STEP);
-    } else {
-        fprintf(
-            out,
-            "\ncalibration (--calibrate): each system's FLOP efficiency fitted to its runs, least squares\n"
-            "of the percentage errors over %.3f..%.3f in steps of %.3f, analytic model, the runs'\n"
-            "settings kept as read; leave-one-out predicts each run from a fit to the others\n",
-            MODEL_CALIBRATE_FROM, MODEL_CALIBRATE_TO, MODEL_CALIBRATE_STEP);
     }
     int rc = CLI_OK;
     for (size_t i = 0; i < n && !rc; i++)
         if (!done[i])
-            rc = calibrate_system(rows, n, i, done, out, systems, d);
+            rc = calibrate_system(rows, n, i, done, &r->calib[r->n_calib++], d);
     free(done);
-    if (rc || !json_out)
-        cJSON_Delete(root);
-    else
-        *json_out = root;
     return rc;
+}
+
+static void validate_result_destroy(validate_result_t *r) {
+    for (size_t i = 0; i < r->n_calib; i++) {
+        if (r->calib[i].fitted)
+            model_calibrate_destroy(&r->calib[i].fit);
+        free(r->calib[i].names);
+    }
+    free(r->calib);
 }
 
 int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
@@ -918,26 +708,26 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
     if (!rc && a.sim)
         rc = sim_rows(&a, specs, rows, n, err, d);
     free(specs);
+    validate_result_t res;
+    memset(&res, 0, sizeof res);
+    res.file = a.measured;
+    res.source = ANALYTIC.name;
+    res.source_describe = ANALYTIC.describe;
+    res.unrecorded_search = a.rule == RULE_SEARCH;
+    res.rows = rows;
+    res.n = n;
+    res.sim = a.sim;
+    res.calibrate = a.calibrate;
     if (!rc) {
-        summary_stats_t st;
-        stats_of(rows, n, &st);
-        if (a.json) {
-            cJSON *calib = NULL;
-            if (a.calibrate)
-                rc = calibrate_rows(rows, n, NULL, &calib, d);
-            cJSON *sim = a.sim && !rc ? sim_json(rows, n) : NULL;
-            if (!rc && ((a.sim && !sim) || print_json(out, &a, &ANALYTIC, rows, n, &st, sim, calib) != 0))
-                rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
-            else if (rc)
-                cJSON_Delete(calib);
-        } else {
-            print_text(out, &a, &ANALYTIC, rows, n, &st);
-            if (a.sim)
-                sim_text(out, rows, n);
-            if (a.calibrate)
-                rc = calibrate_rows(rows, n, out, NULL, d);
-        }
+        stats_of(rows, n, &res.stats);
+        if (a.sim)
+            sim_stats_of(rows, n, &res.sim_stats);
+        if (a.calibrate)
+            rc = calibrate_rows(rows, n, &res, d);
     }
+    if (!rc && print_validate(out, &res, a.json) != 0)
+        rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory while printing");
+    validate_result_destroy(&res);
     free(rows);
     csv_free(&t);
     return rc;

@@ -4,7 +4,7 @@
  * - cli_main() runs one stepsim invocation (argv[0] is the program name, argv[1] the command). Results
  *   go to out (with --json: exactly one JSON object and nothing else), diagnostics to err (one line
  *   per error). Neither stream is closed. Nothing in tools/ calls exit(); main.c returns this code.
- * - Exit codes (interfaces.md): 0 success; 1 runtime failure (I/O, out of memory); 2 bad usage or
+ * - Exit codes (docs/cli.md): 0 success; 1 runtime failure (I/O, out of memory); 2 bad usage or
  *   invalid input (one line on err naming the file or option, the JSON path, the value and what is
  *   allowed); 3 valid input with no result (degrees whose product is not the GPU count, a search
  *   where nothing fits).

@@ -16,7 +16,7 @@
  *   on failure fill a cli_diag_t with exactly one line of text (no newline). Nothing here prints or
  *   exits.
  * - Units: as model.h (GB, TFLOP/s, GB/s, seconds). The scenario JSON uses the reference's system keys
- *   (seed-model.md section 2), so element_size is in GB per element (2e-9).
+ *   (docs/model-formulas.md, section 2), so element_size is in GB per element (2e-9).
  */
 #ifndef STEPSIM_SCENARIO_H
 #define STEPSIM_SCENARIO_H
@@ -29,7 +29,7 @@
 #include "model.h"
 #include "topo.h"
 
-/* Exit codes of every stepsim command (interfaces.md). */
+/* Exit codes of every stepsim command (docs/cli.md, "Exit codes"). */
 enum { CLI_OK = 0, CLI_ERUNTIME = 1, CLI_EUSAGE = 2, CLI_ENORESULT = 3 };
 
 /* One diagnostic line for stderr, without the trailing newline. */

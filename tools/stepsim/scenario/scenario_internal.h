@@ -5,7 +5,8 @@
 
 #include "scenario.h"
 
-/* The built-in default scenario (seed-model.md section 11, the stored best at 4096 GPUs). */
+/* The built-in default scenario (docs/model-formulas.md, section 11: the reference's stored best 1d layout at
+ * 4096 GPUs). */
 #define SCN_DEFAULT_MODEL "gpt3_1T"
 #define SCN_DEFAULT_SYSTEM "A100"
 #define SCN_DEFAULT_NVS 8

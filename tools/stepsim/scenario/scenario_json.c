@@ -222,11 +222,11 @@ static int system_fields(scenario_t *scn, const scn_src_t *src, const cJSON *obj
     for (size_t i = 0; i < COUNT(SYSTEM_NUMBERS); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, SYSTEM_NUMBERS[i].key);
         if (!v && SYSTEM_NUMBERS[i].required && !has_base)
-            return cli_fail(
-                src->diag, CLI_EUSAGE,
-                "%s%s: missing key \"%s\"; allowed: every key of a system (seed-model.md section 2), "
-                "or \"base\": a preset plus the keys to change",
-                src->prefix, path, SYSTEM_NUMBERS[i].key);
+            return cli_fail(src->diag, CLI_EUSAGE,
+                            "%s%s: missing key \"%s\"; allowed: every key of a system "
+                            "(docs/model-formulas.md, section 2), "
+                            "or \"base\": a preset plus the keys to change",
+                            src->prefix, path, SYSTEM_NUMBERS[i].key);
         if (v && (rc = system_number(src, v, path, i, s)))
             return rc;
     }
@@ -260,7 +260,7 @@ int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, cons
         return cli_fail(
             src->diag, CLI_EUSAGE,
             "%s%s: %s is not a preset name or an object; allowed: %s, or an object with the keys of "
-            "seed-model.md section 2",
+            "docs/model-formulas.md, section 2",
             src->prefix, path, what, list);
     }
     if ((rc = scn_check_keys(src, v, path, SYSTEM_KEYS, COUNT(SYSTEM_KEYS))))

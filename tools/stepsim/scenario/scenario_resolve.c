@@ -401,5 +401,5 @@ const char *scenario_defaults_help(void) {
            "               filled innermost-first (tp or tp1, tp2, dp, pp), each group taking the largest\n"
            "               divisor of its size that still fits beside the counts already placed\n"
            "  For the built-in scenario this gives dp 16, tp 8, pp 32, mbs 1, nv (tp 8, dp 1, pp 1):\n"
-           "  the stored best layout of seed-model.md section 11.\n";
+           "  the reference's stored best 1d layout (docs/model-formulas.md, section 11).\n";
 }

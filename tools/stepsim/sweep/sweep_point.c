@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "print.h"
 #include "sweep.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -71,8 +72,16 @@ static int point_estimate(const cJSON *scenario, const cJSON *options, cJSON **r
         if (!rc)
             scenario_set_layout(&scn, &best, SCN_FROM_DERIVED);
     }
-    if (!rc)
-        rc = cmd_estimate_result(&scn, &opts, result, diag);
+    if (!rc) {
+        estimate_result_t r;
+        rc = cmd_estimate_compute(&scn, &r, diag);
+        if (!rc) {
+            *result = print_estimate_json(&r, opts.layers);
+            estimate_result_destroy(&r);
+            if (!*result)
+                rc = cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+        }
+    }
     scenario_destroy(&scn);
     if (!rc && searched) {
         cJSON *how = cJSON_CreateObject();
@@ -94,13 +103,18 @@ static int point_search(const cJSON *scenario, const cJSON *options, cJSON **res
     cli_opts_t opts = {1, 0, (int)option_value(options, "top")};
     *result = NULL;
     int rc = load_point(&scn, scenario, &searched, diag);
-    if (!rc)
-        rc = cmd_search_result(&scn, &opts, result, diag);
-    scenario_destroy(&scn);
-    if (rc && *result) { /* nothing fits: the line records the error, not the empty list */
-        cJSON_Delete(*result);
-        *result = NULL;
+    if (!rc) {
+        search_result_t r;
+        rc = cmd_search_compute(&scn, &opts, &r, diag);
+        if (!rc) { /* nothing fits: the line records the error, not the empty list */
+            *result = print_search_json(&r);
+            if (!*result)
+                rc = cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+        }
+        if (r.searched)
+            search_result_destroy(&r);
     }
+    scenario_destroy(&scn);
     return rc;
 }
 
@@ -144,7 +158,11 @@ static int point_run(const cJSON *scenario, const cJSON *options, cJSON **result
     }
     if (!rc) {
         cmd_run_scenario_opts(&scn, &opts);
-        rc = cmd_run_result(&scn, &opts, result, diag);
+        run_result_t *r = NULL;
+        rc = cmd_run_compute(&scn, &opts, &r, diag);
+        if (!rc && !(*result = print_run_json(r, &scn, &opts)))
+            rc = cli_fail(diag, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
+        run_result_free(r);
     }
     scenario_destroy(&scn);
     return rc;

@@ -1,5 +1,5 @@
-/* calibrate.c - the report of one FLOP-efficiency fit (calibrate.h); the fit itself is
- * model_calibrate_fit. */
+/* print_calibrate.c - the report of one FLOP-efficiency fit (calibrate.h), for validate --calibrate;
+ * the fit itself is model_calibrate_fit (computed by commands/cmd_validate.c). */
 #include "calibrate.h"
 #include "output.h"
 

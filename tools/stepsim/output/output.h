@@ -7,7 +7,7 @@
  *   json_take() hands the tree to the caller instead (for sweep lines); then f may be NULL.
  *   Doubles round-trip exactly (cJSON prints 17 significant digits when 15 do not suffice);
  *   non-finite doubles print as null. The caller balances open/close calls (depth <= 16).
- * - The output_* functions print the JSON shapes fixed by interfaces.md (breakdown_s, config, ...)
+ * - The output_* functions print the JSON shapes fixed by docs/cli.md (breakdown_s, config, ...)
  *   and the matching text. Write errors are left in the FILE's error flag for the caller to check.
  */
 #ifndef STEPSIM_OUTPUT_H

@@ -1,0 +1,532 @@
+/* print_compare.c - what `stepsim compare` and the waterfall of `stepsim validate` print: the tables
+ * as text, or one JSON object (the results of commands/compare.h); compare's --csv table and the
+ * --plot files of both (gnuplot scripts with inline data, run by gnuplot). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "compare.h"
+#include "output.h"
+#include "print.h"
+
+/* The job header and layout lines into buf (the scenario names the model and system). */
+void print_compare_header(char *buf, size_t n, const char *cmd, const model_job_t *job,
+                          const scenario_t *scn) {
+    buf[0] = '\0';
+    FILE *m = fmemopen(buf, n, "w");
+    if (!m)
+        return;
+    output_job_header(m, cmd, job, scn);
+    fprintf(m, "layout: ");
+    output_layout_text(m, &job->par);
+    fprintf(m, "\n");
+    fclose(m);
+}
+
+static void compare_text(FILE *out, const cmp_run_t *r) {
+    const model_summary_t *s = &r->analytic;
+    fputs(r->header, out);
+    fprintf(out, "analytic estimate: %.6f s per step\n\n", s->iteration_time_s);
+    fprintf(out, "  %-16s %11s %8s %10s %10s %10s %10s %10s %8s %10s %10s\n", "topology", "step (s)",
+            "vs ideal", "compute", "exp. TP", "exp. PP", "exp. DP", "bubble", "link %", "cost", "thr/kcost");
+    for (int i = 0; i < r->n_topo; i++) {
+        const cmp_row_t *w = &r->row[i];
+        fprintf(out, "  %-16.16s %11.4f %7.3fx %10.4f %10.4f %10.4f %10.4f %10.4f %8.2f %10.0f %10.4f\n",
+                r->topo[i].label, w->p.step_time_s, w->slowdown, w->p.compute_s, w->p.exposed_tp_s,
+                w->p.exposed_pp_s, w->p.exposed_dp_s, w->p.bubble_idle_s, 100.0 * w->p.max_link_utilization,
+                w->cost_units, w->perf_per_kcost);
+    }
+}
+
+static void scaling_text(FILE *out, const cmp_run_t *r) {
+    if (r->n_gpus == 0)
+        return;
+    fprintf(out, "\n  scaling (global batch fixed): step time in s, throughput in samples/s\n");
+    fprintf(out, "  %-8s %12s", "gpus", "analytic");
+    for (int i = 0; i < r->n_topo; i++)
+        fprintf(out, " %14.14s", r->topo[i].label);
+    fprintf(out, "\n");
+    for (int g = 0; g < r->n_gpus; g++) {
+        fprintf(out, "  %-8" PRId64, r->gpus[g]);
+        if (r->scale_analytic[g] > 0)
+            fprintf(out, " %12.4f", r->scale_analytic[g]);
+        else
+            fprintf(out, " %12s", "-");
+        for (int i = 0; i < r->n_topo; i++) {
+            if (r->scale[g][i].ok)
+                fprintf(out, " %14.4f", r->scale[g][i].step_s);
+            else
+                fprintf(out, " %14s", "-");
+        }
+        fprintf(out, "\n  %-8s", "");
+        if (r->scale_analytic[g] > 0)
+            fprintf(out, " %12.3f", (double)r->scale_gbs[g] / r->scale_analytic[g]);
+        else
+            fprintf(out, " %12s", "");
+        for (int i = 0; i < r->n_topo; i++) {
+            if (r->scale[g][i].ok)
+                fprintf(out, " %14.3f", (double)r->scale_gbs[g] / r->scale[g][i].step_s);
+            else
+                fprintf(out, " %14s", "");
+        }
+        fprintf(out, "\n");
+    }
+    for (int g = 0; g < r->n_gpus; g++) {
+        if (r->scale_analytic[g] <= 0) {
+            fprintf(out, "  %" PRId64 " GPUs: not evaluated: %s\n", r->gpus[g], r->scale_analytic_error[g]);
+            continue;
+        }
+        for (int i = 0; i < r->n_topo; i++)
+            if (!r->scale[g][i].ok)
+                fprintf(out, "  %" PRId64 " GPUs on %s: not simulated: %s\n", r->gpus[g], r->topo[i].label,
+                        r->scale[g][i].error);
+    }
+}
+
+/* "config": the job's size and layout, shared by compare's and the waterfall's JSON. */
+static void config_json(json_writer_t *w, const model_job_t *job) {
+    json_open_object(w, "config");
+    json_int(w, "gpus", job->gpus);
+    json_int(w, "global_batch", job->global_batch);
+    json_int(w, "dp", job->par.dp);
+    json_int(w, "tp", job->par.tp);
+    json_int(w, "pp", job->par.pp);
+    json_int(w, "mbs", job->par.mbs);
+    json_string(w, "system", job->system.name);
+    json_close_object(w);
+}
+
+static cJSON *compare_json(const cmp_run_t *r) {
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_number(&w, "analytic_iteration_time_s", r->analytic.iteration_time_s);
+    json_open_array(&w, "topologies");
+    for (int i = 0; i < r->n_topo; i++) {
+        const cmp_row_t *x = &r->row[i];
+        json_open_object(&w, NULL);
+        json_string(&w, "label", r->topo[i].label);
+        json_string(&w, "name", x->p.topology);
+        json_number(&w, "step_time_s", x->p.step_time_s);
+        json_number(&w, "throughput_samples_per_s", x->throughput);
+        json_number(&w, "slowdown_vs_ideal", x->slowdown);
+        json_open_object(&w, "breakdown_s");
+        json_number(&w, "compute", x->p.compute_s);
+        json_number(&w, "exposed_tp_comm", x->p.exposed_tp_s);
+        json_number(&w, "exposed_pp_comm", x->p.exposed_pp_s);
+        json_number(&w, "exposed_dp_comm", x->p.exposed_dp_s);
+        json_number(&w, "bubble_idle", x->p.bubble_idle_s);
+        json_close_object(&w);
+        json_number(&w, "max_link_utilization", x->p.max_link_utilization);
+        json_string(&w, "busiest_link", x->p.busiest_link);
+        json_open_object(&w, "cost");
+        json_int(&w, "switches", x->p.summary.switches);
+        json_int(&w, "cables", x->p.summary.cables);
+        json_int(&w, "optical_transceivers", x->p.summary.optical_transceivers);
+        json_number(&w, "units", x->cost_units);
+        json_close_object(&w);
+        json_number(&w, "throughput_per_kcost", x->perf_per_kcost);
+        json_int(&w, "simulated_gpus", x->p.simulated_gpus);
+        json_bool(&w, "collapse_exact", x->p.collapse_exact);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    if (r->n_gpus > 0) {
+        json_open_array(&w, "scaling");
+        for (int g = 0; g < r->n_gpus; g++) {
+            json_open_object(&w, NULL);
+            json_int(&w, "gpus", r->gpus[g]);
+            if (r->scale_analytic[g] > 0)
+                json_number(&w, "analytic_step_time_s", r->scale_analytic[g]);
+            else
+                json_string(&w, "error", r->scale_analytic_error[g]);
+            json_open_object(&w, "step_time_s");
+            for (int i = 0; i < r->n_topo; i++)
+                if (r->scale[g][i].ok)
+                    json_number(&w, r->topo[i].label, r->scale[g][i].step_s);
+            json_close_object(&w);
+            json_open_object(&w, "errors");
+            for (int i = 0; i < r->n_topo; i++)
+                if (!r->scale[g][i].ok && r->scale_analytic[g] > 0)
+                    json_string(&w, r->topo[i].label, r->scale[g][i].error);
+            json_close_object(&w);
+            json_close_object(&w);
+        }
+        json_close_array(&w);
+    }
+    config_json(&w, &r->job);
+    return json_take(&w);
+}
+
+static const char *const WF_NAMES[WF_COUNT] = {"analytic estimate", "simulation, analytic communication",
+                                               "simulation, network on ideal",
+                                               "simulation, network on topology"};
+static const char *const WF_KEYS[WF_COUNT] = {"analytic", "sim_analytic_comm", "sim_network_ideal",
+                                              "sim_network_topology"};
+static const char *const WF_CAUSE[WF_COUNT] = {
+    "the closed form", "scheduling: overlap, bubbles, the schedule",
+    "collective algorithms and protocols (ideal network)", "routing and contention on the topology"};
+
+static const char *const PART_NAMES[5] = {"compute", "exposed TP comm", "exposed PP comm", "exposed DP comm",
+                                          "bubble and idle"};
+static const char *const PART_KEYS[5] = {"compute", "exposed_tp_comm", "exposed_pp_comm", "exposed_dp_comm",
+                                         "bubble_idle"};
+
+/* The parts that moved most from step k-1 to k, as text. */
+static void moved_text(const waterfall_t *w, int k, char *buf, size_t n) {
+    int order[5] = {0, 1, 2, 3, 4};
+    double dx[5];
+    for (int i = 0; i < 5; i++)
+        dx[i] = w->part[k][i] - w->part[k - 1][i];
+    for (int i = 1; i < 5; i++)
+        for (int j = i; j > 0 && fabs(dx[order[j]]) > fabs(dx[order[j - 1]]); j--) {
+            const int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 3 && used < n; i++) {
+        if (fabs(dx[order[i]]) < 5e-7)
+            break;
+        used += (size_t)snprintf(buf + used, n - used, "%s%s %+.4f s", i ? ", " : "", PART_NAMES[order[i]],
+                                 dx[order[i]]);
+    }
+    if (!buf[0])
+        snprintf(buf, n, "no part moved");
+}
+
+static void waterfall_text(FILE *out, const waterfall_t *w) {
+    fputs(w->header, out);
+    fprintf(out, "waterfall: from the closed form to the simulated step on %s\n\n", w->topology);
+    const double a = w->total[WF_ANALYTIC];
+    fprintf(out, "  %-36s %12s %12s %9s  %s\n", "step", "total (s)", "change (s)", "change %", "from");
+    fprintf(out, "  %-36s %12.6f %12s %9s  %s\n", WF_NAMES[0], a, "", "", WF_CAUSE[0]);
+    for (int k = 1; k < WF_COUNT; k++) {
+        const double dk = w->total[k] - w->total[k - 1];
+        char moved[200];
+        moved_text(w, k, moved, sizeof moved);
+        fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%  %s\n", WF_NAMES[k], w->total[k], dk,
+                a > 0 ? 100.0 * dk / a : 0.0, WF_CAUSE[k]);
+        fprintf(out, "  %-36s %12s %12s %9s    (%s)\n", "", "", "", "", moved);
+    }
+    const double gap = w->total[WF_SIM_TOPO] - a;
+    fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%  the sum of the changes\n", "simulated step (total)",
+            w->total[WF_SIM_TOPO], gap, a > 0 ? 100.0 * gap / a : 0.0);
+    fprintf(out, "\n  busiest link: %.2f%% on ideal, %.2f%% on %s\n", 100.0 * w->max_link[WF_SIM_IDEAL],
+            100.0 * w->max_link[WF_SIM_TOPO], w->topology);
+    fprintf(out,
+            "  (percentages are of the analytic estimate; parts: the critical GPU's breakdown, the analytic\n"
+            "   one being compute+memory, tp, pp, dp communication and bubble)\n");
+}
+
+static cJSON *waterfall_json(const waterfall_t *w) {
+    json_writer_t j;
+    json_start(&j, NULL);
+    json_number(&j, "analytic_iteration_time_s", w->total[WF_ANALYTIC]);
+    json_number(&j, "simulated_step_time_s", w->total[WF_SIM_TOPO]);
+    json_string(&j, "topology", w->topology);
+    json_open_array(&j, "steps");
+    for (int k = 0; k < WF_COUNT; k++) {
+        json_open_object(&j, NULL);
+        json_string(&j, "step", WF_KEYS[k]);
+        json_string(&j, "label", WF_NAMES[k]);
+        json_string(&j, "cause", WF_CAUSE[k]);
+        json_number(&j, "total_s", w->total[k]);
+        const double dk = k ? w->total[k] - w->total[k - 1] : 0.0;
+        json_number(&j, "delta_s", dk);
+        json_number(&j, "delta_pct_of_analytic", w->total[0] > 0 ? 100.0 * dk / w->total[0] : 0.0);
+        json_number(&j, "delta_pct_of_previous",
+                    k && w->total[k - 1] > 0 ? 100.0 * dk / w->total[k - 1] : 0.0);
+        json_open_object(&j, "breakdown_s");
+        for (int i = 0; i < 5; i++)
+            json_number(&j, PART_KEYS[i], w->part[k][i]);
+        json_close_object(&j);
+        json_open_object(&j, "breakdown_delta_s");
+        for (int i = 0; i < 5; i++)
+            json_number(&j, PART_KEYS[i], k ? w->part[k][i] - w->part[k - 1][i] : 0.0);
+        json_close_object(&j);
+        if (k >= WF_SIM_IDEAL)
+            json_number(&j, "max_link_utilization", w->max_link[k]);
+        json_close_object(&j);
+    }
+    json_close_array(&j);
+    config_json(&j, &w->job);
+    return json_take(&j);
+}
+
+/* ---- files: --csv and --plot ---------------------------------------------------------------------- */
+
+/* Run gnuplot on script (which writes to tmp), then rename tmp to path. */
+static int gnuplot_run(const char *script_text, const char *path, const char *tmp, cli_diag_t *d) {
+    const char *gp = getenv("STEPSIM_GNUPLOT");
+    if (!gp || !gp[0])
+        gp = "gnuplot";
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", gp);
+    if (system(cmd) != 0)
+        return cli_fail(d, CLI_ERUNTIME,
+                        "--plot %.200s: gnuplot (%.100s) was not found or does not run; install gnuplot "
+                        "(e.g. apt-get install gnuplot-nox) or leave out --plot",
+                        path, gp);
+    char script[1100];
+    snprintf(script, sizeof script, "%s.gp", tmp);
+    FILE *f = fopen(script, "w");
+    if (!f)
+        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot write %.200s: %s", path, script,
+                        strerror(errno));
+    fputs(script_text, f);
+    if (fclose(f) != 0) {
+        remove(script);
+        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot write %.200s", path, script);
+    }
+    snprintf(cmd, sizeof cmd, "%s '%s' 2>/dev/null", gp, script);
+    const int s = system(cmd);
+    remove(script);
+    if (s != 0) {
+        remove(tmp);
+        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: gnuplot failed (status %d)", path, s);
+    }
+    if (rename(tmp, path) != 0) {
+        const int e = errno;
+        remove(tmp);
+        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot rename into place: %s", path, strerror(e));
+    }
+    return CLI_OK;
+}
+
+static const char *terminal_of(const char *path) {
+    const char *dot = strrchr(path, '.');
+    return dot && strcmp(dot, ".svg") == 0 ? "svg size 900,540 dynamic background rgb 'white'"
+                                           : "pngcairo size 900,540";
+}
+
+/* A growing text buffer for scripts with inline data. */
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    int failed;
+} sbuf_t;
+
+static void sb_printf(sbuf_t *b, const char *fmt, ...) {
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        const int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        const size_t cap = (b->cap + (size_t)n + 1) * 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+}
+
+/* Run the script in b (frees it) writing tmp, renamed onto path; on failure tmp is removed. */
+static int plot_finish(sbuf_t *b, const char *path, const char *tmp, cli_diag_t *d) {
+    int rc;
+    if (b->failed)
+        rc = cli_fail(d, CLI_ERUNTIME, "--plot: out of memory");
+    else
+        rc = gnuplot_run(b->s, path, tmp, d);
+    if (rc)
+        remove(tmp);
+    free(b->s);
+    return rc;
+}
+
+/* Quote a label for gnuplot's inline data (no quotes inside). */
+static void gp_label(char *out, size_t n, const char *s) {
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j + 1 < n; i++)
+        out[j++] = s[i] == '"' || s[i] == '\'' || s[i] == '\n' ? '_' : s[i];
+    out[j] = '\0';
+}
+
+static int tmp_name(const char *path, char *tmp, size_t n, cli_diag_t *d) {
+    snprintf(tmp, n, "%s.tmp-XXXXXX", path);
+    const int fd = mkstemp(tmp);
+    if (fd < 0)
+        return cli_fail(d, CLI_ERUNTIME, "%.200s: cannot create a temporary file: %s", path, strerror(errno));
+    close(fd);
+    return CLI_OK;
+}
+
+int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
+    char tmp[1100];
+    int rc = tmp_name(path, tmp, sizeof tmp, d);
+    if (rc)
+        return rc;
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        remove(tmp);
+        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: cannot write: %s", path, strerror(errno));
+    }
+    fprintf(f, "topology,step_time_s,throughput_samples_per_s,slowdown_vs_ideal,compute_s,exposed_tp_comm_s,"
+               "exposed_pp_comm_s,exposed_dp_comm_s,bubble_idle_s,max_link_utilization,switches,cables,"
+               "optical_transceivers,cost_units,throughput_per_kcost\n");
+    for (int i = 0; i < r->n_topo; i++) {
+        const cmp_row_t *x = &r->row[i];
+        char label[64];
+        gp_label(label, sizeof label, r->topo[i].label);
+        for (char *c = label; *c; c++)
+            if (*c == ',')
+                *c = ';';
+        fprintf(f,
+                "%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%" PRId64 ",%" PRId64 ",%" PRId64
+                ",%.0f,%.9g\n",
+                label, x->p.step_time_s, x->throughput, x->slowdown, x->p.compute_s, x->p.exposed_tp_s,
+                x->p.exposed_pp_s, x->p.exposed_dp_s, x->p.bubble_idle_s, x->p.max_link_utilization,
+                x->p.summary.switches, x->p.summary.cables, x->p.summary.optical_transceivers, x->cost_units,
+                x->perf_per_kcost);
+    }
+    if (ferror(f) | (fclose(f) != 0)) {
+        remove(tmp);
+        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: write error", path);
+    }
+    if (rename(tmp, path) != 0) {
+        const int e = errno;
+        remove(tmp);
+        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: cannot rename into place: %s", path, strerror(e));
+    }
+    return CLI_OK;
+}
+
+int print_compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
+    char tmp[1100];
+    int rc = tmp_name(path, tmp, sizeof tmp, d);
+    if (rc)
+        return rc;
+    sbuf_t b = {0};
+    sb_printf(&b, "set terminal %s\nset output '%s'\n", terminal_of(path), tmp);
+    sb_printf(&b, "$bars << EOD\n");
+    for (int i = 0; i < r->n_topo; i++) {
+        char label[64];
+        gp_label(label, sizeof label, r->topo[i].label);
+        const simpoint_t *p = &r->row[i].p;
+        sb_printf(&b, "\"%s\" %.9g %.9g %.9g %.9g %.9g\n", label, p->compute_s, p->exposed_tp_s,
+                  p->exposed_pp_s, p->exposed_dp_s, p->bubble_idle_s);
+    }
+    sb_printf(&b, "EOD\n");
+    if (r->n_gpus > 0) {
+        sb_printf(&b, "$scale << EOD\n");
+        for (int g = 0; g < r->n_gpus; g++) {
+            sb_printf(&b, "%" PRId64, r->gpus[g]);
+            if (r->scale_analytic[g] > 0)
+                sb_printf(&b, " %.9g", r->scale_analytic[g]);
+            else
+                sb_printf(&b, " NaN");
+            for (int i = 0; i < r->n_topo; i++)
+                if (r->scale[g][i].ok)
+                    sb_printf(&b, " %.9g", r->scale[g][i].step_s);
+                else
+                    sb_printf(&b, " NaN");
+            sb_printf(&b, "\n");
+        }
+        sb_printf(&b, "EOD\nset multiplot layout 1,2\n");
+    }
+    sb_printf(
+        &b, "set title 'Step time per topology (critical GPU)'\nset ylabel 'seconds'\n"
+            "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
+            "set boxwidth 0.7\nset key outside bottom center horizontal\nset xtics rotate by -30\n"
+            "set yrange [0:*]\n"
+            "plot $bars using 2:xtic(1) title 'compute', '' using 3 title 'exposed TP', "
+            "'' using 4 title 'exposed PP', '' using 5 title 'exposed DP', '' using 6 title 'bubble/idle'\n");
+    if (r->n_gpus > 0) {
+        sb_printf(&b, "unset style\nset style data linespoints\nset title 'Strong scaling'\n"
+                      "set xlabel 'GPUs'\nset ylabel 'step time (s)'\nset logscale xy\nset xtics norotate\n"
+                      "set autoscale\nset key top right\nplot $scale using 1:2 with linespoints dt 2 lw 2 "
+                      "title 'analytic'");
+        for (int i = 0; i < r->n_topo; i++) {
+            char label[64];
+            gp_label(label, sizeof label, r->topo[i].label);
+            sb_printf(&b, ", '' using 1:%d with linespoints title '%s'", i + 3, label);
+        }
+        sb_printf(&b, "\nunset multiplot\n");
+    }
+    sb_printf(&b, "set output\n");
+    return plot_finish(&b, path, tmp, d);
+}
+
+int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) {
+    char tmp[1100];
+    int rc = tmp_name(path, tmp, sizeof tmp, d);
+    if (rc)
+        return rc;
+    static const char *const SHORT[WF_COUNT] = {"analytic", "+ scheduling", "+ collectives (ideal)",
+                                                "+ topology"};
+    sbuf_t b = {0};
+    sb_printf(&b, "set terminal %s\nset output '%s'\n$wf << EOD\n", terminal_of(path), tmp);
+    /* x, low, high, colour index (0 base, 1 up, 2 down, 3 total) */
+    sb_printf(&b, "0 0 %.9g 0 \"%s\"\n", w->total[0], SHORT[0]);
+    for (int k = 1; k < WF_COUNT; k++) {
+        const double lo = fmin(w->total[k - 1], w->total[k]), hi = fmax(w->total[k - 1], w->total[k]);
+        sb_printf(&b, "%d %.9g %.9g %d \"%s\"\n", k, lo, hi, w->total[k] >= w->total[k - 1] ? 1 : 2,
+                  SHORT[k]);
+    }
+    sb_printf(&b, "%d 0 %.9g 3 \"simulated\"\nEOD\n", WF_COUNT, w->total[WF_SIM_TOPO]);
+    const double lo = fmin(fmin(w->total[0], w->total[1]), fmin(w->total[2], w->total[3]));
+    const double hi = fmax(fmax(w->total[0], w->total[1]), fmax(w->total[2], w->total[3]));
+    char topo[64];
+    gp_label(topo, sizeof topo, w->topology);
+    sb_printf(&b,
+              "set title 'From the closed form to the simulated step (%s)'\nset ylabel 'seconds'\n"
+              "set style fill solid 0.85 border -1\nset boxwidth 0.6\nunset key\nset grid ytics\n"
+              "set xrange [-0.6:%d.6]\nset yrange [%.9g:%.9g]\n"
+              "set palette defined (0 '#4c72b0', 1 '#dd8452', 2 '#55a868', 3 '#8172b2')\nset cbrange [0:3]\n"
+              "unset colorbox\n"
+              "plot $wf using 1:(($2+$3)/2):($1-0.3):($1+0.3):2:3:4:xtic(5) with boxxyerror fc palette, "
+              "$wf using 1:3:(sprintf('%%.3f', ($4==1||$4==2) ? ($4==1 ? $3-$2 : $2-$3) : $3)) "
+              "with labels offset 0,0.8\nset output\n",
+              topo, WF_COUNT, lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
+              hi + 0.15 * (hi - lo) + 1e-9);
+    return plot_finish(&b, path, tmp, d);
+}
+
+int print_compare(FILE *out, const cmp_run_t *r, int json, const char *csv, const char *plot) {
+    if (json) {
+        cJSON *doc = compare_json(r);
+        const int rc = doc ? json_print(out, doc) : -1;
+        cJSON_Delete(doc);
+        return rc;
+    }
+    compare_text(out, r);
+    scaling_text(out, r);
+    if (csv)
+        fprintf(out, "\n  table written to %s\n", csv);
+    if (plot)
+        fprintf(out, "  plot written to %s\n", plot);
+    return 0;
+}
+
+int print_waterfall(FILE *out, const waterfall_t *w, int json, const char *plot) {
+    if (json) {
+        cJSON *doc = waterfall_json(w);
+        const int rc = doc ? json_print(out, doc) : -1;
+        cJSON_Delete(doc);
+        return rc;
+    }
+    waterfall_text(out, w);
+    if (plot)
+        fprintf(out, "  plot written to %s\n", plot);
+    return 0;
+}

@@ -1,0 +1,210 @@
+/* print_run.c - what `stepsim run` prints: its --json object and its text, and the scenario object
+ * written into a trace's metadata. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "output.h"
+#include "print.h"
+
+static char *scenario_text_cjson(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
+                                 const step_config_t *c) {
+    json_writer_t w;
+    char buf[64];
+    json_start(&w, NULL);
+    output_config_json(&w, su, job, scn);
+    json_string(&w, "comm", c->comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
+    json_string(&w, "schedule", step_schedule_name(c->schedule));
+    json_int(&w, "virtual_stages", c->schedule == STEP_SCHEDULE_INTERLEAVED ? c->virtual_stages : 1);
+    json_string(&w, "placement", step_placement_format(&c->placement, buf, sizeof buf));
+    cJSON *doc = json_take(&w);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    return text;
+}
+
+char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
+                               const step_config_t *c) {
+    char *text = scenario_text_cjson(su, job, scn, c);
+    char *copy = text ? malloc(strlen(text) + 1) : NULL;
+    if (copy)
+        memcpy(copy, text, strlen(text) + 1);
+    cJSON_free(text);
+    return copy;
+}
+
+/* ---- the result -----------------------------------------------------------------------------------------
+ */
+
+static const char *level_name(step_collapsed_t l) {
+    return l == STEP_STAGES ? "stages" : l == STEP_RAILS ? "tensor ranks" : "none";
+}
+
+static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    const step_result_t *s = &r->res;
+    const model_summary_t *su = &r->est.summary;
+    json_writer_t w;
+    char buf[64];
+    json_start(&w, NULL);
+    json_number(&w, "step_time_s", s->step_time_s);
+    json_number(&w, "analytic_iteration_time_s", su->iteration_time_s);
+    json_number(&w, "throughput_samples_per_s",
+                s->step_time_s > 0 ? (double)r->job.global_batch / s->step_time_s : 0);
+    json_open_object(&w, "breakdown_s");
+    json_number(&w, "compute", s->breakdown.compute_s);
+    json_number(&w, "exposed_tp_comm", s->breakdown.exposed_tp_comm_s);
+    json_number(&w, "exposed_pp_comm", s->breakdown.exposed_pp_comm_s);
+    json_number(&w, "exposed_dp_comm", s->breakdown.exposed_dp_comm_s);
+    json_number(&w, "bubble_idle", s->breakdown.bubble_idle_s);
+    json_close_object(&w);
+    json_int(&w, "events", s->events);
+    json_int(&w, "flows", s->flows);
+    if (!o->deterministic)
+        json_number(&w, "wall_time_s", r->wall_s);
+    json_open_object(&w, "links");
+    json_number(&w, "max_utilization", r->n_links > 0 ? r->link_util[0] : 0.0);
+    json_open_array(&w, "busiest");
+    for (int i = 0; i < r->n_links; i++) {
+        json_open_object(&w, NULL);
+        json_string(&w, "link", r->link_names[i]);
+        json_number(&w, "utilization", r->link_util[i]);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    json_close_object(&w);
+    json_open_object(&w, "memory_gb");
+    json_number(&w, "peak", s->peak_memory_gb);
+    json_int(&w, "peak_gpu", s->peak_memory_gpu);
+    json_number(&w, "peak_activations", s->peak_activations_gb);
+    json_number(&w, "static", s->static_memory_gb);
+    json_number(&w, "analytic", su->memory_gb);
+    json_number(&w, "analytic_activations", su->activations_gb);
+    json_number(&w, "capacity", r->job.system.hbm_capacity_gb);
+    json_bool(&w, "fits", s->peak_memory_gb <= r->job.system.hbm_capacity_gb);
+    if (r->stage_act_gb) {
+        json_open_array(&w, "stage_peak_activations");
+        for (int64_t p = 0; p < r->job.par.pp; p++)
+            json_number(&w, NULL, r->stage_act_gb[p]);
+        json_close_array(&w);
+    }
+    json_close_object(&w);
+    json_open_object(&w, "simulation");
+    json_string(&w, "comm", r->cfg.comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
+    json_string(&w, "topology", r->topology);
+    json_string(&w, "calibration", r->calibrated ? "nccl" : "none");
+    json_string(&w, "schedule", step_schedule_name(r->cfg.schedule));
+    json_int(&w, "virtual_stages", s->virtual_stages);
+    json_string(&w, "placement", step_placement_format(&r->cfg.placement, buf, sizeof buf));
+    json_string(&w, "p2p", r->cfg.p2p_async ? "async" : "blocking");
+    json_string(&w, "granularity", s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch");
+    json_open_object(&w, "collapse");
+    json_string(&w, "collapsed", level_name(s->collapsed));
+    json_bool(&w, "exact", s->collapse_exact);
+    json_int(&w, "simulated_gpus", s->simulated_gpus);
+    json_int(&w, "gpus", s->gpus);
+    json_string(&w, "note", s->collapse_note);
+    json_close_object(&w);
+    json_int(&w, "operations", s->operations);
+    json_int(&w, "microbatches", s->microbatches);
+    json_int(&w, "critical_gpu", s->critical_gpu);
+    json_int(&w, "critical_stage", s->critical_stage);
+    json_number(&w, "optimizer_s", s->optimizer_s);
+    json_close_object(&w);
+    if (r->traced) {
+        json_open_object(&w, "trace");
+        json_string(&w, "file", o->trace);
+        json_int(&w, "complete_events", r->trace_stats.complete_events);
+        json_int(&w, "flow_arrows", r->trace_stats.flow_arrows);
+        json_int(&w, "counter_events", r->trace_stats.counter_events);
+        json_close_object(&w);
+    }
+    output_config_json(&w, su, &r->job, scn);
+    if (scn->name[0])
+        json_string(&w, "scenario", scn->name);
+    return json_take(&w);
+}
+
+static void row(FILE *out, const char *label, double t, double total) {
+    fprintf(out, "    %-32s %14.6f %9.2f\n", label, t, total > 0 ? 100.0 * t / total : 0.0);
+}
+
+static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    const step_result_t *s = &r->res;
+    const model_summary_t *su = &r->est.summary;
+    char buf[64];
+    model_job_t shown = r->job; /* the header says whether the simulation ran the optimizer step */
+    shown.training.optimizer_step = s->optimizer_s > 0.0;
+    output_job_header(out, "run", &shown, scn);
+    fprintf(out, "layout: ");
+    output_layout_text(out, &su->par);
+    fprintf(out,
+            "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
+            su->n_microbatches, su->par.mbs, su->layers_per_stage);
+    fprintf(out, "simulation: %s", step_schedule_name(r->cfg.schedule));
+    if (s->virtual_stages > 1)
+        fprintf(out, ":%d", s->virtual_stages);
+    if (r->cfg.comm == SIM_COMM_ANALYTIC)
+        fprintf(out, " schedule, %s sends, analytic communication (the model's times, no network)",
+                r->cfg.p2p_async ? "async" : "blocking");
+    else
+        fprintf(out, " schedule, %s sends, network communication on %s (calibration %s)",
+                r->cfg.p2p_async ? "async" : "blocking", r->topology, r->calibrated ? "nccl" : "none");
+    fprintf(out, ", placement %s\n", step_placement_format(&r->cfg.placement, buf, sizeof buf));
+    fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
+            level_name(s->collapsed), s->collapse_note);
+    fprintf(out, "            %" PRId64 " operations (%s granularity), %" PRId64 " events, %" PRId64 " flows",
+            s->operations, s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch", s->events,
+            s->flows);
+    if (!o->deterministic)
+        fprintf(out, ", %.2f s wall", r->wall_s);
+    fprintf(out, "\n\n");
+    const double t = s->step_time_s, a = su->iteration_time_s;
+    fprintf(out, "  %-34s %.6f s\n", "step time (simulated)", t);
+    fprintf(out, "  %-34s %.6f s (simulated %+.3f%%)\n", "iteration time (analytic estimate)", a,
+            a > 0 ? 100.0 * (t / a - 1.0) : 0.0);
+    fprintf(out, "  %-34s %.4f samples/s\n", "throughput", t > 0 ? (double)r->job.global_batch / t : 0.0);
+    fprintf(out, "\n  %-34s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
+    fprintf(out, "    (GPU %d, stage %d: the last to finish)\n", s->critical_gpu, s->critical_stage);
+    row(out, "compute", s->breakdown.compute_s, t);
+    row(out, "exposed tensor-parallel comm", s->breakdown.exposed_tp_comm_s, t);
+    row(out, "exposed pipeline comm", s->breakdown.exposed_pp_comm_s, t);
+    row(out, "exposed data-parallel comm", s->breakdown.exposed_dp_comm_s, t);
+    row(out, "bubble and idle", s->breakdown.bubble_idle_s, t);
+    if (s->optimizer_s > 0)
+        fprintf(out, "    (compute includes the optimizer step, %.6f s)\n", s->optimizer_s);
+    fprintf(out, "\n  %-34s %14s %14s\n", "memory per GPU (GB)", "simulated", "analytic");
+    fprintf(out, "    %-32s %14.3f %14.3f\n", "weights, gradients, optimizer", s->static_memory_gb,
+            su->weights_gb + su->grads_gb + su->optimizer_gb);
+    fprintf(out, "    %-32s %14.3f %14.3f\n", "activations (peak)", s->peak_activations_gb,
+            su->activations_gb);
+    fprintf(out, "    %-32s %14.3f %14.3f   of %.6g: %s\n", "total (peak)", s->peak_memory_gb, su->memory_gb,
+            r->job.system.hbm_capacity_gb,
+            s->peak_memory_gb <= r->job.system.hbm_capacity_gb ? "fits" : "DOES NOT FIT");
+    fprintf(out, "    (peak on GPU %d)\n", s->peak_memory_gpu);
+    if (r->n_links > 0) {
+        fprintf(out, "\n  busiest links (average utilization over the step)\n");
+        for (int i = 0; i < r->n_links; i++)
+            fprintf(out, "    %-40s %8.2f%%\n", r->link_names[i], 100.0 * r->link_util[i]);
+    }
+    if (r->traced)
+        fprintf(out, "\n  trace: %s (%" PRId64 " slices, %" PRId64 " arrows, %" PRId64 " counter samples)\n",
+                o->trace, r->trace_stats.complete_events, r->trace_stats.flow_arrows,
+                r->trace_stats.counter_events);
+}
+
+cJSON *print_run_json(const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    return result_json(r, scn, o);
+}
+
+int print_run(FILE *out, const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    if (!o->json) {
+        result_text(out, r, scn, o);
+        return 0;
+    }
+    cJSON *doc = result_json(r, scn, o);
+    int rc = doc ? json_print(out, doc) : -1;
+    cJSON_Delete(doc);
+    return rc;
+}

@@ -1,0 +1,88 @@
+/* print_search.c - what `stepsim search` prints: its --json object and its text table. */
+#include <inttypes.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "output.h"
+#include "print.h"
+
+static cJSON *search_json(const model_search_result_t *r, const model_job_t *job, const scenario_t *scn,
+                          unsigned mask) {
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_int(&w, "candidates_evaluated", r->candidates_evaluated);
+    json_int(&w, "candidates_feasible", r->candidates_feasible);
+    json_open_array(&w, "strategies");
+    for (int s = 0; s < MODEL_STRATEGY_COUNT; s++)
+        if (mask & (1u << s))
+            json_string(&w, NULL, model_strategy_name((model_strategy_t)s));
+    json_close_array(&w);
+    json_string(&w, "model", scenario_model_name(scn));
+    json_string(&w, "system", scenario_system_name(scn));
+    json_int(&w, "gpus", job->gpus);
+    json_int(&w, "nvlink_size", job->system.nvlink_size);
+    json_int(&w, "global_batch", job->global_batch);
+    json_string(&w, "compat", model_compat_name(job->compat));
+    json_open_array(&w, "results");
+    for (int i = 0; i < r->n_results; i++) {
+        const model_summary_t *s = &r->results[i];
+        json_open_object(&w, NULL);
+        json_int(&w, "rank", i);
+        json_number(&w, "throughput_samples_per_s", s->throughput_samples_per_s);
+        json_number(&w, "iteration_time_s", s->iteration_time_s);
+        json_number(&w, "memory_gb", s->memory_gb);
+        output_config_json(&w, s, NULL, scn);
+        output_breakdown_json(&w, s);
+        output_memory_json(&w, s);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    return json_take(&w);
+}
+
+static void result_row(FILE *out, int rank, const model_summary_t *s) {
+    const model_parallel_t *p = &s->par;
+    char tp[48], nv[64];
+    if (p->strategy == MODEL_STRATEGY_1D)
+        snprintf(tp, sizeof tp, "%" PRId64, p->tp);
+    else
+        snprintf(tp, sizeof tp, "%" PRId64 " (%" PRId64 "x%" PRId64 ")", p->tp, p->tp1, p->tp2);
+    snprintf(nv, sizeof nv, "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ")", p->nv_tp1, p->nv_tp2,
+             p->nv_dp, p->nv_pp);
+    fprintf(out,
+            "%4d %16.6f %14.6f %12.3f  %-8s %6" PRId64 " %-14s %5" PRId64 " %5" PRId64 " %5" PRId64 "  %s\n",
+            rank, s->throughput_samples_per_s, s->iteration_time_s, s->memory_gb,
+            model_strategy_name(p->strategy), p->dp, tp, p->pp, p->mbs, p->nb, nv);
+}
+
+static void search_text(FILE *out, const model_search_result_t *r, const model_job_t *job,
+                        const scenario_t *scn, unsigned mask) {
+    char strategies[64];
+    cmd_search_strategies_text(strategies, sizeof strategies, mask);
+    output_job_header(out, "search", job, scn);
+    fprintf(out, "strategies %s: %" PRId64 " candidates evaluated, %" PRId64 " fit in %.6g GB per GPU\n",
+            strategies, r->candidates_evaluated, r->candidates_feasible, job->system.hbm_capacity_gb);
+    if (r->n_results == 0)
+        return;
+    fprintf(out, "\n%4s %16s %14s %12s  %-8s %6s %-14s %5s %5s %5s  %s\n", "rank", "thr (samples/s)",
+            "iteration (s)", "memory (GB)", "strategy", "dp", "tp (tp1xtp2)", "pp", "mbs", "nb",
+            "nv (tp1,tp2,dp,pp)");
+    for (int i = 0; i < r->n_results; i++)
+        result_row(out, i, &r->results[i]);
+}
+
+cJSON *print_search_json(const search_result_t *r) {
+    return search_json(&r->res, &r->job, r->scn, r->mask);
+}
+
+int print_search(FILE *out, const search_result_t *r, const cli_opts_t *opts) {
+    if (!opts->json) {
+        search_text(out, &r->res, &r->job, r->scn, r->mask);
+        return 0;
+    }
+    cJSON *doc = print_search_json(r);
+    int rc = doc ? json_print(out, doc) : -1;
+    cJSON_Delete(doc);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* print_topo.c - what `stepsim topo` prints: the summary of a topology (the fields of docs/cli.md) as
+ * text or as one JSON object. */
+#include <stdio.h>
+
+#include "output.h"
+#include "print.h"
+
+static int print_json(FILE *out, const topo_t *t, const topo_summary_t *s, const int64_t tier[4]) {
+    json_writer_t w;
+    json_start(&w, out);
+    json_string(&w, "name", s->name);
+    json_string(&w, "kind", s->kind);
+    json_int(&w, "gpus", s->gpus);
+    json_int(&w, "nodes", s->nodes);
+    json_int(&w, "switches", s->switches);
+    json_int(&w, "links", s->links);
+    json_int(&w, "diameter_hops", s->diameter_hops);
+    json_number(&w, "bisection_bandwidth_bytes_per_s", s->bisection_bandwidth_bytes_per_s);
+    json_number(&w, "injection_bandwidth_bytes_per_s", s->injection_bandwidth_bytes_per_s);
+    json_string(&w, "routing", topo_routing_name(topo_routing(t)));
+    json_open_array(&w, "switches_by_tier");
+    for (int k = 1; k <= 3; k++)
+        if (tier[k] || k == 1)
+            json_int(&w, NULL, tier[k]);
+    json_close_array(&w);
+    json_int(&w, "nvswitches", s->nvswitches);
+    json_int(&w, "nics", s->nics);
+    json_int(&w, "nvlink_links", s->nvlink_links);
+    json_int(&w, "pcie_links", s->pcie_links);
+    json_bool(&w, "diameter_exhaustive", s->diameter_exhaustive);
+    if (s->bisection_closed_form_bytes_per_s > 0)
+        json_number(&w, "bisection_closed_form_bytes_per_s", s->bisection_closed_form_bytes_per_s);
+    json_open_object(&w, "cost");
+    json_int(&w, "switches", s->switches);
+    json_int(&w, "cables", s->cables);
+    json_int(&w, "optical_cables", s->optical_cables);
+    json_int(&w, "optical_transceivers", s->optical_transceivers);
+    json_close_object(&w);
+    return json_finish(&w);
+}
+
+/* "51.2 TB/s" or "800 GB/s" */
+static const char *rate(double bytes_per_s, char *buf, size_t size) {
+    if (bytes_per_s >= 1e12)
+        snprintf(buf, size, "%.4g TB/s", bytes_per_s / 1e12);
+    else
+        snprintf(buf, size, "%.4g GB/s", bytes_per_s / 1e9);
+    return buf;
+}
+
+static void print_text(FILE *out, const topo_t *t, const topo_summary_t *s, const int64_t tier[4]) {
+    char r1[32], r2[32];
+    fprintf(out, "topology        %s (%s, routing %s)\n", s->name, s->kind,
+            topo_routing_name(topo_routing(t)));
+    fprintf(out, "gpus            %lld in %lld nodes\n", (long long)s->gpus, (long long)s->nodes);
+    fprintf(out, "switches        %lld", (long long)s->switches);
+    if (tier[2])
+        fprintf(out, " (tier 1: %lld, tier 2: %lld, tier 3: %lld)", (long long)tier[1], (long long)tier[2],
+                (long long)tier[3]);
+    fprintf(out, "; %lld NVSwitch crossbars, %lld NICs\n", (long long)s->nvswitches, (long long)s->nics);
+    fprintf(out, "links           %lld network cables; %lld NVLink, %lld PCIe\n", (long long)s->links,
+            (long long)s->nvlink_links, (long long)s->pcie_links);
+    fprintf(out, "diameter        %lld links%s\n", (long long)s->diameter_hops,
+            s->diameter_exhaustive ? "" : " (from representative GPUs)");
+    fprintf(out, "bisection       %s", rate(s->bisection_bandwidth_bytes_per_s, r1, sizeof r1));
+    if (s->bisection_closed_form_bytes_per_s > 0)
+        fprintf(out, " (closed form %s)", rate(s->bisection_closed_form_bytes_per_s, r2, sizeof r2));
+    fprintf(out, "\ninjection       %s\n", rate(s->injection_bandwidth_bytes_per_s, r1, sizeof r1));
+    fprintf(out, "cost proxy      %lld switches, %lld cables, %lld optical transceivers\n",
+            (long long)s->switches, (long long)s->cables, (long long)s->optical_transceivers);
+}
+
+int print_topo(FILE *out, const topo_result_t *r, int json) {
+    if (json)
+        return print_json(out, r->topo, &r->summary, r->switches_by_tier);
+    print_text(out, r->topo, &r->summary, r->switches_by_tier);
+    return 0;
+}
