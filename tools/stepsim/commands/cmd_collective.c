@@ -29,7 +29,6 @@
 #define MAX_SIZES 64
 #define MAX_SIZE_BYTES 1125899906842624.0 /* 1 PiB */
 
-
 /* Everything resolved from the arguments. */
 typedef struct coll_req {
     sim_coll_op_t op;
@@ -327,12 +326,15 @@ static int build_topology(const cli_args_t *a, scenario_t *scn, coll_req_t *r, c
 /* ---- engine configuration ------------------------------------------------------------------------ */
 
 /* NCCL's calibration from the topology's link technologies (sim_config_nccl_topology), then the
- * options' efficiencies. */
+ * options' efficiencies (per kind: every link of the kind). */
 static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cfg) {
     sim_config_default(cfg);
     cfg->fidelity = r->fidelity;
     if (r->calibrated) {
         sim_config_nccl_topology(cfg, t);
+        /* an efficiency given for a kind holds for every link of the kind */
+        if (r->net_eff > 0 || r->nvlink_eff > 0)
+            cfg->link_efficiencies = NULL;
         if (r->net_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
         if (r->nvlink_eff > 0)
