@@ -366,6 +366,14 @@ int64_t topo_route_path_count(const topo_t *t, const topo_flow_t *flow);
 
 /* ---- summaries --------------------------------------------------------------------------------- */
 
+/* Links of one technology at one bandwidth and latency. */
+typedef struct topo_tech_use {
+    topo_tech_t tech;
+    int64_t links; /* full-duplex cables, each counted once */
+    double bandwidth_bytes_per_s, latency_s;
+} topo_tech_use_t;
+#define TOPO_SUMMARY_TECHS 16
+
 typedef struct topo_summary {
     char name[64];
     const char *kind; /* topo_kind_name */
@@ -385,10 +393,14 @@ typedef struct topo_summary {
     int64_t cables;                           /* cost proxy: network cables (== links) */
     int64_t optical_cables;                   /* network cables between different racks */
     int64_t optical_transceivers;             /* two per optical cable */
+    /* the links by technology, bandwidth and latency, in the order of their first link (built kinds:
+     * NVLink, PCIe, network); at most TOPO_SUMMARY_TECHS groups, techs_truncated set if more */
+    topo_tech_use_t techs[TOPO_SUMMARY_TECHS];
+    int n_techs, techs_truncated;
 } topo_summary_t;
 
-/* Counts, diameter (BFS; exhaustive up to about 3e7 link visits, representatives beyond), bisection
- * (igraph max-flow from a super-source on ranks [0, n/2) to a super-sink on ranks [n - n/2, n)) and
+/* Counts, technologies, diameter (BFS; exhaustive up to about 3e7 link visits, representatives beyond),
+ * bisection (igraph max-flow from a super-source on ranks [0, n/2) to a super-sink on ranks [n - n/2, n)) and
  * the cost proxy. Returns TOPO_OK, TOPO_ENOMEM or TOPO_EIGRAPH. Complexity: BFS sources x (V + E)
  * plus one max-flow. */
 int topo_summary_compute(const topo_t *t, topo_summary_t *out, topo_issue_t *issue);
