@@ -394,6 +394,13 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     t->stats.build_s = now_s() - t0;
     if (rc == TOPO_OK)
         rc = topo_i_finish(t, issue);
+    /* a kind's technology is its links' (GraphML files may name their own) */
+    int seen[3] = {0, 0, 0};
+    for (int64_t l = 0; rc == TOPO_OK && l < t->n_links; l++)
+        if (!seen[t->l_kind[l]]++)
+            t->kind_tech[t->l_kind[l]] = (topo_tech_t)t->l_tech[l];
+    t->node.nvlink_tech = t->kind_tech[TOPO_LINK_NVLINK];
+    t->node.pcie_tech = t->kind_tech[TOPO_LINK_PCIE];
     if (rc == TOPO_OK && t->kind == TOPO_KIND_GRAPHML) {
         t0 = now_s();
         rc = topo_i_build_table(t, issue);

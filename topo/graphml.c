@@ -8,8 +8,9 @@
  * Attributes (docs/topology.md): vertex kind (string, required: gpu, nvswitch, nic, switch), node,
  * tier, group, rack, rank (numbers, optional); edge bandwidth_bytes_per_s and latency_s (numbers,
  * required), kind (string: nvlink, pcie, network), technology (string: a link technology of the
- * edge's kind, topo_tech_parse; absent: the kind's, topo_kind_tech) and cable (number) optional; graph
- * name and source_kind. Export writes a directed graph with every attribute, so it loads back identically.
+ * edge's kind, topo_tech_parse; absent or empty: the parameters' for its kind) and cable (number) optional;
+ * graph name and source_kind. Export writes a directed graph with every attribute, so it loads back
+ * identically.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -211,8 +212,8 @@ static int read_kind(gml_t *m, int vertex, const char *attr, const char *const *
         for (int k = 0; k < count; k++)
             if (names[k] && strcmp(s, names[k]) == 0)
                 out[i] = k;
-        if (out[i] >= 0)
-            continue;
+        if (out[i] >= 0 || (!vertex && s[0] == '\0' && strcmp(attr, "technology") == 0))
+            continue; /* an edge without a technology: its kind's */
         if (vertex)
             rc = gml_fail(m, "vertex %lld: kind '%s' must be gpu, nvswitch, nic or switch", (long long)i, s);
         else if (strcmp(attr, "kind") == 0)

@@ -297,9 +297,10 @@ typedef struct topo_link_info {
 
 const char *topo_name(const topo_t *t);
 topo_kind_t topo_kind(const topo_t *t);
-/* The technology the topology gives links of a kind (TOPO_TECH_AUTO resolved by topo_tech_for_rate):
- * the parameters' network, the node's NVLink and PCIe. GraphML links without a technology attribute
- * take these; each link's own is in topo_link_info_t.tech. */
+/* The technology of a kind's links: its first link's (built kinds: every link of the kind has it);
+ * a kind without links: the parameters' (network, the node's NVLink and PCIe; TOPO_TECH_AUTO resolved
+ * by topo_tech_for_rate), which GraphML links without a technology attribute also take. Each link's
+ * own is in topo_link_info_t.tech. topo_node_params(t) carries the NVLink and PCIe ones. */
 topo_tech_t topo_kind_tech(const topo_t *t, topo_link_kind_t kind);
 const topo_node_params_t *topo_node_params(const topo_t *t);
 int64_t topo_gpu_count(const topo_t *t);
