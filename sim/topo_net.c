@@ -65,6 +65,7 @@ int sim_topo_network(const struct topo *t, sim_network_desc_t *d) {
     d->route_ctx = (void *)(uintptr_t)t;
     d->gpus_per_domain = domain_size(t, n);
     d->link_kind = kind_cb;
+    d->link_tech_efficiency = topo_link_efficiencies(t);
     d->route_load = topo_routing(t) == TOPO_ROUTING_UGAL ? route_load_cb : NULL;
     return SIM_OK;
 }
@@ -85,5 +86,5 @@ void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t) {
     cfg->link_kind_efficiency[SIM_LINK_NVLINK] =
         topo_tech_info(topo_kind_tech(t, TOPO_LINK_NVLINK))->efficiency;
     cfg->link_kind_efficiency[SIM_LINK_PCIE] = topo_tech_info(topo_kind_tech(t, TOPO_LINK_PCIE))->efficiency;
-    cfg->link_efficiencies = topo_link_efficiencies(t);
+    cfg->use_link_tech_efficiency = 1;
 }

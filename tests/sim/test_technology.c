@@ -388,7 +388,10 @@ static void test_calibration(void **state) {
     sim_config_default(&ch);
     sim_config_nccl_topology(&ca, a100);
     sim_config_nccl_topology(&ch, h100);
-    assert_true(ca.link_efficiencies == topo_link_efficiencies(a100));
+    assert_int_equal(ca.use_link_tech_efficiency, 1);
+    sim_network_desc_t d;
+    assert_int_equal(sim_topo_network(a100, &d), SIM_OK);
+    assert_true(d.link_tech_efficiency == topo_link_efficiencies(a100));
     assert_true(ca.link_kind_efficiency[SIM_LINK_NVLINK] == 0.67);
     assert_true(ch.link_kind_efficiency[SIM_LINK_NVLINK] == 20.6 / 25.0);
     assert_true(ca.link_kind_efficiency[SIM_LINK_NETWORK] == 0.94);

@@ -334,7 +334,7 @@ static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cf
         sim_config_nccl_topology(cfg, t);
         /* an efficiency given for a kind holds for every link of the kind */
         if (r->net_eff > 0 || r->nvlink_eff > 0)
-            cfg->link_efficiencies = NULL;
+            cfg->use_link_tech_efficiency = 0;
         if (r->net_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
         if (r->nvlink_eff > 0)
