@@ -446,6 +446,22 @@ static void test_calibration(void **state) {
     const double t_mixed = (double)run_ps(mixed, from0, 1, 0, size),
                  t_ib = (double)run_ps(mixed, from2, 1, 0, size);
     assert_true(fabs(t_mixed / t_ib - 0.94 / 0.70) < 0.01);
+    /* the engine checks each link's fraction, and uses them only when told to */
+    sim_network_desc_t dn;
+    assert_int_equal(sim_topo_network(ib, &dn), SIM_OK);
+    double *bad = malloc((size_t)dn.n_links * sizeof *bad);
+    for (int32_t l = 0; l < dn.n_links; l++)
+        bad[l] = l == 3 ? 0.0 : 0.5;
+    dn.link_tech_efficiency = bad;
+    sim_config_t cb;
+    sim_config_default(&cb);
+    sim_engine_t *e = NULL;
+    assert_int_equal(sim_engine_new(&cb, &dn, &e, msg, sizeof msg), SIM_OK); /* not used: fine */
+    sim_engine_free(e);
+    cb.use_link_tech_efficiency = 1;
+    assert_int_equal(sim_engine_new(&cb, &dn, &e, msg, sizeof msg), SIM_EINVAL);
+    assert_non_null(strstr(msg, "link 3: efficiency 0 must be in (0, 1]"));
+    free(bad);
     topo_free(mixed);
     topo_free(ib);
 }

@@ -5,7 +5,9 @@
  * Contract
  * - Owns: the cluster graph of one topology (an opaque topo_t) built with igraph as a directed
  *   multigraph: every full-duplex cable is two arcs ("links"), one per direction, each with its own
- *   bandwidth_bytes_per_s and latency_s; parallel cables stay parallel (never simplified). Link id
+ *   bandwidth_bytes_per_s and latency_s and a link technology (topo_tech_t: NVLink-4, InfiniBand
+ *   NDR, ...) whose efficiency sim/'s NCCL calibration uses; parallel cables stay parallel (never
+ *   simplified). Link id
  *   2c is cable c in its forward direction and 2c+1 the reverse, for every built kind (GraphML
  *   imports keep the file's arc order). Vertices are GPUs, NVSwitches (one crossbar vertex per node
  *   or NVLink domain), NICs where they matter (fewer NICs than GPUs, or a PCIe link given) and
