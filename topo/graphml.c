@@ -22,7 +22,6 @@
 
 static const char *const VKIND[] = {"gpu", "nvswitch", "nic", "switch"};
 static const char *const LKIND[] = {"nvlink", "pcie", "network"};
-#define TECH_LIST "nvlink3, nvlink4, nvlink5, pcie4, pcie5, ib-hdr, ib-ndr, ib-xdr, roce-400g, slingshot11"
 
 /* ---- export ------------------------------------------------------------------------------------ */
 
@@ -218,9 +217,17 @@ static int read_kind(gml_t *m, int vertex, const char *attr, const char *const *
             rc = gml_fail(m, "vertex %lld: kind '%s' must be gpu, nvswitch, nic or switch", (long long)i, s);
         else if (strcmp(attr, "kind") == 0)
             rc = gml_fail(m, "edge %lld: kind '%s' must be nvlink, pcie or network", (long long)i, s);
-        else
+        else {
+            char allowed[200] = "";
+            size_t used = 0;
+            for (int k = 0; k < count; k++)
+                if (names[k])
+                    used +=
+                        (size_t)snprintf(allowed + used, used < sizeof allowed ? sizeof allowed - used : 0,
+                                         "%s%s", used ? ", " : "", names[k]);
             rc = gml_fail(m, "edge %lld: technology '%.40s' is not a link technology; allowed: %s",
-                          (long long)i, s, TECH_LIST);
+                          (long long)i, s, allowed);
+        }
     }
     igraph_strvector_destroy(&sv);
     return rc;
