@@ -178,7 +178,12 @@ int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *d) {
         if (kind < 0 || kind >= SIM_LINK_KIND_COUNT)
             return sim_i_fail(e, SIM_EINVAL, "network: link %d: kind %d is not a sim_link_kind_t", i, kind);
         n->links[i].nominal = cap;
-        n->links[i].cap = cap * e->cfg.link_efficiency * e->cfg.link_kind_efficiency[kind];
+        const double eff = e->cfg.use_link_tech_efficiency && d->link_tech_efficiency
+                               ? d->link_tech_efficiency[i]
+                               : e->cfg.link_kind_efficiency[kind];
+        if (!(eff > 0.0 && eff <= 1.0))
+            return sim_i_fail(e, SIM_EINVAL, "network: link %d: efficiency %g must be in (0, 1]", i, eff);
+        n->links[i].cap = cap * e->cfg.link_efficiency * eff;
         n->links[i].lat_ps = sim_s_to_ps(lat);
     }
     return d->route_load ? loads_init(e, d) : SIM_OK;

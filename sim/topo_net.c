@@ -65,20 +65,26 @@ int sim_topo_network(const struct topo *t, sim_network_desc_t *d) {
     d->route_ctx = (void *)(uintptr_t)t;
     d->gpus_per_domain = domain_size(t, n);
     d->link_kind = kind_cb;
+    d->link_tech_efficiency = topo_link_efficiencies(t);
     d->route_load = topo_routing(t) == TOPO_ROUTING_UGAL ? route_load_cb : NULL;
     return SIM_OK;
 }
 
+/* Everything comes from the link technologies (topo_tech_info): the GPU generation NCCL tunes for
+ * from the NVLink technology, each link's usable fraction from its own technology (a fabric of mixed
+ * technologies gets each link's), and per kind the technology the topology gives that kind. The host
+ * (AMD or not, NICs on the CPU) is the node's. */
 void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t) {
     const topo_node_params_t *node = topo_node_params(t);
     sim_nccl_platform_t pl;
-    pl.sm = topo_node_nvlink_generation(node) >= 4 ? 90 : 80;
+    pl.sm = topo_tech_info(topo_kind_tech(t, TOPO_LINK_NVLINK))->nccl_sm;
     pl.amd_host = node->amd_host;
     pl.ll128_network = !node->nic_on_cpu;
     sim_config_nccl(cfg, &pl);
-    cfg->link_kind_efficiency[SIM_LINK_NETWORK] = topo_network_tech(t) == TOPO_NETWORK_SLINGSHOT
-                                                      ? SIM_NCCL_NET_EFF_SLINGSHOT
-                                                      : SIM_NCCL_NET_EFF_INFINIBAND;
-    if (pl.sm < 90)
-        cfg->link_kind_efficiency[SIM_LINK_NVLINK] = SIM_NCCL_NVLINK_EFF_A100;
+    cfg->link_kind_efficiency[SIM_LINK_NETWORK] =
+        topo_tech_info(topo_kind_tech(t, TOPO_LINK_NETWORK))->efficiency;
+    cfg->link_kind_efficiency[SIM_LINK_NVLINK] =
+        topo_tech_info(topo_kind_tech(t, TOPO_LINK_NVLINK))->efficiency;
+    cfg->link_kind_efficiency[SIM_LINK_PCIE] = topo_tech_info(topo_kind_tech(t, TOPO_LINK_PCIE))->efficiency;
+    cfg->use_link_tech_efficiency = 1;
 }

@@ -64,7 +64,8 @@ static int grow_links(topo_t *t) {
         cap = INT32_MAX;
     if (grow((void **)&t->l_from, 4, cap) || grow((void **)&t->l_to, 4, cap) ||
         grow((void **)&t->l_cable, 4, cap) || grow((void **)&t->l_kind, 1, cap) ||
-        grow((void **)&t->l_bw, 8, cap) || grow((void **)&t->l_lat, 8, cap))
+        grow((void **)&t->l_tech, 1, cap) || grow((void **)&t->l_bw, 8, cap) ||
+        grow((void **)&t->l_lat, 8, cap) || grow((void **)&t->l_eff, 8, cap))
         return -1;
     t->l_cap = cap;
     return 0;
@@ -81,6 +82,8 @@ int64_t topo_i_link(topo_t *t, int64_t u, int64_t v, int64_t cable, topo_link_ki
     t->l_to[l] = (int32_t)v;
     t->l_cable[l] = (int32_t)cable;
     t->l_kind[l] = (uint8_t)kind;
+    t->l_tech[l] = (uint8_t)t->kind_tech[kind];
+    t->l_eff[l] = topo_tech_info(t->kind_tech[kind])->efficiency;
     t->l_bw[l] = bw;
     t->l_lat[l] = lat;
     return l;
@@ -372,8 +375,15 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     snprintf(t->name, sizeof t->name, "%s", p->name[0] ? p->name : topo_kind_name(p->kind));
     snprintf(t->source_kind, sizeof t->source_kind, "%s", topo_kind_name(p->kind));
     t->kind = p->kind;
-    t->network = p->network;
     t->node = p->node;
+    const topo_node_params_t *n = &p->node;
+    t->kind_tech[TOPO_LINK_NETWORK] =
+        p->network ? p->network : topo_tech_for_rate(TOPO_LINK_NETWORK, p->link_bandwidth_bytes_per_s);
+    t->kind_tech[TOPO_LINK_NVLINK] = t->node.nvlink_tech =
+        n->nvlink_tech ? n->nvlink_tech
+                       : topo_tech_for_rate(TOPO_LINK_NVLINK, n->nvlink_bandwidth_bytes_per_s);
+    t->kind_tech[TOPO_LINK_PCIE] = t->node.pcie_tech =
+        n->pcie_tech ? n->pcie_tech : topo_tech_for_rate(TOPO_LINK_PCIE, n->pcie_bandwidth_bytes_per_s);
     t->routing = p->routing != TOPO_ROUTING_DEFAULT ? p->routing : default_routing(p->kind);
     t->pxn = p->pxn;
     t->seed = p->seed;
@@ -384,6 +394,13 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     t->stats.build_s = now_s() - t0;
     if (rc == TOPO_OK)
         rc = topo_i_finish(t, issue);
+    /* a kind's technology is its links' (GraphML files may name their own) */
+    int seen[3] = {0, 0, 0};
+    for (int64_t l = 0; rc == TOPO_OK && l < t->n_links; l++)
+        if (!seen[t->l_kind[l]]++)
+            t->kind_tech[t->l_kind[l]] = (topo_tech_t)t->l_tech[l];
+    t->node.nvlink_tech = t->kind_tech[TOPO_LINK_NVLINK];
+    t->node.pcie_tech = t->kind_tech[TOPO_LINK_PCIE];
     if (rc == TOPO_OK && t->kind == TOPO_KIND_GRAPHML) {
         t0 = now_s();
         rc = topo_i_build_table(t, issue);
@@ -417,8 +434,10 @@ void topo_free(topo_t *t) {
     free(t->l_to);
     free(t->l_cable);
     free(t->l_kind);
+    free(t->l_tech);
     free(t->l_bw);
     free(t->l_lat);
+    free(t->l_eff);
     free(t->adj_off);
     free(t->adj_link);
     free(t->diam_sources);

@@ -55,6 +55,20 @@ static int need_rate(topo_issue_t *issue, const char *field, double v, int posit
     return TOPO_OK;
 }
 
+/* A technology parameter: TOPO_TECH_AUTO or a technology of the link kind it is for. */
+static int need_tech(topo_issue_t *issue, const char *field, topo_tech_t tech, topo_link_kind_t kind) {
+    if (tech == TOPO_TECH_AUTO)
+        return TOPO_OK;
+    const topo_tech_info_t *i = topo_tech_info(tech);
+    if (!i)
+        return topo_i_set_issuef(issue, field, (int64_t)tech, "is not a link technology");
+    if (i->link_kind != (int)kind)
+        return topo_i_set_issue(issue, field, i->name, "is a %s technology; allowed: a %s technology",
+                                topo_link_kind_name((topo_link_kind_t)i->link_kind),
+                                topo_link_kind_name(kind));
+    return TOPO_OK;
+}
+
 static int64_t largest_divisor_upto(int64_t n, int64_t lim) {
     for (int64_t d = lim < n ? lim : n; d >= 1; d--)
         if (n % d == 0)
@@ -83,9 +97,9 @@ static int check_node(const topo_params_t *p, topo_issue_t *issue) {
         (rc = need_rate(issue, "pcie_bandwidth_bytes_per_s", n->pcie_bandwidth_bytes_per_s, 0)) ||
         (rc = need_rate(issue, "pcie_latency_s", n->pcie_latency_s, 0)))
         return rc;
-    if (n->nvlink_generation != 0 && (n->nvlink_generation < 3 || n->nvlink_generation > 5))
-        return topo_i_set_issuef(issue, "nvlink_generation", n->nvlink_generation,
-                                 "must be 3 (A100), 4 (H100) or 5 (B200)");
+    if ((rc = need_tech(issue, "nvlink", n->nvlink_tech, TOPO_LINK_NVLINK)) ||
+        (rc = need_tech(issue, "pcie", n->pcie_tech, TOPO_LINK_PCIE)))
+        return rc;
     if (n->nics_per_node < n->gpus_per_node && n->pcie_bandwidth_bytes_per_s <= 0)
         return topo_i_set_issue(issue, "pcie_bandwidth_bytes_per_s", "0",
                                 "must be > 0 when nics_per_node (%lld) < gpus_per_node (%lld): GPUs reach "
@@ -138,6 +152,8 @@ static int check_common(const topo_params_t *p, topo_issue_t *issue) {
         return topo_i_set_issuef(issue, "gpus", p->gpus, "must be >= 0 (0: the topology's full size)");
     if (p->gpus > TOPO_MAX_GPUS)
         return topo_i_set_issuef(issue, "gpus", p->gpus, "must be <= %lld", (long long)TOPO_MAX_GPUS);
+    if ((rc = need_tech(issue, "network", p->network, TOPO_LINK_NETWORK)))
+        return rc;
     if (p->kind == TOPO_KIND_GRAPHML)
         return TOPO_OK; /* everything else comes from the file */
     if ((rc = check_node(p, issue)))

@@ -7,8 +7,10 @@
  *
  * Attributes (docs/topology.md): vertex kind (string, required: gpu, nvswitch, nic, switch), node,
  * tier, group, rack, rank (numbers, optional); edge bandwidth_bytes_per_s and latency_s (numbers,
- * required), kind (string: nvlink, pcie, network) and cable (number) optional; graph name and
- * source_kind. Export writes a directed graph with every attribute, so it loads back identically.
+ * required), kind (string: nvlink, pcie, network), technology (string: a link technology of the
+ * edge's kind, topo_tech_parse; absent or empty: the parameters' for its kind) and cable (number) optional;
+ * graph name and source_kind. Export writes a directed graph with every attribute, so it loads back
+ * identically.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -59,12 +61,16 @@ static igraph_error_t set_str(igraph_t *g, int vertex, const char *name, const u
 
 static igraph_error_t set_attributes(const topo_t *t, igraph_t *g) {
     int64_t V = t->n_vertices, L = t->n_links;
+    const char *tech[TOPO_TECH_COUNT];
+    for (int i = 0; i < TOPO_TECH_COUNT; i++)
+        tech[i] = topo_tech_name((topo_tech_t)i);
     igraph_error_t e;
     if ((e = SETGAS(g, "name", t->name)) || (e = SETGAS(g, "source_kind", t->source_kind)) ||
         (e = set_str(g, 1, "kind", t->v_kind, V, VKIND)) || (e = set_num_v(g, "node", t->v_node, V)) ||
         (e = set_num_v(g, "tier", t->v_tier, V)) || (e = set_num_v(g, "group", t->v_group, V)) ||
         (e = set_num_v(g, "rack", t->v_rack, V)) || (e = set_num_v(g, "rank", t->v_rank, V)) ||
         (e = set_str(g, 0, "kind", t->l_kind, L, LKIND)) ||
+        (e = set_str(g, 0, "technology", t->l_tech, L, tech)) ||
         (e = set_num_e(g, "bandwidth_bytes_per_s", t->l_bw, NULL, L)) ||
         (e = set_num_e(g, "latency_s", t->l_lat, NULL, L)) ||
         (e = set_num_e(g, "cable", NULL, t->l_cable, L)))
@@ -180,14 +186,16 @@ static int read_num(gml_t *m, int vertex, const char *name, double def, int requ
                                : topo_i_from_igraph_error(e, m->issue, "reading GraphML attributes");
 }
 
-/* Read a string attribute mapped through names[0..count) into out; absent: -1 each. */
-static int read_kind(gml_t *m, int vertex, const char *const *names, int count, int required, int *out) {
+/* Read the string attribute attr mapped through names[0..count) into out; absent: -1 each. Vertices:
+ * "kind" (required); edges: "kind" and "technology". */
+static int read_kind(gml_t *m, int vertex, const char *attr, const char *const *names, int count,
+                     int required, int *out) {
     int64_t n = vertex ? m->V : m->E;
-    int type = attr_type(m, vertex ? IGRAPH_ATTRIBUTE_VERTEX : IGRAPH_ATTRIBUTE_EDGE, "kind");
+    int type = attr_type(m, vertex ? IGRAPH_ATTRIBUTE_VERTEX : IGRAPH_ATTRIBUTE_EDGE, attr);
     if (type < 0 && required)
         return gml_fail(m, "has no vertex attribute 'kind' (required: gpu, nvswitch, nic or switch)");
     if (type >= 0 && type != IGRAPH_ATTRIBUTE_STRING)
-        return gml_fail(m, "%s attribute 'kind' must be a string", vertex ? "vertex" : "edge");
+        return gml_fail(m, "%s attribute '%s' must be a string", vertex ? "vertex" : "edge", attr);
     for (int64_t i = 0; i < n; i++)
         out[i] = -1;
     if (type < 0)
@@ -195,19 +203,31 @@ static int read_kind(gml_t *m, int vertex, const char *const *names, int count, 
     igraph_strvector_t sv;
     if (igraph_strvector_init(&sv, 0))
         return TOPO_ENOMEM;
-    igraph_error_t e = vertex ? VASV(&m->g, "kind", &sv) : EASV(&m->g, "kind", &sv);
+    igraph_error_t e = vertex ? VASV(&m->g, attr, &sv) : EASV(&m->g, attr, &sv);
     int rc =
         e == IGRAPH_SUCCESS ? TOPO_OK : topo_i_from_igraph_error(e, m->issue, "reading GraphML attributes");
     for (int64_t i = 0; rc == TOPO_OK && i < n; i++) {
         const char *s = igraph_strvector_get(&sv, i);
         for (int k = 0; k < count; k++)
-            if (strcmp(s, names[k]) == 0)
+            if (names[k] && strcmp(s, names[k]) == 0)
                 out[i] = k;
-        if (out[i] < 0)
-            rc = vertex
-                     ? gml_fail(m, "vertex %lld: kind '%s' must be gpu, nvswitch, nic or switch",
-                                (long long)i, s)
-                     : gml_fail(m, "edge %lld: kind '%s' must be nvlink, pcie or network", (long long)i, s);
+        if (out[i] >= 0 || (!vertex && s[0] == '\0' && strcmp(attr, "technology") == 0))
+            continue; /* an edge without a technology: its kind's */
+        if (vertex)
+            rc = gml_fail(m, "vertex %lld: kind '%s' must be gpu, nvswitch, nic or switch", (long long)i, s);
+        else if (strcmp(attr, "kind") == 0)
+            rc = gml_fail(m, "edge %lld: kind '%s' must be nvlink, pcie or network", (long long)i, s);
+        else {
+            char allowed[200] = "";
+            size_t used = 0;
+            for (int k = 0; k < count; k++)
+                if (names[k])
+                    used +=
+                        (size_t)snprintf(allowed + used, used < sizeof allowed ? sizeof allowed - used : 0,
+                                         "%s%s", used ? ", " : "", names[k]);
+            rc = gml_fail(m, "edge %lld: technology '%.40s' is not a link technology; allowed: %s",
+                          (long long)i, s, allowed);
+        }
     }
     igraph_strvector_destroy(&sv);
     return rc;
@@ -226,7 +246,7 @@ static int import_vertices(topo_t *t, gml_t *m, double *rank) {
     if (!kind || !a)
         goto done;
     double *node = a, *tier = a + V, *group = a + 2 * V, *rack = a + 3 * V;
-    if ((rc = read_kind(m, 1, VKIND, 4, 1, kind)) || (rc = read_num(m, 1, "node", -1, 0, node)) ||
+    if ((rc = read_kind(m, 1, "kind", VKIND, 4, 1, kind)) || (rc = read_num(m, 1, "node", -1, 0, node)) ||
         (rc = read_num(m, 1, "tier", -2, 0, tier)) || (rc = read_num(m, 1, "group", -1, 0, group)) ||
         (rc = read_num(m, 1, "rack", -1, 0, rack)) || (rc = read_num(m, 1, "rank", -2, 0, rank)))
         goto done;
@@ -383,7 +403,8 @@ static topo_link_kind_t default_link_kind(const topo_t *t, int64_t u, int64_t v)
     return TOPO_LINK_NETWORK;
 }
 
-static int add_links(topo_t *t, gml_t *m, const double *bw, const double *lat, const int *kind) {
+static int add_links(topo_t *t, gml_t *m, const double *bw, const double *lat, const int *kind,
+                     const int *tech) {
     int directed = igraph_is_directed(&m->g);
     for (int64_t e = 0; e < m->E; e++) {
         int64_t u = IGRAPH_FROM(&m->g, e), v = IGRAPH_TO(&m->g, e);
@@ -391,9 +412,19 @@ static int add_links(topo_t *t, gml_t *m, const double *bw, const double *lat, c
             return gml_fail(m, "edge %lld: bandwidth_bytes_per_s must be > 0 and latency_s >= 0",
                             (long long)e);
         topo_link_kind_t k = kind[e] >= 0 ? (topo_link_kind_t)kind[e] : default_link_kind(t, u, v);
+        const topo_tech_info_t *ti = tech[e] >= 0 ? topo_tech_info((topo_tech_t)tech[e]) : NULL;
+        if (ti && ti->link_kind != (int)k)
+            return gml_fail(m, "edge %lld: technology '%s' is a %s technology, the edge is %s", (long long)e,
+                            ti->name, topo_link_kind_name((topo_link_kind_t)ti->link_kind),
+                            topo_link_kind_name(k));
+        const int64_t first = t->n_links;
         if (topo_i_link(t, u, v, e, k, bw[e], lat[e]) < 0 ||
             (!directed && topo_i_link(t, v, u, e, k, bw[e], lat[e]) < 0))
             return TOPO_ENOMEM;
+        for (int64_t l = first; ti && l < t->n_links; l++) {
+            t->l_tech[l] = (uint8_t)tech[e];
+            t->l_eff[l] = ti->efficiency;
+        }
     }
     t->n_cables = directed ? 0 : m->E;
     return TOPO_OK;
@@ -402,13 +433,18 @@ static int add_links(topo_t *t, gml_t *m, const double *bw, const double *lat, c
 static int import_edges(topo_t *t, gml_t *m) {
     int64_t E = m->E;
     double *a = malloc((size_t)(3 * E + 1) * sizeof *a);
-    int *kind = malloc((size_t)(E + 1) * sizeof *kind);
+    int *kind = malloc((size_t)(2 * E + 1) * sizeof *kind), *tech = kind ? kind + E : NULL;
+    const char *tech_names[TOPO_TECH_COUNT];
+    for (int i = 0; i < TOPO_TECH_COUNT; i++)
+        tech_names[i] = topo_tech_info((topo_tech_t)i) ? topo_tech_name((topo_tech_t)i) : NULL;
     int rc = TOPO_ENOMEM;
     if (!a || !kind)
         goto done;
     if ((rc = read_num(m, 0, "bandwidth_bytes_per_s", 0, 1, a)) ||
         (rc = read_num(m, 0, "latency_s", 0, 1, a + E)) || (rc = read_num(m, 0, "cable", -1, 0, a + 2 * E)) ||
-        (rc = read_kind(m, 0, LKIND, 3, 0, kind)) || (rc = add_links(t, m, a, a + E, kind)))
+        (rc = read_kind(m, 0, "kind", LKIND, 3, 0, kind)) ||
+        (rc = read_kind(m, 0, "technology", tech_names, TOPO_TECH_COUNT, 0, tech)) ||
+        (rc = add_links(t, m, a, a + E, kind, tech)))
         goto done;
     if (igraph_is_directed(&m->g))
         rc = attr_type(m, IGRAPH_ATTRIBUTE_EDGE, "cable") >= 0 ? dense_cables(t, m, a + 2 * E)

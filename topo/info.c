@@ -9,8 +9,8 @@ const char *topo_name(const topo_t *t) {
 topo_kind_t topo_kind(const topo_t *t) {
     return t->kind;
 }
-topo_network_tech_t topo_network_tech(const topo_t *t) {
-    return t->network;
+topo_tech_t topo_kind_tech(const topo_t *t, topo_link_kind_t kind) {
+    return (unsigned)kind < 3 ? t->kind_tech[kind] : TOPO_TECH_AUTO;
 }
 const topo_node_params_t *topo_node_params(const topo_t *t) {
     return &t->node;
@@ -39,6 +39,9 @@ const double *topo_link_bandwidths_bytes_per_s(const topo_t *t) {
 const double *topo_link_latencies_s(const topo_t *t) {
     return t->l_lat;
 }
+const double *topo_link_efficiencies(const topo_t *t) {
+    return t->l_eff;
+}
 
 int topo_vertex_get(const topo_t *t, int64_t v, topo_vertex_info_t *out) {
     if (v < 0 || v >= t->n_vertices)
@@ -60,6 +63,7 @@ int topo_link_get(const topo_t *t, int64_t l, topo_link_info_t *out) {
     out->to = t->l_to[l];
     out->cable = t->l_cable[l];
     out->kind = (topo_link_kind_t)t->l_kind[l];
+    out->tech = (topo_tech_t)t->l_tech[l];
     out->bandwidth_bytes_per_s = t->l_bw[l];
     out->latency_s = t->l_lat[l];
     return TOPO_OK;

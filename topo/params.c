@@ -21,7 +21,6 @@ static const char *const ROUTING_NAMES[TOPO_ROUTING_COUNT] = {
     "default", "dmodk", "ecmp-hash", "ecmp-spread", "minimal", "valiant", "ugal", "dor", "shortest"};
 static const char *const ARRANGEMENT_NAMES[] = {"absolute", "relative", "circulant"};
 static const char *const SCALEUP_NAMES[] = {"switch", "mesh"};
-static const char *const NETWORK_NAMES[TOPO_NETWORK_TECH_COUNT] = {"infiniband", "slingshot"};
 
 static int parse_name(const char *const *names, size_t n, const char *name, int *out) {
     for (size_t i = 0; name && i < n; i++) {
@@ -74,24 +73,6 @@ int topo_scaleup_parse(const char *name, topo_scaleup_t *out) {
     return rc;
 }
 
-const char *topo_network_tech_name(topo_network_tech_t n) {
-    return (unsigned)n < TOPO_NETWORK_TECH_COUNT ? NETWORK_NAMES[n] : "unknown";
-}
-int topo_network_tech_parse(const char *name, topo_network_tech_t *out) {
-    int v = 0;
-    int rc = parse_name(NETWORK_NAMES, COUNT(NETWORK_NAMES), name, &v);
-    if (rc == TOPO_OK)
-        *out = (topo_network_tech_t)v;
-    return rc;
-}
-
-int32_t topo_node_nvlink_generation(const topo_node_params_t *node) {
-    if (node->nvlink_generation > 0)
-        return node->nvlink_generation;
-    const double bw = node->nvlink_bandwidth_bytes_per_s;
-    return bw >= 900e9 ? 5 : bw >= 450e9 ? 4 : 3;
-}
-
 const char *topo_status_name(int status) {
     switch (status) {
     case TOPO_OK:
@@ -139,21 +120,26 @@ typedef struct {
 } node_preset_t;
 
 /* name, GPUs, NICs, scale-up, NVLink B/s per GPU, NVLink latency, PCIe B/s, PCIe latency, NVLink
- * generation, AMD host, NICs on the CPU */
+ * and PCIe technologies (their bandwidths and latencies are the table's unless the node's differ),
+ * AMD host, NICs on the CPU */
 static const node_preset_t NODE_PRESETS[] = {
-    {{"single", 1, 1, TOPO_SCALEUP_SWITCH, 0, 0, 0, 0, 0, 0, 0}, "one GPU that is its own network endpoint"},
-    {{"dgx-a100", 8, 8, TOPO_SCALEUP_SWITCH, 300e9, 0.25e-6, 0, 0, 3, 1, 0},
+    {{"single", 1, 1, TOPO_SCALEUP_SWITCH, 0, 0, 0, 0, TOPO_TECH_AUTO, TOPO_TECH_AUTO, 0, 0},
+     "one GPU that is its own network endpoint"},
+    {{"dgx-a100", 8, 8, TOPO_SCALEUP_SWITCH, 300e9, 0.25e-6, 0, 0, TOPO_TECH_NVLINK3, TOPO_TECH_PCIE4, 1, 0},
      "DGX A100: 8 GPUs on NVSwitch (NVLink-3, 300 GB/s per GPU per direction), 8 HDR NICs"},
-    {{"dgx-h100", 8, 8, TOPO_SCALEUP_SWITCH, 450e9, 0.25e-6, 0, 0, 4, 0, 0},
+    {{"dgx-h100", 8, 8, TOPO_SCALEUP_SWITCH, 450e9, 0.25e-6, 0, 0, TOPO_TECH_NVLINK4, TOPO_TECH_PCIE5, 0, 0},
      "DGX H100: 8 GPUs on NVSwitch (NVLink-4, 450 GB/s per GPU per direction), 8 NDR NICs"},
-    {{"dgx-b200", 8, 8, TOPO_SCALEUP_SWITCH, 900e9, 0.25e-6, 0, 0, 5, 0, 0},
+    {{"dgx-b200", 8, 8, TOPO_SCALEUP_SWITCH, 900e9, 0.25e-6, 0, 0, TOPO_TECH_NVLINK5, TOPO_TECH_PCIE5, 0, 0},
      "DGX B200: 8 GPUs on NVSwitch (NVLink-5, 900 GB/s per GPU per direction), 8 NICs"},
-    {{"nvl72", 72, 72, TOPO_SCALEUP_SWITCH, 900e9, 0.25e-6, 0, 0, 5, 0, 0},
+    {{"nvl72", 72, 72, TOPO_SCALEUP_SWITCH, 900e9, 0.25e-6, 0, 0, TOPO_TECH_NVLINK5, TOPO_TECH_PCIE5, 0, 0},
      "GB200 NVL72: one 72-GPU NVLink domain (900 GB/s per GPU per direction), a NIC per GPU (approx.)"},
-    {{"perlmutter-gpu", 4, 4, TOPO_SCALEUP_MESH, 300e9, 0.25e-6, 0, 0, 3, 1, 1},
+    {{"perlmutter-gpu", 4, 4, TOPO_SCALEUP_MESH, 300e9, 0.25e-6, 0, 0, TOPO_TECH_NVLINK3, TOPO_TECH_PCIE4, 1,
+      1},
      "Perlmutter GPU node: 4 A100 in an NVLink-3 mesh (100 GB/s per pair), 4 Slingshot NICs"},
-    {{"frontier-node", 8, 4, TOPO_SCALEUP_MESH, 350e9, 0.25e-6, 50e9, 0.25e-6, 3, 1, 1},
-     "Frontier node: 8 MI250X GCDs in an Infinity Fabric mesh (50 GB/s per pair, approx.), 4 NICs"},
+    {{"frontier-node", 8, 4, TOPO_SCALEUP_MESH, 350e9, 0.25e-6, 50e9, 0.25e-6, TOPO_TECH_NVLINK3,
+      TOPO_TECH_PCIE4, 1, 1},
+     "Frontier node: 8 MI250X GCDs in an Infinity Fabric mesh (50 GB/s per pair, approx.; modelled as "
+     "NVLink-3), 4 NICs on PCIe Gen4 ESM (50 GB/s)"},
 };
 
 int topo_node_preset(const char *name, topo_node_params_t *out) {
@@ -182,8 +168,7 @@ void topo_params_init(topo_params_t *p, topo_kind_t kind) {
     p->kind = kind;
     snprintf(p->name, sizeof p->name, "%s", topo_kind_name(kind));
     topo_node_preset("single", &p->node);
-    p->link_bandwidth_bytes_per_s = 50e9; /* 400 Gb/s NDR */
-    p->link_latency_s = 0.15e-6;          /* switch traversal + cable (approx.) */
+    topo_params_set_network(p, TOPO_TECH_IB_NDR); /* 400 Gb/s */
     p->seed = 1;
     p->dragonfly.ugal_candidates = 4;
     switch (kind) {
@@ -192,9 +177,10 @@ void topo_params_init(topo_params_t *p, topo_kind_t kind) {
         p->gpus = 4096;
         topo_node_preset("dgx-a100", &p->node);
         snprintf(p->node.name, sizeof p->node.name, "custom");
-        p->node.nvlink_generation = 0; /* from the system's NVLink rate; a host of no make */
+        p->node.nvlink_tech = TOPO_TECH_AUTO; /* from the system's NVLink rate; a host of no make */
         p->node.amd_host = 0;
         p->node.nvlink_latency_s = 2.5e-6;
+        p->network = TOPO_TECH_AUTO; /* from the system's InfiniBand rate */
         p->link_bandwidth_bytes_per_s = 25e9;
         p->link_latency_s = 5e-6;
         break;
@@ -212,9 +198,7 @@ void topo_params_init(topo_params_t *p, topo_kind_t kind) {
         p->dragonfly.a = 8;
         p->dragonfly.h = 4;
         p->dragonfly.g = 33;
-        p->link_bandwidth_bytes_per_s = 25e9; /* Slingshot 200 Gb/s */
-        p->network = TOPO_NETWORK_SLINGSHOT;
-        p->link_latency_s = 0.35e-6;
+        topo_params_set_network(p, TOPO_TECH_SLINGSHOT11); /* 200 Gb/s */
         break;
     case TOPO_KIND_TORUS:
         p->torus.n_dims = 3;
@@ -250,13 +234,13 @@ const char *topo_preset_summary(const char *name) {
     return NULL;
 }
 
-static void rail_preset(topo_params_t *p, const char *node, int64_t nodes_per_su, int64_t radix, double bw,
-                        int64_t gpus) {
+static void rail_preset(topo_params_t *p, const char *node, int64_t nodes_per_su, int64_t radix,
+                        topo_tech_t network, int64_t gpus) {
     topo_params_init(p, TOPO_KIND_RAIL_OPTIMIZED);
     topo_node_preset(node, &p->node);
     p->rail.nodes_per_su = nodes_per_su;
     p->switch_radix = radix;
-    p->link_bandwidth_bytes_per_s = bw;
+    topo_params_set_network(p, network);
     p->gpus = gpus;
 }
 
@@ -287,11 +271,11 @@ int topo_params_preset(const char *name, int64_t gpus, topo_params_t *out) {
     if (gpus < 0)
         gpus = 0;
     if (strcmp(name, "dgx-a100-superpod") == 0)
-        rail_preset(out, "dgx-a100", 20, 40, 25e9, gpus ? gpus : 1120);
+        rail_preset(out, "dgx-a100", 20, 40, TOPO_TECH_IB_HDR, gpus ? gpus : 1120);
     else if (strcmp(name, "dgx-h100-superpod") == 0)
-        rail_preset(out, "dgx-h100", 32, 64, 50e9, gpus ? gpus : 1016);
+        rail_preset(out, "dgx-h100", 32, 64, TOPO_TECH_IB_NDR, gpus ? gpus : 1016);
     else if (strcmp(name, "dgx-b200-superpod") == 0)
-        rail_preset(out, "dgx-b200", 32, 64, 50e9, gpus ? gpus : 4096);
+        rail_preset(out, "dgx-b200", 32, 64, TOPO_TECH_IB_NDR, gpus ? gpus : 4096);
     else if (strcmp(name, "perlmutter") == 0)
         /* 14 GPU cabinets of 128 nodes; global cables per pair unpublished: 22 gives Frontier's
          * taper of about 1.75:1 (approx.) */

@@ -88,7 +88,23 @@ static int bisection(const topo_t *t, double *out, topo_issue_t *issue) {
     return e == IGRAPH_SUCCESS ? TOPO_OK : topo_i_from_igraph_error(e, issue, "the bisection max-flow");
 }
 
-/* Cables by kind (each counted once), optical cables, injection bandwidth. */
+static void tech_use(const topo_t *t, int64_t l, topo_summary_t *s) {
+    const topo_tech_t tech = (topo_tech_t)t->l_tech[l];
+    for (int i = 0; i < s->n_techs; i++) {
+        topo_tech_use_t *u = &s->techs[i];
+        if (u->tech == tech && u->bandwidth_bytes_per_s == t->l_bw[l] && u->latency_s == t->l_lat[l]) {
+            u->links++;
+            return;
+        }
+    }
+    if (s->n_techs == TOPO_SUMMARY_TECHS) {
+        s->techs_truncated = 1;
+        return;
+    }
+    s->techs[s->n_techs++] = (topo_tech_use_t){tech, 1, t->l_bw[l], t->l_lat[l]};
+}
+
+/* Cables by kind and technology (each counted once), optical cables, injection bandwidth. */
 static int cables(const topo_t *t, topo_summary_t *s) {
     char *seen = calloc((size_t)t->n_cables + 1, 1);
     if (!seen)
@@ -101,6 +117,7 @@ static int cables(const topo_t *t, topo_summary_t *s) {
         if (seen[t->l_cable[l]])
             continue;
         seen[t->l_cable[l]] = 1;
+        tech_use(t, l, s);
         switch (t->l_kind[l]) {
         case TOPO_LINK_NVLINK:
             s->nvlink_links++;

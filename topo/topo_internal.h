@@ -95,8 +95,8 @@ struct topo {
     char name[64];
     char source_kind[32]; /* the kind the graph was built as (kept through GraphML) */
     topo_kind_t kind;
-    topo_network_tech_t network; /* link technologies, as the parameters gave them */
-    topo_node_params_t node;
+    topo_tech_t kind_tech[3]; /* by topo_link_kind_t: the parameters' technologies, resolved */
+    topo_node_params_t node;  /* its nvlink_tech and pcie_tech resolved */
     topo_routing_t routing;
     int pxn;
     uint64_t seed;
@@ -110,8 +110,8 @@ struct topo {
     int64_t v_cap;
     /* links (arcs) */
     int32_t *l_from, *l_to, *l_cable;
-    uint8_t *l_kind;
-    double *l_bw, *l_lat;
+    uint8_t *l_kind, *l_tech;
+    double *l_bw, *l_lat, *l_eff; /* l_eff: the technology's efficiency */
     int64_t l_cap;
     /* out-adjacency: links of v are adj_link[adj_off[v] .. adj_off[v+1]) in id order */
     int32_t *adj_off, *adj_link;
@@ -151,6 +151,7 @@ int64_t topo_i_vertex(topo_t *t, topo_vertex_kind_t kind, int64_t node, int64_t 
                       int64_t rack, int64_t index);
 /* Append a cable u -> v as links 2c (u->v) and 2c+1 (v->u); returns c or -1. */
 int64_t topo_i_cable(topo_t *t, int64_t u, int64_t v, topo_link_kind_t kind, double bw, double lat);
+/* Links take the technology of their kind (kind_tech); a GraphML import may set another after. */
 /* Append one directed link (graphml import); returns its id or -1. */
 int64_t topo_i_link(topo_t *t, int64_t u, int64_t v, int64_t cable, topo_link_kind_t kind, double bw,
                     double lat);

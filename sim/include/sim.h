@@ -111,6 +111,10 @@ typedef struct sim_network_desc {
     /* The sim_link_kind_t of link `link`, called once per link by sim_engine_new with route_ctx;
      * NULL: every link is network. */
     int (*link_kind)(void *ctx, int32_t link);
+    /* Optional [n_links], each in (0, 1]: the usable fraction of each link under NCCL's calibration
+     * (its technology's, sim_topo_network), used when the configuration's use_link_tech_efficiency is
+     * set. NULL: link_kind_efficiency alone. */
+    const double *link_tech_efficiency;
     /* Adaptive routing (UGAL), optional. NULL: routes do not depend on the traffic, and the lookups
      * of `route` when a collective is added are final. Set: the engine keeps a load per link (the
      * flows routed over it and not yet ended, per unit of capacity: see sim/network.c) and routes
@@ -238,6 +242,9 @@ typedef struct sim_config {
     model_compat_t compat;
     /* Usable fraction of each kind of link, in (0, 1], on top of link_efficiency. Default 1. */
     double link_kind_efficiency[SIM_LINK_KIND_COUNT];
+    /* 1: a link of a network that gives link_tech_efficiency takes that fraction in place of
+     * link_kind_efficiency (sim_config_nccl_topology sets it). Default 0. */
+    int use_link_tech_efficiency;
     /* Protocols, indexed by sim_proto_t ([SIM_PROTO_AUTO] is unused). Default: Simple enabled with no
      * latencies and efficiency 1, LL and LL128 the same but disabled: collectives cost their bare
      * alpha-beta form. sim_config_nccl sets NCCL's constants. */
@@ -268,22 +275,11 @@ typedef struct sim_nccl_platform {
  * efficiency alone: it depends on the fabric (link_kind_efficiency[SIM_LINK_NETWORK]). */
 void sim_config_nccl(sim_config_t *cfg, const sim_nccl_platform_t *platform);
 
-/* NCCL's efficiency on a network link, per technology (docs/engine.md, "Calibration"): InfiniBand
- * reaches 46-48 of 50 GB/s per NDR NIC and ~24 of 25 per HDR NIC (NVIDIA maintainers, nccl-tests
- * #290, #252); Slingshot is the value measured on Perlmutter at 2-4 GPUs per node (33.5 of 50 and
- * 70.5 of 100 GB/s of bus bandwidth). */
-#define SIM_NCCL_NET_EFF_INFINIBAND 0.94
-#define SIM_NCCL_NET_EFF_SLINGSHOT 0.70
-/* NVLink-3 (A100): measured NCCL bus bandwidth of about 200 of 300 GB/s per GPU on an 8 x A100
- * NVLink node (nccl-tests #149), rather than NCCL's modelled 20 of 25 GB/s per link; NVLink-4 and
- * later keep sim_config_nccl's 20.6 of 25 GB/s, which matches the ~370 of 450 GB/s NVIDIA's
- * maintainers quote for rings (nccl-tests #212). */
-#define SIM_NCCL_NVLINK_EFF_A100 0.67
-
-/* NCCL's calibration for the links of a topology built by topo/ (the one place it is derived): the
- * platform from its nodes (NVLink-4 and later: sm 90, else 80; the node's host make; LL128 on the
- * network unless the NICs hang off the CPU), sim_config_nccl, then the network links' efficiency by
- * the topology's network technology and, on NVLink-3 nodes, SIM_NCCL_NVLINK_EFF_A100 on NVLink. */
+/* NCCL's calibration for the links of a topology built by topo/ (the one place it is derived), from
+ * its link technologies alone (topo_tech_info): the platform (the NVLink technology's GPU generation,
+ * the node's host make, LL128 on the network unless the NICs hang off the CPU), sim_config_nccl, then
+ * every link's efficiency from its own technology (use_link_tech_efficiency with sim_topo_network's
+ * link_tech_efficiency) and per kind the efficiency of the kind's technology. */
 void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t);
 
 typedef struct sim_engine sim_engine_t;

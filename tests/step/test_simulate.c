@@ -37,7 +37,7 @@ static model_job_t small_job(void) {
     return job;
 }
 
-static topo_t *perlmutter(topo_network_tech_t network) {
+static topo_t *perlmutter(topo_tech_t network) {
     topo_params_t p;
     assert_int_equal(topo_params_preset("perlmutter", 16, &p), TOPO_OK);
     p.network = network;
@@ -90,7 +90,7 @@ static void test_network_calibrated_by_technology(void **state) {
     const model_job_t job = small_job();
     step_sim_options_t o;
     defaults(&o, SIM_COMM_NETWORK);
-    topo_t *slingshot = perlmutter(TOPO_NETWORK_SLINGSHOT), *ib = perlmutter(TOPO_NETWORK_INFINIBAND);
+    topo_t *slingshot = perlmutter(TOPO_TECH_SLINGSHOT11), *ib = perlmutter(TOPO_TECH_IB_HDR);
     step_sim_result_t a, b;
     assert_int_equal(step_simulate(&job, slingshot, &o, &a), SIM_OK);
     assert_int_equal(step_simulate(&job, ib, &o, &b), SIM_OK);

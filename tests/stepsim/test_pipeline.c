@@ -223,10 +223,129 @@ static void test_network_technology(void **state) {
     cli_run_free(&r);
 }
 
+/* The technologies topo prints for a topology (scenario may be NULL): "name@bandwidth@latency"
+ * joined by spaces, in the order printed. */
+static void techs_of(const char *scenario, const char *topology, char *buf, size_t size) {
+    cli_run_t r = scenario ? cli_run("topo", scenario, "--topology", topology, "--gpus", "64", "--json", NULL)
+                           : cli_run("topo", "--topology", topology, "--json", NULL);
+    cJSON *j = json_of(&r);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "technologies"), *x;
+    assert_true(cJSON_IsArray(a));
+    size_t used = 0;
+    buf[0] = '\0';
+    cJSON_ArrayForEach(x, a) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(x, "name");
+        assert_true(cJSON_IsString(name));
+        assert_true(num(x, "links") > 0);
+        assert_true(num(x, "efficiency") > 0 && num(x, "efficiency") <= 1);
+        used += (size_t)snprintf(buf + used, size - used, "%s%s@%g@%g", used ? " " : "", name->valuestring,
+                                 num(x, "bandwidth_bytes_per_s"), num(x, "latency_s"));
+    }
+    cJSON_Delete(j);
+    cli_run_free(&r);
+}
+
+static void expect_techs(const char *scenario, const char *topology, const char *want) {
+    char got[512];
+    techs_of(scenario, topology, got, sizeof got);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: technologies %s, want %s", topology, got, want);
+}
+
+static void expect_error(const char *topology, const char *want) {
+    cli_run_t r = cli_run("topo", "--topology", topology, NULL);
+    assert_int_equal(r.rc, 2);
+    assert_int_equal(cli_run_lines(r.err), 1);
+    if (!strstr(r.err, want))
+        fail_msg("stderr %s lacks %s", r.err, want);
+    cli_run_free(&r);
+}
+
+/* Topology objects name link technologies per link class ("network", "nvlink", "pcie"); a technology
+ * brings its bandwidth and latency, which explicit keys override; the first round's family names and
+ * nvlink_generation keep the rates; presets carry their own; bad names fail on one line naming the
+ * key and value with did-you-mean. */
+static void test_technology_keys(void **state) {
+    (void)state;
+    expect_techs(NULL, "dgx-a100-superpod", "nvlink3@3e+11@2.5e-07 ib-hdr@2.5e+10@1.5e-07");
+    expect_techs(NULL, "dgx-h100-superpod", "nvlink4@4.5e+11@2.5e-07 ib-ndr@5e+10@1.5e-07");
+    expect_techs(NULL, "dgx-b200-superpod", "nvlink5@9e+11@2.5e-07 ib-ndr@5e+10@1.5e-07");
+    expect_techs(NULL, "{\"preset\": \"frontier\", \"gpus\": 64}",
+                 "nvlink3@5e+10@2.5e-07 pcie4@5e+10@2.5e-07 slingshot11@2.5e+10@3.5e-07");
+    expect_techs(NULL, "{\"kind\": \"fat-tree\", \"network\": \"ib-hdr\"}", "ib-hdr@2.5e+10@1.5e-07");
+    expect_techs(NULL, "{\"kind\": \"fat-tree\", \"network\": \"roce-400g\", \"link_latency_s\": 1e-6}",
+                 "roce-400g@5e+10@1e-06");
+    expect_techs(
+        NULL, "{\"kind\": \"fat-tree\", \"link_bandwidth_bytes_per_s\": 1e11, \"network\": \"slingshot11\"}",
+        "slingshot11@1e+11@3.5e-07");
+    expect_techs(NULL,
+                 "{\"kind\": \"fat-tree\", \"node\": \"dgx-h100\", \"nvlink\": \"nvlink5\", \"gpus\": 32}",
+                 "nvlink5@9e+11@2.5e-07 ib-ndr@5e+10@1.5e-07");
+    expect_techs(NULL,
+                 "{\"kind\": \"fat-tree\", \"node\": \"frontier-node\", \"pcie\": \"pcie5\", \"gpus\": 32}",
+                 "nvlink3@5e+10@2.5e-07 pcie5@6.4e+10@2.5e-07 ib-ndr@5e+10@1.5e-07");
+    /* the first round's spellings: the rates stay */
+    expect_techs(NULL, "{\"preset\": \"perlmutter\", \"network\": \"infiniband\", \"gpus\": 64}",
+                 "nvlink3@1e+11@2.5e-07 ib-hdr@2.5e+10@3.5e-07");
+    expect_techs(NULL, "{\"kind\": \"fat-tree\", \"network\": \"slingshot\"}", "slingshot11@5e+10@1.5e-07");
+    expect_techs(NULL,
+                 "{\"kind\": \"fat-tree\", \"node\": \"dgx-h100\", \"nvlink_generation\": 3, \"gpus\": 32}",
+                 "nvlink3@4.5e+11@2.5e-07 ib-ndr@5e+10@1.5e-07");
+    expect_error(
+        "{\"kind\": \"fat-tree\", \"network\": \"ib-ndx\"}",
+        "--topology: network: \"ib-ndx\" is not a network technology (did you mean \"ib-ndr\"?); allowed: "
+        "ib-hdr, ib-ndr, ib-xdr, roce-400g, slingshot11");
+    expect_error("{\"kind\": \"fat-tree\", \"nvlink\": \"ib-ndr\"}",
+                 "--topology: nvlink: \"ib-ndr\" is not an NVLink technology (it is a network technology); "
+                 "allowed: nvlink3, nvlink4, nvlink5");
+    expect_error("{\"kind\": \"fat-tree\", \"pcie\": \"pcie6\"}",
+                 "--topology: pcie: \"pcie6\" is not a PCIe technology (did you mean \"pcie4\"?)");
+    expect_error("{\"kind\": \"fat-tree\", \"nvlink\": 4}", "--topology: nvlink: 4 is not a string");
+    expect_error("{\"kind\": \"fat-tree\", \"nvlink_generation\": 7}",
+                 "--topology: nvlink_generation: 7 is not an NVLink generation");
+}
+
+/* The shortcuts take the system's technologies (NVLink by its NVLink rate, InfiniBand by its
+ * per-GPU rate), so compare builds them all from the same links; a GraphML export carries them. */
+static void test_shortcut_technologies(void **state) {
+    (void)state;
+    char dir[] = "/tmp/stepsim-tech-XXXXXX", h100[64], gml[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(h100, sizeof h100, "%s/h100.json", dir);
+    FILE *f = fopen(h100, "w");
+    fputs("{\"system\": {\"base\": \"H100\"}, \"gpus\": 64}\n", f);
+    fclose(f);
+    static const char *const SHORTCUTS[] = {"fat-tree", "fat-tree-2:1", "rail", "dragonfly",
+                                            "dragonfly-ugal"};
+    for (size_t i = 0; i < sizeof SHORTCUTS / sizeof SHORTCUTS[0]; i++) {
+        char a100[512], h[512];
+        techs_of(STEPSIM_FIXTURE_DIR "/default_best.json", SHORTCUTS[i], a100, sizeof a100);
+        techs_of(h100, SHORTCUTS[i], h, sizeof h);
+        assert_non_null(strstr(a100, "nvlink3@3e+11"));
+        assert_non_null(strstr(a100, "ib-hdr@2.5e+10"));
+        assert_non_null(strstr(h, "nvlink4@4.5e+11"));
+        assert_non_null(strstr(h, "ib-ndr@5e+10"));
+    }
+    /* export and load: the same technologies */
+    snprintf(gml, sizeof gml, "%s/t.graphml", dir);
+    cli_run_t r =
+        cli_run("topo", "--topology", "{\"preset\": \"frontier\", \"gpus\": 64}", "--graphml", gml, NULL);
+    assert_int_equal(r.rc, 0);
+    cli_run_free(&r);
+    char before[512], after[512];
+    techs_of(NULL, "{\"preset\": \"frontier\", \"gpus\": 64}", before, sizeof before);
+    techs_of(NULL, gml, after, sizeof after);
+    assert_string_equal(before, after);
+    unlink(gml);
+    unlink(h100);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_word_same_network), cmocka_unit_test(test_topology_parsed_first),
+        cmocka_unit_test(test_same_word_same_network),      cmocka_unit_test(test_topology_parsed_first),
         cmocka_unit_test(test_nodes_are_the_nvlink_domain), cmocka_unit_test(test_shortcuts_in_topo),
-        cmocka_unit_test(test_network_technology)};
+        cmocka_unit_test(test_network_technology),          cmocka_unit_test(test_technology_keys),
+        cmocka_unit_test(test_shortcut_technologies)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,7 @@ static void same_graph(const topo_t *a, const topo_t *b) {
         assert_int_equal(x.to, y.to);
         assert_int_equal(x.cable, y.cable);
         assert_int_equal(x.kind, y.kind);
+        assert_int_equal(x.tech, y.tech);
         assert_true(x.bandwidth_bytes_per_s == y.bandwidth_bytes_per_s);
         assert_true(x.latency_s == y.latency_s);
     }

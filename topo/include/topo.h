@@ -5,7 +5,9 @@
  * Contract
  * - Owns: the cluster graph of one topology (an opaque topo_t) built with igraph as a directed
  *   multigraph: every full-duplex cable is two arcs ("links"), one per direction, each with its own
- *   bandwidth_bytes_per_s and latency_s; parallel cables stay parallel (never simplified). Link id
+ *   bandwidth_bytes_per_s and latency_s and a link technology (topo_tech_t: NVLink-4, InfiniBand
+ *   NDR, ...) whose efficiency sim/'s NCCL calibration uses; parallel cables stay parallel (never
+ *   simplified). Link id
  *   2c is cable c in its forward direction and 2c+1 the reverse, for every built kind (GraphML
  *   imports keep the file's arc order). Vertices are GPUs, NVSwitches (one crossbar vertex per node
  *   or NVLink domain), NICs where they matter (fewer NICs than GPUs, or a PCIe link given) and
@@ -98,13 +100,43 @@ typedef enum topo_arrangement {
     TOPO_ARRANGEMENT_CIRCULANT = 2 /* slots go to offsets +1, -1, +2, -2, ... (mod g) */
 } topo_arrangement_t;
 
-/* The network's link technology: what NCCL reaches on its links and how it is driven (sim/'s NCCL
- * calibration derives every efficiency from it and from the node's NVLink generation and host). */
-typedef enum topo_network_tech {
-    TOPO_NETWORK_INFINIBAND = 0, /* InfiniBand (HDR, NDR): DGX SuperPODs, the built kinds but dragonfly */
-    TOPO_NETWORK_SLINGSHOT = 1   /* HPE Slingshot: Perlmutter, Frontier, the dragonfly kind's defaults */
-} topo_network_tech_t;
-#define TOPO_NETWORK_TECH_COUNT 2
+/* A link technology: what a link is made of, with its defaults (docs/topology.md, "Link
+ * technologies"). Every link of a built topology has one; NCCL's calibration in sim/ takes each link's
+ * usable fraction from it. TOPO_TECH_AUTO in parameters means "from the rate" (topo_tech_for_rate). */
+typedef enum topo_tech {
+    TOPO_TECH_AUTO = 0,
+    TOPO_TECH_NVLINK3,    /* NVLink-3 (A100) */
+    TOPO_TECH_NVLINK4,    /* NVLink-4 (H100) */
+    TOPO_TECH_NVLINK5,    /* NVLink-5 (B200, GB200) */
+    TOPO_TECH_PCIE4,      /* PCIe Gen4 x16 */
+    TOPO_TECH_PCIE5,      /* PCIe Gen5 x16 */
+    TOPO_TECH_IB_HDR,     /* InfiniBand HDR, 200 Gb/s */
+    TOPO_TECH_IB_NDR,     /* InfiniBand NDR, 400 Gb/s */
+    TOPO_TECH_IB_XDR,     /* InfiniBand XDR, 800 Gb/s */
+    TOPO_TECH_ROCE_400G,  /* RoCE v2 over 400 Gb/s Ethernet */
+    TOPO_TECH_SLINGSHOT11 /* HPE Slingshot-11, 200 Gb/s */
+} topo_tech_t;
+#define TOPO_TECH_COUNT 11
+
+typedef struct topo_tech_info {
+    const char *name;             /* as in topology objects and GraphML: "nvlink4", "ib-ndr" */
+    int link_kind;                /* the topo_link_kind_t it serves: NVLink, PCIe or network */
+    double bandwidth_bytes_per_s; /* per direction (NVLink: per GPU, all its links together) */
+    double latency_s;             /* per link */
+    double efficiency;            /* usable fraction under NCCL (sim/'s calibration), (0, 1] */
+    int nccl_sm;                  /* NVLink: the GPU generation NCCL tunes for (80, 90); else 0 */
+    const char *summary;
+} topo_tech_info_t;
+
+/* The table entry of a technology; NULL for TOPO_TECH_AUTO or out of range. */
+const topo_tech_info_t *topo_tech_info(topo_tech_t tech);
+const char *topo_tech_name(topo_tech_t tech); /* "auto" for TOPO_TECH_AUTO */
+/* A technology by name; TOPO_EINVAL if unknown ("auto" is not a name). */
+int topo_tech_parse(const char *name, topo_tech_t *out);
+/* The technology of a link kind at a rate: NVLink-5 at 900e9 B/s per GPU and above, 4 at 450e9 and
+ * above, else 3; PCIe Gen5 above 32e9, else Gen4; network InfiniBand XDR at 100e9 and above, NDR at
+ * 50e9 and above, else HDR. */
+topo_tech_t topo_tech_for_rate(int link_kind, double bandwidth_bytes_per_s);
 
 /* A node: the GPUs of one NVLink domain and its NICs. */
 typedef struct topo_node_params {
@@ -117,11 +149,11 @@ typedef struct topo_node_params {
     double pcie_bandwidth_bytes_per_s;   /* GPU<->NIC link; 0: the NIC is part of its GPU when
                                             there is one NIC per GPU (no NIC vertex) */
     double pcie_latency_s;
-    /* The node's link technology (node presets set them; other nodes keep their kind's): */
-    int32_t nvlink_generation; /* 3 (A100-class), 4 (H100), 5 (B200); 0: from the NVLink rate
-                                  (topo_node_nvlink_generation) */
-    int amd_host;              /* 1: AMD host CPUs (DGX A100, Perlmutter, Frontier) */
-    int nic_on_cpu;            /* 1: the NICs hang off the CPU, not a PCIe switch with the GPUs */
+    /* The node's link technologies (node presets set them; TOPO_TECH_AUTO: from the rates): */
+    topo_tech_t nvlink_tech; /* NVLink links (key "nvlink"; "nvlink_generation" 3, 4, 5) */
+    topo_tech_t pcie_tech;   /* GPU<->NIC links (key "pcie") */
+    int amd_host;            /* 1: AMD host CPUs (DGX A100, Perlmutter, Frontier) */
+    int nic_on_cpu;          /* 1: the NICs hang off the CPU, not a PCIe switch with the GPUs */
 } topo_node_params_t;
 
 /* Fat-tree as a generalized fat tree. tiers 3 with k > 0: the k-ary tree of Al-Fares et al. (k pods
@@ -175,7 +207,7 @@ typedef struct topo_params {
     topo_node_params_t node;           /* node preset or custom; gpus_per_node is node.gpus_per_node */
     double link_bandwidth_bytes_per_s; /* every network link, per direction */
     double link_latency_s;             /* every network link */
-    topo_network_tech_t network;       /* the network links' technology (key "network") */
+    topo_tech_t network;               /* the network links' technology (key "network") */
     topo_routing_t routing;            /* DEFAULT: dmodk, minimal, dor or shortest by kind */
     int pxn;              /* 1: a flow between nodes whose NICs differ first crosses NVLink to the
                              GPU on the destination's NIC index (NCCL's PXN) */
@@ -211,11 +243,11 @@ const char *topo_arrangement_name(topo_arrangement_t a);
 int topo_arrangement_parse(const char *name, topo_arrangement_t *out);
 const char *topo_scaleup_name(topo_scaleup_t s);
 int topo_scaleup_parse(const char *name, topo_scaleup_t *out);
-const char *topo_network_tech_name(topo_network_tech_t n); /* "infiniband", "slingshot" */
-int topo_network_tech_parse(const char *name, topo_network_tech_t *out);
-/* The node's NVLink generation: node->nvlink_generation, else 5 at 900 GB/s per GPU and above, 4 at
- * 450 GB/s and above, else 3. */
-int32_t topo_node_nvlink_generation(const topo_node_params_t *node);
+/* Set a technology and the bandwidth and latency it defaults to: of the network links, of the
+ * node's NVLink links, of its PCIe links. TOPO_EINVAL if tech serves another link kind. */
+int topo_params_set_network(topo_params_t *p, topo_tech_t tech);
+int topo_node_set_nvlink(topo_node_params_t *node, topo_tech_t tech);
+int topo_node_set_pcie(topo_node_params_t *node, topo_tech_t tech);
 
 /* Check parameters without building: TOPO_OK or TOPO_EINVAL with the first bad parameter in *issue
  * (may be NULL). Sizes that need the file (graphml) are checked by topo_new. */
@@ -260,15 +292,18 @@ typedef struct topo_link_info {
     int64_t from, to; /* vertex ids */
     int64_t cable;    /* the full-duplex cable this direction belongs to */
     topo_link_kind_t kind;
+    topo_tech_t tech; /* never TOPO_TECH_AUTO */
     double bandwidth_bytes_per_s;
     double latency_s;
 } topo_link_info_t;
 
 const char *topo_name(const topo_t *t);
 topo_kind_t topo_kind(const topo_t *t);
-/* The link technologies the topology was built with: its network's, and its nodes' (GraphML
- * imports: the parameters' network and node, InfiniBand and a node without NVLink by default). */
-topo_network_tech_t topo_network_tech(const topo_t *t);
+/* The technology of a kind's links: its first link's (built kinds: every link of the kind has it);
+ * a kind without links: the parameters' (network, the node's NVLink and PCIe; TOPO_TECH_AUTO resolved
+ * by topo_tech_for_rate), which GraphML links without a technology attribute also take. Each link's
+ * own is in topo_link_info_t.tech. topo_node_params(t) carries the NVLink and PCIe ones. */
+topo_tech_t topo_kind_tech(const topo_t *t, topo_link_kind_t kind);
 const topo_node_params_t *topo_node_params(const topo_t *t);
 int64_t topo_gpu_count(const topo_t *t);
 int64_t topo_node_count(const topo_t *t);
@@ -281,6 +316,8 @@ int topo_link_get(const topo_t *t, int64_t link, topo_link_info_t *out);       /
 /* Per-link arrays of topo_link_count entries, owned by t, for the flow solver. */
 const double *topo_link_bandwidths_bytes_per_s(const topo_t *t);
 const double *topo_link_latencies_s(const topo_t *t);
+/* Each link's usable fraction under NCCL: its technology's efficiency. */
+const double *topo_link_efficiencies(const topo_t *t);
 /* A readable link name such as "leaf3->spine1" or "gpu12->nvs1" into buf; returns buf. */
 char *topo_link_name(const topo_t *t, int64_t link, char *buf, size_t size);
 const char *topo_vertex_kind_name(topo_vertex_kind_t k); /* "gpu", "nvswitch", "nic", "switch" */
@@ -332,6 +369,14 @@ int64_t topo_route_path_count(const topo_t *t, const topo_flow_t *flow);
 
 /* ---- summaries --------------------------------------------------------------------------------- */
 
+/* Links of one technology at one bandwidth and latency. */
+typedef struct topo_tech_use {
+    topo_tech_t tech;
+    int64_t links; /* full-duplex cables, each counted once */
+    double bandwidth_bytes_per_s, latency_s;
+} topo_tech_use_t;
+#define TOPO_SUMMARY_TECHS 16
+
 typedef struct topo_summary {
     char name[64];
     const char *kind; /* topo_kind_name */
@@ -351,10 +396,14 @@ typedef struct topo_summary {
     int64_t cables;                           /* cost proxy: network cables (== links) */
     int64_t optical_cables;                   /* network cables between different racks */
     int64_t optical_transceivers;             /* two per optical cable */
+    /* the links by technology, bandwidth and latency, in the order of their first link (built kinds:
+     * NVLink, PCIe, network); at most TOPO_SUMMARY_TECHS groups, techs_truncated set if more */
+    topo_tech_use_t techs[TOPO_SUMMARY_TECHS];
+    int n_techs, techs_truncated;
 } topo_summary_t;
 
-/* Counts, diameter (BFS; exhaustive up to about 3e7 link visits, representatives beyond), bisection
- * (igraph max-flow from a super-source on ranks [0, n/2) to a super-sink on ranks [n - n/2, n)) and
+/* Counts, technologies, diameter (BFS; exhaustive up to about 3e7 link visits, representatives beyond),
+ * bisection (igraph max-flow from a super-source on ranks [0, n/2) to a super-sink on ranks [n - n/2, n)) and
  * the cost proxy. Returns TOPO_OK, TOPO_ENOMEM or TOPO_EIGRAPH. Complexity: BFS sources x (V + E)
  * plus one max-flow. */
 int topo_summary_compute(const topo_t *t, topo_summary_t *out, topo_issue_t *issue);
@@ -362,10 +411,10 @@ int topo_summary_compute(const topo_t *t, topo_summary_t *out, topo_issue_t *iss
 /* ---- export and import ------------------------------------------------------------------------- */
 
 /* Write the graph as GraphML (directed; vertex attributes kind, node, tier, group, rack, rank; edge
- * attributes kind, bandwidth_bytes_per_s, latency_s, cable; graph attributes name, source_kind) or as
- * DOT, to an open stream the caller owns (write to a temporary name and rename). A GraphML file
- * written here loads back (kind graphml) with identical vertices, links and attributes.
- * Returns TOPO_OK, TOPO_EIO, TOPO_ENOMEM or TOPO_EIGRAPH. */
+ * attributes kind, technology, bandwidth_bytes_per_s, latency_s, cable; graph attributes name, source_kind)
+ * or as DOT, to an open stream the caller owns (write to a temporary name and rename). A GraphML file written
+ * here loads back (kind graphml) with identical vertices, links and attributes. Returns TOPO_OK, TOPO_EIO,
+ * TOPO_ENOMEM or TOPO_EIGRAPH. */
 int topo_graphml_write(const topo_t *t, FILE *out, topo_issue_t *issue);
 int topo_dot_write(const topo_t *t, FILE *out, topo_issue_t *issue);
 

@@ -327,12 +327,15 @@ static int build_topology(const cli_args_t *a, scenario_t *scn, coll_req_t *r, c
 /* ---- engine configuration ------------------------------------------------------------------------ */
 
 /* NCCL's calibration from the topology's link technologies (sim_config_nccl_topology), then the
- * options' efficiencies. */
+ * options' efficiencies (per kind: every link of the kind). */
 static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cfg) {
     sim_config_default(cfg);
     cfg->fidelity = r->fidelity;
     if (r->calibrated) {
         sim_config_nccl_topology(cfg, t);
+        /* an efficiency given for a kind holds for every link of the kind */
+        if (r->net_eff > 0 || r->nvlink_eff > 0)
+            cfg->use_link_tech_efficiency = 0;
         if (r->net_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
         if (r->nvlink_eff > 0)

@@ -36,6 +36,18 @@ static int print_json(FILE *out, const topo_t *t, const topo_summary_t *s, const
     json_int(&w, "optical_cables", s->optical_cables);
     json_int(&w, "optical_transceivers", s->optical_transceivers);
     json_close_object(&w);
+    json_open_array(&w, "technologies");
+    for (int i = 0; i < s->n_techs; i++) {
+        const topo_tech_use_t *u = &s->techs[i];
+        json_open_object(&w, NULL);
+        json_string(&w, "name", topo_tech_name(u->tech));
+        json_int(&w, "links", u->links);
+        json_number(&w, "bandwidth_bytes_per_s", u->bandwidth_bytes_per_s);
+        json_number(&w, "latency_s", u->latency_s);
+        json_number(&w, "efficiency", topo_tech_info(u->tech)->efficiency);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
     return json_finish(&w);
 }
 
@@ -68,6 +80,14 @@ static void print_text(FILE *out, const topo_t *t, const topo_summary_t *s, cons
     fprintf(out, "\ninjection       %s\n", rate(s->injection_bandwidth_bytes_per_s, r1, sizeof r1));
     fprintf(out, "cost proxy      %lld switches, %lld cables, %lld optical transceivers\n",
             (long long)s->switches, (long long)s->cables, (long long)s->optical_transceivers);
+    for (int i = 0; i < s->n_techs; i++) {
+        const topo_tech_use_t *u = &s->techs[i];
+        fprintf(out, "%-16s%s: %lld links at %s, %.3g us, efficiency %.3g\n", i ? "" : "technologies",
+                topo_tech_name(u->tech), (long long)u->links, rate(u->bandwidth_bytes_per_s, r1, sizeof r1),
+                u->latency_s * 1e6, topo_tech_info(u->tech)->efficiency);
+    }
+    if (s->techs_truncated)
+        fprintf(out, "%-16s(more technology, bandwidth and latency pairs not listed)\n", "");
 }
 
 int print_topo(FILE *out, const topo_result_t *r, int json) {

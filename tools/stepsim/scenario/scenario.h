@@ -118,6 +118,8 @@ typedef struct topo_spec {
     uint64_t given;         /* OBJECT: bit i set when key i of topo_json.c's table was given */
     topo_params_t keys;     /* OBJECT: the given keys' values (graphml_path unused) */
     char file[256];         /* OBJECT: "file" (graphml) */
+    int network_family;     /* OBJECT: "network" named a family (infiniband, slingshot): the network
+                               links keep their bandwidth and latency */
 } topo_spec_t;
 
 /* parallel.strategy "all": every strategy (search only). */

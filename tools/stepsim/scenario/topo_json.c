@@ -53,7 +53,9 @@ static const topo_key_t KEYS[] = {
     S("pxn", BUILT),
     S("seed", ANY),
     S("network", ANY),
-    I("nvlink_generation", BUILT, node.nvlink_generation),
+    S("nvlink", BUILT),
+    S("pcie", BUILT),
+    S("nvlink_generation", BUILT),
     I("gpus", ANY, gpus),
     I("gpus_per_node", BUILT, node.gpus_per_node),
     I("nics_per_node", BUILT, node.nics_per_node),
@@ -194,6 +196,62 @@ static int set_dims(const ctx_t *c, const cJSON *v, topo_params_t *p) {
 
 #define NAMED(parse, name, out) ((parse)(name, out) == TOPO_OK)
 
+/* "network", "nvlink" or "pcie": a technology of that link kind (topo_tech_parse). "network" also takes
+ * the first round's family names: "infiniband" (InfiniBand at the links' rate) and "slingshot"
+ * (Slingshot-11), which keep the links' bandwidth and latency. */
+static int set_tech(const ctx_t *c, const char *key, const char *s, topo_spec_t *spec) {
+    const topo_link_kind_t kind = key[0] == 'n' && key[1] == 'e' ? TOPO_LINK_NETWORK
+                                  : strcmp(key, "nvlink") == 0   ? TOPO_LINK_NVLINK
+                                                                 : TOPO_LINK_PCIE;
+    const char *what = kind == TOPO_LINK_NETWORK ? "network" : kind == TOPO_LINK_NVLINK ? "NVLink" : "PCIe";
+    topo_tech_t tech = TOPO_TECH_AUTO;
+    if (kind == TOPO_LINK_NETWORK && (strcmp(s, "infiniband") == 0 || strcmp(s, "slingshot") == 0)) {
+        spec->keys.network = s[0] == 'i' ? TOPO_TECH_AUTO : TOPO_TECH_SLINGSHOT11;
+        spec->network_family = 1;
+        return CLI_OK;
+    }
+    const topo_tech_info_t *info = topo_tech_parse(s, &tech) == TOPO_OK ? topo_tech_info(tech) : NULL;
+    if (info && info->link_kind == (int)kind) {
+        if (kind == TOPO_LINK_NETWORK)
+            spec->keys.network = tech;
+        else if (kind == TOPO_LINK_NVLINK)
+            spec->keys.node.nvlink_tech = tech;
+        else
+            spec->keys.node.pcie_tech = tech;
+        return CLI_OK;
+    }
+    const char *names[TOPO_TECH_COUNT + 2];
+    char allowed[200] = "";
+    size_t n = 0, used = 0;
+    for (int i = 1; i < TOPO_TECH_COUNT; i++) {
+        const topo_tech_info_t *ti = topo_tech_info((topo_tech_t)i);
+        if (ti->link_kind != (int)kind)
+            continue;
+        names[n++] = ti->name;
+        used += (size_t)snprintf(allowed + used, used < sizeof allowed ? sizeof allowed - used : 0, "%s%s",
+                                 used ? ", " : "", ti->name);
+    }
+    if (kind == TOPO_LINK_NETWORK) {
+        names[n++] = "infiniband";
+        names[n++] = "slingshot";
+    }
+    const char *sg = info ? NULL : cli_suggest(s, names, n);
+    char is[80] = "";
+    if (info)
+        snprintf(is, sizeof is, " (it is a%s %s technology)", info->link_kind == TOPO_LINK_NETWORK ? "" : "n",
+                 info->link_kind == TOPO_LINK_NETWORK  ? "network"
+                 : info->link_kind == TOPO_LINK_NVLINK ? "NVLink"
+                                                       : "PCIe");
+    return cli_fail(c->d, CLI_EUSAGE, "%s%s: \"%.60s\" is not a%s %s technology%s%s%s%s; allowed: %s%s",
+                    c->prefix, key, s,
+                    kind == TOPO_LINK_NETWORK  ? ""
+                    : kind == TOPO_LINK_NVLINK ? "n"
+                                               : "",
+                    what, is, sg ? " (did you mean \"" : "", sg ? sg : "", sg ? "\"?)" : "", allowed,
+                    kind == TOPO_LINK_NETWORK ? ", or infiniband, slingshot (the family at the links' rate)"
+                                              : "");
+}
+
 /* A key that is not a plain number: into spec->keys (or spec->file). */
 static int set_special(const ctx_t *c, const char *key, const cJSON *v, topo_spec_t *spec) {
     topo_params_t *p = &spec->keys;
@@ -202,6 +260,20 @@ static int set_special(const ctx_t *c, const char *key, const cJSON *v, topo_spe
     int rc;
     if (strcmp(key, "dims") == 0)
         return set_dims(c, v, p);
+    if (strcmp(key, "network") == 0 || strcmp(key, "nvlink") == 0 || strcmp(key, "pcie") == 0)
+        return (rc = get_str(c, key, v, &s)) ? rc : set_tech(c, key, s, spec);
+    if (strcmp(key, "nvlink_generation") == 0) {
+        if ((rc = get_int(c, key, v, &x)))
+            return rc;
+        if (x != 0 && (x < 3 || x > 5))
+            return cli_fail(
+                c->d, CLI_EUSAGE,
+                "%snvlink_generation: %lld is not an NVLink generation; allowed: 3 (A100), 4 (H100), "
+                "5 (B200), 0 (from nvlink_bandwidth_bytes_per_s)",
+                c->prefix, (long long)x);
+        p->node.nvlink_tech = x ? (topo_tech_t)(TOPO_TECH_NVLINK3 + (x - 3)) : TOPO_TECH_AUTO;
+        return CLI_OK;
+    }
     if (strcmp(key, "pxn") == 0 || strcmp(key, "seed") == 0) {
         if ((rc = get_int(c, key, v, &x)))
             return rc;
@@ -235,10 +307,6 @@ static int set_special(const ctx_t *c, const char *key, const cJSON *v, topo_spe
     } else if (strcmp(key, "scaleup") == 0 && !NAMED(topo_scaleup_parse, s, &p->node.scaleup)) {
         return cli_fail(c->d, CLI_EUSAGE,
                         "%sscaleup: \"%.60s\" is not a scale-up kind; allowed: switch, mesh", c->prefix, s);
-    } else if (strcmp(key, "network") == 0 && !NAMED(topo_network_tech_parse, s, &p->network)) {
-        return cli_fail(c->d, CLI_EUSAGE,
-                        "%snetwork: \"%.60s\" is not a network technology; allowed: infiniband, slingshot",
-                        c->prefix, s);
     }
     return CLI_OK;
 }
@@ -546,12 +614,12 @@ static void shortcut_params(int which, const model_system_t *sys, int64_t gpus, 
     const int64_t g = gcd64(gpus, sys->nvlink_size > 0 ? sys->nvlink_size : 1);
     topo_params_init(p, KINDS[which]);
     snprintf(p->name, sizeof p->name, "%s", SHORTCUTS[which]);
-    p->network = TOPO_NETWORK_INFINIBAND;
+    p->network = TOPO_TECH_AUTO; /* the system's: InfiniBand at its rate */
     p->gpus = gpus;
     p->node.gpus_per_node = p->node.nics_per_node = g;
     p->node.nvlink_bandwidth_bytes_per_s = sys->nvlink_gb_per_s * 1e9;
     p->node.nvlink_latency_s = sys->nvlink_latency_s / 2;
-    p->node.nvlink_generation = 0; /* from the system's NVLink rate */
+    p->node.nvlink_tech = TOPO_TECH_AUTO; /* the system's: from its NVLink rate */
     p->node.amd_host = p->node.nic_on_cpu = 0;
     p->link_bandwidth_bytes_per_s =
         sys->ib_gb_per_s * 1e9 * (double)(sys->nic_factor > 0 ? sys->nic_factor : 1);
@@ -582,7 +650,9 @@ static void shortcut_params(int which, const model_system_t *sys, int64_t gpus, 
     }
 }
 
-/* Copy the given keys of an object over p. */
+static int given(const topo_spec_t *s, const char *key);
+
+/* Copy the given keys of an object over p (the technologies are apply_techs'). */
 static void apply_keys(const topo_spec_t *s, topo_params_t *p) {
     for (size_t i = 0; i < COUNT(KEYS); i++) {
         if (!(s->given & ((uint64_t)1 << i)))
@@ -609,9 +679,23 @@ static void apply_keys(const topo_spec_t *s, topo_params_t *p) {
             p->seed = s->keys.seed;
         else if (strcmp(n, "dims") == 0)
             p->torus = s->keys.torus;
-        else if (strcmp(n, "network") == 0)
-            p->network = s->keys.network;
     }
+}
+
+/* The technologies an object names, before its other keys: each sets its links' bandwidth and latency
+ * (which the object's own bandwidth and latency keys then override), but "nvlink_generation" and
+ * the network families, which keep the rates. */
+static void apply_techs(const topo_spec_t *s, topo_params_t *p) {
+    if (given(s, "network") && s->network_family)
+        p->network = s->keys.network;
+    else if (given(s, "network"))
+        topo_params_set_network(p, s->keys.network);
+    if (given(s, "nvlink"))
+        topo_node_set_nvlink(&p->node, s->keys.node.nvlink_tech);
+    else if (given(s, "nvlink_generation"))
+        p->node.nvlink_tech = s->keys.node.nvlink_tech;
+    if (given(s, "pcie"))
+        topo_node_set_pcie(&p->node, s->keys.node.pcie_tech);
 }
 
 static int given(const topo_spec_t *s, const char *key) {
@@ -652,10 +736,11 @@ int topo_spec_params(const topo_spec_t *s, const char *where, const model_system
             topo_node_preset(s->node, &p->node);
         if (s->general_fat_tree)
             p->fat_tree.k = 0;
+        apply_techs(s, p);
         apply_keys(s, p);
-        /* a custom NVLink rate without a generation: the generation follows the rate */
-        if (given(s, "nvlink_bandwidth_bytes_per_s") && !given(s, "nvlink_generation"))
-            p->node.nvlink_generation = 0;
+        /* a custom NVLink rate without a technology: the technology follows the rate */
+        if (given(s, "nvlink_bandwidth_bytes_per_s") && !given(s, "nvlink_generation") && !given(s, "nvlink"))
+            p->node.nvlink_tech = TOPO_TECH_AUTO;
         break;
     }
     if (gpus > 0)
