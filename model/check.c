@@ -229,3 +229,33 @@ int model_job_check(const model_job_t *job, model_issue_t *issue) {
         return MODEL_EINVAL;
     return MODEL_OK;
 }
+
+int64_t model_gcd(int64_t a, int64_t b) {
+    while (b) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+int64_t model_divisor_upto(int64_t n, int64_t cap) {
+    for (int64_t d = cap < n ? cap : n; d > 1; d--)
+        if (n % d == 0)
+            return d;
+    return 1;
+}
+
+void model_nvlink_counts(int64_t gpus, int64_t nvlink_size, const int64_t group[4], int64_t nv[4]) {
+    const int fits = gpus <= nvlink_size;
+    int64_t room = nvlink_size;
+    for (int i = 0; i < 4; i++)
+        if (nv[i] > 0)
+            room /= nv[i];
+    for (int i = 0; i < 4; i++) {
+        if (nv[i] > 0)
+            continue;
+        nv[i] = fits ? group[i] : model_divisor_upto(group[i], room);
+        room = nv[i] > 0 ? room / nv[i] : room;
+    }
+}

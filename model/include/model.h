@@ -205,6 +205,18 @@ typedef struct model_issue {
  * *issue (may be NULL) with the first failure. */
 int model_job_check(const model_job_t *job, model_issue_t *issue);
 
+/* Layout arithmetic shared by every caller that derives degrees (pure, O(n) at most).
+ * model_gcd: the greatest common divisor of a, b >= 0 (gcd(a, 0) = a).
+ * model_divisor_upto: the largest divisor of n >= 1 that is at most cap (1 when cap < 2).
+ * model_nvlink_counts: the NVLink counts nv[] of the groups (tp1, tp2, dp, pp), innermost first as
+ * Megatron orders ranks: a job of at most nvlink_size GPUs keeps every group whole in one domain;
+ * otherwise the domain is filled innermost-first, each group taking the largest divisor of its size
+ * that still fits beside the counts before it. An nv[i] > 0 on entry is a given count: it is kept,
+ * and its room is taken before any other is derived. */
+int64_t model_gcd(int64_t a, int64_t b);
+int64_t model_divisor_upto(int64_t n, int64_t cap);
+void model_nvlink_counts(int64_t gpus, int64_t nvlink_size, const int64_t group[4], int64_t nv[4]);
+
 /* ---- collectives ------------------------------------------------------------------------ */
 
 typedef enum model_coll_op {

@@ -274,6 +274,39 @@ static void test_presets(void **state) {
     assert_int_equal(model_strategy_parse("3d", &st), MODEL_EINVAL);
 }
 
+/* Layout arithmetic: gcd, the largest divisor under a cap, and the NVLink counts rule (whole groups
+ * when the job fits in a domain, else innermost-first, given counts kept and their room taken). */
+static void test_layout_arithmetic(void **state) {
+    (void)state;
+    assert_int_equal(model_gcd(12, 8), 4);
+    assert_int_equal(model_gcd(7, 0), 7);
+    assert_int_equal(model_gcd(1024, 72), 8);
+    assert_int_equal(model_divisor_upto(12, 5), 4);
+    assert_int_equal(model_divisor_upto(12, 12), 12);
+    assert_int_equal(model_divisor_upto(7, 6), 1);
+    assert_int_equal(model_divisor_upto(8, 1), 1);
+    /* 4096 GPUs, domains of 8: tp 8 fills the domain */
+    const int64_t g1[4] = {8, 1, 16, 32};
+    int64_t nv[4] = {0, 0, 0, 0};
+    model_nvlink_counts(4096, 8, g1, nv);
+    assert_true(nv[0] == 8 && nv[1] == 1 && nv[2] == 1 && nv[3] == 1);
+    /* tp 2 leaves room 4; dp 6 takes its largest divisor that fits, 3 */
+    const int64_t g2[4] = {2, 1, 6, 4};
+    memset(nv, 0, sizeof nv);
+    model_nvlink_counts(48, 8, g2, nv);
+    assert_true(nv[0] == 2 && nv[1] == 1 && nv[2] == 3 && nv[3] == 1);
+    /* the whole job in one domain: every group whole */
+    const int64_t g3[4] = {2, 2, 1, 2};
+    memset(nv, 0, sizeof nv);
+    model_nvlink_counts(8, 8, g3, nv);
+    assert_true(nv[0] == 2 && nv[1] == 2 && nv[2] == 1 && nv[3] == 2);
+    /* a given count is kept and its room taken first: nv_dp 4 leaves 2 for tp */
+    const int64_t g4[4] = {8, 1, 4, 2};
+    int64_t nv4[4] = {0, 0, 4, 0};
+    model_nvlink_counts(64, 8, g4, nv4);
+    assert_true(nv4[0] == 2 && nv4[1] == 1 && nv4[2] == 4 && nv4[3] == 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example_hand_checks),
@@ -285,6 +318,7 @@ int main(void) {
         cmocka_unit_test(test_search_properties),
         cmocka_unit_test(test_search_nothing_fits),
         cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_layout_arithmetic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,15 +17,6 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-    while (b) {
-        const int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const char *where, topo_t **out,
                       cli_diag_t *d) {
     char msg[400];
@@ -51,7 +42,7 @@ int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const cha
     } else if (sim_topo_network(*out, &net) == SIM_OK) {
         /* the network's nodes are the job's NVLink domains */
         const int64_t nvs = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
-        const int64_t g = gcd64(job->gpus, nvs), have = net.gpus_per_domain;
+        const int64_t g = model_gcd(job->gpus, nvs), have = net.gpus_per_domain;
         if (have != nvs && have != g)
             rc = cli_fail(d, CLI_EUSAGE,
                           "%s: nodes of %" PRId64

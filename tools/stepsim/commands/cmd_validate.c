@@ -196,26 +196,13 @@ static int num_cell(const reader_t *rd, const char *col, double *out) {
     return CLI_OK;
 }
 
-/* The largest divisor of n that is <= cap. */
-static int64_t divisor_upto(int64_t n, int64_t cap) {
-    for (int64_t d = cap < n ? cap : n; d > 1; d--)
-        if (n % d == 0)
-            return d;
-    return 1;
-}
-
-/* NVLink counts: the whole job in one domain, or the domain filled innermost-first (tp, cp, dp,
- * pp: Megatron's rank order), each group taking the largest divisor that still fits. */
+/* NVLink counts: model_nvlink_counts, as scenario_resolve derives them. */
 static void nvlink_counts(model_job_t *job) {
     model_parallel_t *p = &job->par;
-    const int64_t nvs = job->system.nvlink_size;
-    int64_t *nv[4] = {&p->nv_tp1, &p->nv_tp2, &p->nv_dp, &p->nv_pp};
     const int64_t group[4] = {p->tp1, p->tp2, p->dp, p->pp};
-    int64_t room = nvs;
-    for (int i = 0; i < 4; i++) {
-        *nv[i] = job->gpus <= nvs ? group[i] : divisor_upto(group[i], room);
-        room /= *nv[i];
-    }
+    int64_t nv[4] = {0, 0, 0, 0};
+    model_nvlink_counts(job->gpus, job->system.nvlink_size, group, nv);
+    p->nv_tp1 = nv[0], p->nv_tp2 = nv[1], p->nv_dp = nv[2], p->nv_pp = nv[3];
 }
 
 static int enum_cell(const reader_t *rd, const char *col, int required, const char *const *names, int n,

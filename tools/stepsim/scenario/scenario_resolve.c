@@ -179,18 +179,13 @@ static void nvlink_counts(scenario_t *s) {
     int64_t group[4] = {v[SCN_TP1], v[SCN_TP2], v[SCN_DP], v[SCN_PP]};
     if (one_d)
         group[0] = v[SCN_TP], group[1] = 1;
-    int fits = v[SCN_GPUS] <= v[SCN_NVS];
-    int64_t room = v[SCN_NVS];
+    int64_t c[4];
     for (int i = 0; i < 4; i++)
-        if (s->given[nv[i]] && v[nv[i]] > 0)
-            room /= v[nv[i]];
-    for (int i = 0; i < 4; i++) {
-        if (s->given[nv[i]])
-            continue;
-        int64_t c = fits ? group[i] : largest_divisor(group[i], room < 1 ? 1 : room, 0, 0);
-        derive(s, nv[i], c, SCN_FROM_DERIVED);
-        room = c > 0 ? room / c : room;
-    }
+        c[i] = s->given[nv[i]] && v[nv[i]] > 0 ? v[nv[i]] : 0;
+    model_nvlink_counts(v[SCN_GPUS], v[SCN_NVS], group, c);
+    for (int i = 0; i < 4; i++)
+        if (!s->given[nv[i]])
+            derive(s, nv[i], c[i], SCN_FROM_DERIVED);
     if (one_d)
         v[SCN_NV_TP1] = v[SCN_NV_TP], v[SCN_NV_TP2] = 1, s->origin[SCN_NV_TP1] = s->origin[SCN_NV_TP];
 }

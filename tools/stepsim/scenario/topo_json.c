@@ -590,28 +590,12 @@ void topo_spec_none(topo_spec_t *out) {
     snprintf(out->label, sizeof out->label, "ideal");
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-    while (b) {
-        const int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-static int64_t largest_divisor_upto(int64_t n, int64_t cap) {
-    for (int64_t k = cap < n ? cap : n; k > 1; k--)
-        if (n % k == 0)
-            return k;
-    return 1;
-}
-
 /* A shortcut sized to gpus GPUs of sys: nodes of the system's NVLink domain (gcd with the job) with
  * one NIC per GPU at the system's InfiniBand bandwidth (docs/compare.md). */
 static void shortcut_params(int which, const model_system_t *sys, int64_t gpus, topo_params_t *p) {
     static const topo_kind_t KINDS[] = {TOPO_KIND_FAT_TREE, TOPO_KIND_FAT_TREE, TOPO_KIND_RAIL_OPTIMIZED,
                                         TOPO_KIND_DRAGONFLY, TOPO_KIND_DRAGONFLY};
-    const int64_t g = gcd64(gpus, sys->nvlink_size > 0 ? sys->nvlink_size : 1);
+    const int64_t g = model_gcd(gpus, sys->nvlink_size > 0 ? sys->nvlink_size : 1);
     topo_params_init(p, KINDS[which]);
     snprintf(p->name, sizeof p->name, "%s", SHORTCUTS[which]);
     p->network = TOPO_TECH_AUTO; /* the system's: InfiniBand at its rate */
@@ -629,7 +613,7 @@ static void shortcut_params(int which, const model_system_t *sys, int64_t gpus, 
         /* 2-tier: leaves of E endpoints (E <= 32, at least two leaves), E spines (non-blocking) or
          * E/2 (2:1 at the leaves) with one cable from every leaf to every spine */
         const int64_t e =
-            largest_divisor_upto(endpoints, endpoints >= 4 ? (endpoints / 2 < 32 ? endpoints / 2 : 32) : 1);
+            model_divisor_upto(endpoints, endpoints >= 4 ? (endpoints / 2 < 32 ? endpoints / 2 : 32) : 1);
         p->fat_tree.tiers = 2;
         p->fat_tree.k = 0;
         p->fat_tree.leaves = endpoints / e;
@@ -747,7 +731,7 @@ int topo_spec_params(const topo_spec_t *s, const char *where, const model_system
         p->gpus = gpus;
     /* an ideal topology whose domains do not divide the job gets domains of gcd(gpus, nvlink_size) */
     if (p->kind == TOPO_KIND_IDEAL && sys && p->gpus > 0 && !given(s, "gpus_per_node")) {
-        const int64_t nvs = sys->nvlink_size > 0 ? sys->nvlink_size : 1, g = gcd64(p->gpus, nvs);
+        const int64_t nvs = sys->nvlink_size > 0 ? sys->nvlink_size : 1, g = model_gcd(p->gpus, nvs);
         if (g != nvs)
             p->node.gpus_per_node = p->node.nics_per_node = g;
     }
