@@ -8,6 +8,7 @@
 #include <igraph.h>
 
 #include "simpoint.h"
+#include "progress.h"
 #include "step.h"
 #include "topo_json.h"
 
@@ -83,7 +84,8 @@ int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cl
 }
 
 int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec,
-                 const char *where, int want_summary, simpoint_t *out, cli_diag_t *d) {
+                 const char *where, int want_summary, struct cli_progress *progress, simpoint_t *out,
+                 cli_diag_t *d) {
     const double t0 = now_s();
     memset(out, 0, sizeof *out);
     step_sim_options_t o;
@@ -99,6 +101,8 @@ int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_s
     }
     o.calibrate = 1;
     o.links = 1;
+    o.progress = progress ? cli_progress_sim : NULL;
+    o.progress_ctx = progress;
     topo_t *topo = NULL;
     int rc = CLI_OK;
     if (spec) {
