@@ -101,8 +101,10 @@ int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_s
     }
     o.calibrate = 1;
     o.links = 1;
-    o.progress = progress ? cli_progress_sim : NULL;
-    o.progress_ctx = progress;
+    if (progress && progress->on) { /* no callback when nothing is shown */
+        o.progress = cli_progress_sim;
+        o.progress_ctx = progress;
+    }
     topo_t *topo = NULL;
     int rc = CLI_OK;
     if (spec) {
