@@ -305,6 +305,21 @@ void sim_engine_set_observer(sim_engine_t *e, const sim_observer_t *obs) {
     }
 }
 
+void sim_engine_set_progress(sim_engine_t *e, sim_progress_fn fn, void *ctx) {
+    e->progress = fn;
+    e->progress_ctx = ctx;
+    e->progress_tick = 0;
+}
+
+static void report_progress(sim_engine_t *e) {
+    e->progress_tick = 0;
+    const sim_progress_t p = {.now_ps = e->now,
+                              .ops_done = e->ops_done,
+                              .ops_total = e->n_ops,
+                              .events = e->stats.events + e->stats.flow_events};
+    e->progress(e->progress_ctx, &p);
+}
+
 void sim_engine_stats(const sim_engine_t *e, sim_engine_stats_t *out) {
     *out = e->stats;
 }
@@ -371,7 +386,11 @@ int sim_engine_run_until(sim_engine_t *e, sim_time_ps_t limit) {
             ;
         if (sim_i_net_dirty(e))
             sim_i_net_solve(e);
+        if (e->progress && ++e->progress_tick >= SIM_PROGRESS_EVERY)
+            report_progress(e);
     }
+    if (e->progress)
+        report_progress(e);
     return e->fatal;
 }
 

@@ -122,6 +122,7 @@ void sim_i_op_end(sim_engine_t *e, int32_t id) {
     sim_op_t *op = &e->ops[id];
     op->state = SIM_OPST_DONE;
     op->t_end = e->now;
+    e->ops_done++;
     if (e->has_obs && e->obs.op_end) {
         const sim_op_info_t info = op_info(e, id);
         e->obs.op_end(e->obs.ctx, e->now, &info);

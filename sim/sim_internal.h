@@ -223,6 +223,10 @@ struct sim_engine {
     sim_net_t net;
     sim_observer_t obs;
     int has_obs;
+    sim_progress_fn progress; /* sim_engine_set_progress; NULL: none */
+    void *progress_ctx;
+    int32_t progress_tick; /* timestamps since the last progress call */
+    int32_t ops_done;      /* operations ended (sim_i_op_end) */
     int started;
     sim_op_t *ops;
     int32_t n_ops, cap_ops;

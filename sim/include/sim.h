@@ -530,6 +530,28 @@ int sim_engine_run(sim_engine_t *e);
  * with the clock at the last processed timestamp. */
 int sim_engine_run_until(sim_engine_t *e, sim_time_ps_t t_ps);
 
+/* ---- progress ------------------------------------------------------------------------------------ */
+
+/* Where a run is, for a progress display (the engine never prints). */
+typedef struct sim_progress {
+    sim_time_ps_t now_ps; /* simulated time reached */
+    int32_t ops_done;     /* operations ended so far */
+    int32_t ops_total;    /* operations added (sim_op_count) */
+    int64_t events;       /* queue and flow events processed so far */
+} sim_progress_t;
+
+typedef void (*sim_progress_fn)(void *ctx, const sim_progress_t *p);
+
+/* Timestamps processed between two progress calls. */
+#define SIM_PROGRESS_EVERY 256
+
+/* Call fn(ctx, ...) every SIM_PROGRESS_EVERY timestamps of a run and once when sim_engine_run or
+ * sim_engine_run_until returns (fn NULL: never). Between calls the run only counts timestamps: no
+ * clock, no allocation. fn must not call into the engine except its const queries; it cannot change
+ * the run (results are the same with and without it). now_ps and ops_done never decrease from one
+ * call to the next. */
+void sim_engine_set_progress(sim_engine_t *e, sim_progress_fn fn, void *ctx);
+
 /* ---- statistics ---------------------------------------------------------------------------------- */
 
 typedef struct sim_engine_stats {

@@ -43,6 +43,8 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
         out->failed_at = STEP_SIM_AT_HOOK;
         return rc;
     }
+    if (opts->progress)
+        step_set_progress(step, opts->progress, opts->progress_ctx);
     if ((rc = step_run(step)) != SIM_OK) {
         fail(out, STEP_SIM_AT_RUN, rc, step_last_error(step));
         step_free(step);

@@ -602,6 +602,10 @@ void step_set_memory_callback(step_t *s, step_memory_fn fn, void *ctx) {
     s->mem_ctx = ctx;
 }
 
+void step_set_progress(step_t *s, sim_progress_fn fn, void *ctx) {
+    sim_engine_set_progress(s->e, fn, ctx);
+}
+
 int step_run(step_t *s) {
     if (s->ran)
         return step_fail(s, SIM_ESTATE, "step: already run");

@@ -1,7 +1,8 @@
 /* sim/test_executor.c - the DAG executor over GPU streams: in-order streams, dependencies across GPUs,
  * compute/communication overlap, the collective barrier, point-to-point, deadlock detection, the
  * observer, and determinism: the same random DAG gives the same event log twice, also with two
- * engines alive in one process. */
+ * engines alive in one process; progress reports every SIM_PROGRESS_EVERY timestamps and at the end
+ * of every run, with time and operations that never go back. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -327,6 +328,45 @@ static void test_two_engines_interleaved(void **state) {
     teardown(&solo);
 }
 
+#define PROGRESS_MAX_CALLS 16
+
+typedef struct progress_calls {
+    int n;
+    sim_progress_t at[PROGRESS_MAX_CALLS];
+} progress_calls_t;
+
+static void note_progress(void *ctx, const sim_progress_t *p) {
+    progress_calls_t *c = ctx;
+    if (c->n < PROGRESS_MAX_CALLS)
+        c->at[c->n] = *p;
+    c->n++;
+}
+
+/* 1000 compute operations of 1 us in a row on one stream: 1000 timestamps. */
+static void test_progress_reports(void **state) {
+    (void)state;
+    fixture_t f;
+    setup(&f, 1, NULL);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(sim_op_compute(f.e, 0, 0, 1e-6, "op", NULL), SIM_OK);
+    progress_calls_t c = {0};
+    sim_engine_set_progress(f.e, note_progress, &c);
+    /* up to 300 us: the 256th timestamp, then the end of the run */
+    assert_int_equal(sim_engine_run_until(f.e, sim_s_to_ps(300e-6)), SIM_OK);
+    assert_int_equal(c.n, 2);
+    /* the rest: 256 and 512 timestamps later, then the end */
+    assert_int_equal(sim_engine_run(f.e), SIM_OK);
+    assert_int_equal(c.n, 5);
+    const int32_t done[5] = {256, 300, 556, 812, 1000};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(c.at[i].ops_done, done[i]);
+        assert_int_equal(c.at[i].ops_total, 1000);
+        assert_int_equal(c.at[i].now_ps, sim_s_to_ps(done[i] * 1e-6));
+        assert_true(i == 0 || c.at[i].events >= c.at[i - 1].events);
+    }
+    teardown(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_order_and_dependencies),
@@ -335,6 +375,7 @@ int main(void) {
         cmocka_unit_test(test_deadlock_detected),
         cmocka_unit_test(test_same_input_same_log),
         cmocka_unit_test(test_two_engines_interleaved),
+        cmocka_unit_test(test_progress_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

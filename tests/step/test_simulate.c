@@ -2,7 +2,9 @@
  * to a summed-up step: it gives what step_new/step_run give by hand (analytic and network); NCCL's
  * calibration follows the topology's link technologies (Slingshot 0.70, InfiniBand 0.94, A100 NVLink
  * 0.67) and is off on request; the busiest links are named; every stage's peak activations are
- * reported; a network without a topology and a failing before_run hook stop it with their stage. */
+ * reported; a network without a topology and a failing before_run hook stop it with their stage; the
+ * progress callback is called with a simulated time and operation count that never go back, ends at
+ * every operation done, and changes nothing in the result. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -157,10 +159,67 @@ static void test_errors(void **state) {
     step_sim_result_destroy(&r);
 }
 
+typedef struct progress_log {
+    int calls;
+    int monotone;
+    sim_progress_t last;
+} progress_log_t;
+
+static void log_progress(void *ctx, const sim_progress_t *p) {
+    progress_log_t *l = ctx;
+    if (l->calls > 0 && (p->now_ps < l->last.now_ps || p->ops_done < l->last.ops_done ||
+                         p->events < l->last.events || p->ops_total != l->last.ops_total))
+        l->monotone = 0;
+    l->last = *p;
+    l->calls++;
+}
+
+static void test_progress(void **state) {
+    (void)state;
+    const model_job_t job = small_job();
+    topo_t *t = perlmutter(TOPO_NETWORK_SLINGSHOT);
+    step_sim_options_t o;
+    defaults(&o, SIM_COMM_NETWORK);
+    step_sim_result_t plain, watched;
+    assert_int_equal(step_simulate(&job, t, &o, &plain), SIM_OK);
+    progress_log_t log = {0, 1, {0, 0, 0, 0}};
+    o.progress = log_progress;
+    o.progress_ctx = &log;
+    assert_int_equal(step_simulate(&job, t, &o, &watched), SIM_OK);
+    /* called during the run (this step has more than SIM_PROGRESS_EVERY timestamps) and at its end */
+    assert_true(log.calls >= 2);
+    assert_int_equal(log.monotone, 1);
+    assert_true(log.last.ops_total > 0);
+    assert_int_equal(log.last.ops_done, log.last.ops_total);
+    assert_true(log.last.events > 0);
+    assert_true(log.last.now_ps > 0 && sim_ps_to_s(log.last.now_ps) <= plain.step.step_time_s);
+    /* the same result, figure for figure */
+    assert_true(watched.step.step_time_s == plain.step.step_time_s);
+    const step_breakdown_t *a = &watched.step.breakdown, *b = &plain.step.breakdown;
+    assert_true(a->compute_s == b->compute_s && a->exposed_tp_comm_s == b->exposed_tp_comm_s &&
+                a->exposed_pp_comm_s == b->exposed_pp_comm_s &&
+                a->exposed_dp_comm_s == b->exposed_dp_comm_s && a->bubble_idle_s == b->bubble_idle_s);
+    assert_int_equal(watched.step.critical_gpu, plain.step.critical_gpu);
+    assert_int_equal(watched.step.operations, plain.step.operations);
+    assert_int_equal(watched.step.events, plain.step.events);
+    assert_int_equal(watched.step.flows, plain.step.flows);
+    assert_true(watched.step.peak_memory_gb == plain.step.peak_memory_gb);
+    assert_int_equal(watched.n_links, plain.n_links);
+    for (int i = 0; i < plain.n_links; i++) {
+        assert_string_equal(watched.link_names[i], plain.link_names[i]);
+        assert_true(watched.link_utilization[i] == plain.link_utilization[i]);
+    }
+    for (int p = 0; p < 2; p++)
+        assert_true(watched.stage_peak_activations_gb[p] == plain.stage_peak_activations_gb[p]);
+    step_sim_result_destroy(&plain);
+    step_sim_result_destroy(&watched);
+    topo_free(t);
+}
+
 int main(void) {
     igraph_set_error_handler(igraph_error_handler_printignore);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_analytic),
                                        cmocka_unit_test(test_network_calibrated_by_technology),
-                                       cmocka_unit_test(test_errors)};
+                                       cmocka_unit_test(test_errors), cmocka_unit_test(test_progress)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

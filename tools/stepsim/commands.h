@@ -86,8 +86,11 @@ int cmd_validate(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 /* `stepsim run [SCENARIO.json] ...` (cmd_run.c): one training step simulated event by event. The
  * options that are not scenario fields, as text (NULL: the default); deterministic leaves out the
  * wall time (sweep lines must not depend on it). */
+struct cli_progress; /* output/progress.h */
+
 typedef struct run_opts {
     int json, deterministic;
+    struct cli_progress *progress; /* the step's progress display, or NULL */
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
     const char *calibration;
     const char *trace, *trace_ranks;

@@ -154,6 +154,8 @@ static const cli_option_t OPTIONS[] = {
      CLI_OPT_SHARD},
     {"--progress", NULL, W, "terminal", "progress and ETA on stderr even when it is not a terminal",
      CLI_OPT_PROGRESS},
+    {"--quiet", NULL, C | R | P | V | W, "off",
+     "no progress on stderr (by default shown on a terminal once the work has taken 2 s)", CLI_OPT_QUIET},
     /* every command */
     {"--json", NULL, ALL, "off", "print exactly one JSON object on stdout", CLI_OPT_JSON},
     {"--help", NULL, ALL, "", "print this help and exit", CLI_OPT_HELP},

@@ -8,6 +8,7 @@
 #include <igraph.h>
 
 #include "simpoint.h"
+#include "progress.h"
 #include "step.h"
 #include "topo_json.h"
 
@@ -74,7 +75,8 @@ int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cl
 }
 
 int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec,
-                 const char *where, int want_summary, simpoint_t *out, cli_diag_t *d) {
+                 const char *where, int want_summary, struct cli_progress *progress, simpoint_t *out,
+                 cli_diag_t *d) {
     const double t0 = now_s();
     memset(out, 0, sizeof *out);
     step_sim_options_t o;
@@ -90,6 +92,10 @@ int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_s
     }
     o.calibrate = 1;
     o.links = 1;
+    if (progress && progress->on) { /* no callback when nothing is shown */
+        o.progress = cli_progress_sim;
+        o.progress_ctx = progress;
+    }
     topo_t *topo = NULL;
     int rc = CLI_OK;
     if (spec) {

@@ -44,12 +44,15 @@ typedef struct simpoint {
 int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const char *where, topo_t **out,
                       cli_diag_t *d);
 
+struct cli_progress; /* output/progress.h */
+
 /* Simulate job (see the contract). base: the step configuration to start from (NULL:
  * step_config_default; its comm and schedule are set here). want_summary: also compute
- * topo_summary_compute (BFS and one max-flow: slower on large topologies). Returns CLI_OK and fills
- * *out. */
+ * topo_summary_compute (BFS and one max-flow: slower on large topologies). progress (may be NULL)
+ * is shown the simulation's progress. Returns CLI_OK and fills *out. */
 int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec,
-                 const char *where, int want_summary, simpoint_t *out, cli_diag_t *d);
+                 const char *where, int want_summary, struct cli_progress *progress, simpoint_t *out,
+                 cli_diag_t *d);
 
 /* The exit code and message of a failed step_simulate (prefix: where network errors point). */
 int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cli_diag_t *d);

@@ -155,6 +155,8 @@ void step_set_observer(step_t *s, const sim_observer_t *obs);
  * weights, gradients and optimizer states plus the live activations), in GB. */
 typedef void (*step_memory_fn)(void *ctx, sim_time_ps_t t_ps, int32_t gpu, double gb);
 void step_set_memory_callback(step_t *s, step_memory_fn fn, void *ctx);
+/* Report the run's progress to fn (sim_engine_set_progress on the step's engine); NULL clears. */
+void step_set_progress(step_t *s, sim_progress_fn fn, void *ctx);
 
 /* Run the step. SIM_OK, SIM_ENOMEM, SIM_EDEADLOCK (a bug: the schedule's DAG never deadlocks). */
 int step_run(step_t *s);
@@ -238,7 +240,8 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
  *   opts->links: how many of the busiest links to name, 0..STEP_SIM_MAX_LINKS.
  *   opts->before_run (optional): called with the built step before it runs, e.g. to attach a trace
  *   writer (step_set_observer, step_set_memory_callback); a non-zero return ends the simulation and
- *   is returned unchanged (callers use positive codes of their own).
+ *   is returned unchanged (callers use positive codes of their own). opts->progress (optional):
+ *   the run's progress (sim_engine_set_progress), with opts->progress_ctx; it changes nothing.
  * - Returns SIM_OK and fills *out; else a negative sim_status_t with out->failed_at telling the
  *   stage and out->error one line without a prefix: SIM_EINVAL from the network (more than 2^31
  *   GPUs or links; a network-mode call without a topology) or from building the step (the field
@@ -254,6 +257,8 @@ typedef struct step_sim_options {
     int32_t links;
     int (*before_run)(void *ctx, step_t *step);
     void *ctx;
+    sim_progress_fn progress; /* optional: step_set_progress before the run */
+    void *progress_ctx;
 } step_sim_options_t;
 
 typedef enum step_sim_stage {

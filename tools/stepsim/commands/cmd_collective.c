@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "print.h"
+#include "progress.h"
 #include "sim.h"
 #include "topo.h"
 #include "topo_json.h"
@@ -351,7 +352,7 @@ static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cf
 /* ---- running and printing ------------------------------------------------------------------------ */
 
 static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_config_t *cfg,
-                     collective_row_t *rows, cli_diag_t *d) {
+                     collective_row_t *rows, cli_progress_t *progress, cli_diag_t *d) {
     sim_network_desc_t net;
     sim_topo_network(ct->t, &net);
     for (int i = 0; i < r->n_sizes; i++) {
@@ -367,6 +368,8 @@ static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_confi
                                     .size_bytes = r->sizes[i],
                                     .proto = r->proto};
         char err[300];
+        snprintf(err, sizeof err, "%.0f bytes", r->sizes[i]);
+        cli_progress_stage(progress, i, r->n_sizes, err);
         rows[i].size_bytes = r->sizes[i];
         const int rc = sim_coll_bench_run(cfg, &net, &b, &rows[i].res, err, sizeof err);
         const char *why = strncmp(err, "collective: ", 12) == 0 ? err + 12 : err;
@@ -380,7 +383,6 @@ static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_confi
 }
 
 int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
-    (void)err;
     coll_req_t r;
     int rc;
     if ((rc = resolve_request(a, &r, d)))
@@ -415,8 +417,12 @@ int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         if (!rows)
             rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory");
     }
-    if (!rc)
-        rc = run_sizes(&r, &ct, &cfg, rows, d);
+    if (!rc) {
+        cli_progress_t progress;
+        cli_progress_init(&progress, err, "collective", cli_has(a, CLI_OPT_QUIET), 0);
+        rc = run_sizes(&r, &ct, &cfg, rows, &progress, d);
+        cli_progress_end(&progress);
+    }
     if (!rc) {
         const collective_result_t res = {r.op,
                                          r.algo,

@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "compare.h"
 #include "print.h"
+#include "progress.h"
 #include "simpoint.h"
 #include "topo_json.h"
 
@@ -35,6 +36,7 @@ typedef struct cmp_args {
     const char *gpus_list;  /* compare: --gpus with a comma (the scaling view), else NULL */
     const char *topologies, *csv, *plot, *placement;
     int json;
+    cli_progress_t *progress; /* stderr's progress display */
 } cmp_args_t;
 
 static int from_args(const cli_args_t *p, cmp_args_t *a, cli_diag_t *d) {
@@ -69,11 +71,14 @@ static int load_scenario(const cmp_args_t *a, int64_t gpus, scenario_t *scn, cli
     return rc;
 }
 
+/* Simulation k of n (progress: what it is on). */
 static int simulate_on(const model_job_t *job, const step_config_t *cfg, const topo_item_t *it, int summary,
-                       simpoint_t *out, cli_diag_t *d) {
-    char where[96];
+                       cli_progress_t *progress, int64_t k, int64_t n, simpoint_t *out, cli_diag_t *d) {
+    char where[96], what[96];
     snprintf(where, sizeof where, "--topologies: %s", it->label);
-    return simpoint_run(job, cfg, &it->spec, where, summary, out, d);
+    snprintf(what, sizeof what, "%.60s, %" PRId64 " GPUs", it->label, job->gpus);
+    cli_progress_stage(progress, k, n, what);
+    return simpoint_run(job, cfg, &it->spec, where, summary, progress, out, d);
 }
 
 /* ---- compare ------------------------------------------------------------------------------------------ */
@@ -119,8 +124,9 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
              : cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     if (!rc)
         r->analytic = e->summary;
+    const int64_t n_sims = (int64_t)r->n_topo * (1 + r->n_gpus);
     for (int i = 0; !rc && i < r->n_topo; i++) {
-        rc = simulate_on(&r->job, &r->cfg, &r->topo[i], 1, &r->row[i].p, d);
+        rc = simulate_on(&r->job, &r->cfg, &r->topo[i], 1, a->progress, i, n_sims, &r->row[i].p, d);
         if (rc)
             break;
         cmp_row_t *w = &r->row[i];
@@ -151,11 +157,13 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         for (int i = 0; i < r->n_topo; i++) {
             simpoint_t p;
             pd.msg[0] = '\0';
-            if (simulate_on(&job, &r->cfg, &r->topo[i], 0, &p, &pd) == CLI_OK) {
+            const int64_t k = (int64_t)r->n_topo * (1 + g) + i;
+            if (simulate_on(&job, &r->cfg, &r->topo[i], 0, a->progress, k, n_sims, &p, &pd) == CLI_OK) {
                 r->scale[g][i].ok = 1;
                 r->scale[g][i].step_s = p.step_time_s;
             } else {
                 snprintf(r->scale[g][i].error, sizeof r->scale[g][i].error, "%.159s", pd.msg);
+                cli_progress_clear(a->progress);
                 if (err)
                     fprintf(err, "stepsim compare: %" PRId64 " GPUs on %s: %s\n", r->gpus[g],
                             r->topo[i].label, pd.msg);
@@ -180,8 +188,12 @@ int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     rc = topo_list_parse(topologies, r->topo, &r->n_topo, MAX_TOPOS, d);
     if (!rc && a.gpus_list)
         rc = parse_gpus_list(a.gpus_list, r, d);
+    cli_progress_t progress;
+    cli_progress_init(&progress, err, "compare", cli_has(args, CLI_OPT_QUIET), 0);
+    a.progress = &progress;
     if (!rc)
         rc = compare_run(&a, r, err, d);
+    cli_progress_end(&progress);
     if (!rc && a.csv)
         rc = print_compare_csv(a.csv, r, d);
     if (!rc && a.plot)
@@ -240,7 +252,9 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     free(e);
     simpoint_t p;
     if (!rc)
-        rc = simpoint_run(&w->job, &cfg, NULL, "--comm analytic", 0, &p, d);
+        cli_progress_stage(a->progress, 0, 3, "analytic communication");
+    if (!rc)
+        rc = simpoint_run(&w->job, &cfg, NULL, "--comm analytic", 0, a->progress, &p, d);
     if (!rc) {
         w->total[WF_SIM_ANALYTIC] = p.step_time_s;
         parts_of(&p, w->part[WF_SIM_ANALYTIC]);
@@ -249,14 +263,14 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     if (!rc)
         rc = topo_item_parse("ideal", &ideal, d);
     if (!rc)
-        rc = simulate_on(&w->job, &cfg, &ideal, 0, &p, d);
+        rc = simulate_on(&w->job, &cfg, &ideal, 0, a->progress, 1, 3, &p, d);
     if (!rc) {
         w->total[WF_SIM_IDEAL] = p.step_time_s;
         w->max_link[WF_SIM_IDEAL] = p.max_link_utilization;
         parts_of(&p, w->part[WF_SIM_IDEAL]);
     }
     if (!rc)
-        rc = simulate_on(&w->job, &cfg, &chosen, 0, &p, d);
+        rc = simulate_on(&w->job, &cfg, &chosen, 0, a->progress, 2, 3, &p, d);
     if (!rc) {
         w->total[WF_SIM_TOPO] = p.step_time_s;
         w->max_link[WF_SIM_TOPO] = p.max_link_utilization;
@@ -267,7 +281,6 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
 }
 
 int cmd_waterfall(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
-    (void)err;
     cmp_args_t a;
     int rc = from_args(args, &a, d);
     if (rc)
@@ -275,7 +288,11 @@ int cmd_waterfall(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     waterfall_t *w = calloc(1, sizeof *w);
     if (!w)
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
+    cli_progress_t progress;
+    cli_progress_init(&progress, err, "validate", cli_has(args, CLI_OPT_QUIET), 0);
+    a.progress = &progress;
     rc = waterfall_run(&a, w, d);
+    cli_progress_end(&progress);
     if (!rc && a.plot)
         rc = print_waterfall_plot(a.plot, w, d);
     if (!rc && print_waterfall(out, w, a.json, a.plot) != 0)

@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "print.h"
+#include "progress.h"
 #include "step.h"
 #include "simpoint.h"
 #include "topo.h"
@@ -294,6 +295,8 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     so.links = links;
     so.before_run = o->trace ? attach_trace : NULL;
     so.ctx = &hook;
+    so.progress = o->progress ? cli_progress_sim : NULL;
+    so.progress_ctx = o->progress;
     const int s = step_simulate(&r->job, topo, &so, &r->sim);
     if (s && r->sim.failed_at == STEP_SIM_AT_BUILD && s == SIM_EINVAL)
         rc = cli_fail(d, CLI_EUSAGE, "%s", r->sim.error);
@@ -360,7 +363,6 @@ void cmd_sim_config(const scenario_t *scn, const char *placement, step_config_t 
 }
 
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
-    (void)err;
     scenario_t scn;
     run_opts_t o;
     memset(&o, 0, sizeof o);
@@ -388,7 +390,11 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         rc = cmd_run_check(&o, d);
     if (!rc) {
         run_result_t *r = NULL;
+        cli_progress_t progress;
+        cli_progress_init(&progress, err, "run", cli_has(a, CLI_OPT_QUIET), 0);
+        o.progress = progress.on ? &progress : NULL; /* no callback when nothing is shown */
         rc = cmd_run_compute(&scn, &o, &r, d);
+        cli_progress_end(&progress);
         if (!rc && print_run(out, r, &scn, &o) != 0)
             rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
         run_result_free(r);

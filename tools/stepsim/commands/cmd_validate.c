@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "csv.h"
 #include "print.h"
+#include "progress.h"
 #include "validate.h"
 #include "simpoint.h"
 #include "topo_json.h"
@@ -66,6 +67,7 @@ typedef struct validate_args {
     const char *flop_eff_text;
     double flop_eff; /* --flop-efficiency: replaces every row's system value (0: the preset's) */
     int calibrate;   /* --calibrate: fit the flop efficiency per system */
+    int quiet;       /* --quiet: no progress on stderr */
 } validate_args_t;
 
 /* The measured mode's options from the parsed command line; the scenario's are the waterfall's. */
@@ -76,6 +78,7 @@ static int from_args(const cli_args_t *p, validate_args_t *a, cli_diag_t *d) {
     a->measured = v[CLI_OPT_MEASURED];
     a->rule_text = v[CLI_OPT_UNRECORDED] ? v[CLI_OPT_UNRECORDED] : "fixed";
     a->sim = cli_has(p, CLI_OPT_SIM);
+    a->quiet = cli_has(p, CLI_OPT_QUIET);
     a->sim_topology = v[CLI_OPT_SIM_TOPOLOGY];
     a->flop_eff_text = v[CLI_OPT_FLOP_EFFICIENCY];
     a->calibrate = cli_has(p, CLI_OPT_CALIBRATE);
@@ -551,8 +554,8 @@ static const topo_spec_t *sim_spec_of(const sim_specs_t *s, const char *name) {
                                                     : &s->ideal;
 }
 
-static int sim_rows(const validate_args_t *a, const sim_specs_t *specs, run_row_t *rows, size_t n, FILE *err,
-                    cli_diag_t *d) {
+static int sim_rows_shown(const validate_args_t *a, const sim_specs_t *specs, run_row_t *rows, size_t n,
+                          FILE *err, cli_progress_t *progress, cli_diag_t *d) {
     for (size_t i = 0; i < n; i++) {
         run_row_t *r = &rows[i];
         model_job_t job;
@@ -563,13 +566,20 @@ static int sim_rows(const validate_args_t *a, const sim_specs_t *specs, run_row_
         simpoint_t p0, p1;
         cli_diag_t pd;
         pd.msg[0] = '\0';
-        rc = simpoint_run(&job, NULL, NULL, "--sim", 0, &p0, &pd);
+        char what[160];
+        snprintf(what, sizeof what, "%.80s, analytic communication", r->name);
+        cli_progress_stage(progress, 2 * (int64_t)i, 2 * (int64_t)n, what);
+        rc = simpoint_run(&job, NULL, NULL, "--sim", 0, progress, &p0, &pd);
+        snprintf(what, sizeof what, "%.80s on %.60s", r->name, r->sim_topology);
+        cli_progress_stage(progress, 2 * (int64_t)i + 1, 2 * (int64_t)n, what);
         if (!rc)
-            rc = simpoint_run(&job, NULL, sim_spec_of(specs, r->sim_topology), "--sim-topology", 0, &p1, &pd);
+            rc = simpoint_run(&job, NULL, sim_spec_of(specs, r->sim_topology), "--sim-topology", 0, progress,
+                              &p1, &pd);
         if (rc == CLI_ERUNTIME && strstr(pd.msg, "out of memory"))
             return cli_fail(d, CLI_ERUNTIME, "%s: %s", r->name, pd.msg);
         if (rc) {
             snprintf(r->sim_error, sizeof r->sim_error, "%.199s", pd.msg);
+            cli_progress_clear(progress);
             if (err)
                 fprintf(err, "stepsim validate: %s: not simulated: %s\n", r->name, pd.msg);
             continue;
@@ -581,6 +591,15 @@ static int sim_rows(const validate_args_t *a, const sim_specs_t *specs, run_row_
         r->sim_network_error_pct = 100.0 * (r->sim_network_s - r->measured_s) / r->measured_s;
     }
     return CLI_OK;
+}
+
+static int sim_rows(const validate_args_t *a, const sim_specs_t *specs, run_row_t *rows, size_t n, FILE *err,
+                    cli_diag_t *d) {
+    cli_progress_t progress;
+    cli_progress_init(&progress, err, "validate", a->quiet, 0);
+    int rc = sim_rows_shown(a, specs, rows, n, err, &progress, d);
+    cli_progress_end(&progress);
+    return rc;
 }
 
 static void sim_stats_of(const run_row_t *rows, size_t n, sim_stats_t *st) {

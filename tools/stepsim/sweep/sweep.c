@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "output.h"
+#include "progress.h"
 #include "sweep.h"
 
 double sweep_now_s(void) {
@@ -89,6 +90,7 @@ static int from_args(const cli_args_t *p, sweep_args_t *a, cli_diag_t *d) {
     a->resume = cli_has(p, CLI_OPT_RESUME);
     a->force = cli_has(p, CLI_OPT_FORCE);
     a->progress = cli_has(p, CLI_OPT_PROGRESS);
+    a->quiet = cli_has(p, CLI_OPT_QUIET);
     a->json = cli_has(p, CLI_OPT_JSON);
     if (cli_has(p, CLI_OPT_SHARD)) {
         int rc = parse_shard(p->value[CLI_OPT_SHARD], a, d);
@@ -270,31 +272,18 @@ int sweep_open_output(sweep_t *sw, cli_diag_t *d) {
 
 /* ---- progress and lines ---------------------------------------------------------------------- */
 
-static void duration(char *buf, size_t n, double s) {
-    if (s < 60)
-        snprintf(buf, n, "%.0f s", s);
-    else if (s < 3600)
-        snprintf(buf, n, "%d min %02d s", (int)(s / 60), (int)s % 60);
-    else
-        snprintf(buf, n, "%d h %02d min", (int)(s / 3600), (int)(s / 60) % 60);
-}
-
 void sweep_progress(sweep_t *sw, int final) {
-    if (!sw->show_progress)
+    if (!sw->progress)
         return;
-    double now = sweep_now_s();
-    if (!final && now - sw->last_progress_s < (sw->tty ? 0.25 : 5.0))
+    if (final) {
+        cli_progress_end(sw->progress);
         return;
-    sw->last_progress_s = now;
-    size_t done = sw->written, total = sw->n_todo;
-    double el = now - sw->t0_s, eta = done ? el / (double)done * (double)(total - done) : 0;
-    char e1[32], e2[32];
-    duration(e1, sizeof e1, el);
-    duration(e2, sizeof e2, eta);
-    fprintf(sw->err, "%ssweep: %zu/%zu points (%.1f%%), %zu errors, %s elapsed, ETA %s   %s",
-            sw->tty ? "\r" : "", done, total, total ? 100.0 * (double)done / (double)total : 100.0,
-            sw->errors, e1, done ? e2 : "?", sw->tty && !final ? "" : "\n");
-    fflush(sw->err);
+    }
+    const size_t done = sw->written, total = sw->n_todo;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%zu/%zu points (%.1f%%), %zu errors", done, total,
+             total ? 100.0 * (double)done / (double)total : 100.0, sw->errors);
+    cli_progress_count(sw->progress, total ? (double)done / (double)total : 1.0, detail);
 }
 
 int sweep_write_line(sweep_t *sw, const char *line, size_t len, int point_error, cli_diag_t *d) {
@@ -357,7 +346,6 @@ static int run_serial(sweep_t *sw, FILE *out, cli_diag_t *d) {
     int rc = sweep_grid_load(&sw->grid, sw->args.grid_path, d);
     if (!rc)
         rc = sweep_open_output(sw, d);
-    sw->t0_s = sweep_now_s();
     for (size_t k = 0; k < sw->n_todo && !rc; k++) {
         char *line = NULL;
         size_t len = 0;
@@ -377,14 +365,15 @@ static int run_serial(sweep_t *sw, FILE *out, cli_diag_t *d) {
 int cmd_sweep(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
     sweep_t sw;
     memset(&sw, 0, sizeof sw);
+    cli_progress_t progress;
     sw.err = err;
     sw.out_fd = -1;
     sw.ranks = 1;
     sw.start_s = sweep_now_s();
     int rc = from_args(p, &sw.args, d);
     if (!rc) {
-        sw.tty = isatty(fileno(err));
-        sw.show_progress = sw.tty || sw.args.progress;
+        cli_progress_init(&progress, err, "sweep", sw.args.quiet, sw.args.progress);
+        sw.progress = &progress;
         rc = sweep_mpi_world_size() > 1 ? sweep_mpi_run(&sw, out, d) : run_serial(&sw, out, d);
     }
     if (sw.out_fd >= 0 && close(sw.out_fd) != 0 && !rc)

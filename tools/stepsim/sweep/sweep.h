@@ -122,7 +122,7 @@ int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *l
 typedef struct sweep_args {
     const char *grid_path;
     const char *out_path;
-    int resume, force, progress, json;
+    int resume, force, progress, quiet, json;
     long shard_i, shard_n; /* 0 and 1 without --shard */
 } sweep_args_t;
 
@@ -133,16 +133,14 @@ typedef struct sweep {
     int out_fd;   /* -1 until opened (rank 0 only under MPI) */
     size_t *todo; /* point indices this run computes, in order */
     size_t n_todo;
-    size_t selected;        /* points of this shard */
-    size_t already;         /* points of this shard already in the file (--resume) */
-    size_t foreign_lines;   /* lines of the file whose id is not a point of this grid */
-    size_t truncated_bytes; /* torn last line cut by --resume */
-    size_t written, errors; /* lines written by this run, and how many of them are errors */
-    int ranks;              /* 1, or the MPI world size */
-    double start_s;         /* monotonic time when the command started */
-    double t0_s;            /* monotonic time when the points started (for the ETA) */
-    double last_progress_s;
-    int show_progress, tty;
+    size_t selected;               /* points of this shard */
+    size_t already;                /* points of this shard already in the file (--resume) */
+    size_t foreign_lines;          /* lines of the file whose id is not a point of this grid */
+    size_t truncated_bytes;        /* torn last line cut by --resume */
+    size_t written, errors;        /* lines written by this run, and how many of them are errors */
+    int ranks;                     /* 1, or the MPI world size */
+    double start_s;                /* monotonic time when the command started */
+    struct cli_progress *progress; /* output/progress.h: shown on a terminal, or with --progress */
 } sweep_t;
 
 /* Open the output (creating it, truncating it with --force, or reading it with --resume) and fill
@@ -150,8 +148,8 @@ typedef struct sweep {
 int sweep_open_output(sweep_t *sw, cli_diag_t *diag);
 /* Append one whole line (with its '\n') and flush it to disk; counts it and updates progress. */
 int sweep_write_line(sweep_t *sw, const char *line, size_t len, int point_error, cli_diag_t *diag);
-/* Progress and ETA on err when shown (a terminal, or --progress): at most 4 updates a second on a
- * terminal (one line rewritten), one line every 5 s otherwise; final forces the last one. */
+/* Progress and ETA on err through output/progress.h (a terminal, or --progress; never with --quiet):
+ * points done of the points to do, and errors; final ends the display. */
 void sweep_progress(sweep_t *sw, int final);
 /* The summary on out (text, or one JSON object with --json). */
 int sweep_summary(const sweep_t *sw, FILE *out, cli_diag_t *diag);

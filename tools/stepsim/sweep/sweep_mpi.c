@@ -252,14 +252,13 @@ int sweep_mpi_run(sweep_t *sw, FILE *out, cli_diag_t *diag) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     sw->ranks = size;
     if (rank != 0)
-        sw->show_progress = 0;
+        sw->progress = NULL;
     int rc = sweep_grid_load(&sw->grid, sw->args.grid_path, diag);
     if (!rc && rank == 0)
         rc = sweep_open_output(sw, diag);
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (worst == CLI_OK) {
-        sw->t0_s = sweep_now_s();
         rc = rank == 0 ? coordinate(sw, size, provided >= MPI_THREAD_FUNNELED, diag) : worker(sw);
         if (rank == 0) {
             sweep_progress(sw, 1);
