@@ -177,7 +177,7 @@ static void log_progress(void *ctx, const sim_progress_t *p) {
 static void test_progress(void **state) {
     (void)state;
     const model_job_t job = small_job();
-    topo_t *t = perlmutter(TOPO_NETWORK_SLINGSHOT);
+    topo_t *t = perlmutter(TOPO_TECH_SLINGSHOT11);
     step_sim_options_t o;
     defaults(&o, SIM_COMM_NETWORK);
     step_sim_result_t plain, watched;
