@@ -14,6 +14,7 @@
  * network. Then every rail's timeline is the same and a tensor collective takes the same time as on
  * an idle network, which step_measure measures once per collective kind, on every group at once,
  * checking that all groups agree. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,12 @@ int step_rails_exact(step_t *s, char *note, size_t note_size) {
     }
     free(c.members);
     free(c.rail);
+    for (int i = 0; exact && i < c.n_k; i++) {
+        /* the symmetry, kept for the link report */
+        s->rail_map[i] = c.lambda[i];
+        s->link_owner[i] = c.owner[i];
+        c.lambda[i] = c.owner[i] = NULL;
+    }
     for (int i = 0; i < 2; i++) {
         free(c.owner[i]);
         free(c.lambda[i]);
@@ -296,7 +303,7 @@ int step_rails_exact(step_t *s, char *note, size_t note_size) {
 }
 
 int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root, double *out_s,
-                 int *agree) {
+                 int *agree, step_fixed_key_t *load) {
     static const sim_coll_op_t OPS[] = {SIM_COLL_SENDRECV,      SIM_COLL_ALLREDUCE, SIM_COLL_ALLGATHER,
                                         SIM_COLL_REDUCESCATTER, SIM_COLL_BROADCAST, SIM_COLL_REDUCE};
     *out_s = 0.0;
@@ -357,8 +364,133 @@ int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_byte
             worst = t;
     }
     *out_s = sim_ps_to_s(worst);
+    int32_t used = 0;
+    for (int32_t l = 0; l < s->net.n_links && !rc; l++) {
+        sim_link_stats_t ls;
+        sim_link_stats(e, l, &ls);
+        used += ls.bytes > 0.0;
+    }
+    if (!rc && used > 0) {
+        load->links = malloc((size_t)used * sizeof *load->links);
+        load->bytes = malloc((size_t)used * sizeof *load->bytes);
+        if (!load->links || !load->bytes)
+            rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
+        for (int32_t l = 0; l < s->net.n_links && !rc; l++) {
+            sim_link_stats_t ls;
+            sim_link_stats(e, l, &ls);
+            if (ls.bytes > 0.0) {
+                load->links[load->n_links] = l;
+                load->bytes[load->n_links++] = ls.bytes;
+            }
+        }
+    }
     free(members);
     free(colls);
     sim_engine_free(e);
     return rc;
+}
+
+/* ---- the link report ----------------------------------------------------------------------------- */
+
+/* The fixed key an operation of the simulated rail stands for, -1 if none or more than one fits. */
+static int32_t key_of(const step_t *s, const step_meta_t *m) {
+    int32_t found = -1;
+    for (int32_t i = 0; i < s->n_fixed; i++) {
+        const step_fixed_key_t *k = &s->fixed[i];
+        const double b = m->comm_gb * 1e9;
+        if (k->group != m->group || k->op != m->coll_op || fabs(b - k->size_bytes) > 1e-9 * k->size_bytes)
+            continue;
+        if (found >= 0)
+            return -1;
+        found = i;
+    }
+    return found;
+}
+
+/* Under an exact rail collapse every rail carries what the simulated one does, link for link: its
+ * non-tensor links' images under the shifts carry the same bytes, and every tensor group's links
+ * the bytes of the collectives its simulated member ran (counted from the operations, each a
+ * measured collective's per-link bytes). Returns 0, or 1 when the tensor collectives cannot be
+ * counted (folded into compute operations, or a key is ambiguous): then the tensor links are
+ * left out. */
+static int full_utilization(const step_t *s, double *util) {
+    const sim_engine_t *e = s->e;
+    const int32_t nl = s->net.n_links;
+    const double now_s = sim_ps_to_s(sim_engine_now(e));
+    const int64_t n0 = s->n[STEP_DIM_TP],
+                  n1 = s->job.par.strategy == MODEL_STRATEGY_2D ? s->n[STEP_DIM_CP] : 1;
+    for (int32_t l = 0; l < nl; l++) {
+        sim_link_stats_t ls;
+        sim_link_stats(e, l, &ls);
+        if (!(ls.bytes > 0.0))
+            continue;
+        int32_t a = l;
+        for (int64_t i = 0; i < n0 && a >= 0; i++) {
+            int32_t b = a;
+            for (int64_t j = 0; j < n1 && b >= 0; j++) {
+                util[b] = ls.utilization;
+                b = s->rail_map[1] ? s->rail_map[1][b] : -1;
+            }
+            a = s->rail_map[0][a];
+        }
+    }
+    if (!(now_s > 0.0) || s->n_fixed == 0)
+        return 0;
+    /* executions of every fixed key per simulated GPU (the leader of its tensor groups) */
+    const int32_t n_ops = sim_op_count(e) < s->cap_meta ? sim_op_count(e) : s->cap_meta;
+    int32_t *count = calloc((size_t)s->n_fixed * (size_t)s->gpus, sizeof *count);
+    if (!count)
+        return 1;
+    int partial = 0;
+    for (int32_t op = 0; op < n_ops && !partial; op++) {
+        const step_meta_t *m = &s->meta[op];
+        if (m->tp_comm_s > 0.0)
+            partial = 1; /* fixed collectives folded into a compute operation */
+        if (!m->fixed || (m->group != STEP_GROUP_TP && m->group != STEP_GROUP_CP))
+            continue;
+        const int32_t k = key_of(s, m);
+        if (k < 0)
+            partial = 1;
+        else
+            count[(int64_t)k * s->gpus + m->gpu]++;
+    }
+    for (int32_t i = 0; i < s->n_fixed && !partial; i++) {
+        const step_fixed_key_t *k = &s->fixed[i];
+        const int32_t *owner = s->link_owner[k->group == STEP_GROUP_CP ? 1 : 0];
+        for (int32_t j = 0; j < k->n_links && owner; j++) {
+            const int32_t l = k->links[j], leader = owner[l];
+            if (leader >= 0)
+                util[l] += k->bytes[j] * count[(int64_t)i * s->gpus + leader] /
+                           (s->net.capacity_bytes_per_s[l] * now_s);
+        }
+    }
+    free(count);
+    return partial;
+}
+
+int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *utilization, int *partial) {
+    *partial = 0;
+    if (!s->ran || !s->e || s->cfg.comm != SIM_COMM_NETWORK)
+        return 0;
+    if (s->level != STEP_RAILS || !s->collapse_exact || !s->rail_map[0])
+        return sim_links_busiest(s->e, k, links, utilization);
+    double *util = calloc((size_t)(s->net.n_links > 0 ? s->net.n_links : 1), sizeof *util);
+    if (!util)
+        return -1;
+    *partial = full_utilization(s, util);
+    int32_t n = 0;
+    for (int32_t id = 0; id < s->net.n_links && k > 0; id++) {
+        const double u = util[id];
+        if (!(u > 0.0) || (n == k && u <= utilization[k - 1]))
+            continue;
+        int32_t i = n < k ? n++ : k - 1;
+        for (; i > 0 && u > utilization[i - 1]; i--) {
+            links[i] = links[i - 1];
+            utilization[i] = utilization[i - 1];
+        }
+        links[i] = id;
+        utilization[i] = u;
+    }
+    free(util);
+    return n;
 }
