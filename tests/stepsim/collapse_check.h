@@ -1,4 +1,4 @@
-/* collapse_check.h - shared by stepsim.collapse and stepsim.collapse_dragonfly: `run --collapse auto`
+/* collapse_check.h - shared by stepsim.collapse and stepsim.collapse_full: `run --collapse auto`
  * against `run --collapse off` on one job (step time, breakdown, busiest links). */
 #ifndef STEPSIM_TEST_COLLAPSE_CHECK_H
 #define STEPSIM_TEST_COLLAPSE_CHECK_H

@@ -4,7 +4,7 @@
  * collapsed tensor collectives); where collapsing is not exact (a dragonfly) it simulates every GPU.
  * `--collapse approx` is labelled approximate, with the measured error, in run (text and JSON),
  * compare (text, JSON, CSV) and validate's waterfall (text and JSON). The dragonflies of 256-512 GPUs
- * are stepsim.collapse_dragonfly (slow). */
+ * are stepsim.collapse_full (slow). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
