@@ -50,6 +50,8 @@
  *   parallel traffic uses links of their own, and every rail's routes map link for link onto the
  *   next rail's (checked on every pair that may communicate). Tensor collectives then take their
  *   idle-network time, measured once on the network. What was collapsed, and why not, is reported.
+ *   Where collapsing is not exact AUTO simulates every GPU; only STEP_COLLAPSE_APPROX collapses
+ *   anyway (collapse_exact 0, STEP_APPROX_WARNING).
  * - Times are the engine's (picoseconds). Results: the step time (the last operation's end), a
  *   breakdown of the critical GPU's timeline (the GPU whose operation ends last) in which every
  *   instant goes to the highest-priority busy category: compute > tensor-parallel communication >
