@@ -3,7 +3,7 @@
  * the approximate collapse is 12-64% below (docs/run.md), and on fat-trees where the collapse is
  * exact at microbatch granularity, with 2D SUMMA, and with the embedding, interleaving and
  * Megatron's pipeline all-gather (the link report counts every tensor collective of the collapsed
- * ranks). Slow: every GPU is simulated. */
+ * ranks), and on one where it is not (tensor groups across nodes). Slow: every GPU is simulated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +50,12 @@ static void test_fat_tree_exact(void **state) {
         (void)collapse_same_as_off(A[i], level, sizeof level);
         assert_string_equal(level, "tensor ranks");
     }
+    /* tensor groups across nodes: not exact, every GPU simulated */
+    const char *const c[] = {"--model", "GPT-18B", "--gpus", "64", "--tp",       "4",        "--pp", "2",
+                             "--gbs",   "64",      "--nvs",  "2",  "--topology", "fat-tree", NULL};
+    char level[32];
+    (void)collapse_same_as_off(c, level, sizeof level);
+    assert_string_equal(level, "none");
 }
 
 int main(void) {
