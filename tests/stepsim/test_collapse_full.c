@@ -1,9 +1,9 @@
 /* stepsim/test_collapse_full.c - `--collapse auto` gives `--collapse off`'s step time, breakdown
  * and busiest links on five dragonflies of 256-512 GPUs (minimal routing; one also with UGAL), where
- * the approximate collapse is 12-64% below (docs/run.md), and on fat-trees where the collapse is
- * exact at microbatch granularity, with 2D SUMMA, and with the embedding, interleaving and
- * Megatron's pipeline all-gather (the link report counts every tensor collective of the collapsed
- * ranks), and on one where it is not (tensor groups across nodes). Slow: every GPU is simulated. */
+ * the approximate collapse is 12-64% below (3-64% over every dragonfly measured, docs/run.md), and on
+ * fat-trees where the collapse is exact at microbatch granularity, with 2D SUMMA, and with the embedding,
+ * interleaving and Megatron's pipeline all-gather (the link report counts every tensor collective of the
+ * collapsed ranks), and on one where it is not (tensor groups across nodes). Slow: every GPU is simulated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

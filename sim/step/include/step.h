@@ -96,7 +96,7 @@ int step_collapse_parse(const char *text, step_collapse_t *out);
  * collapse_exact 0, only with STEP_COLLAPSE_APPROX): the error measured against the full
  * simulation (docs/run.md, "Collapsing identical ranks"). */
 #define STEP_APPROX_WARNING                                                                                  \
-    "approximate: one tensor rank simulated for all; on dragonflies measured 12-64% below the full "         \
+    "approximate: one tensor rank simulated for all; on dragonflies measured 3-64% below the full "          \
     "simulation (docs/run.md)"
 
 typedef enum step_granularity {
