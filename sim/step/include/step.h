@@ -217,9 +217,9 @@ double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu);
  * memory. Network mode, after step_run. Without a collapse: the engine's (sim_links_busiest). Under
  * an exact rail collapse, by symmetry, as if every GPU had been simulated: the simulated rail's
  * links and their images in every other rail carry the same load, and each tensor group's links
- * (NVLink included) the bytes of the tensor collectives its simulated member ran. *partial is set
- * to 1 when those collectives cannot be counted (folded into compute operations at microbatch
- * granularity): then the tensor groups' links are left out. Under an approximate collapse: the
+ * (NVLink included) the bytes of the tensor collectives its stage runs (counted from the schedule
+ * and the layer plans, at either granularity). *partial is set to 1 when one of them was never
+ * measured (not expected): then the tensor groups' links are left out. Under an approximate collapse: the
  * simulated rail's links only. O(links x k + operations). */
 int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *utilization, int *partial);
 

@@ -192,7 +192,7 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
     if (r->n_links > 0) {
         fprintf(out, "\n  busiest links (average utilization over the step%s)\n",
                 !s->collapse_exact     ? "; approximate: the simulated tensor rank's links only"
-                : r->sim.links_partial ? "; the tensor groups' links left out (microbatch granularity)"
+                : r->sim.links_partial ? "; the tensor groups' links left out (not counted)"
                                        : "");
         for (int i = 0; i < r->n_links; i++)
             fprintf(out, "    %-40s %8.2f%%\n", r->link_names[i], 100.0 * r->link_util[i]);
