@@ -67,7 +67,11 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
                                                          : opts->links;
     if (network && k > 0) {
         int32_t ids[STEP_SIM_MAX_LINKS];
-        out->n_links = sim_links_busiest(step_engine(step), k, ids, out->link_utilization);
+        out->n_links = step_links_busiest(step, k, ids, out->link_utilization, &out->links_partial);
+        if (out->n_links < 0) {
+            step_free(step);
+            return fail(out, STEP_SIM_AT_RUN, SIM_ENOMEM, "out of memory");
+        }
         for (int32_t i = 0; i < out->n_links; i++)
             topo_link_name(topo, ids[i], out->link_names[i], sizeof out->link_names[i]);
     }

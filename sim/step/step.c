@@ -49,6 +49,20 @@ void step_config_default(step_config_t *cfg) {
     sim_config_default(&cfg->engine);
 }
 
+const char *step_collapse_name(step_collapse_t c) {
+    return c == STEP_COLLAPSE_OFF ? "off" : c == STEP_COLLAPSE_APPROX ? "approx" : "auto";
+}
+
+int step_collapse_parse(const char *text, step_collapse_t *out) {
+    static const step_collapse_t ALL[] = {STEP_COLLAPSE_AUTO, STEP_COLLAPSE_OFF, STEP_COLLAPSE_APPROX};
+    for (size_t i = 0; text && i < sizeof ALL / sizeof ALL[0]; i++)
+        if (strcmp(text, step_collapse_name(ALL[i])) == 0) {
+            *out = ALL[i];
+            return SIM_OK;
+        }
+    return SIM_EINVAL;
+}
+
 /* ---- groups and placement ----------------------------------------------------------------------- */
 
 int step_group_dims(const step_t *s, step_group_t g, int dims[STEP_DIM_COUNT]) {
@@ -156,9 +170,14 @@ int step_fixed_time(step_t *s, step_group_t g, model_coll_op_t op, double size_b
     }
     double t = 0.0;
     int agree = 1;
-    int rc = step_measure(s, g, op, size_bytes, root, &t, &agree);
-    if (rc)
+    step_fixed_key_t k = {(int)g, (int)op, size_bytes, root, 0.0, 0, NULL, NULL};
+    int rc = step_measure(s, g, op, size_bytes, root, &t, &agree, &k);
+    if (rc) {
+        free(k.links);
+        free(k.bytes);
         return rc;
+    }
+    k.time_s = t;
     if (!agree && s->collapse_exact) {
         s->collapse_exact = 0;
         snprintf(s->collapse_note, sizeof s->collapse_note,
@@ -168,12 +187,14 @@ int step_fixed_time(step_t *s, step_group_t g, model_coll_op_t op, double size_b
     if (s->n_fixed == s->cap_fixed) {
         const int32_t cap = s->cap_fixed ? 2 * s->cap_fixed : 16;
         step_fixed_key_t *f = realloc(s->fixed, (size_t)cap * sizeof *f);
-        if (!f)
+        if (!f) {
+            free(k.links);
+            free(k.bytes);
             return step_fail(s, SIM_ENOMEM, "step: out of memory");
+        }
         s->fixed = f;
         s->cap_fixed = cap;
     }
-    const step_fixed_key_t k = {(int)g, (int)op, size_bytes, root, t};
     s->fixed[s->n_fixed++] = k;
     *out_s = t;
     return SIM_OK;
@@ -279,8 +300,8 @@ static int decide(step_t *s) {
                 if (!exact)
                     snprintf(note, sizeof note, "%s", s->collapse_note);
             }
-            if (!exact && s->cfg.collapse == STEP_COLLAPSE_AUTO &&
-                step_estimate_ops(s, STEP_FULL, STEP_GRANULARITY_LAYER) <= max_ops) {
+            if (!exact && s->cfg.collapse == STEP_COLLAPSE_AUTO) {
+                /* auto never approximates: what is not provably exact is simulated in full */
                 set_level(s, STEP_FULL);
                 s->collapse_exact = 1;
                 snprintf(s->collapse_note, sizeof s->collapse_note,
@@ -305,7 +326,7 @@ static int decide(step_t *s) {
     if (est > HARD_MAX_OPS)
         return step_fail(s, SIM_EINVAL,
                          "step: about %lld operations to simulate (more than %lld); allowed: a smaller job, "
-                         "analytic communication, or collapsing",
+                         "analytic communication, or an approximate collapse (collapse approx)",
                          (long long)est, (long long)HARD_MAX_OPS);
     return SIM_OK;
 }
@@ -536,7 +557,15 @@ void step_free(step_t *s) {
     sim_engine_free(s->e);
     sim_star_destroy(&s->star);
     free(s->stage_gpus);
+    for (int32_t i = 0; i < s->n_fixed; i++) {
+        free(s->fixed[i].links);
+        free(s->fixed[i].bytes);
+    }
     free(s->fixed);
+    for (int i = 0; i < 2; i++) {
+        free(s->rail_map[i]);
+        free(s->link_owner[i]);
+    }
     free(s->meta);
     free(s->act_gb);
     free(s->peak_act_gb);

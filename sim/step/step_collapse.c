@@ -14,6 +14,7 @@
  * network. Then every rail's timeline is the same and a tensor collective takes the same time as on
  * an idle network, which step_measure measures once per collective kind, on every group at once,
  * checking that all groups agree. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,12 @@ int step_rails_exact(step_t *s, char *note, size_t note_size) {
     }
     free(c.members);
     free(c.rail);
+    for (int i = 0; exact && i < c.n_k; i++) {
+        /* the symmetry, kept for the link report */
+        s->rail_map[i] = c.lambda[i];
+        s->link_owner[i] = c.owner[i];
+        c.lambda[i] = c.owner[i] = NULL;
+    }
     for (int i = 0; i < 2; i++) {
         free(c.owner[i]);
         free(c.lambda[i]);
@@ -296,7 +303,7 @@ int step_rails_exact(step_t *s, char *note, size_t note_size) {
 }
 
 int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root, double *out_s,
-                 int *agree) {
+                 int *agree, step_fixed_key_t *load) {
     static const sim_coll_op_t OPS[] = {SIM_COLL_SENDRECV,      SIM_COLL_ALLREDUCE, SIM_COLL_ALLGATHER,
                                         SIM_COLL_REDUCESCATTER, SIM_COLL_BROADCAST, SIM_COLL_REDUCE};
     *out_s = 0.0;
@@ -357,8 +364,196 @@ int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_byte
             worst = t;
     }
     *out_s = sim_ps_to_s(worst);
+    int32_t used = 0;
+    for (int32_t l = 0; l < s->net.n_links && !rc; l++) {
+        sim_link_stats_t ls;
+        sim_link_stats(e, l, &ls);
+        used += ls.bytes > 0.0;
+    }
+    if (!rc && used > 0) {
+        load->links = malloc((size_t)used * sizeof *load->links);
+        load->bytes = malloc((size_t)used * sizeof *load->bytes);
+        if (!load->links || !load->bytes)
+            rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
+        for (int32_t l = 0; l < s->net.n_links && !rc; l++) {
+            sim_link_stats_t ls;
+            sim_link_stats(e, l, &ls);
+            if (ls.bytes > 0.0) {
+                load->links[load->n_links] = l;
+                load->bytes[load->n_links++] = ls.bytes;
+            }
+        }
+    }
     free(members);
     free(colls);
     sim_engine_free(e);
     return rc;
+}
+
+/* ---- the link report ----------------------------------------------------------------------------- */
+
+/* The measured collective of group g, op, size and root (as step_fixed_time keys it), -1 if none. */
+static int32_t key_find(const step_t *s, int g, model_coll_op_t op, double bytes, int root) {
+    if (op != MODEL_COLL_BROADCAST && op != MODEL_COLL_REDUCE)
+        root = 0;
+    for (int32_t i = 0; i < s->n_fixed; i++) {
+        const step_fixed_key_t *k = &s->fixed[i];
+        if (k->group == g && k->op == (int)op && k->root == root &&
+            fabs(k->size_bytes - bytes) <= 1e-12 * fabs(bytes))
+            return i;
+    }
+    return -1;
+}
+
+/* Add times x the fixed collectives of one pass of a part (its plan, as step_build runs it) to
+ * count[key]. Returns 1 if one of them was never measured. */
+static int count_plan(const step_t *s, step_part_t part, int pass, int64_t times, int64_t *count) {
+    const step_plan_t *plan = &s->plans[part][pass];
+    const double nb = (double)(s->job.par.nb > 0 ? s->job.par.nb : 1);
+    for (int k = 0; k < plan->n; k++) {
+        const step_seg_t *seg = &plan->seg[k];
+        const model_layer_t *ly = step_layer(s, seg->layer0);
+        const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+        if (seg->kind == STEP_SEG_COLL) {
+            const model_coll_t *c = &ps->colls[seg->coll];
+            const step_group_t g = step_group_of(c->group);
+            if (!s->fixed_group[g])
+                continue;
+            const int32_t key = key_find(s, g, c->op, c->volume_gb * 1e9, 0);
+            if (key < 0)
+                return 1;
+            count[key] += times;
+        } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
+                   s->fixed_group[STEP_GROUP_CP]) {
+            for (int i = 0; i < (int)nb; i++)
+                for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
+                    const model_coll_t *mc = &ps->colls[c];
+                    const int32_t key =
+                        key_find(s, step_group_of(mc->group), mc->op, mc->volume_gb / nb * 1e9,
+                                 i % (int)(mc->group_size > 0 ? mc->group_size : 1));
+                    if (key < 0)
+                        return 1;
+                    count[key] += times;
+                }
+        }
+    }
+    return 0;
+}
+
+/* The fixed collectives one simulated GPU of stage p runs, per key, walking its schedule as
+ * step_build does (the pipeline all-gather, the edge parts, the blocks of every item). Returns 1 if
+ * one of them was never measured, -1 out of memory. */
+static int count_stage(const step_t *s, int32_t p, int64_t *count) {
+    const int64_t n_items = 2 * (int64_t)s->m * s->v;
+    step_sched_item_t *items = malloc((size_t)n_items * sizeof *items);
+    if (!items)
+        return -1;
+    int bad = step_schedule_order(s->cfg.schedule, s->pp, s->v, s->m, p, items) != SIM_OK;
+    const int gather = s->job.compat == MODEL_COMPAT_CORRECTED &&
+                       s->job.training.sequence_parallel == MODEL_SEQPAR_OFF &&
+                       step_group_size(s, STEP_GROUP_TP) > 1;
+    const int32_t gather_key =
+        gather ? key_find(s, STEP_GROUP_TP, MODEL_COLL_ALLGATHER, s->est.block.output_gb * 1e9, 0) : -1;
+    for (int64_t i = 0; i < n_items && !bad; i++) {
+        const step_sched_item_t *it = &items[i];
+        const int vs_first = s->emb && p == 0 && it->chunk == 0;
+        const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
+        const int receives =
+            it->pass ? !(p == s->pp - 1 && it->chunk == s->v - 1) : !(p == 0 && it->chunk == 0);
+        if (gather && receives && s->fixed_group[STEP_GROUP_TP]) {
+            if (gather_key < 0)
+                bad = 1;
+            else
+                count[gather_key]++;
+        }
+        bad = bad || (vs_first && count_plan(s, STEP_PART_EMBEDDING, it->pass, 1, count)) ||
+              (vs_last && count_plan(s, STEP_PART_OUTPUT, it->pass, 1, count)) ||
+              count_plan(s, STEP_PART_BLOCK, it->pass, s->chunk_blocks, count);
+    }
+    free(items);
+    return bad;
+}
+
+/* Under an exact rail collapse every rail carries what the simulated one does, link for link: its
+ * non-tensor links' images under the shifts carry the same bytes, and every tensor group's links
+ * the bytes of the collectives its stage runs (counted from the schedule and the plans, each a
+ * measured collective's per-link bytes). Returns 0; 1 when a collective was never measured (then
+ * the tensor links are left out); -1 out of memory. */
+static int full_utilization(const step_t *s, double *util) {
+    const sim_engine_t *e = s->e;
+    const int32_t nl = s->net.n_links;
+    const double now_s = sim_ps_to_s(sim_engine_now(e));
+    const int64_t n0 = s->n[STEP_DIM_TP],
+                  n1 = s->job.par.strategy == MODEL_STRATEGY_2D ? s->n[STEP_DIM_CP] : 1;
+    for (int32_t l = 0; l < nl; l++) {
+        sim_link_stats_t ls;
+        sim_link_stats(e, l, &ls);
+        if (!(ls.bytes > 0.0))
+            continue;
+        int32_t a = l;
+        for (int64_t i = 0; i < n0 && a >= 0; i++) {
+            int32_t b = a;
+            for (int64_t j = 0; j < n1 && b >= 0; j++) {
+                util[b] = ls.utilization;
+                b = s->rail_map[1] ? s->rail_map[1][b] : -1;
+            }
+            a = s->rail_map[0][a];
+        }
+    }
+    if (!(now_s > 0.0) || s->n_fixed == 0)
+        return 0;
+    /* executions of every fixed key per stage */
+    int64_t *count = calloc((size_t)s->n_fixed * (size_t)s->pp, sizeof *count);
+    if (!count)
+        return -1;
+    int partial = 0;
+    for (int32_t p = 0; p < s->pp && !partial; p++)
+        partial = count_stage(s, p, count + (int64_t)p * s->n_fixed);
+    for (int32_t i = 0; i < s->n_fixed && !partial; i++) {
+        const step_fixed_key_t *k = &s->fixed[i];
+        const int32_t *owner = s->link_owner[k->group == STEP_GROUP_CP ? 1 : 0];
+        for (int32_t j = 0; j < k->n_links && owner; j++) {
+            const int32_t l = k->links[j], leader = owner[l];
+            if (leader < 0)
+                continue;
+            int64_t x[STEP_DIM_COUNT];
+            step_placement_coords(&s->cfg.placement, &s->job.par, leader, x);
+            util[l] += k->bytes[j] * (double)count[x[STEP_DIM_PP] * s->n_fixed + i] /
+                       (s->net.capacity_bytes_per_s[l] * now_s);
+        }
+    }
+    free(count);
+    return partial;
+}
+
+int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *utilization, int *partial) {
+    *partial = 0;
+    if (!s->ran || !s->e || s->cfg.comm != SIM_COMM_NETWORK)
+        return 0;
+    if (s->level != STEP_RAILS || !s->collapse_exact || !s->rail_map[0])
+        return sim_links_busiest(s->e, k, links, utilization);
+    double *util = calloc((size_t)(s->net.n_links > 0 ? s->net.n_links : 1), sizeof *util);
+    if (!util)
+        return -1;
+    const int rc = full_utilization(s, util);
+    if (rc < 0) {
+        free(util);
+        return -1;
+    }
+    *partial = rc;
+    int32_t n = 0;
+    for (int32_t id = 0; id < s->net.n_links && k > 0; id++) {
+        const double u = util[id];
+        if (!(u > 0.0) || (n == k && u <= utilization[k - 1]))
+            continue;
+        int32_t i = n < k ? n++ : k - 1;
+        for (; i > 0 && u > utilization[i - 1]; i--) {
+            links[i] = links[i - 1];
+            utilization[i] = utilization[i - 1];
+        }
+        links[i] = id;
+        utilization[i] = u;
+    }
+    free(util);
+    return n;
 }

@@ -90,6 +90,10 @@ typedef struct step_fixed_key {
     double size_bytes;
     int root;
     double time_s;
+    /* the bytes one execution on every group at once puts on each link it uses (network mode) */
+    int32_t n_links;
+    int32_t *links;
+    double *bytes;
 } step_fixed_key_t;
 
 /* ---- the step --------------------------------------------------------------------------------- */
@@ -113,6 +117,11 @@ struct sim_step {
     int collapse_exact;
     char collapse_note[200];
     int collapsed_dim[STEP_DIM_COUNT];
+    /* an exact rail collapse's symmetry (step_collapse.c), for the link report: per collapsed dim
+     * the link map of a shift by one (-1: no non-tensor traffic), per tensor kind the leader GPU of
+     * the group owning a link (-1: none); NULL otherwise */
+    int32_t *rail_map[2];
+    int32_t *link_owner[2];
     int fixed_group[STEP_GROUP_COUNT]; /* 1: collectives of this group take a fixed time */
     step_granularity_t granularity;
     /* simulated GPUs: per stage, in stage-local order (free dims TP, CP, DP, innermost first) */
@@ -178,8 +187,9 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
 /* Network mode: check that collapsing the tensor ranks is exact; 1 if so, 0 with note filled. */
 int step_rails_exact(step_t *s, char *note, size_t note_size);
 /* Network mode: measure the idle-network time of a collective of a collapsed group (every group at
- * once, checking they agree when exact is asked for). */
+ * once, checking they agree when exact is asked for) and the bytes it puts on each link (into
+ * load->n_links, links, bytes; freed with step_free). */
 int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root, double *out_s,
-                 int *agree);
+                 int *agree, step_fixed_key_t *load);
 
 #endif

@@ -88,7 +88,10 @@ static const cli_option_t OPTIONS[] = {
      "(--interleave V makes both interleaved)",
      CLI_OPT_SCHEDULE},
     {"--p2p", "MODE", R, "blocking", "blocking (a sender waits for its send) or async", CLI_OPT_P2P},
-    {"--collapse", "MODE", R, "auto", "auto (identical ranks once, where exact), off, or approx",
+    {"--collapse", "MODE", R | P | V, "auto",
+     "auto (identical ranks simulated once where that is provably exact, else every GPU), off (every "
+     "GPU), or approx (one tensor rank even where not exact: approximate, flagged in every output; "
+     "docs/run.md)",
      CLI_OPT_COLLAPSE},
     {"--granularity", "G", R, "auto", "auto, layer (an operation per run of layers) or microbatch",
      CLI_OPT_GRANULARITY},

@@ -50,6 +50,8 @@
  *   parallel traffic uses links of their own, and every rail's routes map link for link onto the
  *   next rail's (checked on every pair that may communicate). Tensor collectives then take their
  *   idle-network time, measured once on the network. What was collapsed, and why not, is reported.
+ *   Where collapsing is not exact AUTO simulates every GPU; only STEP_COLLAPSE_APPROX collapses
+ *   anyway (collapse_exact 0, STEP_APPROX_WARNING).
  * - Times are the engine's (picoseconds). Results: the step time (the last operation's end), a
  *   breakdown of the critical GPU's timeline (the GPU whose operation ends last) in which every
  *   instant goes to the highest-priority busy category: compute > tensor-parallel communication >
@@ -80,11 +82,22 @@ typedef struct step_placement {
 } step_placement_t;
 
 typedef enum step_collapse {
-    STEP_COLLAPSE_AUTO = 0,  /* collapse where exact; else the full job if it fits max_ops, else APPROX */
+    STEP_COLLAPSE_AUTO = 0,  /* collapse where provably exact, else simulate every GPU (never approximate) */
     STEP_COLLAPSE_OFF = 1,   /* simulate every GPU */
     STEP_COLLAPSE_APPROX = 2 /* network: one rail even when not exact (tensor collectives at their
-                               idle-network time, other rails assumed alike) */
+                               idle-network time, other rails assumed alike): only on request */
 } step_collapse_t;
+
+/* "auto", "off", "approx"; parse: SIM_OK or SIM_EINVAL. */
+const char *step_collapse_name(step_collapse_t c);
+int step_collapse_parse(const char *text, step_collapse_t *out);
+
+/* What every output prints beside a result whose collapse is not exact (step_result_t's
+ * collapse_exact 0, only with STEP_COLLAPSE_APPROX): the error measured against the full
+ * simulation (docs/run.md, "Collapsing identical ranks"). */
+#define STEP_APPROX_WARNING                                                                                  \
+    "approximate: one tensor rank simulated for all; on dragonflies measured 3-64% below the full "          \
+    "simulation (docs/run.md)"
 
 typedef enum step_granularity {
     STEP_GRANULARITY_AUTO = 0,      /* LAYER unless that exceeds max_ops operations */
@@ -102,7 +115,8 @@ typedef struct step_config {
     int optimizer_step; /* -1 (default): only in the corrected model; 0 never; 1 always */
     step_collapse_t collapse;
     step_granularity_t granularity;
-    int64_t max_ops; /* operation budget for the AUTO choices; 0: 1,500,000 (at most 50,000,000 are built) */
+    int64_t max_ops; /* operation budget for the granularity AUTO choice; 0: 1,500,000 (at most 50,000,000
+                        are built) */
     /* Engine settings (fidelity, step overhead, link efficiency, chunk, seed); the step sets
      * comm_streams, comm_mode, has_system, system and compat itself. */
     sim_config_t engine;
@@ -200,6 +214,17 @@ int step_result(const step_t *s, step_result_t *out);
 /* Peak activation memory of one GPU (GB), -1 if the GPU was not simulated. */
 double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu);
 
+/* The k busiest links of the whole job by average utilisation over the step (ties: lower id first;
+ * only links that carried bytes) into links[0..k) and utilization[0..k); returns how many, -1 out of
+ * memory. Network mode, after step_run. Without a collapse: the engine's (sim_links_busiest). Under
+ * an exact rail collapse, by symmetry, as if every GPU had been simulated: the simulated rail's
+ * links and their images in every other rail carry the same load, and each tensor group's links
+ * (NVLink included) the bytes of the tensor collectives its stage runs (counted from the schedule
+ * and the layer plans, at either granularity). *partial is set to 1 when one of them was never
+ * measured (not expected): then the tensor groups' links are left out. Under an approximate collapse: the
+ * simulated rail's links only. O(links x k + operations). */
+int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *utilization, int *partial);
+
 /* What an operation of the step is (for trace arguments). Strings are static. */
 typedef enum step_op_kind {
     STEP_OP_COMPUTE = 0,
@@ -248,6 +273,7 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
  *   and value), SIM_ENOMEM, SIM_EDEADLOCK or SIM_ESTATE from the run.
  * - Memory: out->stage_peak_activations_gb is allocated here (NULL if that failed): release it with
  *   step_sim_result_destroy, which accepts a zeroed or failed result.
+ * - The busiest links are the whole job's (step_links_busiest), also under an exact collapse.
  * - Complexity: that of step_new and step_run, plus O(links x opts->links) for the busiest links. */
 #define STEP_SIM_MAX_LINKS 64
 
@@ -276,6 +302,7 @@ typedef struct step_sim_result {
     int32_t n_links;     /* busiest links named, busiest first */
     char link_names[STEP_SIM_MAX_LINKS][96];
     double link_utilization[STEP_SIM_MAX_LINKS]; /* average over the step, 0..1 */
+    int links_partial; /* 1: the tensor groups' links are left out (step_links_busiest) */
     /* peak activations (GB) of every pipeline stage's first GPU (tensor, context and data rank 0,
      * always simulated): job->par.pp entries */
     double *stage_peak_activations_gb;

@@ -35,6 +35,7 @@ typedef struct cmp_args {
     const cli_args_t *args; /* the scenario file and options */
     const char *gpus_list;  /* compare: --gpus with a comma (the scaling view), else NULL */
     const char *topologies, *csv, *plot, *placement;
+    step_collapse_t collapse;
     int json;
     cli_progress_t *progress; /* stderr's progress display */
 } cmp_args_t;
@@ -50,6 +51,10 @@ static int from_args(const cli_args_t *p, cmp_args_t *a, cli_diag_t *d) {
     a->plot = p->value[CLI_OPT_PLOT];
     a->placement = p->value[CLI_OPT_PLACEMENT];
     a->json = cli_has(p, CLI_OPT_JSON);
+    const char *collapse = p->value[CLI_OPT_COLLAPSE];
+    if (collapse && step_collapse_parse(collapse, &a->collapse) != SIM_OK)
+        return cli_fail(d, CLI_EUSAGE, "--collapse: \"%.60s\" is not allowed; allowed: auto, off, approx",
+                        collapse);
     if (a->plot) {
         const char *dot = strrchr(a->plot, '.');
         if (!dot || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0))
@@ -111,8 +116,10 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         rc = scenario_resolve(&scn, &r->job, d);
     if (!rc)
         print_compare_header(r->header, sizeof r->header, "compare", &r->job, &scn);
-    if (!rc)
+    if (!rc) {
         cmd_sim_config(&scn, a->placement, &r->cfg);
+        r->cfg.collapse = a->collapse;
+    }
     scenario_destroy(&scn);
     if (rc)
         return rc;
@@ -129,6 +136,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         rc = simulate_on(&r->job, &r->cfg, &r->topo[i], 1, a->progress, i, n_sims, &r->row[i].p, d);
         if (rc)
             break;
+        r->approximate |= !r->row[i].p.collapse_exact;
         cmp_row_t *w = &r->row[i];
         w->throughput = w->p.step_time_s > 0 ? (double)r->job.global_batch / w->p.step_time_s : 0;
         w->slowdown = r->row[0].p.step_time_s > 0 ? w->p.step_time_s / r->row[0].p.step_time_s : 0;
@@ -161,6 +169,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
             if (simulate_on(&job, &r->cfg, &r->topo[i], 0, a->progress, k, n_sims, &p, &pd) == CLI_OK) {
                 r->scale[g][i].ok = 1;
                 r->scale[g][i].step_s = p.step_time_s;
+                r->approximate |= !p.collapse_exact;
             } else {
                 snprintf(r->scale[g][i].error, sizeof r->scale[g][i].error, "%.159s", pd.msg);
                 cli_progress_clear(a->progress);
@@ -223,8 +232,10 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     step_config_default(&cfg);
     if (!rc)
         print_compare_header(w->header, sizeof w->header, "validate", &w->job, &scn);
-    if (!rc)
+    if (!rc) {
         cmd_sim_config(&scn, a->placement, &cfg);
+        cfg.collapse = a->collapse;
+    }
     topo_item_t chosen;
     memset(&chosen, 0, sizeof chosen);
     if (!rc) {
@@ -267,6 +278,7 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     if (!rc) {
         w->total[WF_SIM_IDEAL] = p.step_time_s;
         w->max_link[WF_SIM_IDEAL] = p.max_link_utilization;
+        w->approximate |= !p.collapse_exact;
         parts_of(&p, w->part[WF_SIM_IDEAL]);
     }
     if (!rc)
@@ -274,6 +286,7 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     if (!rc) {
         w->total[WF_SIM_TOPO] = p.step_time_s;
         w->max_link[WF_SIM_TOPO] = p.max_link_utilization;
+        w->approximate |= !p.collapse_exact;
         parts_of(&p, w->part[WF_SIM_TOPO]);
         snprintf(w->topology, sizeof w->topology, "%s", chosen.label);
     }

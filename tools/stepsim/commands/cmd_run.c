@@ -75,7 +75,7 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     if (!rc && o->p2p && !(rc = pick("--p2p", o->p2p, P2P, 2, &v, d)))
         c->p2p_async = v;
     if (!rc && o->collapse && !(rc = pick("--collapse", o->collapse, COLLAPSE, 3, &v, d)))
-        c->collapse = v == 0 ? STEP_COLLAPSE_AUTO : v == 1 ? STEP_COLLAPSE_OFF : STEP_COLLAPSE_APPROX;
+        (void)step_collapse_parse(COLLAPSE[v], &c->collapse);
     if (!rc && o->granularity && !(rc = pick("--granularity", o->granularity, GRAN, 3, &v, d)))
         c->granularity = v == 0   ? STEP_GRANULARITY_AUTO
                          : v == 1 ? STEP_GRANULARITY_LAYER

@@ -72,7 +72,7 @@ typedef struct validate_args {
 
 /* The measured mode's options from the parsed command line; the scenario's are the waterfall's. */
 static int from_args(const cli_args_t *p, validate_args_t *a, cli_diag_t *d) {
-    static const cli_opt_t WATERFALL_ONLY[] = {CLI_OPT_PLOT, CLI_OPT_PLACEMENT};
+    static const cli_opt_t WATERFALL_ONLY[] = {CLI_OPT_PLOT, CLI_OPT_PLACEMENT, CLI_OPT_COLLAPSE};
     memset(a, 0, sizeof *a);
     const char *const *v = p->value;
     a->measured = v[CLI_OPT_MEASURED];

@@ -36,6 +36,7 @@ typedef struct cmp_run {
     int64_t scale_gbs[MAX_GPUS];
     char scale_analytic_error[MAX_GPUS][160];
     scale_cell_t scale[MAX_GPUS][MAX_TOPOS];
+    int approximate;   /* 1: some simulation collapsed approximately (--collapse approx) */
     step_config_t cfg; /* the scenario's optimizer step and --placement (cmd_sim_config) */
 } cmp_run_t;
 
@@ -50,6 +51,7 @@ typedef struct waterfall {
     double total[WF_COUNT];
     double part[WF_COUNT][5];
     double max_link[WF_COUNT];
+    int approximate; /* 1: a network simulation collapsed approximately (--collapse approx) */
 } waterfall_t;
 
 #endif

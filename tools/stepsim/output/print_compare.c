@@ -43,6 +43,8 @@ static void compare_text(FILE *out, const cmp_run_t *r) {
                 w->p.exposed_pp_s, w->p.exposed_dp_s, w->p.bubble_idle_s, 100.0 * w->p.max_link_utilization,
                 w->cost_units, w->perf_per_kcost);
     }
+    if (r->approximate)
+        fprintf(out, "\n  warning: %s\n", STEP_APPROX_WARNING);
 }
 
 static void scaling_text(FILE *out, const cmp_run_t *r) {
@@ -106,6 +108,8 @@ static void config_json(json_writer_t *w, const model_job_t *job) {
 static cJSON *compare_json(const cmp_run_t *r) {
     json_writer_t w;
     json_start(&w, NULL);
+    if (r->approximate)
+        json_string(&w, "warning", STEP_APPROX_WARNING);
     json_number(&w, "analytic_iteration_time_s", r->analytic.iteration_time_s);
     json_open_array(&w, "topologies");
     for (int i = 0; i < r->n_topo; i++) {
@@ -134,6 +138,8 @@ static cJSON *compare_json(const cmp_run_t *r) {
         json_number(&w, "throughput_per_kcost", x->perf_per_kcost);
         json_int(&w, "simulated_gpus", x->p.simulated_gpus);
         json_bool(&w, "collapse_exact", x->p.collapse_exact);
+        if (!x->p.collapse_exact)
+            json_string(&w, "warning", STEP_APPROX_WARNING);
         json_close_object(&w);
     }
     json_close_array(&w);
@@ -204,7 +210,10 @@ static void moved_text(const waterfall_t *w, int k, char *buf, size_t n) {
 
 static void waterfall_text(FILE *out, const waterfall_t *w) {
     fputs(w->header, out);
-    fprintf(out, "waterfall: from the closed form to the simulated step on %s\n\n", w->topology);
+    fprintf(out, "waterfall: from the closed form to the simulated step on %s\n", w->topology);
+    if (w->approximate)
+        fprintf(out, "  warning: %s\n", STEP_APPROX_WARNING);
+    fprintf(out, "\n");
     const double a = w->total[WF_ANALYTIC];
     fprintf(out, "  %-36s %12s %12s %9s  %s\n", "step", "total (s)", "change (s)", "change %", "from");
     fprintf(out, "  %-36s %12.6f %12s %9s  %s\n", WF_NAMES[0], a, "", "", WF_CAUSE[0]);
@@ -231,6 +240,8 @@ static cJSON *waterfall_json(const waterfall_t *w) {
     json_start(&j, NULL);
     json_number(&j, "analytic_iteration_time_s", w->total[WF_ANALYTIC]);
     json_number(&j, "simulated_step_time_s", w->total[WF_SIM_TOPO]);
+    if (w->approximate)
+        json_string(&j, "warning", STEP_APPROX_WARNING);
     json_string(&j, "topology", w->topology);
     json_open_array(&j, "steps");
     for (int k = 0; k < WF_COUNT; k++) {
@@ -383,7 +394,7 @@ int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
     }
     fprintf(f, "topology,step_time_s,throughput_samples_per_s,slowdown_vs_ideal,compute_s,exposed_tp_comm_s,"
                "exposed_pp_comm_s,exposed_dp_comm_s,bubble_idle_s,max_link_utilization,switches,cables,"
-               "optical_transceivers,cost_units,throughput_per_kcost\n");
+               "optical_transceivers,cost_units,throughput_per_kcost,collapse\n");
     for (int i = 0; i < r->n_topo; i++) {
         const cmp_row_t *x = &r->row[i];
         char label[64];
@@ -393,11 +404,11 @@ int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
                 *c = ';';
         fprintf(f,
                 "%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%" PRId64 ",%" PRId64 ",%" PRId64
-                ",%.0f,%.9g\n",
+                ",%.0f,%.9g,%s\n",
                 label, x->p.step_time_s, x->throughput, x->slowdown, x->p.compute_s, x->p.exposed_tp_s,
                 x->p.exposed_pp_s, x->p.exposed_dp_s, x->p.bubble_idle_s, x->p.max_link_utilization,
                 x->p.summary.switches, x->p.summary.cables, x->p.summary.optical_transceivers, x->cost_units,
-                x->perf_per_kcost);
+                x->perf_per_kcost, x->p.collapse_exact ? "exact" : STEP_APPROX_WARNING);
     }
     if (ferror(f) | (fclose(f) != 0)) {
         remove(tmp);
@@ -445,17 +456,21 @@ int print_compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
         sb_printf(&b, "EOD\nset multiplot layout 1,2\n");
     }
     sb_printf(
-        &b, "set title 'Step time per topology (critical GPU)'\nset ylabel 'seconds'\n"
-            "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
-            "set boxwidth 0.7\nset key outside bottom center horizontal\nset xtics rotate by -30\n"
-            "set yrange [0:*]\n"
-            "plot $bars using 2:xtic(1) title 'compute', '' using 3 title 'exposed TP', "
-            "'' using 4 title 'exposed PP', '' using 5 title 'exposed DP', '' using 6 title 'bubble/idle'\n");
+        &b,
+        "set title 'Step time per topology (critical GPU)%s'\nset ylabel 'seconds'\n"
+        "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
+        "set boxwidth 0.7\nset key outside bottom center horizontal\nset xtics rotate by -30\n"
+        "set yrange [0:*]\n"
+        "plot $bars using 2:xtic(1) title 'compute', '' using 3 title 'exposed TP', "
+        "'' using 4 title 'exposed PP', '' using 5 title 'exposed DP', '' using 6 title 'bubble/idle'\n",
+        r->approximate ? " - " STEP_APPROX_WARNING : "");
     if (r->n_gpus > 0) {
-        sb_printf(&b, "unset style\nset style data linespoints\nset title 'Strong scaling'\n"
-                      "set xlabel 'GPUs'\nset ylabel 'step time (s)'\nset logscale xy\nset xtics norotate\n"
-                      "set autoscale\nset key top right\nplot $scale using 1:2 with linespoints dt 2 lw 2 "
-                      "title 'analytic'");
+        sb_printf(&b,
+                  "unset style\nset style data linespoints\nset title 'Strong scaling%s'\n"
+                  "set xlabel 'GPUs'\nset ylabel 'step time (s)'\nset logscale xy\nset xtics norotate\n"
+                  "set autoscale\nset key top right\nplot $scale using 1:2 with linespoints dt 2 lw 2 "
+                  "title 'analytic'",
+                  r->approximate ? " (approximate)" : "");
         for (int i = 0; i < r->n_topo; i++) {
             char label[64];
             gp_label(label, sizeof label, r->topo[i].label);
@@ -489,7 +504,7 @@ int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) 
     char topo[64];
     gp_label(topo, sizeof topo, w->topology);
     sb_printf(&b,
-              "set title 'From the closed form to the simulated step (%s)'\nset ylabel 'seconds'\n"
+              "set title 'From the closed form to the simulated step (%s)%s'\nset ylabel 'seconds'\n"
               "set style fill solid 0.85 border -1\nset boxwidth 0.6\nunset key\nset grid ytics\n"
               "set xrange [-0.6:%d.6]\nset yrange [%.9g:%.9g]\n"
               "set palette defined (0 '#4c72b0', 1 '#dd8452', 2 '#55a868', 3 '#8172b2')\nset cbrange [0:3]\n"
@@ -497,7 +512,8 @@ int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) 
               "plot $wf using 1:(($2+$3)/2):($1-0.3):($1+0.3):2:3:4:xtic(5) with boxxyerror fc palette, "
               "$wf using 1:3:(sprintf('%%.3f', ($4==1||$4==2) ? ($4==1 ? $3-$2 : $2-$3) : $3)) "
               "with labels offset 0,0.8\nset output\n",
-              topo, WF_COUNT, lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
+              topo, w->approximate ? " - " STEP_APPROX_WARNING : "", WF_COUNT,
+              lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
               hi + 0.15 * (hi - lo) + 1e-9);
     return plot_finish(&b, path, tmp, d);
 }

@@ -49,6 +49,8 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
     char buf[64];
     json_start(&w, NULL);
     json_number(&w, "step_time_s", s->step_time_s);
+    if (!s->collapse_exact)
+        json_string(&w, "warning", STEP_APPROX_WARNING);
     json_number(&w, "analytic_iteration_time_s", su->iteration_time_s);
     json_number(&w, "throughput_samples_per_s",
                 s->step_time_s > 0 ? (double)r->job.global_batch / s->step_time_s : 0);
@@ -65,6 +67,8 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
         json_number(&w, "wall_time_s", r->wall_s);
     json_open_object(&w, "links");
     json_number(&w, "max_utilization", r->n_links > 0 ? r->link_util[0] : 0.0);
+    if (r->sim.links_partial)
+        json_bool(&w, "tensor_links_left_out", 1);
     json_open_array(&w, "busiest");
     for (int i = 0; i < r->n_links; i++) {
         json_open_object(&w, NULL);
@@ -154,6 +158,8 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
     fprintf(out, ", placement %s\n", step_placement_format(&r->cfg.placement, buf, sizeof buf));
     fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
             level_name(s->collapsed), s->collapse_note);
+    if (!s->collapse_exact)
+        fprintf(out, "  warning: %s\n", STEP_APPROX_WARNING);
     fprintf(out, "            %" PRId64 " operations (%s granularity), %" PRId64 " events, %" PRId64 " flows",
             s->operations, s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch", s->events,
             s->flows);
@@ -184,7 +190,10 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
             s->peak_memory_gb <= r->job.system.hbm_capacity_gb ? "fits" : "DOES NOT FIT");
     fprintf(out, "    (peak on GPU %d)\n", s->peak_memory_gpu);
     if (r->n_links > 0) {
-        fprintf(out, "\n  busiest links (average utilization over the step)\n");
+        fprintf(out, "\n  busiest links (average utilization over the step%s)\n",
+                !s->collapse_exact     ? "; approximate: the simulated tensor rank's links only"
+                : r->sim.links_partial ? "; the tensor groups' links left out (not counted)"
+                                       : "");
         for (int i = 0; i < r->n_links; i++)
             fprintf(out, "    %-40s %8.2f%%\n", r->link_names[i], 100.0 * r->link_util[i]);
     }
