@@ -271,6 +271,7 @@ void sim_engine_free(sim_engine_t *e) {
     sim_i_net_destroy(&e->net);
     for (int32_t i = 0; i < e->n_colls; i++)
         sim_i_coll_destroy(&e->colls[i]);
+    sim_i_coll_pool_free(e);
     free(e->colls);
     free(e->ops);
     free(e->edges);

@@ -184,6 +184,14 @@ typedef struct sim_coll {
     sim_time_ps_t *chain_ready;
     int32_t chain_slots;
     int32_t tree_depth, tree_load;
+    /* The plan cache: the algorithm and protocol as requested (the key, with op, fidelity, mode,
+     * size, root, channels and gpus); shared 1: gpus, pairs, routes, tree_parent and tree_child are
+     * another collective's (an identical one added before) and are not freed with this one. */
+    int32_t req_algo, req_proto, shared;
+    /* Run-time state (st, mask, tree_last, chain_ready point into it): taken from the engine's
+     * pool when the collective starts and given back when it ends; NULL otherwise. */
+    void *scratch;
+    int32_t scratch_class;
 } sim_coll_t;
 
 /* ---- executor ----------------------------------------------------------------------------------- */
@@ -232,6 +240,12 @@ struct sim_engine {
     sim_stream_t *streams;
     sim_coll_t *colls;
     int32_t n_colls, cap_colls;
+    /* the plan cache: open addressing over collective ids (-1 empty), power-of-two size */
+    int32_t *plan_tab;
+    int64_t plan_cap, plan_n;
+    /* free blocks of collective run-time state by size class (2^k bytes), linked through their
+     * first word */
+    void *scratch_free[48];
     sim_engine_stats_t stats;
     int fatal; /* sticky status of a failure inside the run (out of memory) */
     char err[256];
@@ -287,6 +301,7 @@ void sim_i_coll_arrive(sim_engine_t *e, int32_t c);
 void sim_i_coll_flow_done(sim_engine_t *e, int32_t c, int32_t tag);
 void sim_i_coll_done_event(sim_engine_t *e, int32_t c);
 void sim_i_coll_destroy(sim_coll_t *c);
+void sim_i_coll_pool_free(sim_engine_t *e); /* the plan cache and the pool's free blocks */
 
 /* coll_algos.c: per-phase state machines. */
 int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_masks);
