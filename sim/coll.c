@@ -833,7 +833,7 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
 }
 
 static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) {
-    if (sim_i_grow32((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
+    if (sim_i_grow32_raw((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     const int32_t id = e->n_colls;
     sim_coll_t *c = &e->colls[id];
@@ -872,7 +872,7 @@ static int add_members(sim_engine_t *e, int32_t id, const sim_coll_desc_t *d, in
     sim_coll_t *c = &e->colls[id];
     /* Reserve every member's slot first: with gpus and streams checked, sim_i_op_new cannot fail
      * below, so no half-added collective is ever left on the streams. */
-    if (sim_i_grow32((void **)&e->ops, &e->cap_ops, (int64_t)e->n_ops + c->n, sizeof *e->ops))
+    if (sim_i_ops_reserve(e, (int64_t)e->n_ops + c->n))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     for (int32_t i = 0; i < c->n; i++) {
         sim_op_kind_t kind = SIM_OP_COLLECTIVE;
@@ -881,7 +881,7 @@ static int add_members(sim_engine_t *e, int32_t id, const sim_coll_desc_t *d, in
             kind = i == 0 ? SIM_OP_SEND : SIM_OP_RECV;
             stream = i == 0 ? d->stream : stream_dst;
         }
-        const int rc = sim_i_op_new(e, kind, c->gpus[i], stream, 0, id, i, d->name, &c->member_ops[i]);
+        const int rc = sim_i_op_new(e, kind, c->gpus[i], stream, 0, id, d->name, &c->member_ops[i]);
         if (rc)
             return rc;
     }
@@ -995,7 +995,7 @@ static int coll_add(sim_engine_t *e, const sim_coll_desc_t *d, int32_t stream_ds
         return sim_i_fail(e, SIM_EINVAL, "sendrecv: dst stream %d is not a communication stream", stream_dst);
     int32_t id = -1;
     if (owner >= 0) {
-        if (sim_i_grow32((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
+        if (sim_i_grow32_raw((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
             return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
         id = e->n_colls;
         sim_coll_t *c = &e->colls[id];

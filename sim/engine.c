@@ -48,8 +48,7 @@ int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) {
     return status;
 }
 
-/* Grow *arr to hold at least `need` elements, doubling; new memory is zeroed. */
-int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
+static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int zero) {
     if (need <= *cap)
         return SIM_OK;
     int64_t c = *cap > 0 ? *cap : 16;
@@ -58,20 +57,34 @@ int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
     void *p = realloc(*arr, (size_t)c * elem);
     if (!p)
         return SIM_ENOMEM;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
+    if (zero)
+        memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
     *arr = p;
     *cap = c;
     return SIM_OK;
 }
 
-int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem) {
+/* Grow *arr to hold at least `need` elements, doubling; new memory is zeroed. */
+int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
+    return grow(arr, cap, need, elem, 1);
+}
+
+static int grow32(void **arr, int32_t *cap, int64_t need, size_t elem, int zero) {
     if (need > INT32_MAX)
         return SIM_ENOMEM;
     int64_t c = *cap;
-    if (sim_i_grow(arr, &c, need, elem))
+    if (grow(arr, &c, need, elem, zero))
         return SIM_ENOMEM;
     *cap = c < INT32_MAX ? (int32_t)c : INT32_MAX; /* the array may hold more than it says */
     return SIM_OK;
+}
+
+int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem) {
+    return grow32(arr, cap, need, elem, 1);
+}
+
+int sim_i_grow32_raw(void **arr, int32_t *cap, int64_t need, size_t elem) {
+    return need <= *cap ? SIM_OK : grow32(arr, cap, need, elem, 0);
 }
 
 int sim_i_schedule(sim_engine_t *e, sim_time_ps_t t, int32_t kind, int32_t a, int64_t b) {

@@ -17,13 +17,61 @@ static sim_stream_t *stream_of(sim_engine_t *e, int32_t gpu, int32_t stream) {
 
 static sim_op_info_t op_info(const sim_engine_t *e, int32_t id) {
     const sim_op_t *op = &e->ops[id];
-    const sim_op_info_t info = {
-        .op = id, .kind = op->kind, .gpu = op->gpu, .stream = op->stream, .coll = op->coll, .name = op->name};
+    const sim_op_info_t info = {.op = id,
+                                .kind = (sim_op_kind_t)op->kind,
+                                .gpu = op->gpu,
+                                .stream = op->stream,
+                                .coll = op->kind == SIM_OP_COMPUTE ? -1 : (int32_t)op->arg,
+                                .name = op->name};
     return info;
 }
 
+int sim_i_ops_reserve(sim_engine_t *e, int64_t need) {
+    if (need <= e->cap_ops)
+        return SIM_OK;
+    if (need > INT32_MAX)
+        return SIM_ENOMEM;
+    int64_t c = e->cap_ops > 0 ? e->cap_ops : 1024;
+    while (c < need)
+        c *= 2;
+    if (c > INT32_MAX)
+        c = INT32_MAX;
+    sim_op_t *p = realloc(e->ops, (size_t)c * sizeof *p);
+    if (!p)
+        return SIM_ENOMEM;
+    e->ops = p;
+    e->cap_ops = (int32_t)c;
+    return SIM_OK;
+}
+
+int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies) {
+    if (e->started)
+        return sim_i_fail(e, SIM_ESTATE, "sim_engine_reserve: the run has started");
+    if (n_ops < 0 || n_ops > INT32_MAX || n_dependencies < 0 || n_dependencies > INT32_MAX / 2)
+        return sim_i_fail(e, SIM_EINVAL,
+                          "sim_engine_reserve: %lld operations, %lld dependencies: out of range",
+                          (long long)n_ops, (long long)n_dependencies);
+    if (n_ops > e->cap_ops) {
+        sim_op_t *p = realloc(e->ops, (size_t)n_ops * sizeof *p);
+        if (!p)
+            return sim_i_fail(e, SIM_ENOMEM, "sim_engine_reserve: out of memory for %lld operations",
+                              (long long)n_ops);
+        e->ops = p;
+        e->cap_ops = (int32_t)n_ops;
+    }
+    if (2 * n_dependencies > e->cap_edges) {
+        int32_t *p = realloc(e->edges, (size_t)(2 * n_dependencies) * sizeof *p);
+        if (!p)
+            return sim_i_fail(e, SIM_ENOMEM, "sim_engine_reserve: out of memory for %lld dependencies",
+                              (long long)n_dependencies);
+        e->edges = p;
+        e->cap_edges = (int32_t)(2 * n_dependencies);
+    }
+    return SIM_OK;
+}
+
 int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t stream, sim_time_ps_t dur_ps,
-                 int32_t coll, int32_t member, const char *name, sim_op_id_t *out) {
+                 int32_t coll, const char *name, sim_op_id_t *out) {
     if (e->started)
         return sim_i_fail(e, SIM_ESTATE, "operations cannot be added after the run has started");
     if (gpu < 0 || gpu >= e->n_gpus)
@@ -33,16 +81,14 @@ int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t strea
                           e->streams_per_gpu - 1);
     if (e->n_ops == INT32_MAX)
         return sim_i_fail(e, SIM_ENOMEM, "operation: too many operations");
-    if (sim_i_grow32((void **)&e->ops, &e->cap_ops, (int64_t)e->n_ops + 1, sizeof *e->ops))
+    if (sim_i_ops_reserve(e, (int64_t)e->n_ops + 1))
         return sim_i_fail(e, SIM_ENOMEM, "operation: out of memory");
     const int32_t id = e->n_ops++;
     sim_op_t *op = &e->ops[id];
-    *op = (sim_op_t){.kind = kind,
+    *op = (sim_op_t){.kind = (uint8_t)kind,
                      .gpu = gpu,
-                     .stream = stream,
-                     .dur_ps = dur_ps,
-                     .coll = coll,
-                     .member = member,
+                     .stream = (uint16_t)stream,
+                     .arg = kind == SIM_OP_COMPUTE ? dur_ps : coll,
                      .name = name,
                      .next_in_stream = -1,
                      .state = SIM_OPST_WAITING,
@@ -63,7 +109,7 @@ int sim_op_compute(sim_engine_t *e, int32_t gpu, int32_t stream, double duration
                    sim_op_id_t *out) {
     if (!(duration_s >= 0.0) || duration_s > 9e6)
         return sim_i_fail(e, SIM_EINVAL, "sim_op_compute: duration_s %g must be in 0..9e6", duration_s);
-    return sim_i_op_new(e, SIM_OP_COMPUTE, gpu, stream, sim_s_to_ps(duration_s), -1, -1, name, out);
+    return sim_i_op_new(e, SIM_OP_COMPUTE, gpu, stream, sim_s_to_ps(duration_s), -1, name, out);
 }
 
 int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
@@ -72,7 +118,7 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
     if (op < 0 || op >= e->n_ops || after < 0 || after >= e->n_ops || op == after)
         return sim_i_fail(e, SIM_EINVAL, "sim_op_depend: op %d, after %d: unknown or equal ids (0..%d)", op,
                           after, e->n_ops - 1);
-    if (sim_i_grow32((void **)&e->edges, &e->cap_edges, 2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
+    if (sim_i_grow32_raw((void **)&e->edges, &e->cap_edges, 2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
         return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: out of memory");
     e->edges[2 * e->n_edges] = op;
     e->edges[2 * e->n_edges + 1] = after;
@@ -89,6 +135,12 @@ int sim_op_times(const sim_engine_t *e, sim_op_id_t op, sim_time_ps_t *start_ps,
     if (end_ps)
         *end_ps = e->ops[op].t_end;
     return SIM_OK;
+}
+
+sim_coll_id_t sim_op_collective(const sim_engine_t *e, sim_op_id_t op) {
+    if (op < 0 || op >= e->n_ops || e->ops[op].kind == SIM_OP_COMPUTE)
+        return -1;
+    return (sim_coll_id_t)e->ops[op].arg;
 }
 
 int32_t sim_op_count(const sim_engine_t *e) {
@@ -111,10 +163,10 @@ static void stream_try(sim_engine_t *e, int32_t gpu, int32_t stream) {
         e->obs.op_start(e->obs.ctx, e->now, &info);
     }
     if (op->kind == SIM_OP_COMPUTE) {
-        if (sim_i_schedule(e, e->now + op->dur_ps, SIM_EV_OP_END, s->head, 0))
+        if (sim_i_schedule(e, e->now + op->arg, SIM_EV_OP_END, s->head, 0))
             e->fatal = sim_i_fail(e, SIM_ENOMEM, "executor: out of memory");
     } else {
-        sim_i_coll_arrive(e, op->coll);
+        sim_i_coll_arrive(e, (int32_t)op->arg);
     }
 }
 
@@ -157,6 +209,9 @@ int sim_i_exec_start(sim_engine_t *e) {
         e->succ[e->succ_off[after] + fill[after]++] = e->edges[2 * i];
     }
     free(fill);
+    free(e->edges); /* the CSR holds them now */
+    e->edges = NULL;
+    e->cap_edges = 0;
     for (int32_t g = 0; g < e->n_gpus; g++)
         for (int32_t s = 0; s < e->streams_per_gpu; s++)
             stream_try(e, g, s);

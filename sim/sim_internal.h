@@ -199,14 +199,13 @@ typedef struct sim_coll {
 typedef enum { SIM_OPST_WAITING, SIM_OPST_RUNNING, SIM_OPST_DONE } sim_op_state_t;
 
 typedef struct sim_op {
-    sim_op_kind_t kind;
-    int32_t gpu, stream;
-    sim_time_ps_t dur_ps;
-    int32_t coll, member;
-    const char *name;
+    int32_t gpu;
     int32_t deps_left;
     int32_t next_in_stream;
-    int32_t state;
+    uint8_t kind, state; /* sim_op_kind_t, sim_op_state_t */
+    uint16_t stream;
+    int64_t arg; /* compute: the duration in ps; otherwise the collective */
+    const char *name;
     sim_time_ps_t t_start, t_end;
 } sim_op_t;
 
@@ -257,6 +256,12 @@ int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);
 /* The same for arrays counted in int32_t; SIM_ENOMEM beyond INT32_MAX elements. The check is inline:
  * flow starts and the component search call it per link. */
 int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem);
+/* sim_i_grow32 without zeroing the new memory: for arrays whose elements are written whole when
+ * added (untouched capacity then costs no memory). */
+int sim_i_grow32_raw(void **arr, int32_t *cap, int64_t need, size_t elem);
+/* Grow the operation array to hold `need` operations (new memory not zeroed: every operation is
+ * written whole when added). SIM_OK or SIM_ENOMEM. */
+int sim_i_ops_reserve(sim_engine_t *e, int64_t need);
 static inline int sim_i_grow32(void **arr, int32_t *cap, int64_t need, size_t elem) {
     return need <= *cap ? SIM_OK : sim_i_grow32_slow(arr, cap, need, elem);
 }
@@ -314,6 +319,6 @@ void sim_i_op_end(sim_engine_t *e, int32_t op);
 int sim_i_exec_start(sim_engine_t *e);
 int sim_i_exec_check(sim_engine_t *e);
 int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t stream, sim_time_ps_t dur_ps,
-                 int32_t coll, int32_t member, const char *name, sim_op_id_t *out);
+                 int32_t coll, const char *name, sim_op_id_t *out);
 
 #endif

@@ -524,6 +524,12 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after);
 /* Start and end time of an operation (SIM_TIME_NEVER if it did not start / end). */
 int sim_op_times(const sim_engine_t *e, sim_op_id_t op, sim_time_ps_t *start_ps, sim_time_ps_t *end_ps);
 int32_t sim_op_count(const sim_engine_t *e);
+/* The collective an operation is a member of (-1 for compute operations and unknown ids). */
+sim_coll_id_t sim_op_collective(const sim_engine_t *e, sim_op_id_t op);
+/* Make room for n_ops operations and n_dependencies dependencies in all (a hint: adding more still
+ * works, growing geometrically); avoids regrowing the arrays while a large DAG is added. Return
+ * SIM_OK, SIM_EINVAL (negative or more than 2^31), SIM_ENOMEM or SIM_ESTATE (the run has started). */
+int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies);
 
 /* Run until nothing is left to happen. Return SIM_OK, or SIM_EDEADLOCK if some operation never
  * started (a dependency cycle, or a collective whose members wait on each other's streams). Can be

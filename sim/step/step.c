@@ -22,19 +22,118 @@ int step_fail(step_t *s, int status, const char *fmt, ...) {
 }
 
 int step_meta_reserve(step_t *s, int32_t n_ops) {
-    if (n_ops <= s->cap_meta)
+    if (n_ops <= s->cap_rec)
         return SIM_OK;
-    int64_t cap = s->cap_meta > 0 ? s->cap_meta : 1024;
+    int64_t cap = s->cap_rec > 0 ? s->cap_rec : 1024;
     while (cap < n_ops)
         cap *= 2;
     if (cap > INT32_MAX)
         cap = INT32_MAX;
-    step_meta_t *m = realloc(s->meta, (size_t)cap * sizeof *m);
+    step_rec_t *m = realloc(s->rec, (size_t)cap * sizeof *m);
     if (!m)
         return step_fail(s, SIM_ENOMEM, "step: out of memory for %d operations", n_ops);
-    s->meta = m;
-    s->cap_meta = (int32_t)cap;
+    s->rec = m;
+    s->cap_rec = (int32_t)cap;
     return SIM_OK;
+}
+
+static uint64_t info_hash(const step_info_t *in) {
+    const unsigned char *p = (const unsigned char *)in;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < sizeof *in; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h ^ (h >> 29);
+}
+
+static int64_t info_slot(const step_t *s, const step_info_t *in) {
+    const uint64_t mask = (uint64_t)s->info_tab_cap - 1;
+    for (uint64_t i = info_hash(in) & mask;; i = (i + 1) & mask) {
+        const int32_t k = s->info_tab[i];
+        if (k < 0 || memcmp(&s->info[k], in, sizeof *in) == 0)
+            return (int64_t)i;
+    }
+}
+
+/* The index of *in in the table, added if new (-1: out of memory). */
+static int32_t info_intern(step_t *s, const step_info_t *in) {
+    if (2 * ((int64_t)s->n_info + 1) > s->info_tab_cap) {
+        const int64_t cap = s->info_tab_cap ? 2 * s->info_tab_cap : 256;
+        int32_t *tab = malloc((size_t)cap * sizeof *tab);
+        step_info_t *info = realloc(s->info, (size_t)(cap / 2) * sizeof *info);
+        if (!tab || !info) {
+            free(tab);
+            if (info)
+                s->info = info;
+            return -1;
+        }
+        s->info = info;
+        s->cap_info = (int32_t)(cap / 2);
+        for (int64_t i = 0; i < cap; i++)
+            tab[i] = -1;
+        free(s->info_tab);
+        s->info_tab = tab;
+        s->info_tab_cap = cap;
+        for (int32_t k = 0; k < s->n_info; k++)
+            s->info_tab[info_slot(s, &s->info[k])] = k;
+    }
+    const int64_t slot = info_slot(s, in);
+    if (s->info_tab[slot] < 0) {
+        s->info[s->n_info] = *in;
+        s->info_tab[slot] = s->n_info++;
+    }
+    return s->info_tab[slot];
+}
+
+int step_meta_put(step_t *s, sim_op_id_t op, const step_meta_t *m) {
+    step_info_t in;
+    memset(&in, 0, sizeof in); /* padding too: the table compares bytes */
+    in.n_blocks = m->n_blocks;
+    in.kind = m->kind;
+    in.pass = m->pass;
+    in.layer0 = m->layer0;
+    in.layer1 = m->layer1;
+    in.coll_op = m->coll_op;
+    in.group = m->group;
+    in.fixed = m->fixed;
+    in.flops_tflop = m->flops_tflop;
+    in.hbm_gb = m->hbm_gb;
+    in.comm_gb = m->comm_gb;
+    in.tp_comm_s = m->tp_comm_s;
+    in.act_gb = m->act_gb;
+    const int32_t k = info_intern(s, &in);
+    if (k < 0)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory for operation metadata");
+    s->rec[op] = (step_rec_t){.gpu = m->gpu,
+                              .stage = m->stage,
+                              .chunk = m->chunk,
+                              .microbatch = m->microbatch,
+                              .first_block = m->first_block,
+                              .info = k};
+    return SIM_OK;
+}
+
+void step_meta_get(const step_t *s, sim_op_id_t op, step_meta_t *m) {
+    const step_rec_t *r = &s->rec[op];
+    const step_info_t *in = &s->info[r->info];
+    *m = (step_meta_t){.gpu = r->gpu,
+                       .coll = sim_op_collective(s->e, op),
+                       .stage = r->stage,
+                       .chunk = r->chunk,
+                       .microbatch = r->microbatch,
+                       .first_block = r->first_block,
+                       .n_blocks = in->n_blocks,
+                       .kind = in->kind,
+                       .pass = in->pass,
+                       .layer0 = in->layer0,
+                       .layer1 = in->layer1,
+                       .coll_op = in->coll_op,
+                       .group = in->group,
+                       .fixed = in->fixed,
+                       .flops_tflop = in->flops_tflop,
+                       .hbm_gb = in->hbm_gb,
+                       .comm_gb = in->comm_gb,
+                       .tp_comm_s = in->tp_comm_s,
+                       .act_gb = in->act_gb};
 }
 
 void step_config_default(step_config_t *cfg) {
@@ -537,7 +636,9 @@ void step_free(step_t *s) {
     sim_star_destroy(&s->star);
     free(s->stage_gpus);
     free(s->fixed);
-    free(s->meta);
+    free(s->rec);
+    free(s->info);
+    free(s->info_tab);
     free(s->act_gb);
     free(s->peak_act_gb);
     free(s);
@@ -546,26 +647,24 @@ void step_free(step_t *s) {
 /* ---- running -------------------------------------------------------------------------------------- */
 
 static void obs_op_start(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
-    step_t *s = ctx;
-    if (op->op >= 0 && op->op < s->cap_meta)
-        s->meta[op->op].coll = op->coll;
-    if (s->user_obs.op_start)
-        s->user_obs.op_start(s->user_obs.ctx, t, op);
+    const step_t *s = ctx;
+    s->user_obs.op_start(s->user_obs.ctx, t, op);
 }
 
 static void obs_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
     step_t *s = ctx;
-    if (op->op >= 0 && op->op < s->cap_meta) {
-        const step_meta_t *m = &s->meta[op->op];
-        if (m->act_gb != 0.0) {
-            double *a = &s->act_gb[m->gpu];
-            *a += m->act_gb;
+    if (op->op >= 0 && op->op < s->cap_rec) {
+        const step_rec_t *r = &s->rec[op->op];
+        const double act = s->info[r->info].act_gb;
+        if (act != 0.0) {
+            double *a = &s->act_gb[r->gpu];
+            *a += act;
             if (*a < 1e-12 && *a > -1e-12)
                 *a = 0.0; /* allocations and frees cancel exactly in value, not always in rounding */
-            if (*a > s->peak_act_gb[m->gpu])
-                s->peak_act_gb[m->gpu] = *a;
+            if (*a > s->peak_act_gb[r->gpu])
+                s->peak_act_gb[r->gpu] = *a;
             if (s->mem_fn)
-                s->mem_fn(s->mem_ctx, t, m->gpu, s->static_gb + *a);
+                s->mem_fn(s->mem_ctx, t, r->gpu, s->static_gb + *a);
         }
     }
     if (s->user_obs.op_end)
@@ -606,7 +705,7 @@ int step_run(step_t *s) {
     if (s->ran)
         return step_fail(s, SIM_ESTATE, "step: already run");
     const sim_observer_t obs = {.ctx = s,
-                                .op_start = obs_op_start,
+                                .op_start = s->user_obs.op_start ? obs_op_start : NULL,
                                 .op_end = obs_op_end,
                                 .flow_start = s->user_obs.flow_start ? obs_flow_start : NULL,
                                 .flow_end = s->user_obs.flow_end ? obs_flow_end : NULL,
@@ -668,9 +767,11 @@ static int breakdown(const step_t *s, sim_time_ps_t end, int32_t gpu, step_break
     int64_t n = 0, cap = 0;
     const int32_t n_ops = sim_op_count(s->e);
     for (int32_t op = 0; op < n_ops; op++) {
-        const step_meta_t *m = &s->meta[op];
-        if (m->gpu != gpu)
+        if (s->rec[op].gpu != gpu)
             continue;
+        step_meta_t mm;
+        step_meta_get(s, op, &mm);
+        const step_meta_t *m = &mm;
         sim_time_ps_t st, en;
         sim_op_times(s->e, op, &st, &en);
         if (st == SIM_TIME_NEVER || en == SIM_TIME_NEVER)
@@ -731,11 +832,11 @@ int step_result(const step_t *s, step_result_t *r) {
         sim_op_times(s->e, op, &st, &en);
         if (en == SIM_TIME_NEVER)
             continue;
-        const int32_t g = s->meta[op].gpu;
+        const int32_t g = s->rec[op].gpu;
         if (en > end || (en == end && (crit < 0 || g < crit))) {
             end = en;
             crit = g;
-            crit_stage = s->meta[op].stage;
+            crit_stage = s->rec[op].stage;
         }
     }
     r->step_time_s = sim_ps_to_s(end);
@@ -781,11 +882,13 @@ double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu) {
 }
 
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
-    if (op < 0 || op >= sim_op_count(s->e) || op >= s->cap_meta)
+    if (op < 0 || op >= sim_op_count(s->e) || op >= s->cap_rec)
         return SIM_EINVAL;
     static const char *const PASS[3] = {"fwd", "bwd", "opt"};
     static const char *const GROUP[4] = {"tp", "cp", "dp", "pp"};
-    const step_meta_t *m = &s->meta[op];
+    step_meta_t mm;
+    step_meta_get(s, op, &mm);
+    const step_meta_t *m = &mm;
     memset(out, 0, sizeof *out);
     out->kind = (step_op_kind_t)m->kind;
     out->pass = m->pass >= 0 && m->pass < 3 ? PASS[m->pass] : NULL;
