@@ -11,16 +11,13 @@
 
 #include "sim_internal.h"
 
-void sim_i_coll_destroy(sim_coll_t *c) {
-    if (!c->shared) {
-        free(c->gpus);
-        free(c->pairs);
-        free(c->routes);
-        free(c->tree_parent);
-        free(c->tree_child);
-    }
-    free(c->member_ops);
-    free(c->scratch);
+/* Free a plan's arrays. */
+static void plan_destroy(sim_coll_t *c) {
+    free(c->gpus);
+    free(c->pairs);
+    free(c->routes);
+    free(c->tree_parent);
+    free(c->tree_child);
     memset(c, 0, sizeof *c);
 }
 
@@ -74,7 +71,25 @@ static void scratch_give(sim_engine_t *e, sim_coll_t *c) {
     c->tree_last = c->chain_ready = NULL;
 }
 
-void sim_i_coll_pool_free(sim_engine_t *e) {
+void sim_i_coll_free_all(sim_engine_t *e) {
+    for (int32_t i = 0; i < e->n_colls; i++)
+        if (e->colls[i].live) {
+            free(e->colls[i].live->scratch);
+            free(e->colls[i].live);
+        }
+    free(e->colls);
+    e->colls = NULL;
+    e->n_colls = e->cap_colls = 0;
+    for (int32_t i = 0; i < e->n_plans; i++)
+        plan_destroy(&e->plans[i]);
+    free(e->plans);
+    e->plans = NULL;
+    e->n_plans = e->cap_plans = 0;
+    while (e->live_free) {
+        sim_coll_t *c = e->live_free;
+        e->live_free = c->next_free;
+        free(c);
+    }
     for (int k = 0; k < 48; k++)
         while (e->scratch_free[k]) {
             void *b = e->scratch_free[k];
@@ -832,11 +847,11 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
     return rc;
 }
 
-static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) {
-    if (sim_i_grow32_raw((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
+/* A new plan at e->plans[e->n_plans] (not counted until planned). */
+static int new_plan(sim_engine_t *e, const sim_coll_desc_t *d, sim_coll_t **out) {
+    if (sim_i_grow32_raw((void **)&e->plans, &e->cap_plans, (int64_t)e->n_plans + 1, sizeof *e->plans))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-    const int32_t id = e->n_colls;
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = &e->plans[e->n_plans];
     memset(c, 0, sizeof *c);
     c->op = d->op;
     c->algo = d->algo;
@@ -853,35 +868,30 @@ static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) 
     c->wire = 1.0;
     c->bound = INFINITY;
     c->chunk = e->cfg.chunk_bytes;
-    c->stream = d->stream;
-    c->name = d->name;
-    c->start_ps = c->end_ps = SIM_TIME_NEVER;
     c->gpus = malloc((size_t)c->n * sizeof *c->gpus);
-    c->member_ops = malloc((size_t)c->n * sizeof *c->member_ops);
-    if (!c->gpus || !c->member_ops) {
-        sim_i_coll_destroy(c);
+    if (!c->gpus)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-    }
     memcpy(c->gpus, d->gpus, (size_t)c->n * sizeof *c->gpus);
-    *id_out = id;
+    *out = c;
     return SIM_OK;
 }
 
-/* Per-member operations on their streams (all or nothing). */
-static int add_members(sim_engine_t *e, int32_t id, const sim_coll_desc_t *d, int32_t stream_dst) {
-    sim_coll_t *c = &e->colls[id];
+/* Per-member operations on their streams, consecutive ids from *first (all or nothing). */
+static int add_members(sim_engine_t *e, int32_t id, const sim_coll_t *c, const sim_coll_desc_t *d,
+                       int32_t stream_dst, int32_t *first) {
     /* Reserve every member's slot first: with gpus and streams checked, sim_i_op_new cannot fail
      * below, so no half-added collective is ever left on the streams. */
     if (sim_i_ops_reserve(e, (int64_t)e->n_ops + c->n))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    *first = e->n_ops;
     for (int32_t i = 0; i < c->n; i++) {
         sim_op_kind_t kind = SIM_OP_COLLECTIVE;
-        int32_t stream = c->stream;
+        int32_t stream = d->stream;
         if (c->op == SIM_COLL_SENDRECV) {
             kind = i == 0 ? SIM_OP_SEND : SIM_OP_RECV;
             stream = i == 0 ? d->stream : stream_dst;
         }
-        const int rc = sim_i_op_new(e, kind, c->gpus[i], stream, 0, id, d->name, &c->member_ops[i]);
+        const int rc = sim_i_op_new(e, kind, c->gpus[i], stream, 0, id, d->name, NULL);
         if (rc)
             return rc;
     }
@@ -932,14 +942,14 @@ static int64_t plan_slot(const sim_engine_t *e, const sim_coll_desc_t *d, sim_fi
     const uint64_t mask = (uint64_t)e->plan_cap - 1;
     for (uint64_t i = plan_hash(d, fid, mode) & mask;; i = (i + 1) & mask) {
         const int32_t id = e->plan_tab[i];
-        if (id < 0 || plan_same(&e->colls[id], d, fid, mode))
+        if (id < 0 || plan_same(&e->plans[id], d, fid, mode))
             return (int64_t)i;
     }
 }
 
-/* Record collective id as the owner of its key (after its plan succeeded). */
+/* Record plan id under its key (after it was planned). */
 static int plan_insert(sim_engine_t *e, const sim_coll_desc_t *d, int32_t id) {
-    const sim_coll_t *c = &e->colls[id];
+    const sim_coll_t *c = &e->plans[id];
     if (2 * (e->plan_n + 1) > e->plan_cap) {
         const int64_t cap = e->plan_cap ? 2 * e->plan_cap : 1024;
         int32_t *old = e->plan_tab, *tab = malloc((size_t)cap * sizeof *tab);
@@ -952,7 +962,7 @@ static int plan_insert(sim_engine_t *e, const sim_coll_desc_t *d, int32_t id) {
         e->plan_cap = cap;
         for (int64_t i = 0; i < old_cap; i++)
             if (old[i] >= 0) {
-                const sim_coll_t *o = &e->colls[old[i]];
+                const sim_coll_t *o = &e->plans[old[i]];
                 const sim_coll_desc_t od = {.op = o->op,
                                             .algo = (sim_coll_algo_t)o->req_algo,
                                             .proto = (sim_proto_t)o->req_proto,
@@ -973,7 +983,7 @@ static int plan_insert(sim_engine_t *e, const sim_coll_desc_t *d, int32_t id) {
     return SIM_OK;
 }
 
-/* An owner of d's plan, or -1. */
+/* The plan of d, or -1. */
 static int32_t plan_find(const sim_engine_t *e, const sim_coll_desc_t *d) {
     if (!e->plan_cap)
         return -1;
@@ -984,38 +994,22 @@ static int32_t plan_find(const sim_engine_t *e, const sim_coll_desc_t *d) {
 
 static int coll_add(sim_engine_t *e, const sim_coll_desc_t *d, int32_t stream_dst, sim_op_id_t *member_ops,
                     sim_coll_id_t *out) {
-    const int32_t owner = d && !e->started && d->gpus && d->n_gpus >= 1 ? plan_find(e, d) : -1;
+    int32_t plan = d && !e->started && d->gpus && d->n_gpus >= 1 ? plan_find(e, d) : -1;
     int rc = SIM_OK;
-    if (owner < 0 && (rc = check_desc(e, d)))
+    if (plan < 0 && (rc = check_desc(e, d)))
         return rc;
-    if (owner >= 0 && (d->stream < 1 || d->stream >= e->streams_per_gpu))
+    if (plan >= 0 && (d->stream < 1 || d->stream >= e->streams_per_gpu))
         return sim_i_fail(e, SIM_EINVAL, "collective: stream %d is not a communication stream (1..%d)",
                           d->stream, e->streams_per_gpu - 1);
     if (d->op == SIM_COLL_SENDRECV && (stream_dst < 1 || stream_dst >= e->streams_per_gpu))
         return sim_i_fail(e, SIM_EINVAL, "sendrecv: dst stream %d is not a communication stream", stream_dst);
-    int32_t id = -1;
-    if (owner >= 0) {
-        if (sim_i_grow32_raw((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
-            return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-        id = e->n_colls;
-        sim_coll_t *c = &e->colls[id];
-        *c = e->colls[owner];
-        c->shared = 1;
-        c->stream = d->stream;
-        c->name = d->name;
-        c->scratch = NULL;
-        c->st = NULL;
-        c->mask = NULL;
-        c->tree_last = c->chain_ready = NULL;
-        c->member_ops = malloc((size_t)c->n * sizeof *c->member_ops);
-        if (!c->member_ops) {
-            memset(c, 0, sizeof *c);
-            return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-        }
-    } else {
-        if ((rc = new_coll(e, d, &id)))
+    if (e->n_colls == INT32_MAX ||
+        sim_i_grow32_raw((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    if (plan < 0) {
+        sim_coll_t *c = NULL;
+        if ((rc = new_plan(e, d, &c)))
             return rc;
-        sim_coll_t *c = &e->colls[id];
         if (c->mode == SIM_COMM_ANALYTIC) {
             if (!e->cfg.has_system)
                 rc = sim_i_fail(e, SIM_EINVAL,
@@ -1025,19 +1019,26 @@ static int coll_add(sim_engine_t *e, const sim_coll_desc_t *d, int32_t stream_ds
         } else {
             rc = resolve_and_plan(e, c);
         }
+        if (!rc && plan_insert(e, d, e->n_plans))
+            rc = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        if (rc) {
+            plan_destroy(c);
+            return rc;
+        }
+        plan = e->n_plans++;
     }
-    sim_coll_t *c = &e->colls[id];
-    if (!rc)
-        rc = add_members(e, id, d, stream_dst);
-    if (!rc && owner < 0 && plan_insert(e, d, id))
-        rc = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-    if (rc) {
-        sim_i_coll_destroy(c);
+    const int32_t id = e->n_colls;
+    int32_t first = -1;
+    if ((rc = add_members(e, id, &e->plans[plan], d, stream_dst, &first)))
         return rc;
-    }
+    e->colls[id] = (sim_coll_inst_t){.plan = plan,
+                                     .first_op = first,
+                                     .state = SIM_COLL_WAITING,
+                                     .start_ps = SIM_TIME_NEVER,
+                                     .end_ps = SIM_TIME_NEVER};
     e->n_colls++;
-    if (member_ops)
-        memcpy(member_ops, c->member_ops, (size_t)c->n * sizeof *member_ops);
+    for (int32_t i = 0; member_ops && i < e->plans[plan].n; i++)
+        member_ops[i] = first + i;
     if (out)
         *out = id;
     return SIM_OK;
@@ -1099,14 +1100,40 @@ static double analytic_s(const sim_engine_t *e, const sim_coll_t *c) {
                                    per_domain);
 }
 
-static void coll_start(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
-    c->state = SIM_COLL_RUNNING;
-    c->start_ps = e->now;
+/* Make the live copy of collective id's plan (SIM_OK or SIM_ENOMEM). */
+static int live_take(sim_engine_t *e, int32_t id) {
+    sim_coll_inst_t *in = &e->colls[id];
+    sim_coll_t *c = e->live_free;
+    if (c)
+        e->live_free = c->next_free;
+    else if (!(c = malloc(sizeof *c)))
+        return SIM_ENOMEM;
+    *c = e->plans[in->plan];
+    c->scratch = NULL;
+    c->st = NULL;
+    c->mask = NULL;
+    c->tree_last = c->chain_ready = NULL;
+    c->flows_run = 0;
     c->phase = 0;
+    c->pending = 0;
+    c->next_free = NULL;
+    in->live = c;
+    return SIM_OK;
+}
+
+static void coll_start(sim_engine_t *e, int32_t id) {
+    sim_coll_inst_t *in = &e->colls[id];
+    in->state = SIM_COLL_RUNNING;
+    in->start_ps = e->now;
+    if (live_take(e, id)) {
+        e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        return;
+    }
+    sim_coll_t *c = in->live;
     if (c->mode == SIM_COMM_ANALYTIC) {
         const double t = analytic_s(e, c);
         c->closed_form_s = t;
+        e->plans[in->plan].closed_form_s = t; /* the same for every collective of this plan */
         if (sim_i_schedule(e, e->now + sim_s_to_ps(t), SIM_EV_COLL_DONE, id, 0))
             e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
         return;
@@ -1129,18 +1156,24 @@ static void coll_start(sim_engine_t *e, int32_t id) {
 }
 
 void sim_i_coll_arrive(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
-    if (++c->arrived == c->n)
+    sim_coll_inst_t *in = &e->colls[id];
+    if (++in->arrived == e->plans[in->plan].n)
         coll_start(e, id);
 }
 
 static void coll_finish(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
-    c->state = SIM_COLL_DONE;
-    c->end_ps = e->now;
+    sim_coll_inst_t *in = &e->colls[id];
+    sim_coll_t *c = in->live;
+    in->state = SIM_COLL_DONE;
+    in->end_ps = e->now;
+    in->flows = c->flows_run;
     scratch_give(e, c);
-    for (int32_t i = 0; i < c->n; i++)
-        sim_i_op_end(e, e->colls[id].member_ops[i]);
+    in->live = NULL;
+    c->next_free = e->live_free;
+    e->live_free = c;
+    const int32_t n = e->plans[in->plan].n, first = in->first_op;
+    for (int32_t i = 0; i < n; i++)
+        sim_i_op_end(e, first + i);
 }
 
 void sim_i_coll_done_event(sim_engine_t *e, int32_t id) {
@@ -1148,7 +1181,7 @@ void sim_i_coll_done_event(sim_engine_t *e, int32_t id) {
 }
 
 void sim_i_coll_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     sim_i_phase_flow_done(e, id, tag);
     if (c->pending > 0)
         return;
@@ -1161,14 +1194,15 @@ void sim_i_coll_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
 int sim_coll_result(const sim_engine_t *e, sim_coll_id_t id, sim_coll_result_t *out) {
     if (id < 0 || id >= e->n_colls)
         return SIM_EINVAL;
-    const sim_coll_t *c = &e->colls[id];
+    const sim_coll_inst_t *in = &e->colls[id];
+    const sim_coll_t *c = &e->plans[in->plan];
     out->algo = c->algo;
     out->fidelity = c->fidelity;
     out->mode = c->mode;
-    out->start_ps = c->start_ps;
-    out->end_ps = c->end_ps;
+    out->start_ps = in->start_ps;
+    out->end_ps = in->end_ps;
     out->closed_form_s = c->closed_form_s;
-    out->flows = c->flows;
+    out->flows = in->live ? in->live->flows_run : in->flows;
     out->proto = c->proto == SIM_PROTO_AUTO ? SIM_PROTO_SIMPLE : c->proto;
     out->channels = c->channels;
     return SIM_OK;

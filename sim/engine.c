@@ -282,10 +282,7 @@ void sim_engine_free(sim_engine_t *e) {
         return;
     sim_queue_free(e->q);
     sim_i_net_destroy(&e->net);
-    for (int32_t i = 0; i < e->n_colls; i++)
-        sim_i_coll_destroy(&e->colls[i]);
-    sim_i_coll_pool_free(e);
-    free(e->colls);
+    sim_i_coll_free_all(e);
     free(e->ops);
     free(e->edges);
     free(e->succ_off);

@@ -149,7 +149,7 @@ typedef struct sim_coll {
     sim_fidelity_t fidelity;
     sim_comm_mode_t mode;
     double size_bytes;
-    int32_t n, root, stream;
+    int32_t n, root;
     int32_t channels;      /* rings per ring phase (ring, hierarchical); >= 1 */
     int32_t want_channels; /* as requested: >= 1, or SIM_CHANNELS_AUTO */
     sim_proto_t proto;
@@ -160,14 +160,8 @@ typedef struct sim_coll {
     sim_time_ps_t launch_ps; /* the protocol's launch latency, before the first phase */
     double chunk;            /* tree and chain pipeline chunk */
     int32_t window;          /* chain: chunks in flight per edge (W, >= 1) */
-    const char *name;
     int32_t *gpus;
-    sim_op_id_t *member_ops;
-    int32_t arrived;
-    sim_coll_state_t state;
-    sim_time_ps_t start_ps, end_ps;
     double closed_form_s;
-    int64_t flows;
     sim_pair_t *pairs;
     int32_t n_pairs;
     int32_t *routes;
@@ -185,14 +179,28 @@ typedef struct sim_coll {
     int32_t chain_slots;
     int32_t tree_depth, tree_load;
     /* The plan cache: the algorithm and protocol as requested (the key, with op, fidelity, mode,
-     * size, root, channels and gpus); shared 1: gpus, pairs, routes, tree_parent and tree_child are
-     * another collective's (an identical one added before) and are not freed with this one. */
-    int32_t req_algo, req_proto, shared;
+     * size, root, channels and gpus). */
+    int32_t req_algo, req_proto;
     /* Run-time state (st, mask, tree_last, chain_ready point into it): taken from the engine's
      * pool when the collective starts and given back when it ends; NULL otherwise. */
     void *scratch;
     int32_t scratch_class;
+    int64_t flows_run;          /* flows started by this run of the plan (live copies) */
+    struct sim_coll *next_free; /* the engine's free live copies */
 } sim_coll_t;
+
+/* A collective added to the engine: its plan (shared by every identical collective), its member
+ * operations, and while it runs a live copy of the plan holding the phases' state (allocated when
+ * it starts, recycled when it ends). */
+typedef struct sim_coll_inst {
+    int32_t plan;     /* index into the engine's plans */
+    int32_t first_op; /* member i is operation first_op + i */
+    int32_t arrived;
+    int32_t state;    /* sim_coll_state_t */
+    sim_coll_t *live; /* while running; NULL otherwise */
+    sim_time_ps_t start_ps, end_ps;
+    int64_t flows;
+} sim_coll_inst_t;
 
 /* ---- executor ----------------------------------------------------------------------------------- */
 
@@ -237,9 +245,12 @@ struct sim_engine {
     int32_t n_edges, cap_edges;
     int32_t *succ_off, *succ;
     sim_stream_t *streams;
-    sim_coll_t *colls;
+    sim_coll_inst_t *colls;
     int32_t n_colls, cap_colls;
-    /* the plan cache: open addressing over collective ids (-1 empty), power-of-two size */
+    sim_coll_t *plans; /* distinct plans */
+    int32_t n_plans, cap_plans;
+    sim_coll_t *live_free;
+    /* the plan cache: open addressing over plan indices (-1 empty), power-of-two size */
     int32_t *plan_tab;
     int64_t plan_cap, plan_n;
     /* free blocks of collective run-time state by size class (2^k bytes), linked through their
@@ -305,8 +316,12 @@ int sim_i_maxmin_solve(sim_net_t *n, int32_t n_flows, int32_t n_links);
 void sim_i_coll_arrive(sim_engine_t *e, int32_t c);
 void sim_i_coll_flow_done(sim_engine_t *e, int32_t c, int32_t tag);
 void sim_i_coll_done_event(sim_engine_t *e, int32_t c);
-void sim_i_coll_destroy(sim_coll_t *c);
-void sim_i_coll_pool_free(sim_engine_t *e); /* the plan cache and the pool's free blocks */
+/* Every collective's plans, live copies, the plan cache and the pool's free blocks. */
+void sim_i_coll_free_all(sim_engine_t *e);
+/* The live copy of running collective id (the phases' state machines work on it). */
+static inline sim_coll_t *sim_i_coll(const sim_engine_t *e, int32_t id) {
+    return e->colls[id].live;
+}
 
 /* coll_algos.c: per-phase state machines. */
 int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_masks);

@@ -37,11 +37,17 @@ int step_meta_reserve(step_t *s, int32_t n_ops) {
     return SIM_OK;
 }
 
+_Static_assert(sizeof(step_info_t) % 8 == 0, "step_info_t hashes as whole words");
+
 static uint64_t info_hash(const step_info_t *in) {
-    const unsigned char *p = (const unsigned char *)in;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < sizeof *in; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
+    uint64_t w[sizeof *in / 8], h = 0x9e3779b97f4a7c15ULL;
+    memcpy(w, in, sizeof w);
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+        h ^= w[i];
+        h *= 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    h *= 0x94d049bb133111ebULL;
     return h ^ (h >> 29);
 }
 
@@ -76,12 +82,15 @@ static int32_t info_intern(step_t *s, const step_info_t *in) {
         for (int32_t k = 0; k < s->n_info; k++)
             s->info_tab[info_slot(s, &s->info[k])] = k;
     }
+    if (s->n_info > 0 && memcmp(&s->info[s->last_info], in, sizeof *in) == 0)
+        return s->last_info; /* the common case: the same operation on the next GPU */
     const int64_t slot = info_slot(s, in);
     if (s->info_tab[slot] < 0) {
         s->info[s->n_info] = *in;
         s->info_tab[slot] = s->n_info++;
     }
-    return s->info_tab[slot];
+    s->last_info = s->info_tab[slot];
+    return s->last_info;
 }
 
 int step_meta_put(step_t *s, sim_op_id_t op, const step_meta_t *m) {

@@ -145,7 +145,7 @@ struct sim_step {
     step_rec_t *rec;
     int32_t cap_rec;
     step_info_t *info;
-    int32_t n_info, cap_info;
+    int32_t n_info, cap_info, last_info;
     int32_t *info_tab; /* open addressing over info indices, -1 empty */
     int64_t info_tab_cap;
     /* observer and memory */
