@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "step_internal.h"
 
 #define DEFAULT_MAX_OPS 1500000
-#define HARD_MAX_OPS 50000000LL
 
 int step_fail(step_t *s, int status, const char *fmt, ...) {
     va_list ap;
@@ -143,6 +143,17 @@ void step_meta_get(const step_t *s, sim_op_id_t op, step_meta_t *m) {
                        .comm_gb = in->comm_gb,
                        .tp_comm_s = in->tp_comm_s,
                        .act_gb = in->act_gb};
+}
+
+double step_memory_estimate_gb(int64_t n_ops) {
+    return (STEP_MEMORY_BASE_BYTES + STEP_MEMORY_BYTES_PER_OP * (double)n_ops) * 1e-9;
+}
+
+double step_memory_budget_gb(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return 8.0;
+    return 0.5 * (double)pages * (double)page * 1e-9;
 }
 
 void step_config_default(step_config_t *cfg) {
@@ -410,11 +421,15 @@ static int decide(step_t *s) {
                              ? STEP_GRANULARITY_LAYER
                              : STEP_GRANULARITY_MICROBATCH;
     const int64_t est = step_estimate_ops(s, s->level, s->granularity);
-    if (est > HARD_MAX_OPS)
+    const double need_gb = step_memory_estimate_gb(est);
+    const double budget_gb = s->cfg.max_memory_gb > 0.0 ? s->cfg.max_memory_gb : step_memory_budget_gb();
+    if (need_gb > budget_gb || est > INT32_MAX)
         return step_fail(s, SIM_EINVAL,
-                         "step: about %lld operations to simulate (more than %lld); allowed: a smaller job, "
-                         "analytic communication, or collapsing",
-                         (long long)est, (long long)HARD_MAX_OPS);
+                         "step: about %lld operations need about %.1f GB, more than the memory budget of "
+                         "%.1f GB (--max-memory); allowed: a smaller job, analytic communication, "
+                         "collapsing, or a larger budget",
+                         (long long)est, need_gb, budget_gb);
+    s->est_ops = est;
     return SIM_OK;
 }
 

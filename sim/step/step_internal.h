@@ -129,6 +129,7 @@ struct sim_step {
     int collapsed_dim[STEP_DIM_COUNT];
     int fixed_group[STEP_GROUP_COUNT]; /* 1: collectives of this group take a fixed time */
     step_granularity_t granularity;
+    int64_t est_ops; /* step_estimate_ops at the chosen level and granularity */
     /* simulated GPUs: per stage, in stage-local order (free dims TP, CP, DP, innermost first) */
     int32_t per_stage;
     int32_t *stage_gpus;             /* [pp * per_stage] */

@@ -62,7 +62,7 @@ int cmd_validate(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 typedef struct run_opts {
     int json, deterministic;
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
-    const char *calibration;
+    const char *calibration, *max_memory;
     const char *trace, *trace_ranks;
     char schedule_text[32],
         optimizer_text[8]; /* storage of schedule / optimizer when set from the scenario */
