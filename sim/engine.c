@@ -253,6 +253,11 @@ int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_e
     e->n_gpus = net->n_gpus;
     e->gpus_per_domain = net->gpus_per_domain > 0 ? net->gpus_per_domain : 1;
     e->streams_per_gpu = 1 + e->cfg.comm_streams;
+    if ((int64_t)e->n_gpus * e->streams_per_gpu > INT32_MAX) {
+        rc = sim_i_fail(e, SIM_EINVAL, "network: n_gpus %d x %d streams exceeds 2^31 streams", e->n_gpus,
+                        e->streams_per_gpu);
+        goto fail;
+    }
     e->route = net->route;
     e->route_ctx = net->route_ctx;
     e->route_load = net->route_load;
@@ -284,6 +289,8 @@ void sim_engine_free(sim_engine_t *e) {
     sim_i_net_destroy(&e->net);
     sim_i_coll_free_all(e);
     free(e->ops);
+    free(e->names);
+    free(e->name_tab);
     free(e->edges);
     free(e->succ_off);
     free(e->succ);

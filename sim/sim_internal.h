@@ -204,18 +204,19 @@ typedef struct sim_coll_inst {
 
 /* ---- executor ----------------------------------------------------------------------------------- */
 
-typedef enum { SIM_OPST_WAITING, SIM_OPST_RUNNING, SIM_OPST_DONE } sim_op_state_t;
-
+/* 32 bytes. The state is in the times: waiting while t_start is SIM_TIME_NEVER, done once t_end
+ * is >= 0; until then t_end holds -1 - the duration of a compute operation (-1 for a member of a
+ * collective). The kind follows from coll (-1: compute) and the collective's op. */
 typedef struct sim_op {
-    int32_t gpu;
-    int32_t deps_left;
+    int32_t gs; /* gpu * streams_per_gpu + stream */
     int32_t next_in_stream;
-    uint8_t kind, state; /* sim_op_kind_t, sim_op_state_t */
-    uint16_t stream;
-    int64_t arg; /* compute: the duration in ps; otherwise the collective */
-    const char *name;
+    int32_t coll;       /* -1: compute */
+    uint16_t deps_left; /* at most SIM_OP_MAX_DEPS */
+    uint16_t name;      /* index into the engine's names (0: NULL) */
     sim_time_ps_t t_start, t_end;
 } sim_op_t;
+#define SIM_OP_MAX_DEPS 65535
+#define SIM_OP_MAX_NAMES 65535
 
 typedef struct sim_stream {
     int32_t head, tail; /* first op not yet ended; last op added */
@@ -241,6 +242,12 @@ struct sim_engine {
     int started;
     sim_op_t *ops;
     int32_t n_ops, cap_ops;
+    /* operation names: distinct pointers (index 0 is NULL), found through an open-addressing table
+     * of indices (0 empty) */
+    const char **names;
+    int32_t n_names, cap_names, last_name;
+    uint16_t *name_tab;
+    int32_t name_tab_cap;
     int32_t *edges; /* pairs (op, after) */
     int32_t n_edges, cap_edges;
     int32_t *succ_off, *succ;

@@ -524,6 +524,8 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after);
 /* Start and end time of an operation (SIM_TIME_NEVER if it did not start / end). */
 int sim_op_times(const sim_engine_t *e, sim_op_id_t op, sim_time_ps_t *start_ps, sim_time_ps_t *end_ps);
 int32_t sim_op_count(const sim_engine_t *e);
+/* The GPU of an operation (-1 for unknown ids). */
+int32_t sim_op_gpu(const sim_engine_t *e, sim_op_id_t op);
 /* The collective an operation is a member of (-1 for compute operations and unknown ids). */
 sim_coll_id_t sim_op_collective(const sim_engine_t *e, sim_op_id_t op);
 /* Make room for n_ops operations and n_dependencies dependencies in all (a hint: adding more still

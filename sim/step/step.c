@@ -96,6 +96,9 @@ static int32_t info_intern(step_t *s, const step_info_t *in) {
 int step_meta_put(step_t *s, sim_op_id_t op, const step_meta_t *m) {
     step_info_t in;
     memset(&in, 0, sizeof in); /* padding too: the table compares bytes */
+    in.chunk = m->chunk;
+    in.microbatch = m->microbatch;
+    in.first_block = m->first_block;
     in.n_blocks = m->n_blocks;
     in.kind = m->kind;
     in.pass = m->pass;
@@ -112,24 +115,19 @@ int step_meta_put(step_t *s, sim_op_id_t op, const step_meta_t *m) {
     const int32_t k = info_intern(s, &in);
     if (k < 0)
         return step_fail(s, SIM_ENOMEM, "step: out of memory for operation metadata");
-    s->rec[op] = (step_rec_t){.gpu = m->gpu,
-                              .stage = m->stage,
-                              .chunk = m->chunk,
-                              .microbatch = m->microbatch,
-                              .first_block = m->first_block,
-                              .info = k};
+    s->rec[op].info = k;
     return SIM_OK;
 }
 
 void step_meta_get(const step_t *s, sim_op_id_t op, step_meta_t *m) {
-    const step_rec_t *r = &s->rec[op];
-    const step_info_t *in = &s->info[r->info];
-    *m = (step_meta_t){.gpu = r->gpu,
+    const step_info_t *in = &s->info[s->rec[op].info];
+    const int32_t gpu = sim_op_gpu(s->e, op);
+    *m = (step_meta_t){.gpu = gpu,
                        .coll = sim_op_collective(s->e, op),
-                       .stage = r->stage,
-                       .chunk = r->chunk,
-                       .microbatch = r->microbatch,
-                       .first_block = r->first_block,
+                       .stage = s->gpu_stage[gpu],
+                       .chunk = in->chunk,
+                       .microbatch = in->microbatch,
+                       .first_block = in->first_block,
                        .n_blocks = in->n_blocks,
                        .kind = in->kind,
                        .pass = in->pass,
@@ -441,8 +439,11 @@ static int stage_gpus(step_t *s) {
         per *= s->collapsed_dim[order[i]] ? 1 : s->n[order[i]];
     s->per_stage = (int32_t)per;
     s->stage_gpus = malloc((size_t)s->pp * (size_t)per * sizeof *s->stage_gpus);
-    if (!s->stage_gpus)
+    s->gpu_stage = malloc((size_t)s->gpus * sizeof *s->gpu_stage);
+    if (!s->stage_gpus || !s->gpu_stage)
         return step_fail(s, SIM_ENOMEM, "step: out of memory");
+    for (int32_t g = 0; g < s->gpus; g++)
+        s->gpu_stage[g] = -1;
     for (int32_t p = 0; p < s->pp; p++)
         for (int64_t j = 0; j < per; j++) {
             int64_t x[STEP_DIM_COUNT] = {0, 0, p, 0}, rem = j;
@@ -452,6 +453,7 @@ static int stage_gpus(step_t *s) {
                     rem /= s->n[order[i]];
                 }
             s->stage_gpus[(int64_t)p * per + j] = step_gpu(s, x);
+            s->gpu_stage[s->stage_gpus[(int64_t)p * per + j]] = p;
         }
     return SIM_OK;
 }
@@ -659,6 +661,7 @@ void step_free(step_t *s) {
     sim_engine_free(s->e);
     sim_star_destroy(&s->star);
     free(s->stage_gpus);
+    free(s->gpu_stage);
     free(s->fixed);
     free(s->rec);
     free(s->info);
@@ -678,17 +681,17 @@ static void obs_op_start(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
 static void obs_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
     step_t *s = ctx;
     if (op->op >= 0 && op->op < s->cap_rec) {
-        const step_rec_t *r = &s->rec[op->op];
-        const double act = s->info[r->info].act_gb;
+        const double act = s->info[s->rec[op->op].info].act_gb;
         if (act != 0.0) {
-            double *a = &s->act_gb[r->gpu];
+            const int32_t g = op->gpu;
+            double *a = &s->act_gb[g];
             *a += act;
             if (*a < 1e-12 && *a > -1e-12)
                 *a = 0.0; /* allocations and frees cancel exactly in value, not always in rounding */
-            if (*a > s->peak_act_gb[r->gpu])
-                s->peak_act_gb[r->gpu] = *a;
+            if (*a > s->peak_act_gb[g])
+                s->peak_act_gb[g] = *a;
             if (s->mem_fn)
-                s->mem_fn(s->mem_ctx, t, r->gpu, s->static_gb + *a);
+                s->mem_fn(s->mem_ctx, t, g, s->static_gb + *a);
         }
     }
     if (s->user_obs.op_end)
@@ -791,7 +794,7 @@ static int breakdown(const step_t *s, sim_time_ps_t end, int32_t gpu, step_break
     int64_t n = 0, cap = 0;
     const int32_t n_ops = sim_op_count(s->e);
     for (int32_t op = 0; op < n_ops; op++) {
-        if (s->rec[op].gpu != gpu)
+        if (sim_op_gpu(s->e, op) != gpu)
             continue;
         step_meta_t mm;
         step_meta_get(s, op, &mm);
@@ -856,11 +859,11 @@ int step_result(const step_t *s, step_result_t *r) {
         sim_op_times(s->e, op, &st, &en);
         if (en == SIM_TIME_NEVER)
             continue;
-        const int32_t g = s->rec[op].gpu;
+        const int32_t g = sim_op_gpu(s->e, op);
         if (en > end || (en == end && (crit < 0 || g < crit))) {
             end = en;
             crit = g;
-            crit_stage = s->rec[op].stage;
+            crit_stage = s->gpu_stage[g];
         }
     }
     r->step_time_s = sim_ps_to_s(end);

@@ -86,14 +86,16 @@ typedef struct step_meta {
 } step_meta_t;
 
 typedef struct step_info {
+    int32_t chunk, microbatch, first_block;
     int16_t n_blocks;
     int8_t kind, pass, layer0, layer1, coll_op, group, fixed;
     double flops_tflop, hbm_gb, comm_gb, tp_comm_s, act_gb;
 } step_info_t;
 
+/* Per operation: its metadata's index into step_t.info (the GPU is the engine's, the stage the
+ * GPU's). */
 typedef struct step_rec {
-    int32_t gpu, stage, chunk, microbatch, first_block;
-    int32_t info; /* index into step_t.info */
+    int32_t info;
 } step_rec_t;
 
 /* ---- fixed-duration collectives --------------------------------------------------------------- */
@@ -133,6 +135,7 @@ struct sim_step {
     /* simulated GPUs: per stage, in stage-local order (free dims TP, CP, DP, innermost first) */
     int32_t per_stage;
     int32_t *stage_gpus;             /* [pp * per_stage] */
+    int32_t *gpu_stage;              /* [gpus]: the stage of a simulated GPU, -1 */
     int64_t local_n[STEP_DIM_COUNT]; /* sizes of the free dims (1 if collapsed; 1 for PP) */
     /* fixed durations */
     step_fixed_key_t *fixed;
