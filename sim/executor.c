@@ -5,8 +5,8 @@
  * every operation it depends on has ended. Compute operations end after their duration; member
  * operations of a collective "arrive" when they start and all end together when the collective
  * ends (the collective itself starts when its last member arrives: NCCL's implicit barrier).
- * Dependencies are collected as an edge list while the DAG is built and turned into a successor
- * array (CSR) when the run starts, so the run itself never allocates for the DAG. */
+ * Dependencies are kept as a successor list per operation (8 bytes per dependency, 4 per operation),
+ * so the run itself never allocates for the DAG. */
 #include <stdlib.h>
 
 #include "sim_internal.h"
@@ -100,9 +100,12 @@ int sim_i_ops_reserve(sim_engine_t *e, int64_t need) {
     if (c > INT32_MAX)
         c = INT32_MAX;
     sim_op_t *p = realloc(e->ops, (size_t)c * sizeof *p);
-    if (!p)
+    if (p)
+        e->ops = p;
+    int32_t *h = p ? realloc(e->succ_head, (size_t)c * sizeof *h) : NULL;
+    if (!h)
         return SIM_ENOMEM;
-    e->ops = p;
+    e->succ_head = h;
     e->cap_ops = (int32_t)c;
     return SIM_OK;
 }
@@ -116,10 +119,13 @@ int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies) {
                           (long long)n_ops, (long long)n_dependencies);
     if (n_ops > e->cap_ops) {
         sim_op_t *p = realloc(e->ops, (size_t)n_ops * sizeof *p);
-        if (!p)
+        if (p)
+            e->ops = p;
+        int32_t *h = p ? realloc(e->succ_head, (size_t)n_ops * sizeof *h) : NULL;
+        if (!h)
             return sim_i_fail(e, SIM_ENOMEM, "sim_engine_reserve: out of memory for %lld operations",
                               (long long)n_ops);
-        e->ops = p;
+        e->succ_head = h;
         e->cap_ops = (int32_t)n_ops;
     }
     if (2 * n_dependencies > e->cap_edges) {
@@ -159,6 +165,7 @@ int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t strea
                             .name = (uint16_t)name_id,
                             .t_start = SIM_TIME_NEVER,
                             .t_end = kind == SIM_OP_COMPUTE ? -1 - dur_ps : -1};
+    e->succ_head[id] = -1;
     sim_stream_t *s = stream_at(e, gs);
     if (s->tail >= 0)
         e->ops[s->tail].next_in_stream = id;
@@ -189,9 +196,11 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
                           SIM_OP_MAX_DEPS, SIM_OP_MAX_DEPS);
     if (sim_i_grow32_raw((void **)&e->edges, &e->cap_edges, 2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
         return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: out of memory");
+    if (e->n_edges == INT32_MAX / 2)
+        return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: too many dependencies");
     e->edges[2 * e->n_edges] = op;
-    e->edges[2 * e->n_edges + 1] = after;
-    e->n_edges++;
+    e->edges[2 * e->n_edges + 1] = e->succ_head[after];
+    e->succ_head[after] = e->n_edges++;
     e->ops[op].deps_left++;
     return SIM_OK;
 }
@@ -250,32 +259,28 @@ void sim_i_op_end(sim_engine_t *e, int32_t id) {
     sim_stream_t *s = stream_at(e, op->gs);
     s->busy = 0;
     s->head = op->next_in_stream;
-    for (int32_t i = e->succ_off[id]; i < e->succ_off[id + 1]; i++) {
-        sim_op_t *next = &e->ops[e->succ[i]];
+    for (int32_t i = e->succ_head[id]; i >= 0; i = e->edges[2 * i + 1]) {
+        sim_op_t *next = &e->ops[e->edges[2 * i]];
         if (--next->deps_left == 0)
             stream_try(e, next->gs);
     }
     stream_try(e, op->gs);
 }
 
-/* Build the successor CSR and start every stream's head. */
+/* Put every successor list in the order its dependencies were added (determinism) and start every
+ * stream's head. */
 int sim_i_exec_start(sim_engine_t *e) {
     e->started = 1;
-    e->succ_off = calloc((size_t)e->n_ops + 1, sizeof *e->succ_off);
-    e->succ = malloc(((size_t)e->n_edges + 1) * sizeof *e->succ);
-    if (!e->succ_off || !e->succ)
-        return sim_i_fail(e, SIM_ENOMEM, "executor: out of memory for %d dependencies", e->n_edges);
-    /* Counts, then running ends; placing the edges from the last one backwards leaves every list in
-     * the order its dependencies were added (determinism) and succ_off[i] at list i's start. */
-    for (int32_t i = 0; i < e->n_edges; i++)
-        e->succ_off[e->edges[2 * i + 1]]++;
-    for (int32_t i = 0; i < e->n_ops; i++)
-        e->succ_off[i + 1] += e->succ_off[i];
-    for (int32_t i = e->n_edges - 1; i >= 0; i--)
-        e->succ[--e->succ_off[e->edges[2 * i + 1]]] = e->edges[2 * i];
-    free(e->edges); /* the CSR holds them now */
-    e->edges = NULL;
-    e->cap_edges = 0;
+    for (int32_t op = 0; op < e->n_ops; op++) {
+        int32_t prev = -1, i = e->succ_head[op];
+        while (i >= 0) {
+            const int32_t next = e->edges[2 * i + 1];
+            e->edges[2 * i + 1] = prev;
+            prev = i;
+            i = next;
+        }
+        e->succ_head[op] = prev;
+    }
     for (int32_t gs = 0; gs < e->n_gpus * e->streams_per_gpu; gs++)
         stream_try(e, gs);
     return SIM_OK;

@@ -248,9 +248,12 @@ struct sim_engine {
     int32_t n_names, cap_names, last_name;
     uint16_t *name_tab;
     int32_t name_tab_cap;
-    int32_t *edges; /* pairs (op, after) */
+    /* successors: a list per operation through edges (pairs: successor, next edge; -1 ends),
+     * prepended while the DAG is built and reversed when the run starts (so each list is in the
+     * order its dependencies were added) */
+    int32_t *succ_head; /* [cap_ops] */
+    int32_t *edges;
     int32_t n_edges, cap_edges;
-    int32_t *succ_off, *succ;
     sim_stream_t *streams;
     sim_coll_inst_t *colls;
     int32_t n_colls, cap_colls;
