@@ -1031,11 +1031,7 @@ static int coll_add(sim_engine_t *e, const sim_coll_desc_t *d, int32_t stream_ds
     int32_t first = -1;
     if ((rc = add_members(e, id, &e->plans[plan], d, stream_dst, &first)))
         return rc;
-    e->colls[id] = (sim_coll_inst_t){.plan = plan,
-                                     .first_op = first,
-                                     .state = SIM_COLL_WAITING,
-                                     .start_ps = SIM_TIME_NEVER,
-                                     .end_ps = SIM_TIME_NEVER};
+    e->colls[id] = (sim_coll_inst_t){.plan = plan, .first_op = first};
     e->n_colls++;
     for (int32_t i = 0; member_ops && i < e->plans[plan].n; i++)
         member_ops[i] = first + i;
@@ -1123,8 +1119,6 @@ static int live_take(sim_engine_t *e, int32_t id) {
 
 static void coll_start(sim_engine_t *e, int32_t id) {
     sim_coll_inst_t *in = &e->colls[id];
-    in->state = SIM_COLL_RUNNING;
-    in->start_ps = e->now;
     if (live_take(e, id)) {
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
         return;
@@ -1164,8 +1158,6 @@ void sim_i_coll_arrive(sim_engine_t *e, int32_t id) {
 static void coll_finish(sim_engine_t *e, int32_t id) {
     sim_coll_inst_t *in = &e->colls[id];
     sim_coll_t *c = in->live;
-    in->state = SIM_COLL_DONE;
-    in->end_ps = e->now;
     in->flows = c->flows_run;
     scratch_give(e, c);
     in->live = NULL;
@@ -1199,8 +1191,17 @@ int sim_coll_result(const sim_engine_t *e, sim_coll_id_t id, sim_coll_result_t *
     out->algo = c->algo;
     out->fidelity = c->fidelity;
     out->mode = c->mode;
-    out->start_ps = in->start_ps;
-    out->end_ps = in->end_ps;
+    out->start_ps = SIM_TIME_NEVER; /* when the last member started, once all have */
+    out->end_ps = SIM_TIME_NEVER;
+    if (in->arrived == c->n) {
+        out->start_ps = 0;
+        for (int32_t i = 0; i < c->n; i++) {
+            sim_time_ps_t st, en;
+            sim_op_times(e, in->first_op + i, &st, &en);
+            out->start_ps = st > out->start_ps ? st : out->start_ps;
+            out->end_ps = en;
+        }
+    }
     out->closed_form_s = c->closed_form_s;
     out->flows = in->live ? in->live->flows_run : in->flows;
     out->proto = c->proto == SIM_PROTO_AUTO ? SIM_PROTO_SIMPLE : c->proto;

@@ -292,7 +292,7 @@ void sim_engine_free(sim_engine_t *e) {
     free(e->names);
     free(e->name_tab);
     free(e->edges);
-    free(e->succ_head);
+    free(e->succ);
     free(e->streams);
     free(e);
 }

@@ -5,8 +5,8 @@
  * every operation it depends on has ended. Compute operations end after their duration; member
  * operations of a collective "arrive" when they start and all end together when the collective
  * ends (the collective itself starts when its last member arrives: NCCL's implicit barrier).
- * Dependencies are kept as a successor list per operation (8 bytes per dependency, 4 per operation),
- * so the run itself never allocates for the DAG. */
+ * Dependencies are kept per operation as its first successor and a list of the others (8 bytes per
+ * operation, 8 per further dependency), so the run itself never allocates for the DAG. */
 #include <stdlib.h>
 
 #include "sim_internal.h"
@@ -102,10 +102,10 @@ int sim_i_ops_reserve(sim_engine_t *e, int64_t need) {
     sim_op_t *p = realloc(e->ops, (size_t)c * sizeof *p);
     if (p)
         e->ops = p;
-    int32_t *h = p ? realloc(e->succ_head, (size_t)c * sizeof *h) : NULL;
+    int32_t *h = p ? realloc(e->succ, (size_t)c * 2 * sizeof *h) : NULL;
     if (!h)
         return SIM_ENOMEM;
-    e->succ_head = h;
+    e->succ = h;
     e->cap_ops = (int32_t)c;
     return SIM_OK;
 }
@@ -121,11 +121,11 @@ int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies) {
         sim_op_t *p = realloc(e->ops, (size_t)n_ops * sizeof *p);
         if (p)
             e->ops = p;
-        int32_t *h = p ? realloc(e->succ_head, (size_t)n_ops * sizeof *h) : NULL;
+        int32_t *h = p ? realloc(e->succ, (size_t)n_ops * 2 * sizeof *h) : NULL;
         if (!h)
             return sim_i_fail(e, SIM_ENOMEM, "sim_engine_reserve: out of memory for %lld operations",
                               (long long)n_ops);
-        e->succ_head = h;
+        e->succ = h;
         e->cap_ops = (int32_t)n_ops;
     }
     if (2 * n_dependencies > e->cap_edges) {
@@ -165,7 +165,7 @@ int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t strea
                             .name = (uint16_t)name_id,
                             .t_start = SIM_TIME_NEVER,
                             .t_end = kind == SIM_OP_COMPUTE ? -1 - dur_ps : -1};
-    e->succ_head[id] = -1;
+    e->succ[2 * id] = e->succ[2 * id + 1] = -1;
     sim_stream_t *s = stream_at(e, gs);
     if (s->tail >= 0)
         e->ops[s->tail].next_in_stream = id;
@@ -194,13 +194,16 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
         return sim_i_fail(e, SIM_EINVAL,
                           "sim_op_depend: op %d already has %d dependencies; allowed: at most %d", op,
                           SIM_OP_MAX_DEPS, SIM_OP_MAX_DEPS);
-    if (sim_i_grow32_raw((void **)&e->edges, &e->cap_edges, 2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
-        return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: out of memory");
-    if (e->n_edges == INT32_MAX / 2)
-        return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: too many dependencies");
-    e->edges[2 * e->n_edges] = op;
-    e->edges[2 * e->n_edges + 1] = e->succ_head[after];
-    e->succ_head[after] = e->n_edges++;
+    if (e->succ[2 * after] < 0) { /* the first successor is kept with the operation */
+        e->succ[2 * after] = op;
+    } else {
+        if (e->n_edges == INT32_MAX / 2 || sim_i_grow32_raw((void **)&e->edges, &e->cap_edges,
+                                                            2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
+            return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: out of memory");
+        e->edges[2 * e->n_edges] = op;
+        e->edges[2 * e->n_edges + 1] = e->succ[2 * after + 1];
+        e->succ[2 * after + 1] = e->n_edges++;
+    }
     e->ops[op].deps_left++;
     return SIM_OK;
 }
@@ -249,6 +252,13 @@ static void stream_try(sim_engine_t *e, int32_t gs) {
     }
 }
 
+/* One dependency of operation k has ended. */
+static void release(sim_engine_t *e, int32_t k) {
+    sim_op_t *next = &e->ops[k];
+    if (--next->deps_left == 0)
+        stream_try(e, next->gs);
+}
+
 void sim_i_op_end(sim_engine_t *e, int32_t id) {
     sim_op_t *op = &e->ops[id];
     op->t_end = e->now;
@@ -259,10 +269,10 @@ void sim_i_op_end(sim_engine_t *e, int32_t id) {
     sim_stream_t *s = stream_at(e, op->gs);
     s->busy = 0;
     s->head = op->next_in_stream;
-    for (int32_t i = e->succ_head[id]; i >= 0; i = e->edges[2 * i + 1]) {
-        sim_op_t *next = &e->ops[e->edges[2 * i]];
-        if (--next->deps_left == 0)
-            stream_try(e, next->gs);
+    if (e->succ[2 * id] >= 0) { /* the others only exist after a first */
+        release(e, e->succ[2 * id]);
+        for (int32_t i = e->succ[2 * id + 1]; i >= 0; i = e->edges[2 * i + 1])
+            release(e, e->edges[2 * i]);
     }
     stream_try(e, op->gs);
 }
@@ -272,14 +282,14 @@ void sim_i_op_end(sim_engine_t *e, int32_t id) {
 int sim_i_exec_start(sim_engine_t *e) {
     e->started = 1;
     for (int32_t op = 0; op < e->n_ops; op++) {
-        int32_t prev = -1, i = e->succ_head[op];
+        int32_t prev = -1, i = e->succ[2 * op + 1];
         while (i >= 0) {
             const int32_t next = e->edges[2 * i + 1];
             e->edges[2 * i + 1] = prev;
             prev = i;
             i = next;
         }
-        e->succ_head[op] = prev;
+        e->succ[2 * op + 1] = prev;
     }
     for (int32_t gs = 0; gs < e->n_gpus * e->streams_per_gpu; gs++)
         stream_try(e, gs);

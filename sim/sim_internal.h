@@ -141,8 +141,6 @@ typedef struct sim_phase {
 
 #define SIM_MAX_PHASES 3
 
-typedef enum { SIM_COLL_WAITING, SIM_COLL_RUNNING, SIM_COLL_DONE } sim_coll_state_t;
-
 typedef struct sim_coll {
     sim_coll_op_t op;
     sim_coll_algo_t algo;
@@ -194,11 +192,10 @@ typedef struct sim_coll {
  * it starts, recycled when it ends). */
 typedef struct sim_coll_inst {
     int32_t plan;     /* index into the engine's plans */
-    int32_t first_op; /* member i is operation first_op + i */
+    int32_t first_op; /* member i is operation first_op + i; the members' times give the
+                         collective's (it starts with its last member, they all end with it) */
     int32_t arrived;
-    int32_t state;    /* sim_coll_state_t */
     sim_coll_t *live; /* while running; NULL otherwise */
-    sim_time_ps_t start_ps, end_ps;
     int64_t flows;
 } sim_coll_inst_t;
 
@@ -248,10 +245,11 @@ struct sim_engine {
     int32_t n_names, cap_names, last_name;
     uint16_t *name_tab;
     int32_t name_tab_cap;
-    /* successors: a list per operation through edges (pairs: successor, next edge; -1 ends),
-     * prepended while the DAG is built and reversed when the run starts (so each list is in the
-     * order its dependencies were added) */
-    int32_t *succ_head; /* [cap_ops] */
+    /* successors: per operation [2 op] its first successor and [2 op + 1] the list of the others
+     * through edges (pairs: successor, next edge; -1 ends), prepended while the DAG is built and
+     * reversed when the run starts (so every operation's successors are visited in the order its
+     * dependencies were added) */
+    int32_t *succ; /* [2 cap_ops] */
     int32_t *edges;
     int32_t n_edges, cap_edges;
     sim_stream_t *streams;
