@@ -1158,7 +1158,7 @@ void sim_i_coll_arrive(sim_engine_t *e, int32_t id) {
 static void coll_finish(sim_engine_t *e, int32_t id) {
     sim_coll_inst_t *in = &e->colls[id];
     sim_coll_t *c = in->live;
-    in->flows = c->flows_run;
+    in->flows = c->flows_run < INT32_MAX ? (int32_t)c->flows_run : INT32_MAX;
     scratch_give(e, c);
     in->live = NULL;
     c->next_free = e->live_free;

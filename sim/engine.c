@@ -293,6 +293,7 @@ void sim_engine_free(sim_engine_t *e) {
     free(e->name_tab);
     free(e->edges);
     free(e->succ);
+    free(e->more);
     free(e->streams);
     free(e);
 }

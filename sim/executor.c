@@ -5,8 +5,8 @@
  * every operation it depends on has ended. Compute operations end after their duration; member
  * operations of a collective "arrive" when they start and all end together when the collective
  * ends (the collective itself starts when its last member arrives: NCCL's implicit barrier).
- * Dependencies are kept per operation as its first successor and a list of the others (8 bytes per
- * operation, 8 per further dependency), so the run itself never allocates for the DAG. */
+ * Dependencies are kept per operation as its first successor (4 bytes) and, for the few with more, a
+ * list of the others (8 bytes per further dependency), so the run never allocates for the DAG. */
 #include <stdlib.h>
 
 #include "sim_internal.h"
@@ -36,7 +36,7 @@ static sim_op_info_t op_info(const sim_engine_t *e, int32_t id) {
                                 .gpu = op->gs / e->streams_per_gpu,
                                 .stream = op->gs % e->streams_per_gpu,
                                 .coll = op->coll,
-                                .name = e->names ? e->names[op->name] : NULL};
+                                .name = e->names ? e->names[op->name & SIM_OP_NAME_MASK] : NULL};
     return info;
 }
 
@@ -102,7 +102,7 @@ int sim_i_ops_reserve(sim_engine_t *e, int64_t need) {
     sim_op_t *p = realloc(e->ops, (size_t)c * sizeof *p);
     if (p)
         e->ops = p;
-    int32_t *h = p ? realloc(e->succ, (size_t)c * 2 * sizeof *h) : NULL;
+    int32_t *h = p ? realloc(e->succ, (size_t)c * sizeof *h) : NULL;
     if (!h)
         return SIM_ENOMEM;
     e->succ = h;
@@ -121,7 +121,7 @@ int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies) {
         sim_op_t *p = realloc(e->ops, (size_t)n_ops * sizeof *p);
         if (p)
             e->ops = p;
-        int32_t *h = p ? realloc(e->succ, (size_t)n_ops * 2 * sizeof *h) : NULL;
+        int32_t *h = p ? realloc(e->succ, (size_t)n_ops * sizeof *h) : NULL;
         if (!h)
             return sim_i_fail(e, SIM_ENOMEM, "sim_engine_reserve: out of memory for %lld operations",
                               (long long)n_ops);
@@ -165,7 +165,7 @@ int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t strea
                             .name = (uint16_t)name_id,
                             .t_start = SIM_TIME_NEVER,
                             .t_end = kind == SIM_OP_COMPUTE ? -1 - dur_ps : -1};
-    e->succ[2 * id] = e->succ[2 * id + 1] = -1;
+    e->succ[id] = -1;
     sim_stream_t *s = stream_at(e, gs);
     if (s->tail >= 0)
         e->ops[s->tail].next_in_stream = id;
@@ -184,6 +184,37 @@ int sim_op_compute(sim_engine_t *e, int32_t gpu, int32_t stream, double duration
     return sim_i_op_new(e, SIM_OP_COMPUTE, gpu, stream, sim_s_to_ps(duration_s), -1, name, out);
 }
 
+/* The slot of operation op in the table of further successors, or the empty slot where it goes. */
+static int64_t more_slot(const sim_engine_t *e, int32_t op) {
+    const uint64_t mask = (uint64_t)e->more_cap - 1;
+    uint64_t i = ((uint64_t)(uint32_t)op * 0x9e3779b97f4a7c15ULL >> 20) & mask;
+    while (e->more[2 * i] >= 0 && e->more[2 * i] != op)
+        i = (i + 1) & mask;
+    return (int64_t)i;
+}
+
+/* Room for one more operation in the table (SIM_OK or SIM_ENOMEM). */
+static int more_grow(sim_engine_t *e) {
+    if (2 * (e->more_n + 1) <= e->more_cap)
+        return SIM_OK;
+    const int64_t old_cap = e->more_cap, cap = old_cap ? 2 * old_cap : 1024;
+    int32_t *old = e->more, *tab = malloc((size_t)cap * 2 * sizeof *tab);
+    if (!tab)
+        return SIM_ENOMEM;
+    for (int64_t i = 0; i < cap; i++)
+        tab[2 * i] = -1;
+    e->more = tab;
+    e->more_cap = cap;
+    for (int64_t i = 0; i < old_cap; i++)
+        if (old[2 * i] >= 0) {
+            const int64_t k = more_slot(e, old[2 * i]);
+            tab[2 * k] = old[2 * i];
+            tab[2 * k + 1] = old[2 * i + 1];
+        }
+    free(old);
+    return SIM_OK;
+}
+
 int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
     if (e->started)
         return sim_i_fail(e, SIM_ESTATE, "sim_op_depend: the run has started");
@@ -194,15 +225,25 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
         return sim_i_fail(e, SIM_EINVAL,
                           "sim_op_depend: op %d already has %d dependencies; allowed: at most %d", op,
                           SIM_OP_MAX_DEPS, SIM_OP_MAX_DEPS);
-    if (e->succ[2 * after] < 0) { /* the first successor is kept with the operation */
-        e->succ[2 * after] = op;
+    if (e->succ[after] < 0) { /* the first successor is kept with the operation */
+        e->succ[after] = op;
     } else {
-        if (e->n_edges == INT32_MAX / 2 || sim_i_grow32_raw((void **)&e->edges, &e->cap_edges,
-                                                            2 * ((int64_t)e->n_edges + 1), sizeof *e->edges))
+        const int fresh = !(e->ops[after].name & SIM_OP_MORE);
+        if (e->n_edges == INT32_MAX / 2 ||
+            sim_i_grow32_raw((void **)&e->edges, &e->cap_edges, 2 * ((int64_t)e->n_edges + 1),
+                             sizeof *e->edges) ||
+            (fresh && more_grow(e)))
             return sim_i_fail(e, SIM_ENOMEM, "sim_op_depend: out of memory");
+        const int64_t k = more_slot(e, after);
+        if (fresh) {
+            e->ops[after].name |= SIM_OP_MORE;
+            e->more[2 * k] = after;
+            e->more[2 * k + 1] = -1;
+            e->more_n++;
+        }
         e->edges[2 * e->n_edges] = op;
-        e->edges[2 * e->n_edges + 1] = e->succ[2 * after + 1];
-        e->succ[2 * after + 1] = e->n_edges++;
+        e->edges[2 * e->n_edges + 1] = e->more[2 * k + 1];
+        e->more[2 * k + 1] = e->n_edges++;
     }
     e->ops[op].deps_left++;
     return SIM_OK;
@@ -269,9 +310,10 @@ void sim_i_op_end(sim_engine_t *e, int32_t id) {
     sim_stream_t *s = stream_at(e, op->gs);
     s->busy = 0;
     s->head = op->next_in_stream;
-    if (e->succ[2 * id] >= 0) { /* the others only exist after a first */
-        release(e, e->succ[2 * id]);
-        for (int32_t i = e->succ[2 * id + 1]; i >= 0; i = e->edges[2 * i + 1])
+    if (e->succ[id] >= 0) { /* the others only exist after a first */
+        const int more = op->name & SIM_OP_MORE;
+        release(e, e->succ[id]);
+        for (int32_t i = more ? e->more[2 * more_slot(e, id) + 1] : -1; i >= 0; i = e->edges[2 * i + 1])
             release(e, e->edges[2 * i]);
     }
     stream_try(e, op->gs);
@@ -281,15 +323,17 @@ void sim_i_op_end(sim_engine_t *e, int32_t id) {
  * stream's head. */
 int sim_i_exec_start(sim_engine_t *e) {
     e->started = 1;
-    for (int32_t op = 0; op < e->n_ops; op++) {
-        int32_t prev = -1, i = e->succ[2 * op + 1];
+    for (int64_t k = 0; k < e->more_cap; k++) {
+        if (e->more[2 * k] < 0)
+            continue;
+        int32_t prev = -1, i = e->more[2 * k + 1];
         while (i >= 0) {
             const int32_t next = e->edges[2 * i + 1];
             e->edges[2 * i + 1] = prev;
             prev = i;
             i = next;
         }
-        e->succ[2 * op + 1] = prev;
+        e->more[2 * k + 1] = prev;
     }
     for (int32_t gs = 0; gs < e->n_gpus * e->streams_per_gpu; gs++)
         stream_try(e, gs);

@@ -195,8 +195,8 @@ typedef struct sim_coll_inst {
     int32_t first_op; /* member i is operation first_op + i; the members' times give the
                          collective's (it starts with its last member, they all end with it) */
     int32_t arrived;
+    int32_t flows;    /* flows it started (saturating at INT32_MAX) */
     sim_coll_t *live; /* while running; NULL otherwise */
-    int64_t flows;
 } sim_coll_inst_t;
 
 /* ---- executor ----------------------------------------------------------------------------------- */
@@ -209,11 +209,13 @@ typedef struct sim_op {
     int32_t next_in_stream;
     int32_t coll;       /* -1: compute */
     uint16_t deps_left; /* at most SIM_OP_MAX_DEPS */
-    uint16_t name;      /* index into the engine's names (0: NULL) */
+    uint16_t name;      /* index into the engine's names (0: NULL), | SIM_OP_MORE */
     sim_time_ps_t t_start, t_end;
 } sim_op_t;
 #define SIM_OP_MAX_DEPS 65535
-#define SIM_OP_MAX_NAMES 65535
+#define SIM_OP_MAX_NAMES 32767
+#define SIM_OP_NAME_MASK 0x7fff
+#define SIM_OP_MORE 0x8000 /* the operation has more than one successor (see sim_engine_t.more) */
 
 typedef struct sim_stream {
     int32_t head, tail; /* first op not yet ended; last op added */
@@ -245,13 +247,16 @@ struct sim_engine {
     int32_t n_names, cap_names, last_name;
     uint16_t *name_tab;
     int32_t name_tab_cap;
-    /* successors: per operation [2 op] its first successor and [2 op + 1] the list of the others
-     * through edges (pairs: successor, next edge; -1 ends), prepended while the DAG is built and
-     * reversed when the run starts (so every operation's successors are visited in the order its
-     * dependencies were added) */
-    int32_t *succ; /* [2 cap_ops] */
+    /* successors: per operation its first successor (-1: none); the others of an operation marked
+     * SIM_OP_MORE are a list through edges (pairs: successor, next edge; -1 ends) whose head is
+     * found in `more` (open addressing, pairs: operation (-1 empty), head), prepended while the DAG
+     * is built and reversed when the run starts (so every operation's successors are visited in
+     * the order its dependencies were added) */
+    int32_t *succ; /* [cap_ops] */
     int32_t *edges;
     int32_t n_edges, cap_edges;
+    int32_t *more;
+    int64_t more_cap, more_n;
     sim_stream_t *streams;
     sim_coll_inst_t *colls;
     int32_t n_colls, cap_colls;
