@@ -115,9 +115,9 @@ typedef struct step_config {
 void step_config_default(step_config_t *cfg);
 
 /* Bytes the simulation holds per operation (engine and step records, dependencies, collectives, at
- * the peak: when the run starts), measured on full runs of 2.6 to 71 million operations
- * (docs/performance.md) and rounded up; and the fixed part. */
-#define STEP_MEMORY_BYTES_PER_OP 100.0
+ * the peak), about 44 measured on full runs of 2.6 to 71 million operations (docs/performance.md),
+ * rounded up for safety; and the fixed part. */
+#define STEP_MEMORY_BYTES_PER_OP 64.0
 #define STEP_MEMORY_BASE_BYTES 2e8
 /* The memory estimate for n_ops operations, GB. */
 double step_memory_estimate_gb(int64_t n_ops);
