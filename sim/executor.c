@@ -52,9 +52,13 @@ static int32_t name_index(sim_engine_t *e, const char *name) {
         return 0;
     if (e->last_name > 0 && e->names[e->last_name] == name)
         return e->last_name;
+    for (uint64_t i = e->name_tab_cap ? name_hash(name) & (uint64_t)(e->name_tab_cap - 1) : 0;
+         e->name_tab_cap && e->name_tab[i]; i = (i + 1) & (uint64_t)(e->name_tab_cap - 1))
+        if (e->names[e->name_tab[i]] == name)
+            return e->last_name = e->name_tab[i];
+    if (e->n_names > SIM_OP_MAX_NAMES) /* indices 1..SIM_OP_MAX_NAMES are taken */
+        return -1;
     if (2 * (e->n_names + 1) > e->name_tab_cap) {
-        if (e->n_names >= SIM_OP_MAX_NAMES)
-            return -1;
         const int32_t cap = e->name_tab_cap ? 2 * e->name_tab_cap : 64;
         uint16_t *tab = calloc((size_t)cap, sizeof *tab);
         const char **names = realloc(e->names, (size_t)(cap / 2 + 1) * sizeof *names);

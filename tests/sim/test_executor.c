@@ -387,7 +387,7 @@ static void test_shared_plan(void **state) {
 }
 
 /* sim_engine_reserve: out-of-range counts and after the start are refused; an operation takes at
- * most 65535 dependencies. */
+ * most 65535 dependencies; an engine at most 32767 distinct names. */
 static void test_reserve_and_limits(void **state) {
     (void)state;
     fixture_t f;
@@ -407,6 +407,17 @@ static void test_reserve_and_limits(void **state) {
     assert_int_equal(sim_engine_run(f.e), SIM_OK);
     assert_s(start_s(f.e, last), 65536 * 1e-9 - 1e-9); /* after the 65535 ops it depends on */
     assert_int_equal(sim_engine_reserve(f.e, 10, 10), SIM_ESTATE);
+    teardown(&f);
+    /* names are pointers, at most 32767 distinct ones; a known one is still taken after that */
+    static char names[32768];
+    setup(&f, 1, NULL);
+    for (int i = 0; i < 32767; i++)
+        assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, names + i, NULL), SIM_OK);
+    assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, names + 32767, NULL), SIM_ENOMEM);
+    assert_non_null(strstr(sim_engine_last_error(f.e), "at most 32767 distinct"));
+    assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, names + 5, NULL), SIM_OK);
+    assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, NULL, NULL), SIM_OK);
+    assert_int_equal(sim_engine_run(f.e), SIM_OK);
     teardown(&f);
 }
 
