@@ -11,18 +11,94 @@
 
 #include "sim_internal.h"
 
-void sim_i_coll_destroy(sim_coll_t *c) {
+/* Free a plan's arrays. */
+static void plan_destroy(sim_coll_t *c) {
     free(c->gpus);
-    free(c->member_ops);
     free(c->pairs);
     free(c->routes);
-    free(c->st);
-    free(c->mask);
     free(c->tree_parent);
     free(c->tree_child);
-    free(c->tree_last);
-    free(c->chain_ready);
     memset(c, 0, sizeof *c);
+}
+
+/* ---- run-time state: a pool of blocks by size class ------------------------------------------- */
+
+/* Bytes of a collective's run-time state: st, mask, the tree's last arrivals, the chain's ready
+ * times (8-byte aligned, in that order). */
+static size_t scratch_bytes(const sim_coll_t *c, int64_t *n_ints, int64_t *n_masks) {
+    sim_i_phase_state_size(c, n_ints, n_masks);
+    const int64_t ints = (*n_ints + 2) / 2 * 2; /* keep the masks 8-byte aligned */
+    int64_t words = ints / 2 + *n_masks + 1;
+    if (c->algo == SIM_ALGO_TREE)
+        words += 4 * (int64_t)c->n;
+    if (c->algo == SIM_ALGO_CHAIN && c->n > 1)
+        words += (int64_t)(c->n - 1) * c->chain_slots;
+    return (size_t)words * 8;
+}
+
+/* Take the run-time state of collective c from the pool (SIM_OK or SIM_ENOMEM). */
+static int scratch_take(sim_engine_t *e, sim_coll_t *c) {
+    int64_t ni = 0, nm = 0;
+    const size_t bytes = scratch_bytes(c, &ni, &nm);
+    int32_t k = 6;
+    while (((size_t)1 << k) < bytes)
+        k++;
+    if (k >= 48)
+        return SIM_ENOMEM;
+    void *b = e->scratch_free[k];
+    if (b)
+        memcpy(&e->scratch_free[k], b, sizeof b);
+    else if (!(b = malloc((size_t)1 << k)))
+        return SIM_ENOMEM;
+    c->scratch = b;
+    c->scratch_class = k;
+    c->st = b;
+    c->mask = (uint64_t *)((char *)b + (size_t)(ni + 2) / 2 * 8);
+    sim_time_ps_t *rest = (sim_time_ps_t *)(c->mask + nm + 1);
+    c->tree_last = c->algo == SIM_ALGO_TREE ? rest : NULL;
+    c->chain_ready = c->algo == SIM_ALGO_CHAIN ? rest : NULL;
+    return SIM_OK;
+}
+
+static void scratch_give(sim_engine_t *e, sim_coll_t *c) {
+    if (!c->scratch)
+        return;
+    memcpy(c->scratch, &e->scratch_free[c->scratch_class], sizeof(void *));
+    e->scratch_free[c->scratch_class] = c->scratch;
+    c->scratch = NULL;
+    c->st = NULL;
+    c->mask = NULL;
+    c->tree_last = c->chain_ready = NULL;
+}
+
+void sim_i_coll_free_all(sim_engine_t *e) {
+    for (int32_t i = 0; i < e->n_colls; i++)
+        if (e->colls[i].live) {
+            free(e->colls[i].live->scratch);
+            free(e->colls[i].live);
+        }
+    free(e->colls);
+    e->colls = NULL;
+    e->n_colls = e->cap_colls = 0;
+    for (int32_t i = 0; i < e->n_plans; i++)
+        plan_destroy(&e->plans[i]);
+    free(e->plans);
+    e->plans = NULL;
+    e->n_plans = e->cap_plans = 0;
+    while (e->live_free) {
+        sim_coll_t *c = e->live_free;
+        e->live_free = c->next_free;
+        free(c);
+    }
+    for (int k = 0; k < 48; k++)
+        while (e->scratch_free[k]) {
+            void *b = e->scratch_free[k];
+            memcpy(&e->scratch_free[k], b, sizeof b);
+            free(b);
+        }
+    free(e->plan_tab);
+    e->plan_tab = NULL;
+    e->plan_cap = e->plan_n = 0;
 }
 
 static int is_pow2(int32_t n) {
@@ -469,10 +545,6 @@ static int plan_chain(sim_engine_t *e, sim_coll_t *c) {
     /* Step fidelity keeps, per edge, when each of the chunks that may be waiting for the edge became
      * ready: at most window of them, so a ring of min(window, k) slots. */
     c->chain_slots = k < c->window ? (int32_t)k : c->window;
-    free(c->chain_ready);
-    c->chain_ready = malloc((size_t)(n - 1) * (size_t)c->chain_slots * sizeof *c->chain_ready);
-    if (!c->chain_ready)
-        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for the chain");
     c->phases[c->n_phases++] =
         (sim_phase_t){.kind = SIM_PH_CHAIN, .steps = (int32_t)k, .chunk_bytes = c->size_bytes / (double)k};
     return SIM_OK;
@@ -499,11 +571,9 @@ static int plan_tree(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
 #define TREE_MEMBER(t) (nd ? order[(t) % nd * g + (t) / nd] : (t))
     free(c->tree_parent); /* planned before, as a candidate of auto */
     free(c->tree_child);
-    free(c->tree_last);
-    c->tree_last = malloc((size_t)n * 4 * sizeof *c->tree_last);
     c->tree_parent = malloc((size_t)n * 2 * sizeof *c->tree_parent);
     c->tree_child = malloc((size_t)n * 4 * sizeof *c->tree_child);
-    if (!c->tree_parent || !c->tree_child || !c->tree_last || pairs_alloc(e, c, 4 * n))
+    if (!c->tree_parent || !c->tree_child || pairs_alloc(e, c, 4 * n))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for the tree");
     sim_i_dbtree_build(n, c->tree_parent, c->tree_child);
     sim_dbtree_shape(n, &c->tree_depth, &c->tree_load);
@@ -777,11 +847,11 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
     return rc;
 }
 
-static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) {
-    if (sim_i_grow32((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
+/* A new plan at e->plans[e->n_plans] (not counted until planned). */
+static int new_plan(sim_engine_t *e, const sim_coll_desc_t *d, sim_coll_t **out) {
+    if (sim_i_grow32_raw((void **)&e->plans, &e->cap_plans, (int64_t)e->n_plans + 1, sizeof *e->plans))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-    const int32_t id = e->n_colls;
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = &e->plans[e->n_plans];
     memset(c, 0, sizeof *c);
     c->op = d->op;
     c->algo = d->algo;
@@ -793,80 +863,178 @@ static int new_coll(sim_engine_t *e, const sim_coll_desc_t *d, int32_t *id_out) 
     c->channels = d->channels > 0 ? d->channels : 1;
     c->want_channels = d->channels == SIM_CHANNELS_AUTO ? SIM_CHANNELS_AUTO : c->channels;
     c->proto = d->proto;
+    c->req_algo = (int32_t)d->algo;
+    c->req_proto = (int32_t)d->proto;
     c->wire = 1.0;
     c->bound = INFINITY;
     c->chunk = e->cfg.chunk_bytes;
-    c->stream = d->stream;
-    c->name = d->name;
-    c->start_ps = c->end_ps = SIM_TIME_NEVER;
     c->gpus = malloc((size_t)c->n * sizeof *c->gpus);
-    c->member_ops = malloc((size_t)c->n * sizeof *c->member_ops);
-    if (!c->gpus || !c->member_ops) {
-        sim_i_coll_destroy(c);
+    if (!c->gpus)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
-    }
     memcpy(c->gpus, d->gpus, (size_t)c->n * sizeof *c->gpus);
-    *id_out = id;
+    *out = c;
     return SIM_OK;
 }
 
-/* Per-member operations on their streams (all or nothing). */
-static int add_members(sim_engine_t *e, int32_t id, const sim_coll_desc_t *d, int32_t stream_dst) {
-    sim_coll_t *c = &e->colls[id];
+/* Per-member operations on their streams, consecutive ids from *first (all or nothing). */
+static int add_members(sim_engine_t *e, int32_t id, const sim_coll_t *c, const sim_coll_desc_t *d,
+                       int32_t stream_dst, int32_t *first) {
     /* Reserve every member's slot first: with gpus and streams checked, sim_i_op_new cannot fail
      * below, so no half-added collective is ever left on the streams. */
-    if (sim_i_grow32((void **)&e->ops, &e->cap_ops, (int64_t)e->n_ops + c->n, sizeof *e->ops))
+    if (sim_i_ops_reserve(e, (int64_t)e->n_ops + c->n))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    *first = e->n_ops;
     for (int32_t i = 0; i < c->n; i++) {
         sim_op_kind_t kind = SIM_OP_COLLECTIVE;
-        int32_t stream = c->stream;
+        int32_t stream = d->stream;
         if (c->op == SIM_COLL_SENDRECV) {
             kind = i == 0 ? SIM_OP_SEND : SIM_OP_RECV;
             stream = i == 0 ? d->stream : stream_dst;
         }
-        const int rc = sim_i_op_new(e, kind, c->gpus[i], stream, 0, id, i, d->name, &c->member_ops[i]);
+        const int rc = sim_i_op_new(e, kind, c->gpus[i], stream, 0, id, d->name, NULL);
         if (rc)
             return rc;
     }
     return SIM_OK;
 }
 
+/* ---- the plan cache -------------------------------------------------------------------------------- */
+
+/* Collectives with the same key (op, requested algorithm, protocol and channels, fidelity, mode,
+ * size, root and member list) have the same plan: the first one's pairs, routes, phases and closed
+ * form serve the others, which keep only their run-time state. A step adds the same collective of a
+ * group once per microbatch and layer, so this replaces most plans by a lookup. */
+static uint64_t plan_hash(const sim_coll_desc_t *d, sim_fidelity_t fid, sim_comm_mode_t mode) {
+    uint64_t h = 1469598103934665603ULL;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ULL)
+    uint64_t size_bits;
+    memcpy(&size_bits, &d->size_bytes, sizeof size_bits);
+    MIX(d->op);
+    MIX(d->algo);
+    MIX(d->proto);
+    MIX(d->channels);
+    MIX(fid);
+    MIX(mode);
+    MIX(size_bits);
+    MIX(size_bits >> 32);
+    MIX(d->root);
+    MIX(d->n_gpus);
+    for (int32_t i = 0; i < d->n_gpus; i++)
+        MIX((uint32_t)d->gpus[i]);
+#undef MIX
+    return h ^ (h >> 29);
+}
+
+static int plan_same(const sim_coll_t *c, const sim_coll_desc_t *d, sim_fidelity_t fid,
+                     sim_comm_mode_t mode) {
+    const int32_t want =
+        d->channels == SIM_CHANNELS_AUTO ? SIM_CHANNELS_AUTO : (d->channels > 0 ? d->channels : 1);
+    return c->op == d->op && c->req_algo == (int32_t)d->algo && c->req_proto == (int32_t)d->proto &&
+           c->want_channels == want && c->fidelity == fid && c->mode == mode &&
+           c->size_bytes == d->size_bytes &&
+           memcmp(&c->size_bytes, &d->size_bytes, sizeof d->size_bytes) == 0 && c->root == d->root &&
+           c->n == d->n_gpus && memcmp(c->gpus, d->gpus, (size_t)d->n_gpus * sizeof *d->gpus) == 0;
+}
+
+/* The slot of the key in the table: an owner with that key, or the empty slot where it goes. */
+static int64_t plan_slot(const sim_engine_t *e, const sim_coll_desc_t *d, sim_fidelity_t fid,
+                         sim_comm_mode_t mode) {
+    const uint64_t mask = (uint64_t)e->plan_cap - 1;
+    for (uint64_t i = plan_hash(d, fid, mode) & mask;; i = (i + 1) & mask) {
+        const int32_t id = e->plan_tab[i];
+        if (id < 0 || plan_same(&e->plans[id], d, fid, mode))
+            return (int64_t)i;
+    }
+}
+
+/* Record plan id under its key (after it was planned). */
+static int plan_insert(sim_engine_t *e, const sim_coll_desc_t *d, int32_t id) {
+    const sim_coll_t *c = &e->plans[id];
+    if (2 * (e->plan_n + 1) > e->plan_cap) {
+        const int64_t cap = e->plan_cap ? 2 * e->plan_cap : 1024;
+        int32_t *old = e->plan_tab, *tab = malloc((size_t)cap * sizeof *tab);
+        if (!tab)
+            return SIM_ENOMEM;
+        for (int64_t i = 0; i < cap; i++)
+            tab[i] = -1;
+        const int64_t old_cap = e->plan_cap;
+        e->plan_tab = tab;
+        e->plan_cap = cap;
+        for (int64_t i = 0; i < old_cap; i++)
+            if (old[i] >= 0) {
+                const sim_coll_t *o = &e->plans[old[i]];
+                const sim_coll_desc_t od = {.op = o->op,
+                                            .algo = (sim_coll_algo_t)o->req_algo,
+                                            .proto = (sim_proto_t)o->req_proto,
+                                            .channels = o->want_channels,
+                                            .size_bytes = o->size_bytes,
+                                            .root = o->root,
+                                            .gpus = o->gpus,
+                                            .n_gpus = o->n};
+                tab[plan_slot(e, &od, o->fidelity, o->mode)] = old[i];
+            }
+        free(old);
+    }
+    const int64_t slot = plan_slot(e, d, c->fidelity, c->mode);
+    if (e->plan_tab[slot] < 0) {
+        e->plan_tab[slot] = id;
+        e->plan_n++;
+    }
+    return SIM_OK;
+}
+
+/* The plan of d, or -1. */
+static int32_t plan_find(const sim_engine_t *e, const sim_coll_desc_t *d) {
+    if (!e->plan_cap)
+        return -1;
+    const sim_fidelity_t fid = d->fidelity == SIM_FIDELITY_DEFAULT ? e->cfg.fidelity : d->fidelity;
+    const sim_comm_mode_t mode = d->use_default_mode ? e->cfg.comm_mode : d->mode;
+    return e->plan_tab[plan_slot(e, d, fid, mode)];
+}
+
 static int coll_add(sim_engine_t *e, const sim_coll_desc_t *d, int32_t stream_dst, sim_op_id_t *member_ops,
                     sim_coll_id_t *out) {
-    int rc = check_desc(e, d);
-    if (rc)
+    int32_t plan = d && !e->started && d->gpus && d->n_gpus >= 1 ? plan_find(e, d) : -1;
+    int rc = SIM_OK;
+    if (plan < 0 && (rc = check_desc(e, d)))
         return rc;
+    if (plan >= 0 && (d->stream < 1 || d->stream >= e->streams_per_gpu))
+        return sim_i_fail(e, SIM_EINVAL, "collective: stream %d is not a communication stream (1..%d)",
+                          d->stream, e->streams_per_gpu - 1);
     if (d->op == SIM_COLL_SENDRECV && (stream_dst < 1 || stream_dst >= e->streams_per_gpu))
         return sim_i_fail(e, SIM_EINVAL, "sendrecv: dst stream %d is not a communication stream", stream_dst);
-    int32_t id = -1;
-    if ((rc = new_coll(e, d, &id)))
-        return rc;
-    sim_coll_t *c = &e->colls[id];
-    if (c->mode == SIM_COMM_ANALYTIC) {
-        if (!e->cfg.has_system)
-            rc = sim_i_fail(e, SIM_EINVAL, "collective: analytic mode needs config.system (has_system = 0)");
-        if (c->algo == SIM_ALGO_AUTO || c->op == SIM_COLL_SENDRECV)
-            c->algo = c->op == SIM_COLL_SENDRECV ? SIM_ALGO_DIRECT : SIM_ALGO_RING;
-    } else {
-        rc = resolve_and_plan(e, c);
-    }
-    if (!rc) {
-        int64_t ni = 0, nm = 0;
-        sim_i_phase_state_size(c, &ni, &nm);
-        c->st = calloc((size_t)ni + 1, sizeof *c->st);
-        c->mask = calloc((size_t)nm + 1, sizeof *c->mask);
-        if (!c->st || !c->mask)
+    if (e->n_colls == INT32_MAX ||
+        sim_i_grow32_raw((void **)&e->colls, &e->cap_colls, (int64_t)e->n_colls + 1, sizeof *e->colls))
+        return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+    if (plan < 0) {
+        sim_coll_t *c = NULL;
+        if ((rc = new_plan(e, d, &c)))
+            return rc;
+        if (c->mode == SIM_COMM_ANALYTIC) {
+            if (!e->cfg.has_system)
+                rc = sim_i_fail(e, SIM_EINVAL,
+                                "collective: analytic mode needs config.system (has_system = 0)");
+            if (c->algo == SIM_ALGO_AUTO || c->op == SIM_COLL_SENDRECV)
+                c->algo = c->op == SIM_COLL_SENDRECV ? SIM_ALGO_DIRECT : SIM_ALGO_RING;
+        } else {
+            rc = resolve_and_plan(e, c);
+        }
+        if (!rc && plan_insert(e, d, e->n_plans))
             rc = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        if (rc) {
+            plan_destroy(c);
+            return rc;
+        }
+        plan = e->n_plans++;
     }
-    if (!rc)
-        rc = add_members(e, id, d, stream_dst);
-    if (rc) {
-        sim_i_coll_destroy(c);
+    const int32_t id = e->n_colls;
+    int32_t first = -1;
+    if ((rc = add_members(e, id, &e->plans[plan], d, stream_dst, &first)))
         return rc;
-    }
+    e->colls[id] = (sim_coll_inst_t){.plan = plan, .first_op = first};
     e->n_colls++;
-    if (member_ops)
-        memcpy(member_ops, c->member_ops, (size_t)c->n * sizeof *member_ops);
+    for (int32_t i = 0; member_ops && i < e->plans[plan].n; i++)
+        member_ops[i] = first + i;
     if (out)
         *out = id;
     return SIM_OK;
@@ -928,14 +1096,38 @@ static double analytic_s(const sim_engine_t *e, const sim_coll_t *c) {
                                    per_domain);
 }
 
-static void coll_start(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
-    c->state = SIM_COLL_RUNNING;
-    c->start_ps = e->now;
+/* Make the live copy of collective id's plan (SIM_OK or SIM_ENOMEM). */
+static int live_take(sim_engine_t *e, int32_t id) {
+    sim_coll_inst_t *in = &e->colls[id];
+    sim_coll_t *c = e->live_free;
+    if (c)
+        e->live_free = c->next_free;
+    else if (!(c = malloc(sizeof *c)))
+        return SIM_ENOMEM;
+    *c = e->plans[in->plan];
+    c->scratch = NULL;
+    c->st = NULL;
+    c->mask = NULL;
+    c->tree_last = c->chain_ready = NULL;
+    c->flows_run = 0;
     c->phase = 0;
+    c->pending = 0;
+    c->next_free = NULL;
+    in->live = c;
+    return SIM_OK;
+}
+
+static void coll_start(sim_engine_t *e, int32_t id) {
+    sim_coll_inst_t *in = &e->colls[id];
+    if (live_take(e, id)) {
+        e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        return;
+    }
+    sim_coll_t *c = in->live;
     if (c->mode == SIM_COMM_ANALYTIC) {
         const double t = analytic_s(e, c);
         c->closed_form_s = t;
+        e->plans[in->plan].closed_form_s = t; /* the same for every collective of this plan */
         if (sim_i_schedule(e, e->now + sim_s_to_ps(t), SIM_EV_COLL_DONE, id, 0))
             e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
         return;
@@ -943,6 +1135,10 @@ static void coll_start(sim_engine_t *e, int32_t id) {
     if (c->n_phases == 0) { /* nothing to move: end through the queue, not by recursion */
         if (sim_i_schedule(e, e->now, SIM_EV_COLL_DONE, id, 0))
             e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
+        return;
+    }
+    if (scratch_take(e, c)) {
+        e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
         return;
     }
     if (c->launch_ps > 0) { /* the protocol's launch latency, then the first phase */
@@ -954,17 +1150,22 @@ static void coll_start(sim_engine_t *e, int32_t id) {
 }
 
 void sim_i_coll_arrive(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
-    if (++c->arrived == c->n)
+    sim_coll_inst_t *in = &e->colls[id];
+    if (++in->arrived == e->plans[in->plan].n)
         coll_start(e, id);
 }
 
 static void coll_finish(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
-    c->state = SIM_COLL_DONE;
-    c->end_ps = e->now;
-    for (int32_t i = 0; i < c->n; i++)
-        sim_i_op_end(e, e->colls[id].member_ops[i]);
+    sim_coll_inst_t *in = &e->colls[id];
+    sim_coll_t *c = in->live;
+    in->flows = c->flows_run < INT32_MAX ? (int32_t)c->flows_run : INT32_MAX;
+    scratch_give(e, c);
+    in->live = NULL;
+    c->next_free = e->live_free;
+    e->live_free = c;
+    const int32_t n = e->plans[in->plan].n, first = in->first_op;
+    for (int32_t i = 0; i < n; i++)
+        sim_i_op_end(e, first + i);
 }
 
 void sim_i_coll_done_event(sim_engine_t *e, int32_t id) {
@@ -972,7 +1173,7 @@ void sim_i_coll_done_event(sim_engine_t *e, int32_t id) {
 }
 
 void sim_i_coll_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     sim_i_phase_flow_done(e, id, tag);
     if (c->pending > 0)
         return;
@@ -985,14 +1186,24 @@ void sim_i_coll_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
 int sim_coll_result(const sim_engine_t *e, sim_coll_id_t id, sim_coll_result_t *out) {
     if (id < 0 || id >= e->n_colls)
         return SIM_EINVAL;
-    const sim_coll_t *c = &e->colls[id];
+    const sim_coll_inst_t *in = &e->colls[id];
+    const sim_coll_t *c = &e->plans[in->plan];
     out->algo = c->algo;
     out->fidelity = c->fidelity;
     out->mode = c->mode;
-    out->start_ps = c->start_ps;
-    out->end_ps = c->end_ps;
+    out->start_ps = SIM_TIME_NEVER; /* when the last member started, once all have */
+    out->end_ps = SIM_TIME_NEVER;
+    if (in->arrived == c->n) {
+        out->start_ps = 0;
+        for (int32_t i = 0; i < c->n; i++) {
+            sim_time_ps_t st, en;
+            sim_op_times(e, in->first_op + i, &st, &en);
+            out->start_ps = st > out->start_ps ? st : out->start_ps;
+            out->end_ps = en;
+        }
+    }
     out->closed_form_s = c->closed_form_s;
-    out->flows = c->flows;
+    out->flows = in->live ? in->live->flows_run : in->flows;
     out->proto = c->proto == SIM_PROTO_AUTO ? SIM_PROTO_SIMPLE : c->proto;
     out->channels = c->channels;
     return SIM_OK;

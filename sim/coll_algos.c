@@ -62,7 +62,7 @@ static sim_time_ps_t shifted(sim_time_ps_t lat_ps, sim_time_ps_t dlat_ps) {
  * route. */
 static void start_pair_after(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag,
                              sim_time_ps_t lat_ps) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_pair_t *p = &c->pairs[pair];
     int32_t buf[SIM_ROUTE_MAX], len;
     sim_time_ps_t dlat;
@@ -71,12 +71,12 @@ static void start_pair_after(sim_engine_t *e, int32_t id, int32_t pair, double b
                                           lat_ps > 0 ? shifted(lat_ps, dlat) : 0, id, tag, p->src, p->dst);
     if (slot < 0)
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a flow");
-    c->flows++;
+    c->flows_run++;
 }
 
 /* The same after the pair's step latency. */
 static void start_pair(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag) {
-    start_pair_after(e, id, pair, bytes, tag, e->colls[id].pairs[pair].lat_ps);
+    start_pair_after(e, id, pair, bytes, tag, sim_i_coll(e, id)->pairs[pair].lat_ps);
 }
 
 /* One coflow over pairs [lo, hi) (skipping unused pairs): `bytes` data bytes per member (the
@@ -85,7 +85,7 @@ static void start_pair(sim_engine_t *e, int32_t id, int32_t pair, double bytes, 
  * (counted in while merging, counted out before the coflow counts in as a whole). */
 static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, int64_t lat_units, double bytes,
                          int32_t tag) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     sim_time_ps_t lat = 0;
     int32_t src = -1, dst = -1;
     sim_i_net_merge_begin(e);
@@ -113,11 +113,11 @@ static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, in
                          lat_units * lat, id, tag, src < 0 ? -1 : src, src < 0 ? -1 : dst);
     if (slot < 0)
         e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a coflow");
-    c->flows++;
+    c->flows_run++;
 }
 
 static const sim_phase_t *cur(const sim_engine_t *e, int32_t id) {
-    const sim_coll_t *c = &e->colls[id];
+    const sim_coll_t *c = sim_i_coll(e, id);
     return &c->phases[c->phase];
 }
 
@@ -128,7 +128,7 @@ static int32_t ring_next(const sim_phase_t *ph, int32_t i) {
 }
 
 static void ring_try(sim_engine_t *e, int32_t id, int32_t i) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_phase_t *ph = cur(e, id);
     const int32_t m = ph->n_rings * ph->ring_len;
     int32_t *sent = c->st, *recvd = c->st + m, *busy = c->st + 2 * m;
@@ -139,7 +139,7 @@ static void ring_try(sim_engine_t *e, int32_t id, int32_t i) {
 }
 
 static void ring_begin(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_phase_t *ph = cur(e, id);
     const int32_t m = ph->n_rings * ph->ring_len;
     if (c->fidelity == SIM_FIDELITY_FAST) {
@@ -156,7 +156,7 @@ static void ring_begin(sim_engine_t *e, int32_t id) {
 }
 
 static void ring_done(sim_engine_t *e, int32_t id, int32_t i) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_phase_t *ph = cur(e, id);
     const int32_t m = ph->n_rings * ph->ring_len, j = ring_next(ph, i);
     c->pending--;
@@ -188,7 +188,7 @@ static void hd_step(const sim_coll_t *c, const sim_phase_t *ph, int32_t s, int32
 }
 
 static void hd_try(sim_engine_t *e, int32_t id, int32_t r) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_phase_t *ph = cur(e, id);
     int32_t *sent = c->st, *busy = c->st + c->n;
     const int32_t s = sent[r];
@@ -202,7 +202,7 @@ static void hd_try(sim_engine_t *e, int32_t id, int32_t r) {
 }
 
 static void hd_begin(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     memset(c->st, 0, 2 * (size_t)c->n * sizeof *c->st);
     memset(c->mask, 0, (size_t)c->n * sizeof *c->mask);
     c->pending = (int64_t)c->n * cur(e, id)->steps;
@@ -211,7 +211,7 @@ static void hd_begin(sim_engine_t *e, int32_t id) {
 }
 
 static void hd_done(sim_engine_t *e, int32_t id, int32_t r) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const int32_t s = c->st[r];
     int32_t bit;
     double bytes;
@@ -243,7 +243,7 @@ static sim_time_ps_t *chain_ready(sim_coll_t *c, int32_t j, int32_t i) {
  * becomes ready exactly once: at the later of its two conditions. Its slot is free: the chunk that
  * used it last, i - slots, has crossed the edge (slots = W), or there is none (slots = k). */
 static void chain_mark(sim_engine_t *e, int32_t id, int32_t j, int32_t i) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const int32_t *done = c->st;
     if (j >= c->n - 1 || i >= cur(e, id)->steps)
         return;
@@ -252,7 +252,7 @@ static void chain_mark(sim_engine_t *e, int32_t id, int32_t j, int32_t i) {
 }
 
 static void chain_try(sim_engine_t *e, int32_t id, int32_t j) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_phase_t *ph = cur(e, id);
     int32_t *done = c->st, *busy = c->st + c->n;
     if (j >= c->n - 1 || busy[j] || done[j] >= ph->steps)
@@ -274,7 +274,7 @@ static void chain_try(sim_engine_t *e, int32_t id, int32_t j) {
  * replaced by q (a - (W - 1) c b') or 0, never more, so contention that moves the chain across the
  * crossover makes fast mode optimistic by at most that term. */
 static void chain_begin(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_phase_t *ph = cur(e, id);
     const int64_t k = ph->steps, w = c->window;
     if (c->fidelity == SIM_FIDELITY_FAST) {
@@ -301,7 +301,7 @@ static void chain_begin(sim_engine_t *e, int32_t id) {
 }
 
 static void chain_done(sim_engine_t *e, int32_t id, int32_t j) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     c->pending--;
     if (c->fidelity == SIM_FIDELITY_FAST)
         return;
@@ -335,13 +335,13 @@ static int tree_has_reduced(sim_coll_t *c, int t, int32_t v, int32_t i) {
 
 /* Start chunk `done` of an edge (pair and tag `edge`) whose last chunk arrived at tree_last[edge]. */
 static void tree_start(sim_engine_t *e, int32_t id, int32_t edge, int32_t done) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const int back_to_back = done > 0 && c->tree_last[edge] == e->now;
     start_pair_after(e, id, edge, cur(e, id)->chunk_bytes, edge, back_to_back ? 0 : c->pairs[edge].lat_ps);
 }
 
 static void tree_up_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const int32_t i = *tree_st(c, 0, t, v);
     if (c->tree_parent[t * c->n + v] < 0 || i > *tree_st(c, 1, t, v) || i >= cur(e, id)->steps ||
         !tree_has_reduced(c, t, v, i))
@@ -353,7 +353,7 @@ static void tree_up_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
 /* Edge parent -> v sends chunk i once the parent has its final value: the root after reducing, any
  * other rank after receiving it from its own parent. */
 static void tree_down_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const int32_t p = v >= 0 ? c->tree_parent[t * c->n + v] : -1;
     if (p < 0)
         return;
@@ -368,7 +368,7 @@ static void tree_down_try(sim_engine_t *e, int32_t id, int t, int32_t v) {
 }
 
 static void tree_down_children(sim_engine_t *e, int32_t id, int t, int32_t v) {
-    const sim_coll_t *c = &e->colls[id];
+    const sim_coll_t *c = sim_i_coll(e, id);
     for (int k = 0; k < 2; k++)
         tree_down_try(e, id, t, c->tree_child[2 * (t * c->n + v) + k]);
 }
@@ -379,7 +379,7 @@ static void tree_down_children(sim_engine_t *e, int32_t id, int t, int32_t v) {
  * runs at B / L (L units on the busiest link), so it carries 2D 2c / L + (k - 1) c bytes after 2D
  * latencies. */
 static void tree_begin(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     const sim_phase_t *ph = cur(e, id);
     if (c->fidelity == SIM_FIDELITY_FAST) {
         c->pending = 1;
@@ -398,7 +398,7 @@ static void tree_begin(sim_engine_t *e, int32_t id) {
 }
 
 static void tree_done(sim_engine_t *e, int32_t id, int32_t tag) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     c->pending--;
     if (c->fidelity == SIM_FIDELITY_FAST)
         return;
@@ -421,7 +421,7 @@ static void tree_done(sim_engine_t *e, int32_t id, int32_t tag) {
 /* ---- dispatch ----------------------------------------------------------------------------------- */
 
 void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
-    sim_coll_t *c = &e->colls[id];
+    sim_coll_t *c = sim_i_coll(e, id);
     switch (cur(e, id)->kind) {
     case SIM_PH_RING:
         ring_begin(e, id);
@@ -457,7 +457,7 @@ void sim_i_phase_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
         tree_done(e, id, tag);
         break;
     case SIM_PH_P2P:
-        e->colls[id].pending--;
+        sim_i_coll(e, id)->pending--;
         break;
     }
 }

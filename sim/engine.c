@@ -48,8 +48,7 @@ int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) {
     return status;
 }
 
-/* Grow *arr to hold at least `need` elements, doubling; new memory is zeroed. */
-int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
+static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int zero) {
     if (need <= *cap)
         return SIM_OK;
     int64_t c = *cap > 0 ? *cap : 16;
@@ -58,20 +57,34 @@ int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
     void *p = realloc(*arr, (size_t)c * elem);
     if (!p)
         return SIM_ENOMEM;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
+    if (zero)
+        memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
     *arr = p;
     *cap = c;
     return SIM_OK;
 }
 
-int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem) {
+/* Grow *arr to hold at least `need` elements, doubling; new memory is zeroed. */
+int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
+    return grow(arr, cap, need, elem, 1);
+}
+
+static int grow32(void **arr, int32_t *cap, int64_t need, size_t elem, int zero) {
     if (need > INT32_MAX)
         return SIM_ENOMEM;
     int64_t c = *cap;
-    if (sim_i_grow(arr, &c, need, elem))
+    if (grow(arr, &c, need, elem, zero))
         return SIM_ENOMEM;
     *cap = c < INT32_MAX ? (int32_t)c : INT32_MAX; /* the array may hold more than it says */
     return SIM_OK;
+}
+
+int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem) {
+    return grow32(arr, cap, need, elem, 1);
+}
+
+int sim_i_grow32_raw(void **arr, int32_t *cap, int64_t need, size_t elem) {
+    return need <= *cap ? SIM_OK : grow32(arr, cap, need, elem, 0);
 }
 
 int sim_i_schedule(sim_engine_t *e, sim_time_ps_t t, int32_t kind, int32_t a, int64_t b) {
@@ -240,6 +253,11 @@ int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_e
     e->n_gpus = net->n_gpus;
     e->gpus_per_domain = net->gpus_per_domain > 0 ? net->gpus_per_domain : 1;
     e->streams_per_gpu = 1 + e->cfg.comm_streams;
+    if ((int64_t)e->n_gpus * e->streams_per_gpu > INT32_MAX) {
+        rc = sim_i_fail(e, SIM_EINVAL, "network: n_gpus %d x %d streams exceeds 2^31 streams", e->n_gpus,
+                        e->streams_per_gpu);
+        goto fail;
+    }
     e->route = net->route;
     e->route_ctx = net->route_ctx;
     e->route_load = net->route_load;
@@ -269,13 +287,13 @@ void sim_engine_free(sim_engine_t *e) {
         return;
     sim_queue_free(e->q);
     sim_i_net_destroy(&e->net);
-    for (int32_t i = 0; i < e->n_colls; i++)
-        sim_i_coll_destroy(&e->colls[i]);
-    free(e->colls);
+    sim_i_coll_free_all(e);
     free(e->ops);
+    free(e->names);
+    free(e->name_tab);
     free(e->edges);
-    free(e->succ_off);
     free(e->succ);
+    free(e->more);
     free(e->streams);
     free(e);
 }

@@ -141,15 +141,13 @@ typedef struct sim_phase {
 
 #define SIM_MAX_PHASES 3
 
-typedef enum { SIM_COLL_WAITING, SIM_COLL_RUNNING, SIM_COLL_DONE } sim_coll_state_t;
-
 typedef struct sim_coll {
     sim_coll_op_t op;
     sim_coll_algo_t algo;
     sim_fidelity_t fidelity;
     sim_comm_mode_t mode;
     double size_bytes;
-    int32_t n, root, stream;
+    int32_t n, root;
     int32_t channels;      /* rings per ring phase (ring, hierarchical); >= 1 */
     int32_t want_channels; /* as requested: >= 1, or SIM_CHANNELS_AUTO */
     sim_proto_t proto;
@@ -160,14 +158,8 @@ typedef struct sim_coll {
     sim_time_ps_t launch_ps; /* the protocol's launch latency, before the first phase */
     double chunk;            /* tree and chain pipeline chunk */
     int32_t window;          /* chain: chunks in flight per edge (W, >= 1) */
-    const char *name;
     int32_t *gpus;
-    sim_op_id_t *member_ops;
-    int32_t arrived;
-    sim_coll_state_t state;
-    sim_time_ps_t start_ps, end_ps;
     double closed_form_s;
-    int64_t flows;
     sim_pair_t *pairs;
     int32_t n_pairs;
     int32_t *routes;
@@ -184,23 +176,46 @@ typedef struct sim_coll {
     sim_time_ps_t *chain_ready;
     int32_t chain_slots;
     int32_t tree_depth, tree_load;
+    /* The plan cache: the algorithm and protocol as requested (the key, with op, fidelity, mode,
+     * size, root, channels and gpus). */
+    int32_t req_algo, req_proto;
+    /* Run-time state (st, mask, tree_last, chain_ready point into it): taken from the engine's
+     * pool when the collective starts and given back when it ends; NULL otherwise. */
+    void *scratch;
+    int32_t scratch_class;
+    int64_t flows_run;          /* flows started by this run of the plan (live copies) */
+    struct sim_coll *next_free; /* the engine's free live copies */
 } sim_coll_t;
+
+/* A collective added to the engine: its plan (shared by every identical collective), its member
+ * operations, and while it runs a live copy of the plan holding the phases' state (allocated when
+ * it starts, recycled when it ends). */
+typedef struct sim_coll_inst {
+    int32_t plan;     /* index into the engine's plans */
+    int32_t first_op; /* member i is operation first_op + i; the members' times give the
+                         collective's (it starts with its last member, they all end with it) */
+    int32_t arrived;
+    int32_t flows;    /* flows it started (saturating at INT32_MAX) */
+    sim_coll_t *live; /* while running; NULL otherwise */
+} sim_coll_inst_t;
 
 /* ---- executor ----------------------------------------------------------------------------------- */
 
-typedef enum { SIM_OPST_WAITING, SIM_OPST_RUNNING, SIM_OPST_DONE } sim_op_state_t;
-
+/* 32 bytes. The state is in the times: waiting while t_start is SIM_TIME_NEVER, done once t_end
+ * is >= 0; until then t_end holds -1 - the duration of a compute operation (-1 for a member of a
+ * collective). The kind follows from coll (-1: compute) and the collective's op. */
 typedef struct sim_op {
-    sim_op_kind_t kind;
-    int32_t gpu, stream;
-    sim_time_ps_t dur_ps;
-    int32_t coll, member;
-    const char *name;
-    int32_t deps_left;
+    int32_t gs; /* gpu * streams_per_gpu + stream */
     int32_t next_in_stream;
-    int32_t state;
+    int32_t coll;       /* -1: compute */
+    uint16_t deps_left; /* at most SIM_OP_MAX_DEPS */
+    uint16_t name;      /* index into the engine's names (0: NULL), | SIM_OP_MORE */
     sim_time_ps_t t_start, t_end;
 } sim_op_t;
+#define SIM_OP_MAX_DEPS 65535
+#define SIM_OP_MAX_NAMES 32767
+#define SIM_OP_NAME_MASK 0x7fff
+#define SIM_OP_MORE 0x8000 /* the operation has more than one successor (see sim_engine_t.more) */
 
 typedef struct sim_stream {
     int32_t head, tail; /* first op not yet ended; last op added */
@@ -230,12 +245,34 @@ struct sim_engine {
     int started;
     sim_op_t *ops;
     int32_t n_ops, cap_ops;
-    int32_t *edges; /* pairs (op, after) */
+    /* operation names: distinct pointers (index 0 is NULL), found through an open-addressing table
+     * of indices (0 empty) */
+    const char **names;
+    int32_t n_names, cap_names, last_name;
+    uint16_t *name_tab;
+    int32_t name_tab_cap;
+    /* successors: per operation its first successor (-1: none); the others of an operation marked
+     * SIM_OP_MORE are a list through edges (pairs: successor, next edge; -1 ends) whose head is
+     * found in `more` (open addressing, pairs: operation (-1 empty), head), prepended while the DAG
+     * is built and reversed when the run starts (so every operation's successors are visited in
+     * the order its dependencies were added) */
+    int32_t *succ; /* [cap_ops] */
+    int32_t *edges;
     int32_t n_edges, cap_edges;
-    int32_t *succ_off, *succ;
+    int32_t *more;
+    int64_t more_cap, more_n;
     sim_stream_t *streams;
-    sim_coll_t *colls;
+    sim_coll_inst_t *colls;
     int32_t n_colls, cap_colls;
+    sim_coll_t *plans; /* distinct plans */
+    int32_t n_plans, cap_plans;
+    sim_coll_t *live_free;
+    /* the plan cache: open addressing over plan indices (-1 empty), power-of-two size */
+    int32_t *plan_tab;
+    int64_t plan_cap, plan_n;
+    /* free blocks of collective run-time state by size class (2^k bytes), linked through their
+     * first word */
+    void *scratch_free[48];
     sim_engine_stats_t stats;
     int fatal; /* sticky status of a failure inside the run (out of memory) */
     char err[256];
@@ -247,6 +284,12 @@ int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);
 /* The same for arrays counted in int32_t; SIM_ENOMEM beyond INT32_MAX elements. The check is inline:
  * flow starts and the component search call it per link. */
 int sim_i_grow32_slow(void **arr, int32_t *cap, int64_t need, size_t elem);
+/* sim_i_grow32 without zeroing the new memory: for arrays whose elements are written whole when
+ * added (untouched capacity then costs no memory). */
+int sim_i_grow32_raw(void **arr, int32_t *cap, int64_t need, size_t elem);
+/* Grow the operation array to hold `need` operations (new memory not zeroed: every operation is
+ * written whole when added). SIM_OK or SIM_ENOMEM. */
+int sim_i_ops_reserve(sim_engine_t *e, int64_t need);
 static inline int sim_i_grow32(void **arr, int32_t *cap, int64_t need, size_t elem) {
     return need <= *cap ? SIM_OK : sim_i_grow32_slow(arr, cap, need, elem);
 }
@@ -290,7 +333,12 @@ int sim_i_maxmin_solve(sim_net_t *n, int32_t n_flows, int32_t n_links);
 void sim_i_coll_arrive(sim_engine_t *e, int32_t c);
 void sim_i_coll_flow_done(sim_engine_t *e, int32_t c, int32_t tag);
 void sim_i_coll_done_event(sim_engine_t *e, int32_t c);
-void sim_i_coll_destroy(sim_coll_t *c);
+/* Every collective's plans, live copies, the plan cache and the pool's free blocks. */
+void sim_i_coll_free_all(sim_engine_t *e);
+/* The live copy of running collective id (the phases' state machines work on it). */
+static inline sim_coll_t *sim_i_coll(const sim_engine_t *e, int32_t id) {
+    return e->colls[id].live;
+}
 
 /* coll_algos.c: per-phase state machines. */
 int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_masks);
@@ -303,6 +351,6 @@ void sim_i_op_end(sim_engine_t *e, int32_t op);
 int sim_i_exec_start(sim_engine_t *e);
 int sim_i_exec_check(sim_engine_t *e);
 int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t stream, sim_time_ps_t dur_ps,
-                 int32_t coll, int32_t member, const char *name, sim_op_id_t *out);
+                 int32_t coll, const char *name, sim_op_id_t *out);
 
 #endif

@@ -21,6 +21,9 @@
  *   the route callback's context and operation names (const char *) are borrowed and must outlive
  *   the engine. sim_engine_free releases everything; it accepts NULL. sim_star_init allocates
  *   arrays that sim_star_destroy frees (destroy accepts a zeroed or half-initialised star).
+ *   Per operation the engine holds 36 bytes (32 for the operation, 4 for its first successor), plus
+ *   8 per further dependency; identical collectives (same op, size, members and requests) share
+ *   one plan, and a collective's run-time state exists only while it runs (docs/performance.md).
  * - Errors: fallible functions return SIM_OK (0) or a negative sim_status_t and leave the engine
  *   usable; nothing aborts on bad input. sim_engine_last_error() explains the last failure in one
  *   line naming the argument and its value. Running out of memory inside a run is sticky: that run
@@ -512,14 +515,24 @@ int sim_coll_bench_run(const sim_config_t *cfg, const sim_network_desc_t *net, c
 
 /* A compute operation of duration_s (>= 0) on (gpu, stream). Operations on one stream run in the
  * order they were added (CUDA stream semantics); an operation starts when it is at the head of its
- * stream and every operation it depends on has ended. */
+ * stream and every operation it depends on has ended. Names are kept as pointers: an engine takes
+ * at most 32767 distinct ones (SIM_ENOMEM beyond). */
 int sim_op_compute(sim_engine_t *e, int32_t gpu, int32_t stream, double duration_s, const char *name,
                    sim_op_id_t *out);
-/* op starts only after `after` has ended. Return SIM_EINVAL for unknown ids or op == after. */
+/* op starts only after `after` has ended. Return SIM_EINVAL for unknown ids, op == after, or an op
+ * that already has 65535 dependencies. */
 int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after);
 /* Start and end time of an operation (SIM_TIME_NEVER if it did not start / end). */
 int sim_op_times(const sim_engine_t *e, sim_op_id_t op, sim_time_ps_t *start_ps, sim_time_ps_t *end_ps);
 int32_t sim_op_count(const sim_engine_t *e);
+/* The GPU of an operation (-1 for unknown ids). */
+int32_t sim_op_gpu(const sim_engine_t *e, sim_op_id_t op);
+/* The collective an operation is a member of (-1 for compute operations and unknown ids). */
+sim_coll_id_t sim_op_collective(const sim_engine_t *e, sim_op_id_t op);
+/* Make room for n_ops operations and n_dependencies dependencies in all (a hint: adding more still
+ * works, growing geometrically); avoids regrowing the arrays while a large DAG is added. Return
+ * SIM_OK, SIM_EINVAL (negative or more than 2^31), SIM_ENOMEM or SIM_ESTATE (the run has started). */
+int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies);
 
 /* Run until nothing is left to happen. Return SIM_OK, or SIM_EDEADLOCK if some operation never
  * started (a dependency cycle, or a collective whose members wait on each other's streams). Can be

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "step_internal.h"
 
 #define DEFAULT_MAX_OPS 1500000
-#define HARD_MAX_OPS 50000000LL
 
 int step_fail(step_t *s, int status, const char *fmt, ...) {
     va_list ap;
@@ -22,19 +22,136 @@ int step_fail(step_t *s, int status, const char *fmt, ...) {
 }
 
 int step_meta_reserve(step_t *s, int32_t n_ops) {
-    if (n_ops <= s->cap_meta)
+    if (n_ops <= s->cap_rec)
         return SIM_OK;
-    int64_t cap = s->cap_meta > 0 ? s->cap_meta : 1024;
+    int64_t cap = s->cap_rec > 0 ? s->cap_rec : 1024;
     while (cap < n_ops)
         cap *= 2;
     if (cap > INT32_MAX)
         cap = INT32_MAX;
-    step_meta_t *m = realloc(s->meta, (size_t)cap * sizeof *m);
+    step_rec_t *m = realloc(s->rec, (size_t)cap * sizeof *m);
     if (!m)
         return step_fail(s, SIM_ENOMEM, "step: out of memory for %d operations", n_ops);
-    s->meta = m;
-    s->cap_meta = (int32_t)cap;
+    s->rec = m;
+    s->cap_rec = (int32_t)cap;
     return SIM_OK;
+}
+
+_Static_assert(sizeof(step_info_t) % 8 == 0, "step_info_t hashes as whole words");
+
+static uint64_t info_hash(const step_info_t *in) {
+    uint64_t w[sizeof *in / 8], h = 0x9e3779b97f4a7c15ULL;
+    memcpy(w, in, sizeof w);
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+        h ^= w[i];
+        h *= 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 29);
+}
+
+static int64_t info_slot(const step_t *s, const step_info_t *in) {
+    const uint64_t mask = (uint64_t)s->info_tab_cap - 1;
+    for (uint64_t i = info_hash(in) & mask;; i = (i + 1) & mask) {
+        const int32_t k = s->info_tab[i];
+        if (k < 0 || memcmp(&s->info[k], in, sizeof *in) == 0)
+            return (int64_t)i;
+    }
+}
+
+/* The index of *in in the table, added if new (-1: out of memory). */
+static int32_t info_intern(step_t *s, const step_info_t *in) {
+    if (2 * ((int64_t)s->n_info + 1) > s->info_tab_cap) {
+        const int64_t cap = s->info_tab_cap ? 2 * s->info_tab_cap : 256;
+        int32_t *tab = malloc((size_t)cap * sizeof *tab);
+        step_info_t *info = realloc(s->info, (size_t)(cap / 2) * sizeof *info);
+        if (!tab || !info) {
+            free(tab);
+            if (info)
+                s->info = info;
+            return -1;
+        }
+        s->info = info;
+        s->cap_info = (int32_t)(cap / 2);
+        for (int64_t i = 0; i < cap; i++)
+            tab[i] = -1;
+        free(s->info_tab);
+        s->info_tab = tab;
+        s->info_tab_cap = cap;
+        for (int32_t k = 0; k < s->n_info; k++)
+            s->info_tab[info_slot(s, &s->info[k])] = k;
+    }
+    if (s->n_info > 0 && memcmp(&s->info[s->last_info], in, sizeof *in) == 0)
+        return s->last_info; /* the common case: the same operation on the next GPU */
+    const int64_t slot = info_slot(s, in);
+    if (s->info_tab[slot] < 0) {
+        s->info[s->n_info] = *in;
+        s->info_tab[slot] = s->n_info++;
+    }
+    s->last_info = s->info_tab[slot];
+    return s->last_info;
+}
+
+int step_meta_put(step_t *s, sim_op_id_t op, const step_meta_t *m) {
+    step_info_t in;
+    memset(&in, 0, sizeof in); /* padding too: the table compares bytes */
+    in.chunk = m->chunk;
+    in.microbatch = m->microbatch;
+    in.first_block = m->first_block;
+    in.n_blocks = m->n_blocks;
+    in.kind = m->kind;
+    in.pass = m->pass;
+    in.layer0 = m->layer0;
+    in.layer1 = m->layer1;
+    in.coll_op = m->coll_op;
+    in.group = m->group;
+    in.fixed = m->fixed;
+    in.flops_tflop = m->flops_tflop;
+    in.hbm_gb = m->hbm_gb;
+    in.comm_gb = m->comm_gb;
+    in.tp_comm_s = m->tp_comm_s;
+    in.act_gb = m->act_gb;
+    const int32_t k = info_intern(s, &in);
+    if (k < 0)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory for operation metadata");
+    s->rec[op].info = k;
+    return SIM_OK;
+}
+
+void step_meta_get(const step_t *s, sim_op_id_t op, step_meta_t *m) {
+    const step_info_t *in = &s->info[s->rec[op].info];
+    const int32_t gpu = sim_op_gpu(s->e, op);
+    *m = (step_meta_t){.gpu = gpu,
+                       .coll = sim_op_collective(s->e, op),
+                       .stage = s->gpu_stage[gpu],
+                       .chunk = in->chunk,
+                       .microbatch = in->microbatch,
+                       .first_block = in->first_block,
+                       .n_blocks = in->n_blocks,
+                       .kind = in->kind,
+                       .pass = in->pass,
+                       .layer0 = in->layer0,
+                       .layer1 = in->layer1,
+                       .coll_op = in->coll_op,
+                       .group = in->group,
+                       .fixed = in->fixed,
+                       .flops_tflop = in->flops_tflop,
+                       .hbm_gb = in->hbm_gb,
+                       .comm_gb = in->comm_gb,
+                       .tp_comm_s = in->tp_comm_s,
+                       .act_gb = in->act_gb};
+}
+
+double step_memory_estimate_gb(int64_t n_ops) {
+    return (STEP_MEMORY_BASE_BYTES + STEP_MEMORY_BYTES_PER_OP * (double)n_ops) * 1e-9;
+}
+
+double step_memory_budget_gb(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return 8.0;
+    return 0.5 * (double)pages * (double)page * 1e-9;
 }
 
 void step_config_default(step_config_t *cfg) {
@@ -323,11 +440,15 @@ static int decide(step_t *s) {
                              ? STEP_GRANULARITY_LAYER
                              : STEP_GRANULARITY_MICROBATCH;
     const int64_t est = step_estimate_ops(s, s->level, s->granularity);
-    if (est > HARD_MAX_OPS)
+    const double need_gb = step_memory_estimate_gb(est);
+    const double budget_gb = s->cfg.max_memory_gb > 0.0 ? s->cfg.max_memory_gb : step_memory_budget_gb();
+    if (need_gb > budget_gb || est > INT32_MAX)
         return step_fail(s, SIM_EINVAL,
-                         "step: about %lld operations to simulate (more than %lld); allowed: a smaller job, "
-                         "analytic communication, or an approximate collapse (collapse approx)",
-                         (long long)est, (long long)HARD_MAX_OPS);
+                         "step: about %lld operations need about %.1f GB, more than the memory budget of "
+                         "%.1f GB (--max-memory); allowed: a smaller job, analytic communication, an "
+                         "approximate collapse (--collapse approx), or a larger budget",
+                         (long long)est, need_gb, budget_gb);
+    s->est_ops = est;
     return SIM_OK;
 }
 
@@ -339,8 +460,11 @@ static int stage_gpus(step_t *s) {
         per *= s->collapsed_dim[order[i]] ? 1 : s->n[order[i]];
     s->per_stage = (int32_t)per;
     s->stage_gpus = malloc((size_t)s->pp * (size_t)per * sizeof *s->stage_gpus);
-    if (!s->stage_gpus)
+    s->gpu_stage = malloc((size_t)s->gpus * sizeof *s->gpu_stage);
+    if (!s->stage_gpus || !s->gpu_stage)
         return step_fail(s, SIM_ENOMEM, "step: out of memory");
+    for (int32_t g = 0; g < s->gpus; g++)
+        s->gpu_stage[g] = -1;
     for (int32_t p = 0; p < s->pp; p++)
         for (int64_t j = 0; j < per; j++) {
             int64_t x[STEP_DIM_COUNT] = {0, 0, p, 0}, rem = j;
@@ -350,6 +474,7 @@ static int stage_gpus(step_t *s) {
                     rem /= s->n[order[i]];
                 }
             s->stage_gpus[(int64_t)p * per + j] = step_gpu(s, x);
+            s->gpu_stage[s->stage_gpus[(int64_t)p * per + j]] = p;
         }
     return SIM_OK;
 }
@@ -566,7 +691,10 @@ void step_free(step_t *s) {
         free(s->rail_map[i]);
         free(s->link_owner[i]);
     }
-    free(s->meta);
+    free(s->gpu_stage);
+    free(s->rec);
+    free(s->info);
+    free(s->info_tab);
     free(s->act_gb);
     free(s->peak_act_gb);
     free(s);
@@ -575,26 +703,24 @@ void step_free(step_t *s) {
 /* ---- running -------------------------------------------------------------------------------------- */
 
 static void obs_op_start(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
-    step_t *s = ctx;
-    if (op->op >= 0 && op->op < s->cap_meta)
-        s->meta[op->op].coll = op->coll;
-    if (s->user_obs.op_start)
-        s->user_obs.op_start(s->user_obs.ctx, t, op);
+    const step_t *s = ctx;
+    s->user_obs.op_start(s->user_obs.ctx, t, op);
 }
 
 static void obs_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
     step_t *s = ctx;
-    if (op->op >= 0 && op->op < s->cap_meta) {
-        const step_meta_t *m = &s->meta[op->op];
-        if (m->act_gb != 0.0) {
-            double *a = &s->act_gb[m->gpu];
-            *a += m->act_gb;
+    if (op->op >= 0 && op->op < s->cap_rec) {
+        const double act = s->info[s->rec[op->op].info].act_gb;
+        if (act != 0.0) {
+            const int32_t g = op->gpu;
+            double *a = &s->act_gb[g];
+            *a += act;
             if (*a < 1e-12 && *a > -1e-12)
                 *a = 0.0; /* allocations and frees cancel exactly in value, not always in rounding */
-            if (*a > s->peak_act_gb[m->gpu])
-                s->peak_act_gb[m->gpu] = *a;
+            if (*a > s->peak_act_gb[g])
+                s->peak_act_gb[g] = *a;
             if (s->mem_fn)
-                s->mem_fn(s->mem_ctx, t, m->gpu, s->static_gb + *a);
+                s->mem_fn(s->mem_ctx, t, g, s->static_gb + *a);
         }
     }
     if (s->user_obs.op_end)
@@ -639,7 +765,7 @@ int step_run(step_t *s) {
     if (s->ran)
         return step_fail(s, SIM_ESTATE, "step: already run");
     const sim_observer_t obs = {.ctx = s,
-                                .op_start = obs_op_start,
+                                .op_start = s->user_obs.op_start ? obs_op_start : NULL,
                                 .op_end = obs_op_end,
                                 .flow_start = s->user_obs.flow_start ? obs_flow_start : NULL,
                                 .flow_end = s->user_obs.flow_end ? obs_flow_end : NULL,
@@ -701,9 +827,11 @@ static int breakdown(const step_t *s, sim_time_ps_t end, int32_t gpu, step_break
     int64_t n = 0, cap = 0;
     const int32_t n_ops = sim_op_count(s->e);
     for (int32_t op = 0; op < n_ops; op++) {
-        const step_meta_t *m = &s->meta[op];
-        if (m->gpu != gpu)
+        if (sim_op_gpu(s->e, op) != gpu)
             continue;
+        step_meta_t mm;
+        step_meta_get(s, op, &mm);
+        const step_meta_t *m = &mm;
         sim_time_ps_t st, en;
         sim_op_times(s->e, op, &st, &en);
         if (st == SIM_TIME_NEVER || en == SIM_TIME_NEVER)
@@ -764,11 +892,11 @@ int step_result(const step_t *s, step_result_t *r) {
         sim_op_times(s->e, op, &st, &en);
         if (en == SIM_TIME_NEVER)
             continue;
-        const int32_t g = s->meta[op].gpu;
+        const int32_t g = sim_op_gpu(s->e, op);
         if (en > end || (en == end && (crit < 0 || g < crit))) {
             end = en;
             crit = g;
-            crit_stage = s->meta[op].stage;
+            crit_stage = s->gpu_stage[g];
         }
     }
     r->step_time_s = sim_ps_to_s(end);
@@ -814,11 +942,13 @@ double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu) {
 }
 
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
-    if (op < 0 || op >= sim_op_count(s->e) || op >= s->cap_meta)
+    if (op < 0 || op >= sim_op_count(s->e) || op >= s->cap_rec)
         return SIM_EINVAL;
     static const char *const PASS[3] = {"fwd", "bwd", "opt"};
     static const char *const GROUP[4] = {"tp", "cp", "dp", "pp"};
-    const step_meta_t *m = &s->meta[op];
+    step_meta_t mm;
+    step_meta_get(s, op, &mm);
+    const step_meta_t *m = &mm;
     memset(out, 0, sizeof *out);
     out->kind = (step_op_kind_t)m->kind;
     out->pass = m->pass >= 0 && m->pass < 3 ? PASS[m->pass] : NULL;

@@ -85,16 +85,17 @@ typedef struct builder {
 
 /* ---- operations and their metadata -------------------------------------------------------------- */
 
-static step_meta_t *meta_new(builder_t *b, sim_op_id_t op) {
-    step_meta_t *m = &b->s->meta[op];
-    memset(m, 0, sizeof *m);
-    m->coll = -1;
-    m->stage = b->stage;
-    m->chunk = m->microbatch = m->first_block = -1;
-    m->pass = -1;
-    m->layer0 = m->layer1 = -1;
-    m->coll_op = -1;
-    m->group = -1;
+/* Metadata with every field at its "none" value, on the current stage. */
+static step_meta_t meta_none(const builder_t *b) {
+    step_meta_t m;
+    memset(&m, 0, sizeof m);
+    m.coll = -1;
+    m.stage = b->stage;
+    m.chunk = m.microbatch = m.first_block = -1;
+    m.pass = -1;
+    m.layer0 = m.layer1 = -1;
+    m.coll_op = -1;
+    m.group = -1;
     return m;
 }
 
@@ -183,21 +184,21 @@ static int flush(builder_t *b) {
             return engine_fail(b, rc);
         if ((rc = reserve(b)))
             return rc;
-        step_meta_t *m = meta_new(b, op);
-        m->gpu = b->gpus[j];
-        m->kind = STEP_OP_COMPUTE;
-        m->pass = (int8_t)b->acc_pass;
-        m->chunk = b->acc_chunk;
-        m->microbatch = b->acc_mb;
-        m->first_block = lo >= 0 ? global_block(b, b->acc_chunk, lo) : -1;
-        m->n_blocks = (int16_t)(lo >= 0 ? hi - lo + 1 : 0);
-        m->layer0 = (int8_t)b->acc_layer0;
-        m->layer1 = (int8_t)b->acc_layer1;
-        m->flops_tflop = b->acc_flops;
-        m->hbm_gb = b->acc_hbm;
-        m->tp_comm_s = b->acc_tp;
-        m->act_gb = b->acc_pass ? -b->acc_act : b->acc_act;
-        if ((rc = chain_add(b, j, op, STEP_STREAM_COMPUTE)))
+        step_meta_t m = meta_none(b);
+        m.gpu = b->gpus[j];
+        m.kind = STEP_OP_COMPUTE;
+        m.pass = (int8_t)b->acc_pass;
+        m.chunk = b->acc_chunk;
+        m.microbatch = b->acc_mb;
+        m.first_block = lo >= 0 ? global_block(b, b->acc_chunk, lo) : -1;
+        m.n_blocks = (int16_t)(lo >= 0 ? hi - lo + 1 : 0);
+        m.layer0 = (int8_t)b->acc_layer0;
+        m.layer1 = (int8_t)b->acc_layer1;
+        m.flops_tflop = b->acc_flops;
+        m.hbm_gb = b->acc_hbm;
+        m.tp_comm_s = b->acc_tp;
+        m.act_gb = b->acc_pass ? -b->acc_act : b->acc_act;
+        if ((rc = step_meta_put(b->s, op, &m)) || (rc = chain_add(b, j, op, STEP_STREAM_COMPUTE)))
             return rc;
     }
     return SIM_OK;
@@ -205,18 +206,19 @@ static int flush(builder_t *b) {
 
 /* ---- communication -------------------------------------------------------------------------------- */
 
-static void comm_meta(builder_t *b, sim_op_id_t op, int32_t gpu, step_group_t g, model_coll_op_t cop,
-                      double bytes, int fixed, int pass, int32_t chunk, int32_t mb) {
-    step_meta_t *m = meta_new(b, op);
-    m->gpu = gpu;
-    m->kind = g == STEP_GROUP_DP ? STEP_OP_DP : STEP_OP_TP;
-    m->group = (int8_t)g;
-    m->coll_op = (int8_t)cop;
-    m->comm_gb = bytes * 1e-9;
-    m->fixed = (int8_t)fixed;
-    m->pass = (int8_t)pass;
-    m->chunk = chunk;
-    m->microbatch = mb;
+static int comm_meta(builder_t *b, sim_op_id_t op, int32_t gpu, step_group_t g, model_coll_op_t cop,
+                     double bytes, int fixed, int pass, int32_t chunk, int32_t mb) {
+    step_meta_t m = meta_none(b);
+    m.gpu = gpu;
+    m.kind = g == STEP_GROUP_DP ? STEP_OP_DP : STEP_OP_TP;
+    m.group = (int8_t)g;
+    m.coll_op = (int8_t)cop;
+    m.comm_gb = bytes * 1e-9;
+    m.fixed = (int8_t)fixed;
+    m.pass = (int8_t)pass;
+    m.chunk = chunk;
+    m.microbatch = mb;
+    return step_meta_put(b->s, op, &m);
 }
 
 /* A fixed-duration stand-in on every GPU of the stage; ops[j] receives GPU j's operation. */
@@ -228,7 +230,8 @@ static int fixed_ops(builder_t *b, step_group_t g, model_coll_op_t cop, double b
             return engine_fail(b, rc);
         if ((rc = reserve(b)))
             return rc;
-        comm_meta(b, ops[j], b->gpus[j], g, cop, bytes, 1, pass, chunk, mb);
+        if ((rc = comm_meta(b, ops[j], b->gpus[j], g, cop, bytes, 1, pass, chunk, mb)))
+            return rc;
     }
     return SIM_OK;
 }
@@ -258,7 +261,8 @@ static int real_colls(builder_t *b, step_group_t g, model_coll_op_t cop, double 
             return rc;
         for (int32_t i = 0; i < sz; i++) {
             ops[mem[i]] = b->obuf[i];
-            comm_meta(b, b->obuf[i], b->gbuf[i], g, cop, bytes, 0, pass, chunk, mb);
+            if ((rc = comm_meta(b, b->obuf[i], b->gbuf[i], g, cop, bytes, 0, pass, chunk, mb)))
+                return rc;
         }
     }
     return SIM_OK;
@@ -317,8 +321,12 @@ static int summa_fixed(builder_t *b, const step_seg_t *seg, const model_pass_t *
         rc = fixed_ops(b, STEP_GROUP_TP, MODEL_COLL_BROADCAST, bytes, exposed, STEP_STREAM_TP, it->pass,
                        it->chunk, it->microbatch, ops);
         for (int32_t j = 0; j < b->n && !rc; j++) {
-            b->s->meta[ops[j]].coll_op = -1; /* the panels' exposed time, several collectives */
-            rc = chain_add(b, j, ops[j], STEP_STREAM_TP);
+            step_meta_t m;
+            step_meta_get(b->s, ops[j], &m);
+            m.coll_op = -1; /* the panels' exposed time, several collectives */
+            rc = step_meta_put(b->s, ops[j], &m);
+            if (!rc)
+                rc = chain_add(b, j, ops[j], STEP_STREAM_TP);
         }
     }
     if (!rc)
@@ -561,11 +569,13 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
             }
             if ((rc = reserve(b)))
                 break;
-            step_meta_t *m = meta_new(b, op);
-            m->gpu = b->gpus[j];
-            m->kind = STEP_OP_OPTIMIZER;
-            m->pass = 2;
-            rc = chain_add(b, j, op, STEP_STREAM_COMPUTE);
+            step_meta_t m = meta_none(b);
+            m.gpu = b->gpus[j];
+            m.kind = STEP_OP_OPTIMIZER;
+            m.pass = 2;
+            rc = step_meta_put(b->s, op, &m);
+            if (!rc)
+                rc = chain_add(b, j, op, STEP_STREAM_COMPUTE);
             if (!rc)
                 rc = depend(b, op, b->last_rs[j]);
             b->opt[(int64_t)p * b->n + j] = op;
@@ -613,8 +623,10 @@ static int embedding_sync(builder_t *b) {
         for (int e = 0; e < 2 && !rc; e++) {
             const int64_t k = (int64_t)ends[e] * b->n + j;
             b->stage = ends[e];
-            comm_meta(b, mem[e], gpus[e], STEP_GROUP_DP, MODEL_COLL_ALLREDUCE, emb_gb * 1e9, 0, 1, -1, -1);
-            rc = depend(b, mem[e], b->fin[k]);
+            rc = comm_meta(b, mem[e], gpus[e], STEP_GROUP_DP, MODEL_COLL_ALLREDUCE, emb_gb * 1e9, 0, 1, -1,
+                           -1);
+            if (!rc)
+                rc = depend(b, mem[e], b->fin[k]);
             if (!rc)
                 rc = depend(b, b->opt[k], mem[e]);
         }
@@ -708,20 +720,23 @@ static int messages(builder_t *b) {
                     return engine_fail(b, rc);
                 if ((rc = reserve(b)))
                     return rc;
-                for (int e = 0; e < 2; e++) {
+                for (int e = 0; e < 2 && !rc; e++) {
                     const sim_op_id_t op = e ? rcv : snd;
-                    step_meta_t *m = meta_new(b, op);
-                    m->stage = e ? q : p;
-                    m->gpu = e ? dst : src;
-                    m->kind = STEP_OP_PP;
-                    m->group = 3;
-                    m->coll_op = MODEL_COLL_P2P;
-                    m->comm_gb = bytes * 1e-9;
-                    m->fixed = (int8_t)fixed_pair;
-                    m->pass = (int8_t)it->pass;
-                    m->chunk = e ? c2 : it->chunk;
-                    m->microbatch = it->microbatch;
+                    step_meta_t m = meta_none(b);
+                    m.stage = e ? q : p;
+                    m.gpu = e ? dst : src;
+                    m.kind = STEP_OP_PP;
+                    m.group = 3;
+                    m.coll_op = MODEL_COLL_P2P;
+                    m.comm_gb = bytes * 1e-9;
+                    m.fixed = (int8_t)fixed_pair;
+                    m.pass = (int8_t)it->pass;
+                    m.chunk = e ? c2 : it->chunk;
+                    m.microbatch = it->microbatch;
+                    rc = step_meta_put(b->s, op, &m);
                 }
+                if (rc)
+                    return rc;
                 rc = depend(b, snd, producer);
                 if (!rc)
                     rc = depend(b, snd, producer2);
@@ -904,6 +919,11 @@ int step_build(step_t *s) {
         rc = step_fail(s, SIM_ENOMEM,
                        "step: out of memory for the schedule of %lld passes x %d GPUs per stage",
                        (long long)(pp * nit), b.n);
+    /* Room for the estimated operations at once (untouched room costs no memory; more still fits). */
+    if (!rc && s->est_ops > 0 && sim_engine_reserve(s->e, s->est_ops, s->est_ops) != SIM_OK)
+        rc = engine_fail(&b, SIM_ENOMEM);
+    if (!rc && s->est_ops > 0 && s->est_ops <= INT32_MAX)
+        rc = step_meta_reserve(s, (int32_t)s->est_ops);
     if (!rc)
         rc = precompute(s);
     if (!rc)

@@ -67,9 +67,12 @@ step_group_t step_group_of(model_group_t g);
 
 /* ---- per-operation metadata ------------------------------------------------------------------- */
 
+/* One operation's metadata as the builder writes it and step_op reads it (coll: the engine
+ * collective it is a member of, -1). Stored compactly: step_rec_t per operation, the rest interned
+ * in a table of step_info_t (a step has few distinct ones: every microbatch repeats them). */
 typedef struct step_meta {
     int32_t gpu;
-    int32_t coll; /* engine collective, seen at op start; -1 */
+    int32_t coll; /* engine collective; -1 */
     int32_t stage, chunk, microbatch;
     int32_t first_block;
     int16_t n_blocks;
@@ -81,6 +84,19 @@ typedef struct step_meta {
     int8_t fixed;   /* 1: a fixed-duration stand-in for communication (busy from its own start) */
     double flops_tflop, hbm_gb, comm_gb, tp_comm_s, act_gb;
 } step_meta_t;
+
+typedef struct step_info {
+    int32_t chunk, microbatch, first_block;
+    int16_t n_blocks;
+    int8_t kind, pass, layer0, layer1, coll_op, group, fixed;
+    double flops_tflop, hbm_gb, comm_gb, tp_comm_s, act_gb;
+} step_info_t;
+
+/* Per operation: its metadata's index into step_t.info (the GPU is the engine's, the stage the
+ * GPU's). */
+typedef struct step_rec {
+    int32_t info;
+} step_rec_t;
 
 /* ---- fixed-duration collectives --------------------------------------------------------------- */
 
@@ -124,9 +140,11 @@ struct sim_step {
     int32_t *link_owner[2];
     int fixed_group[STEP_GROUP_COUNT]; /* 1: collectives of this group take a fixed time */
     step_granularity_t granularity;
+    int64_t est_ops; /* step_estimate_ops at the chosen level and granularity */
     /* simulated GPUs: per stage, in stage-local order (free dims TP, CP, DP, innermost first) */
     int32_t per_stage;
     int32_t *stage_gpus;             /* [pp * per_stage] */
+    int32_t *gpu_stage;              /* [gpus]: the stage of a simulated GPU, -1 */
     int64_t local_n[STEP_DIM_COUNT]; /* sizes of the free dims (1 if collapsed; 1 for PP) */
     /* fixed durations */
     step_fixed_key_t *fixed;
@@ -136,9 +154,13 @@ struct sim_step {
      * layer's exposed communication (filled by step_build) */
     double seg_fixed_s[STEP_PARTS][2][STEP_MAX_SEGS];
     double optimizer_s; /* the model's: on the stage with the most parameters */
-    /* operations */
-    step_meta_t *meta;
-    int32_t cap_meta;
+    /* operations: per operation a record, the rest interned (step_meta_put) */
+    step_rec_t *rec;
+    int32_t cap_rec;
+    step_info_t *info;
+    int32_t n_info, cap_info, last_info;
+    int32_t *info_tab; /* open addressing over info indices, -1 empty */
+    int64_t info_tab_cap;
     /* observer and memory */
     sim_observer_t user_obs;
     int has_user_obs;
@@ -154,6 +176,10 @@ struct sim_step {
 int step_fail(step_t *s, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Reserve metadata for op ids up to (excluding) n_ops. SIM_OK or SIM_ENOMEM. */
 int step_meta_reserve(step_t *s, int32_t n_ops);
+/* Store op's metadata (reserved); m->coll is not stored (the engine knows it). SIM_OK or SIM_ENOMEM. */
+int step_meta_put(step_t *s, sim_op_id_t op, const step_meta_t *m);
+/* The metadata of op (stored), with coll from the engine. */
+void step_meta_get(const step_t *s, sim_op_id_t op, step_meta_t *m);
 /* Group member dims: TP {TP}, CP {CP}, DP {DP} or {CP, DP} (2d-seqp). */
 int step_group_dims(const step_t *s, step_group_t g, int dims[STEP_DIM_COUNT]);
 int64_t step_group_size(const step_t *s, step_group_t g);

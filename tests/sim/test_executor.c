@@ -2,7 +2,9 @@
  * compute/communication overlap, the collective barrier, point-to-point, deadlock detection, the
  * observer, and determinism: the same random DAG gives the same event log twice, also with two
  * engines alive in one process; progress reports every SIM_PROGRESS_EVERY timestamps and at the end
- * of every run, with time and operations that never go back. */
+ * of every run, with time and operations that never go back. Identical collectives share one plan
+ * and still run apart; the operation queries (GPU, collective), reserving room, and the dependency
+ * limit. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -367,6 +369,99 @@ static void test_progress_reports(void **state) {
     teardown(&f);
 }
 
+/* Identical collectives (one plan) run independently: the second of two allreduces on the same GPUs
+ * waits for a compute op and ends later by exactly that; results match two separate engines. */
+static void test_shared_plan(void **state) {
+    (void)state;
+    fixture_t f;
+    setup(&f, 4, NULL);
+    assert_int_equal(sim_engine_reserve(f.e, 100, 100), SIM_OK);
+    const int32_t gpus[4] = {0, 1, 2, 3};
+    const sim_coll_desc_t cd = {
+        .op = SIM_COLL_ALLREDUCE, .size_bytes = 40e6, .gpus = gpus, .n_gpus = 4, .stream = 1, .name = "ar"};
+    sim_op_id_t m1[4], m2[4], pre;
+    sim_coll_id_t c1, c2;
+    assert_int_equal(sim_coll_add(f.e, &cd, m1, &c1), SIM_OK);
+    sim_coll_desc_t cd2 = cd;
+    cd2.stream = 2; /* another stream: the same plan */
+    assert_int_equal(sim_coll_add(f.e, &cd2, m2, &c2), SIM_OK);
+    sim_op_compute(f.e, 2, 0, 20e-3, "pre", &pre); /* after the first one ends */
+    assert_int_equal(sim_op_depend(f.e, m2[2], pre), SIM_OK);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sim_op_gpu(f.e, m1[i]), i);
+        assert_int_equal(sim_op_collective(f.e, m1[i]), c1);
+        assert_int_equal(sim_op_collective(f.e, m2[i]), c2);
+    }
+    assert_int_equal(sim_op_collective(f.e, pre), -1);
+    assert_int_equal(sim_op_gpu(f.e, pre), 2);
+    assert_int_equal(sim_op_gpu(f.e, 999), -1);
+    assert_int_equal(sim_engine_run(f.e), SIM_OK);
+    sim_coll_result_t r1, r2;
+    assert_int_equal(sim_coll_result(f.e, c1, &r1), SIM_OK);
+    assert_int_equal(sim_coll_result(f.e, c2, &r2), SIM_OK);
+    assert_int_equal(r1.algo, r2.algo);
+    assert_true(r1.closed_form_s == r2.closed_form_s);
+    assert_true(r1.start_ps == 0);
+    assert_true(r2.start_ps == sim_s_to_ps(20e-3));
+    assert_true(r2.end_ps - r2.start_ps == r1.end_ps - r1.start_ps); /* each alone on the network */
+    assert_true(r1.flows > 0 && r1.flows == r2.flows);
+    /* the same collective alone on a fresh engine */
+    fixture_t g;
+    setup(&g, 4, NULL);
+    sim_coll_id_t c;
+    assert_int_equal(sim_coll_add(g.e, &cd, NULL, &c), SIM_OK);
+    assert_int_equal(sim_engine_run(g.e), SIM_OK);
+    sim_coll_result_t r;
+    assert_int_equal(sim_coll_result(g.e, c, &r), SIM_OK);
+    assert_true(r.end_ps == r1.end_ps && r.closed_form_s == r1.closed_form_s && r.flows == r1.flows);
+    /* a bad descriptor is refused even when an identical good one was added */
+    sim_coll_desc_t bad = cd;
+    bad.stream = 0;
+    fixture_t h;
+    setup(&h, 4, NULL);
+    assert_int_equal(sim_coll_add(h.e, &cd, NULL, NULL), SIM_OK);
+    assert_int_equal(sim_coll_add(h.e, &bad, NULL, NULL), SIM_EINVAL);
+    assert_non_null(strstr(sim_engine_last_error(h.e), "stream 0"));
+    teardown(&h);
+    teardown(&g);
+    teardown(&f);
+}
+
+/* sim_engine_reserve: out-of-range counts and after the start are refused; an operation takes at
+ * most 65535 dependencies; an engine at most 32767 distinct names. */
+static void test_reserve_and_limits(void **state) {
+    (void)state;
+    fixture_t f;
+    setup(&f, 2, NULL);
+    assert_int_equal(sim_engine_reserve(f.e, -1, 0), SIM_EINVAL);
+    assert_int_equal(sim_engine_reserve(f.e, (int64_t)1 << 32, 0), SIM_EINVAL);
+    assert_int_equal(sim_engine_reserve(f.e, 70000, 70000), SIM_OK);
+    sim_op_id_t last, op;
+    sim_op_compute(f.e, 1, 0, 1e-6, "last", &last);
+    for (int i = 0; i < 65535; i++) {
+        sim_op_compute(f.e, 0, 0, 1e-9, "dep", &op);
+        assert_int_equal(sim_op_depend(f.e, last, op), SIM_OK);
+    }
+    sim_op_compute(f.e, 0, 0, 1e-9, "one too many", &op);
+    assert_int_equal(sim_op_depend(f.e, last, op), SIM_EINVAL);
+    assert_non_null(strstr(sim_engine_last_error(f.e), "at most 65535"));
+    assert_int_equal(sim_engine_run(f.e), SIM_OK);
+    assert_s(start_s(f.e, last), 65536 * 1e-9 - 1e-9); /* after the 65535 ops it depends on */
+    assert_int_equal(sim_engine_reserve(f.e, 10, 10), SIM_ESTATE);
+    teardown(&f);
+    /* names are pointers, at most 32767 distinct ones; a known one is still taken after that */
+    static char names[32768];
+    setup(&f, 1, NULL);
+    for (int i = 0; i < 32767; i++)
+        assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, names + i, NULL), SIM_OK);
+    assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, names + 32767, NULL), SIM_ENOMEM);
+    assert_non_null(strstr(sim_engine_last_error(f.e), "at most 32767 distinct"));
+    assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, names + 5, NULL), SIM_OK);
+    assert_int_equal(sim_op_compute(f.e, 0, 0, 0.0, NULL, NULL), SIM_OK);
+    assert_int_equal(sim_engine_run(f.e), SIM_OK);
+    teardown(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_order_and_dependencies),
@@ -376,6 +471,8 @@ int main(void) {
         cmocka_unit_test(test_same_input_same_log),
         cmocka_unit_test(test_two_engines_interleaved),
         cmocka_unit_test(test_progress_reports),
+        cmocka_unit_test(test_shared_plan),
+        cmocka_unit_test(test_reserve_and_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

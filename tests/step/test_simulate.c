@@ -4,7 +4,8 @@
  * 0.67) and is off on request; the busiest links are named; every stage's peak activations are
  * reported; a network without a topology and a failing before_run hook stop it with their stage; the
  * progress callback is called with a simulated time and operation count that never go back, ends at
- * every operation done, and changes nothing in the result. */
+ * every operation done, and changes nothing in the result; a step whose memory estimate exceeds the
+ * budget is refused with one line naming both. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -156,6 +157,19 @@ static void test_errors(void **state) {
     assert_int_equal(step_simulate(&job, NULL, &o, &r), SIM_EINVAL);
     assert_int_equal(r.failed_at, STEP_SIM_AT_BUILD);
     assert_true(strlen(r.error) > 0);
+    step_sim_result_destroy(&r);
+    /* the memory budget: the estimate is the fixed part plus so much per operation */
+    assert_true(step_memory_estimate_gb(0) == STEP_MEMORY_BASE_BYTES * 1e-9);
+    assert_true(step_memory_estimate_gb(1000000) ==
+                (STEP_MEMORY_BASE_BYTES + 1e6 * STEP_MEMORY_BYTES_PER_OP) * 1e-9);
+    assert_true(step_memory_budget_gb() > 0.0);
+    defaults(&o, SIM_COMM_ANALYTIC);
+    o.step.max_memory_gb = 0.1;
+    assert_int_equal(step_simulate(&job, NULL, &o, &r), SIM_EINVAL);
+    assert_non_null(strstr(r.error, "need about 0.2 GB, more than the memory budget of 0.1 GB"));
+    step_sim_result_destroy(&r);
+    o.step.max_memory_gb = 0.3;
+    assert_int_equal(step_simulate(&job, NULL, &o, &r), SIM_OK);
     step_sim_result_destroy(&r);
 }
 

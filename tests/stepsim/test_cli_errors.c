@@ -147,6 +147,12 @@ static const error_case_t CASES[] = {
      {"estimate", "--gpus", "1000", "--pp", "16"},
      3,
      {"parallel.dp: cannot be derived: tp (8) x pp (16) = 128", "gpus (1000)"}},
+    /* the simulation's memory budget */
+    {"max_memory_not_a_number", {"run", "--max-memory", "lots"}, 2, {"--max-memory: \"lots\"", "allowed:"}},
+    {"max_memory_too_small",
+     {"run", "--comm", "analytic", "--max-memory", "0.1"},
+     2,
+     {"more than the memory budget of 0.1 GB (--max-memory)", "operations need about"}},
 };
 
 static void run_case(void **state) {

@@ -92,7 +92,7 @@ typedef struct run_opts {
     int json, deterministic;
     struct cli_progress *progress; /* the step's progress display, or NULL */
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
-    const char *calibration;
+    const char *calibration, *max_memory;
     const char *trace, *trace_ranks;
     char schedule_text[32],
         optimizer_text[8]; /* storage of schedule / optimizer when set from the scenario */

@@ -115,14 +115,27 @@ typedef struct step_config {
     int optimizer_step; /* -1 (default): only in the corrected model; 0 never; 1 always */
     step_collapse_t collapse;
     step_granularity_t granularity;
-    int64_t max_ops; /* operation budget for the granularity AUTO choice; 0: 1,500,000 (at most 50,000,000
-                        are built) */
+    int64_t max_ops; /* operation budget for the granularity AUTO choice; 0: 1,500,000 */
+    /* Memory budget of the simulation, GB: a step whose estimate (step_memory_estimate_gb) is larger
+     * is refused before anything is built (SIM_EINVAL, one line naming both). 0: half the machine's
+     * physical memory. */
+    double max_memory_gb;
     /* Engine settings (fidelity, step overhead, link efficiency, chunk, seed); the step sets
      * comm_streams, comm_mode, has_system, system and compat itself. */
     sim_config_t engine;
 } step_config_t;
 
 void step_config_default(step_config_t *cfg);
+
+/* Bytes the simulation holds per operation (engine and step records, dependencies, collectives, at
+ * the peak), about 44 measured on full runs of 2.6 to 71 million operations (docs/performance.md),
+ * rounded up for safety; and the fixed part. */
+#define STEP_MEMORY_BYTES_PER_OP 64.0
+#define STEP_MEMORY_BASE_BYTES 2e8
+/* The memory estimate for n_ops operations, GB. */
+double step_memory_estimate_gb(int64_t n_ops);
+/* The default memory budget: half the machine's physical memory (sysconf), GB; 8 if unknown. */
+double step_memory_budget_gb(void);
 
 const char *step_schedule_name(step_schedule_t s); /* "1f1b", "gpipe", "interleaved" */
 /* "1f1b", "gpipe", "interleaved" (v = 2) or "interleaved:V". SIM_OK or SIM_EINVAL. */

@@ -96,6 +96,15 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
         else
             *links = (int)k;
     }
+    if (!rc && o->max_memory) {
+        char *end = NULL;
+        const double gb = strtod(o->max_memory, &end);
+        if (!o->max_memory[0] || *end || !(gb > 0.0 && gb < 1e9))
+            rc = cli_fail(d, CLI_EUSAGE, "--max-memory: \"%.60s\"; allowed: a number of GB > 0",
+                          o->max_memory);
+        else
+            c->max_memory_gb = gb;
+    }
     if (!rc && o->trace_ranks && !o->trace)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--trace-ranks: given without --trace; allowed: --trace FILE --trace-ranks LIST");
@@ -377,6 +386,7 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     o.fidelity = v[CLI_OPT_FIDELITY];
     o.calibration = v[CLI_OPT_CALIBRATION];
     o.links = v[CLI_OPT_LINKS];
+    o.max_memory = v[CLI_OPT_MAX_MEMORY];
     o.trace = v[CLI_OPT_TRACE];
     o.trace_ranks = v[CLI_OPT_TRACE_RANKS];
     int rc = cli_check_placement(a, d);

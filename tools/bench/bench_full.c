@@ -1,0 +1,188 @@
+/* bench_full.c - the full simulation (`run --collapse off`: every GPU simulated) at scale: operations,
+ * events, flows, wall time, operations per second, peak resident memory and bytes per GPU of each
+ * row, with the exact command. Each run is a child process (so its peak resident set is its own),
+ * repeated (default 3, --repeat N); prints the median wall time and the largest peak RSS.
+ * docs/performance.md holds the table it produced.
+ *
+ * Usage: bench_full [--repeat N] [--rows LIST] (LIST: row numbers, e.g. 1,2). A program, not a
+ * test: it prints figures and never fails on speed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "stats.h"
+
+#define MAX_REPEAT 21
+#define MAX_ARGS 16
+
+typedef struct row {
+    const char *name;
+    int gpus;
+    const char *args[MAX_ARGS];
+} row_t;
+
+static const row_t ROWS[] = {
+    {"GPT-18B, 256 GPUs, dragonfly",
+     256,
+     {"run", "--model", "GPT-18B", "--gpus", "256", "--tp", "8", "--pp", "1", "--gbs", "512", "--topology",
+      "dragonfly", "--collapse", "off", NULL}},
+    {"gpt3, 1024 GPUs, dragonfly",
+     1024,
+     {"run", "--model", "gpt3", "--gpus", "1024", "--gbs", "1536", "--topology", "dragonfly", "--collapse",
+      "off", NULL}},
+    {"gpt3_1T, 4096 GPUs, perlmutter minimal",
+     4096,
+     {"run", "--topology", "{\"preset\":\"perlmutter\",\"routing\":\"minimal\"}", "--nvs", "4", "--collapse",
+      "off", NULL}},
+    {"gpt3_1T, 4096 GPUs, perlmutter UGAL",
+     4096,
+     {"run", "--topology", "perlmutter", "--nvs", "4", "--collapse", "off", NULL}},
+    {"gpt3_1T, 4096 GPUs, dgx-a100-superpod",
+     4096,
+     {"run", "--topology", "dgx-a100-superpod", "--collapse", "off", NULL}},
+    {"gpt3_1T, 16384 GPUs, dgx-h100-superpod",
+     16384,
+     {"run", "--gpus", "16384", "--topology", "dgx-h100-superpod", "--collapse", "off", NULL}},
+};
+#define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
+
+typedef struct figures {
+    double wall_s;
+    long rss_kb;
+    double operations, events, flows;
+} figures_t;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The number after "key": in a JSON text (the first occurrence), -1 if absent. */
+static double json_number(const char *text, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    return p ? strtod(p + strlen(pat), NULL) : -1.0;
+}
+
+/* One run in a child process (its --json output into a temporary file): wall seconds, the child's
+ * peak RSS (KB, reported through a pipe) and its counts; -1 on failure. */
+static int one(const row_t *r, figures_t *f) {
+    int fd[2];
+    FILE *tf = tmpfile();
+    if (!tf || pipe(fd) != 0)
+        return -1;
+    const double t0 = now_s();
+    const pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        char *argv[MAX_ARGS + 3];
+        int argc = 0;
+        argv[argc++] = (char *)"stepsim";
+        for (int i = 0; r->args[i]; i++)
+            argv[argc++] = (char *)r->args[i];
+        argv[argc++] = (char *)"--json";
+        argv[argc] = NULL;
+        close(fd[0]);
+        const int rc = cli_main(argc, argv, tf, stderr);
+        fflush(tf);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        const long kb = ru.ru_maxrss;
+        if (write(fd[1], &kb, sizeof kb) != (ssize_t)sizeof kb)
+            _exit(1);
+        _exit(rc);
+    }
+    close(fd[1]);
+    long kb = -1;
+    const ssize_t got = read(fd[0], &kb, sizeof kb);
+    close(fd[0]);
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        got != (ssize_t)sizeof kb) {
+        fclose(tf);
+        return -1;
+    }
+    f->wall_s = now_s() - t0;
+    f->rss_kb = kb;
+    rewind(tf);
+    static char text[1 << 16];
+    const size_t n = fread(text, 1, sizeof text - 1, tf);
+    text[n] = '\0';
+    fclose(tf);
+    f->operations = json_number(text, "operations");
+    f->events = json_number(text, "events");
+    f->flows = json_number(text, "flows");
+    return 0;
+}
+
+static void print_command(const row_t *r) {
+    printf("  command: stepsim");
+    for (int i = 0; r->args[i]; i++)
+        printf(strchr(r->args[i], '"') ? " '%s'" : " %s", r->args[i]);
+    printf(" --json\n");
+}
+
+int main(int argc, char **argv) {
+    int repeat = 3, wanted[N_ROWS];
+    for (int k = 0; k < N_ROWS; k++)
+        wanted[k] = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+            repeat = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
+            const char *p = argv[++i];
+            for (int k = 0; k < N_ROWS; k++)
+                wanted[k] = 0;
+            while (*p) {
+                char *end = NULL;
+                const long k = strtol(p, &end, 10);
+                if (end == p || k < 1 || k > N_ROWS || (*end && *end != ',')) {
+                    fprintf(stderr, "bench_full: --rows: \"%s\"; allowed: row numbers 1..%d, e.g. 1,2\n",
+                            argv[i], N_ROWS);
+                    return 2;
+                }
+                wanted[k - 1] = 1;
+                p = *end ? end + 1 : end;
+            }
+        } else {
+            fprintf(stderr, "usage: bench_full [--repeat N] [--rows LIST]\n");
+            return 2;
+        }
+    }
+    if (repeat < 1 || repeat > MAX_REPEAT) {
+        fprintf(stderr, "bench_full: --repeat: %d; allowed: 1..%d\n", repeat, MAX_REPEAT);
+        return 2;
+    }
+    printf("%-3s %-40s %12s %12s %10s %5s %10s %10s %12s %12s\n", "row", "scenario", "operations", "events",
+           "flows", "runs", "median_s", "ops_per_s", "peak_rss_mb", "bytes_per_gpu");
+    for (int k = 0; k < N_ROWS; k++) {
+        if (!wanted[k])
+            continue;
+        double t[MAX_REPEAT];
+        figures_t f = {0};
+        long rss = 0;
+        for (int r = 0; r < repeat; r++) {
+            if (one(&ROWS[k], &f) != 0) {
+                fprintf(stderr, "bench_full: row %d (%s) failed\n", k + 1, ROWS[k].name);
+                return 1;
+            }
+            t[r] = f.wall_s;
+            rss = f.rss_kb > rss ? f.rss_kb : rss;
+        }
+        const double med_s = stats_median(t, (size_t)repeat);
+        printf("%-3d %-40s %12.0f %12.0f %10.0f %5d %10.2f %10.0f %12.1f %12.0f\n", k + 1, ROWS[k].name,
+               f.operations, f.events, f.flows, repeat, med_s, f.operations / med_s, (double)rss / 1024.0,
+               (double)rss * 1024.0 / ROWS[k].gpus);
+        print_command(&ROWS[k]);
+        fflush(stdout);
+    }
+    return 0;
+}
