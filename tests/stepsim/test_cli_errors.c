@@ -153,6 +153,19 @@ static const error_case_t CASES[] = {
      {"run", "--comm", "analytic", "--max-memory", "0.1"},
      2,
      {"more than the memory budget of 0.1 GB (--max-memory)", "operations need about"}},
+    /* the same budget in compare and the waterfall (every simulation they run) */
+    {"max_memory_compare",
+     {"compare", "--model", "gpt3", "--gpus", "64", "--topologies", "fat-tree", "--max-memory", "0.1"},
+     2,
+     {"more than the memory budget of 0.1 GB (--max-memory)", "operations need about"}},
+    {"max_memory_validate",
+     {"validate", "--model", "gpt3", "--gpus", "64", "--max-memory", "0.1"},
+     2,
+     {"more than the memory budget of 0.1 GB (--max-memory)", "operations need about"}},
+    {"max_memory_compare_not_a_number",
+     {"compare", "--max-memory", "-1"},
+     2,
+     {"--max-memory: \"-1\"", "allowed:"}},
 };
 
 static void run_case(void **state) {

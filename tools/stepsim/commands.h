@@ -129,6 +129,10 @@ int cmd_run_check(const run_opts_t *opts, cli_diag_t *diag);
  * the step simulates the optimizer (not given: opts->optimizer stays NULL, run's auto). */
 void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *opts);
 
+/* --max-memory GB (run, compare, validate): a positive number of GB into *gb_out, else CLI_EUSAGE
+ * with one line naming the option and the value. */
+int cmd_parse_max_memory(const char *text, double *gb_out, cli_diag_t *d);
+
 /* The step configuration that compare and validate simulate with: step_config_default with the
  * scenario's optimizer step (as cmd_run_scenario_opts) and --placement (checked, may be NULL). */
 void cmd_sim_config(const scenario_t *scn, const char *placement, step_config_t *cfg);

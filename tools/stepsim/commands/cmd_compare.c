@@ -36,6 +36,7 @@ typedef struct cmp_args {
     const char *gpus_list;  /* compare: --gpus with a comma (the scaling view), else NULL */
     const char *topologies, *csv, *plot, *placement;
     step_collapse_t collapse;
+    double max_memory_gb; /* 0: the default budget */
     int json;
     cli_progress_t *progress; /* stderr's progress display */
 } cmp_args_t;
@@ -55,6 +56,12 @@ static int from_args(const cli_args_t *p, cmp_args_t *a, cli_diag_t *d) {
     if (collapse && step_collapse_parse(collapse, &a->collapse) != SIM_OK)
         return cli_fail(d, CLI_EUSAGE, "--collapse: \"%.60s\" is not allowed; allowed: auto, off, approx",
                         collapse);
+    const char *max_memory = p->value[CLI_OPT_MAX_MEMORY];
+    if (max_memory) {
+        const int rc = cmd_parse_max_memory(max_memory, &a->max_memory_gb, d);
+        if (rc)
+            return rc;
+    }
     if (a->plot) {
         const char *dot = strrchr(a->plot, '.');
         if (!dot || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0))
@@ -119,6 +126,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     if (!rc) {
         cmd_sim_config(&scn, a->placement, &r->cfg);
         r->cfg.collapse = a->collapse;
+        r->cfg.max_memory_gb = a->max_memory_gb;
     }
     scenario_destroy(&scn);
     if (rc)
@@ -235,6 +243,7 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     if (!rc) {
         cmd_sim_config(&scn, a->placement, &cfg);
         cfg.collapse = a->collapse;
+        cfg.max_memory_gb = a->max_memory_gb;
     }
     topo_item_t chosen;
     memset(&chosen, 0, sizeof chosen);

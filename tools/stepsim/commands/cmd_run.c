@@ -96,15 +96,8 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
         else
             *links = (int)k;
     }
-    if (!rc && o->max_memory) {
-        char *end = NULL;
-        const double gb = strtod(o->max_memory, &end);
-        if (!o->max_memory[0] || *end || !(gb > 0.0 && gb < 1e9))
-            rc = cli_fail(d, CLI_EUSAGE, "--max-memory: \"%.60s\"; allowed: a number of GB > 0",
-                          o->max_memory);
-        else
-            c->max_memory_gb = gb;
-    }
+    if (!rc && o->max_memory)
+        rc = cmd_parse_max_memory(o->max_memory, &c->max_memory_gb, d);
     if (!rc && o->trace_ranks && !o->trace)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--trace-ranks: given without --trace; allowed: --trace FILE --trace-ranks LIST");
@@ -361,6 +354,15 @@ void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
                  scn->training.optimizer_step ? "on" : "off");
         o->optimizer = o->optimizer_text;
     }
+}
+
+int cmd_parse_max_memory(const char *text, double *gb_out, cli_diag_t *d) {
+    char *end = NULL;
+    const double gb = strtod(text, &end);
+    if (!text[0] || *end || !(gb > 0.0 && gb < 1e9))
+        return cli_fail(d, CLI_EUSAGE, "--max-memory: \"%.60s\"; allowed: a number of GB > 0", text);
+    *gb_out = gb;
+    return CLI_OK;
 }
 
 void cmd_sim_config(const scenario_t *scn, const char *placement, step_config_t *c) {

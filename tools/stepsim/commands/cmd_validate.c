@@ -72,7 +72,8 @@ typedef struct validate_args {
 
 /* The measured mode's options from the parsed command line; the scenario's are the waterfall's. */
 static int from_args(const cli_args_t *p, validate_args_t *a, cli_diag_t *d) {
-    static const cli_opt_t WATERFALL_ONLY[] = {CLI_OPT_PLOT, CLI_OPT_PLACEMENT, CLI_OPT_COLLAPSE};
+    static const cli_opt_t WATERFALL_ONLY[] = {CLI_OPT_PLOT, CLI_OPT_PLACEMENT, CLI_OPT_COLLAPSE,
+                                               CLI_OPT_MAX_MEMORY};
     memset(a, 0, sizeof *a);
     const char *const *v = p->value;
     a->measured = v[CLI_OPT_MEASURED];
