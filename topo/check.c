@@ -409,7 +409,7 @@ static int check_torus(const topo_params_t *p, topo_issue_t *issue) {
     }
     int64_t hops = 0;
     for (int64_t i = 0; i < tp->n_dims; i++)
-        hops += tp->dims[i] > 1024 ? 512 : tp->dims[i] / 2;
+        hops += tp->dims[i] > (1 << 20) ? (1 << 19) : tp->dims[i] / 2; /* saturates: no overflow */
     if (hops > TOPO_MAX_ROUTE - 8)
         return topo_i_set_issuef(issue, "dims", hops, "links on the longest route; at most %d allowed",
                                  TOPO_MAX_ROUTE - 8);

@@ -13,7 +13,9 @@
 
 #define TOPO_MAX_GPUS (INT64_C(1) << 24)   /* 16,777,216 */
 #define TOPO_MAX_CABLES (INT64_C(1) << 29) /* links (2 per cable) stay below INT32_MAX */
-#define TOPO_MAX_ROUTE 256                 /* longest route of any topology, in links */
+#define TOPO_MAX_ROUTE                                                                                       \
+    1040 /* longest route of any topology, in links (a ring of                                               \
+           2,048 nodes, with its NVLink and NIC hops) */
 
 /* ---- shapes: sizes derived from parameters, shared by validation and building ------------------ */
 

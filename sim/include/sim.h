@@ -90,7 +90,7 @@ size_t sim_queue_size(const sim_queue_t *q);
 
 /* ---- network description ---------------------------------------------------------------------- */
 
-#define SIM_ROUTE_MAX 64 /* most links a route may have */
+#define SIM_ROUTE_MAX 1040 /* most links a route may have (topo/'s longest: a ring of 2,048 nodes) */
 
 /* What a link is made of (topo's kinds): per-kind efficiencies and NCCL's step latencies tell NVLink
  * from the network. */

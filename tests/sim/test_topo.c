@@ -1,7 +1,8 @@
 /* sim/test_topo.c - the engine on topo/'s topologies through sim_topo_network: a ring all-reduce on
  * the default k = 8 fat-tree (128 GPUs, D-mod-k) reproduces its closed form in both fidelities (ring
  * neighbours never share a link), NVLink domains come from topo nodes, and a hierarchical
- * all-reduce on the `ideal` topology matches its two-tier closed form. */
+ * all-reduce on the `ideal` topology matches its two-tier closed form; a ring of 1,024 GPUs (routes of
+ * 512 links) builds and simulates. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,11 +88,34 @@ static void test_ideal_hierarchical(void **state) {
     topo_free(t);
 }
 
+/* A ring of 1,024 GPUs (a 1-D torus) builds and simulates: its longest route has 512 network links,
+ * and a ring all-reduce over it reproduces the engine's closed form. */
+static void test_long_ring(void **state) {
+    (void)state;
+    topo_params_t p;
+    topo_params_init(&p, TOPO_KIND_TORUS);
+    p.torus.n_dims = 1;
+    p.torus.dims[0] = 1024;
+    topo_t *t = build(&p);
+    sim_network_desc_t d;
+    assert_int_equal(sim_topo_network(t, &d), SIM_OK);
+    assert_int_equal(d.n_gpus, 1024);
+    int32_t *buf = malloc(SIM_ROUTE_MAX * sizeof *buf);
+    const int len = d.route(d.route_ctx, 0, 512, buf, SIM_ROUTE_MAX);
+    assert_true(len >= 512 && len <= 512 + 4);
+    free(buf);
+    double closed;
+    const double got = run(t, 1024, SIM_COLL_ALLREDUCE, SIM_ALGO_RING, SIM_FIDELITY_FAST, 64e6, &closed);
+    assert_true(fabs(got - closed) < 1e-3 * closed);
+    topo_free(t);
+}
+
 int main(void) {
     igraph_set_error_handler(igraph_error_handler_printignore);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fat_tree_ring),
         cmocka_unit_test(test_ideal_hierarchical),
+        cmocka_unit_test(test_long_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,8 +168,10 @@ static void test_torus_params(void **state) {
     assert_int_equal(topo_params_check(&p, NULL), TOPO_OK);
     p.gpus = 0;
     p.torus.n_dims = 1;
-    p.torus.dims[0] = 1000;
-    expect_issue(&p, TOPO_EINVAL, "dims: 500 links on the longest route; at most 248 allowed");
+    p.torus.dims[0] = 1024; /* a ring of 1,024 GPUs: 512 links on its longest route */
+    assert_int_equal(topo_params_check(&p, NULL), TOPO_OK);
+    p.torus.dims[0] = 2200;
+    expect_issue(&p, TOPO_EINVAL, "dims: 1100 links on the longest route; at most 1032 allowed");
     topo_params_init(&p, TOPO_KIND_TORUS);
     p.routing = TOPO_ROUTING_MINIMAL;
     expect_issue(&p, TOPO_EINVAL, "routing: minimal is not available on torus (use dor)");
