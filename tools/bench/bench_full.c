@@ -1,11 +1,16 @@
 /* bench_full.c - the full simulation (`run --collapse off`: every GPU simulated) at scale: operations,
  * events, flows, wall time, operations per second, peak resident memory and bytes per GPU of each
- * row, with the exact command. Each run is a child process (so its peak resident set is its own),
- * repeated (default 3, --repeat N); prints the median wall time and the largest peak RSS.
- * docs/performance.md holds the table it produced.
+ * row, what the run collapsed, with the exact command. Each run is a child process (so its peak
+ * resident set is its own), repeated (default 3, --repeat N); prints the median wall time and the
+ * largest peak RSS. docs/performance.md holds the tables it produced.
  *
- * Usage: bench_full [--repeat N] [--rows LIST] (LIST: row numbers, e.g. 1,2). A program, not a
- * test: it prints figures and never fails on speed. */
+ * Two row sets: the six acceptance rows (default), and with --matrix the scaling matrix: GPT-18B
+ * weak scaling (tp 8, pp 1, one microbatch per data-parallel replica: global batch = GPUs / 8) on
+ * 256, 1,024, 4,096 and 16,384 GPUs x fat-tree, dgx-h100-superpod (rail-optimized, sized by --gpus),
+ * dragonfly (minimal) and dragonfly-ugal x --collapse off and auto.
+ *
+ * Usage: bench_full [--matrix] [--repeat N] [--rows LIST] (LIST: row numbers of the chosen set,
+ * e.g. 1,2). A program, not a test: it prints figures and never fails on speed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +56,45 @@ static const row_t ROWS[] = {
 };
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 
+static const int MATRIX_GPUS[] = {256, 1024, 4096, 16384};
+static const char *const MATRIX_TOPOLOGIES[] = {"fat-tree", "dgx-h100-superpod", "dragonfly",
+                                                "dragonfly-ugal"};
+static const char *const MATRIX_COLLAPSE[] = {"off", "auto"};
+#define N_MATRIX 32
+#define MAX_ROWS N_MATRIX
+
+/* The numbers of a matrix row's command (--gpus and --gbs), kept beside the rows that point at them. */
+typedef struct matrix_text {
+    char name[64];
+    char gpus[16];
+    char gbs[16];
+} matrix_text_t;
+
+/* The scaling matrix: size, then topology, then collapse (off before auto) vary fastest last. */
+static void matrix_rows(row_t *rows, matrix_text_t *text) {
+    int k = 0;
+    for (int g = 0; g < 4; g++)
+        for (int t = 0; t < 4; t++)
+            for (int c = 0; c < 2; c++, k++) {
+                const int gpus = MATRIX_GPUS[g];
+                snprintf(text[k].name, sizeof text[k].name, "GPT-18B, %d GPUs, %s, %s", gpus,
+                         MATRIX_TOPOLOGIES[t], MATRIX_COLLAPSE[c]);
+                snprintf(text[k].gpus, sizeof text[k].gpus, "%d", gpus);
+                snprintf(text[k].gbs, sizeof text[k].gbs, "%d", gpus / 8);
+                const row_t r = {text[k].name,
+                                 gpus,
+                                 {"run", "--model", "GPT-18B", "--gpus", text[k].gpus, "--tp", "8", "--pp",
+                                  "1", "--gbs", text[k].gbs, "--topology", MATRIX_TOPOLOGIES[t], "--collapse",
+                                  MATRIX_COLLAPSE[c], NULL}};
+                rows[k] = r;
+            }
+}
+
 typedef struct figures {
     double wall_s;
     long rss_kb;
     double operations, events, flows;
+    char collapsed[32]; /* simulation.collapse.collapsed: "none" or what was collapsed */
 } figures_t;
 
 static double now_s(void) {
@@ -69,6 +109,20 @@ static double json_number(const char *text, const char *key) {
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *p = strstr(text, pat);
     return p ? strtod(p + strlen(pat), NULL) : -1.0;
+}
+
+/* The string after "key": in a JSON text (the first occurrence) into out, "?" if absent. */
+static void json_string(const char *text, const char *key, char *out, size_t size) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    snprintf(out, size, "?");
+    if (!p)
+        return;
+    p = strchr(p + strlen(pat), '"');
+    const char *end = p ? strchr(p + 1, '"') : NULL;
+    if (end)
+        snprintf(out, size, "%.*s", (int)(end - p - 1), p + 1);
 }
 
 /* One run in a child process (its --json output into a temporary file): wall seconds, the child's
@@ -120,6 +174,7 @@ static int one(const row_t *r, figures_t *f) {
     f->operations = json_number(text, "operations");
     f->events = json_number(text, "events");
     f->flows = json_number(text, "flows");
+    json_string(text, "collapsed", f->collapsed, sizeof f->collapsed);
     return 0;
 }
 
@@ -131,29 +186,17 @@ static void print_command(const row_t *r) {
 }
 
 int main(int argc, char **argv) {
-    int repeat = 3, wanted[N_ROWS];
-    for (int k = 0; k < N_ROWS; k++)
-        wanted[k] = 1;
+    int repeat = 3, matrix = 0;
+    const char *rows_arg = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
-            const char *p = argv[++i];
-            for (int k = 0; k < N_ROWS; k++)
-                wanted[k] = 0;
-            while (*p) {
-                char *end = NULL;
-                const long k = strtol(p, &end, 10);
-                if (end == p || k < 1 || k > N_ROWS || (*end && *end != ',')) {
-                    fprintf(stderr, "bench_full: --rows: \"%s\"; allowed: row numbers 1..%d, e.g. 1,2\n",
-                            argv[i], N_ROWS);
-                    return 2;
-                }
-                wanted[k - 1] = 1;
-                p = *end ? end + 1 : end;
-            }
+            rows_arg = argv[++i];
+        } else if (strcmp(argv[i], "--matrix") == 0) {
+            matrix = 1;
         } else {
-            fprintf(stderr, "usage: bench_full [--repeat N] [--rows LIST]\n");
+            fprintf(stderr, "usage: bench_full [--matrix] [--repeat N] [--rows LIST]\n");
             return 2;
         }
     }
@@ -161,27 +204,47 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_full: --repeat: %d; allowed: 1..%d\n", repeat, MAX_REPEAT);
         return 2;
     }
-    printf("%-3s %-40s %12s %12s %10s %5s %10s %10s %12s %12s\n", "row", "scenario", "operations", "events",
-           "flows", "runs", "median_s", "ops_per_s", "peak_rss_mb", "bytes_per_gpu");
-    for (int k = 0; k < N_ROWS; k++) {
+    row_t matrix_set[N_MATRIX];
+    matrix_text_t text[N_MATRIX];
+    if (matrix)
+        matrix_rows(matrix_set, text);
+    const row_t *rows = matrix ? matrix_set : ROWS;
+    const int n_rows = matrix ? N_MATRIX : N_ROWS;
+    int wanted[MAX_ROWS];
+    for (int k = 0; k < n_rows; k++)
+        wanted[k] = rows_arg == NULL;
+    for (const char *p = rows_arg; p && *p;) {
+        char *end = NULL;
+        const long k = strtol(p, &end, 10);
+        if (end == p || k < 1 || k > n_rows || (*end && *end != ',')) {
+            fprintf(stderr, "bench_full: --rows: \"%s\"; allowed: row numbers 1..%d, e.g. 1,2\n", rows_arg,
+                    n_rows);
+            return 2;
+        }
+        wanted[k - 1] = 1;
+        p = *end ? end + 1 : end;
+    }
+    printf("%-3s %-44s %12s %12s %10s %5s %10s %10s %12s %12s  %s\n", "row", "scenario", "operations",
+           "events", "flows", "runs", "median_s", "ops_per_s", "peak_rss_mb", "bytes_per_gpu", "collapsed");
+    for (int k = 0; k < n_rows; k++) {
         if (!wanted[k])
             continue;
         double t[MAX_REPEAT];
         figures_t f = {0};
         long rss = 0;
         for (int r = 0; r < repeat; r++) {
-            if (one(&ROWS[k], &f) != 0) {
-                fprintf(stderr, "bench_full: row %d (%s) failed\n", k + 1, ROWS[k].name);
+            if (one(&rows[k], &f) != 0) {
+                fprintf(stderr, "bench_full: row %d (%s) failed\n", k + 1, rows[k].name);
                 return 1;
             }
             t[r] = f.wall_s;
             rss = f.rss_kb > rss ? f.rss_kb : rss;
         }
         const double med_s = stats_median(t, (size_t)repeat);
-        printf("%-3d %-40s %12.0f %12.0f %10.0f %5d %10.2f %10.0f %12.1f %12.0f\n", k + 1, ROWS[k].name,
+        printf("%-3d %-44s %12.0f %12.0f %10.0f %5d %10.2f %10.0f %12.1f %12.0f  %s\n", k + 1, rows[k].name,
                f.operations, f.events, f.flows, repeat, med_s, f.operations / med_s, (double)rss / 1024.0,
-               (double)rss * 1024.0 / ROWS[k].gpus);
-        print_command(&ROWS[k]);
+               (double)rss * 1024.0 / rows[k].gpus, f.collapsed);
+        print_command(&rows[k]);
         fflush(stdout);
     }
     return 0;
