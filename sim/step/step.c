@@ -12,6 +12,9 @@
 #include "step_internal.h"
 
 #define DEFAULT_MAX_OPS 1500000
+/* auto: compare routes for a collapse only while they are at most this many per operation of the full
+ * step; beyond, simulating every GPU is cheaper and just as exact. */
+#define CHECK_ROUTES_PER_OP 2.0
 
 int step_fail(step_t *s, int status, const char *fmt, ...) {
     va_list ap;
@@ -400,9 +403,22 @@ static int decide(step_t *s) {
     } else {
         const int64_t rail =
             s->n[STEP_DIM_TP] * (s->job.par.strategy == MODEL_STRATEGY_2D ? s->n[STEP_DIM_CP] : 1);
+        const step_granularity_t gran =
+            s->cfg.granularity != STEP_GRANULARITY_AUTO ? s->cfg.granularity : STEP_GRANULARITY_LAYER;
+        const double full_ops = (double)step_estimate_ops(s, STEP_FULL, gran);
+        const double routes = step_rails_check_routes(s);
         if (rail <= 1) {
             set_level(s, STEP_FULL);
             snprintf(s->collapse_note, sizeof s->collapse_note, "none: one tensor rank, nothing to collapse");
+        } else if (s->cfg.collapse == STEP_COLLAPSE_AUTO && routes > CHECK_ROUTES_PER_OP * full_ops) {
+            /* Checking costs more than it can save: a route compared costs about half an operation
+             * simulated, and the collapsed step still simulates an eighth or more of the operations
+             * (docs/performance.md, "Scaling matrix"). Every GPU simulated is exact too. */
+            set_level(s, STEP_FULL);
+            snprintf(s->collapse_note, sizeof s->collapse_note,
+                     "every GPU simulated: checking a collapse would compare %.3g routes, more than %g per "
+                     "operation of the full step (%.3g)",
+                     routes, CHECK_ROUTES_PER_OP, full_ops);
         } else {
             int exact = step_rails_exact(s, note, sizeof note);
             if (s->err[0])

@@ -226,6 +226,17 @@ static int embedding_pairs(check_t *c) {
     return 0;
 }
 
+double step_rails_check_routes(const step_t *s) {
+    const int two_d = s->job.par.strategy == MODEL_STRATEGY_2D;
+    const double n_k = two_d ? 2.0 : 1.0;
+    double pairs = (double)s->gpus * (double)(step_group_size(s, STEP_GROUP_TP) +
+                                              (two_d ? step_group_size(s, STEP_GROUP_CP) : 0));
+    pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_DP) * (1.0 + n_k);
+    if (s->job.par.strategy == MODEL_STRATEGY_2D_SEQP)
+        pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_CP) * (1.0 + n_k);
+    return pairs;
+}
+
 int step_rails_exact(step_t *s, char *note, size_t note_size) {
     if (s->net.route_load) {
         /* UGAL routes each flow by the load of every rail's flows: one rail alone would see less */
@@ -266,11 +277,7 @@ int step_rails_exact(step_t *s, char *note, size_t note_size) {
     } else {
         memset(c.rail, 0xff, nl * sizeof *c.rail);
         /* every ordered pair of every group is routed (twice more for the shifts): keep it bounded */
-        double pairs = (double)s->gpus * (double)(step_group_size(s, STEP_GROUP_TP) +
-                                                  (two_d ? step_group_size(s, STEP_GROUP_CP) : 0));
-        pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_DP) * (1.0 + c.n_k);
-        if (s->job.par.strategy == MODEL_STRATEGY_2D_SEQP)
-            pairs += (double)s->gpus * (double)step_group_size(s, STEP_GROUP_CP) * (1.0 + c.n_k);
+        const double pairs = step_rails_check_routes(s);
         if (pairs > MAX_CHECKED_ROUTES)
             fail(&c, "not checked: %.3g routes to compare (more than %.3g)", pairs, MAX_CHECKED_ROUTES);
         const int bad = c.failed || fixed_links(&c, 0, STEP_GROUP_TP) ||

@@ -212,6 +212,9 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
 /* step_collapse.c */
 /* Network mode: check that collapsing the tensor ranks is exact; 1 if so, 0 with note filled. */
 int step_rails_exact(step_t *s, char *note, size_t note_size);
+/* How many routes step_rails_exact compares (every ordered pair of the groups it checks, the shifted
+ * rails included): its cost, O(1). */
+double step_rails_check_routes(const step_t *s);
 /* Network mode: measure the idle-network time of a collective of a collapsed group (every group at
  * once, checking they agree when exact is asked for) and the bytes it puts on each link (into
  * load->n_links, links, bytes; freed with step_free). */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -148,11 +149,32 @@ static void test_approx_labelled(void **state) {
     cli_run_free(&r);
 }
 
+/* Data-parallel groups so wide that checking a collapse would compare more routes than the full step
+ * has operations (here 512 GPUs, dp 64, one microbatch each): auto simulates every GPU without the
+ * check, says why, and equals off. */
+static void test_check_costlier_than_full(void **state) {
+    (void)state;
+    const char *const a[] = {"--model",    "{\"seq_len\":1024,\"hidden\":1024,\"heads\":16,\"layers\":2}",
+                             "--gpus",     "512",
+                             "--tp",       "8",
+                             "--pp",       "1",
+                             "--gbs",      "64",
+                             "--topology", "fat-tree",
+                             NULL};
+    expect_collapsed(a, "none");
+    cJSON *j = collapse_run_json("auto", a);
+    const cJSON *sim = cJSON_GetObjectItemCaseSensitive(j, "simulation");
+    const cJSON *col = cJSON_GetObjectItemCaseSensitive(sim, "collapse");
+    const cJSON *note = cJSON_GetObjectItemCaseSensitive(col, "note");
+    assert_true(cJSON_IsString(note));
+    assert_non_null(strstr(note->valuestring, "every GPU simulated: checking a collapse would compare"));
+    cJSON_Delete(j);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fat_tree),
-        cmocka_unit_test(test_fat_tree_tapered),
-        cmocka_unit_test(test_dragonfly_small),
+        cmocka_unit_test(test_fat_tree),        cmocka_unit_test(test_fat_tree_tapered),
+        cmocka_unit_test(test_dragonfly_small), cmocka_unit_test(test_check_costlier_than_full),
         cmocka_unit_test(test_approx_labelled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
