@@ -7,9 +7,11 @@
  * Two row sets: the six acceptance rows (default), and with --matrix the scaling matrix: GPT-18B
  * weak scaling (tp 8, pp 1, one microbatch per data-parallel replica: global batch = GPUs / 8) on
  * 256, 1,024, 4,096 and 16,384 GPUs x fat-tree, dgx-h100-superpod (rail-optimized, sized by --gpus),
- * dragonfly (minimal) and dragonfly-ugal x --collapse off and auto.
+ * dragonfly (minimal) and dragonfly-ugal x --collapse off and auto. A third, --defaults: `stepsim
+ * run` as a user first meets it (the built-in job on ideal and on dgx-a100-superpod, collapsed where
+ * exact, and with analytic communication; docs/run.md, "Speed").
  *
- * Usage: bench_full [--matrix] [--repeat N] [--rows LIST] (LIST: row numbers of the chosen set,
+ * Usage: bench_full [--matrix | --defaults] [--repeat N] [--rows LIST] (LIST: row numbers of the chosen set,
  * e.g. 1,2). A program, not a test: it prints figures and never fails on speed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,13 @@ static const row_t ROWS[] = {
      {"run", "--gpus", "16384", "--topology", "dgx-h100-superpod", "--collapse", "off", NULL}},
 };
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
+
+static const row_t DEFAULT_ROWS[] = {
+    {"default (gpt3_1T, network on ideal)", 4096, {"run", NULL}},
+    {"default on dgx-a100-superpod", 4096, {"run", "--topology", "dgx-a100-superpod", NULL}},
+    {"default, analytic communication", 4096, {"run", "--comm", "analytic", NULL}},
+};
+#define N_DEFAULT_ROWS ((int)(sizeof DEFAULT_ROWS / sizeof DEFAULT_ROWS[0]))
 
 static const int MATRIX_GPUS[] = {256, 1024, 4096, 16384};
 static const char *const MATRIX_TOPOLOGIES[] = {"fat-tree", "dgx-h100-superpod", "dragonfly",
@@ -186,17 +195,19 @@ static void print_command(const row_t *r) {
 }
 
 int main(int argc, char **argv) {
-    int repeat = 3, matrix = 0;
+    int repeat = 3, matrix = 0, defaults = 0;
     const char *rows_arg = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
             rows_arg = argv[++i];
-        } else if (strcmp(argv[i], "--matrix") == 0) {
+        } else if (strcmp(argv[i], "--matrix") == 0 && !defaults) {
             matrix = 1;
+        } else if (strcmp(argv[i], "--defaults") == 0 && !matrix) {
+            defaults = 1;
         } else {
-            fprintf(stderr, "usage: bench_full [--matrix] [--repeat N] [--rows LIST]\n");
+            fprintf(stderr, "usage: bench_full [--matrix | --defaults] [--repeat N] [--rows LIST]\n");
             return 2;
         }
     }
@@ -208,8 +219,8 @@ int main(int argc, char **argv) {
     matrix_text_t text[N_MATRIX];
     if (matrix)
         matrix_rows(matrix_set, text);
-    const row_t *rows = matrix ? matrix_set : ROWS;
-    const int n_rows = matrix ? N_MATRIX : N_ROWS;
+    const row_t *rows = matrix ? matrix_set : defaults ? DEFAULT_ROWS : ROWS;
+    const int n_rows = matrix ? N_MATRIX : defaults ? N_DEFAULT_ROWS : N_ROWS;
     int wanted[MAX_ROWS];
     for (int k = 0; k < n_rows; k++)
         wanted[k] = rows_arg == NULL;
