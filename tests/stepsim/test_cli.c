@@ -287,6 +287,31 @@ static void help_and_version(void **state) {
     cli_run_free(&r);
 }
 
+/* In 1d, tp2 1 is the unused second tensor group at its only allowed value: the same result as
+ * without it in every command that takes a scenario (it used to leave the tensor degree 0 and
+ * divide by it). */
+static void tp2_one_in_1d(void **state) {
+    (void)state;
+    const char *cmds[] = {"estimate", "run", "compare", "validate"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        cli_run_t plain = cli_run(cmds[i], "--model", "gpt3", "--gpus", "64", "--gbs", "64", "--json", NULL);
+        cli_run_t with =
+            cli_run(cmds[i], "--model", "gpt3", "--gpus", "64", "--gbs", "64", "--tp2", "1", "--json", NULL);
+        assert_int_equal(plain.rc, 0);
+        assert_int_equal(with.rc, 0);
+        /* run prints its wall time: compare up to it */
+        const char *wall_a = strstr(plain.out, "\"wall_time_s\"");
+        const char *wall_b = strstr(with.out, "\"wall_time_s\"");
+        assert_int_equal(wall_a == NULL, wall_b == NULL);
+        if (wall_a)
+            assert_memory_equal(plain.out, with.out, (size_t)(wall_a - plain.out));
+        else
+            assert_string_equal(plain.out, with.out);
+        cli_run_free(&plain);
+        cli_run_free(&with);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_scenario_reference),
@@ -300,6 +325,7 @@ int main(void) {
         cmocka_unit_test(search_nothing_fits),
         cmocka_unit_test(search_scenario_strategy),
         cmocka_unit_test(help_and_version),
+        cmocka_unit_test(tp2_one_in_1d),
     };
     return cmocka_run_group_tests_name("stepsim.cli", tests, NULL, NULL);
 }

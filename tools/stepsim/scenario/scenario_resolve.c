@@ -6,6 +6,7 @@
  * then model_job_check on the real job. The derivation rules are printed by --help
  * (scenario_defaults_help), keep the two in step.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,13 @@ static int64_t largest_divisor(int64_t n, int64_t cap, int64_t a, int64_t b) {
         if (n % d == 0 && (a <= 0 || a % d == 0) && (b <= 0 || b % d == 0))
             return d;
     return 1;
+}
+
+/* a x b for positive degrees, saturating at INT64_MAX: a product that large never equals a GPU count,
+ * so the product check reports it instead of the arithmetic wrapping. */
+static int64_t mul_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
 /* Set a field that the user did not give. */
@@ -116,11 +124,12 @@ static int tensor_2d(scenario_t *s, cli_diag_t *d) {
     scenario_field_t known = g1 ? SCN_TP1 : SCN_TP2, other = g1 ? SCN_TP2 : SCN_TP1;
     if (!(g1 && g2))
         derive(s, other, gt && v[SCN_TP] % v[known] == 0 ? v[SCN_TP] / v[known] : 1, SCN_FROM_DERIVED);
-    if (gt && v[SCN_TP] != v[SCN_TP1] * v[SCN_TP2])
+    const int64_t t = mul_sat(v[SCN_TP1], v[SCN_TP2]);
+    if (gt && v[SCN_TP] != t)
         return cli_fail(d, CLI_EUSAGE, "%s: %lld is not tp1 x tp2 (%lld x %lld); allowed: %lld or absent",
                         where(s, SCN_TP, NULL, w, sizeof w), (long long)v[SCN_TP], (long long)v[SCN_TP1],
-                        (long long)v[SCN_TP2], (long long)(v[SCN_TP1] * v[SCN_TP2]));
-    v[SCN_TP] = v[SCN_TP1] * v[SCN_TP2];
+                        (long long)v[SCN_TP2], (long long)t);
+    v[SCN_TP] = t;
     return CLI_OK;
 }
 
@@ -130,13 +139,14 @@ static int tensor_degree(scenario_t *s, cli_diag_t *d) {
     int rc = s->strategy == MODEL_STRATEGY_1D ? CLI_OK : tensor_2d(s, d);
     if (rc)
         return rc;
-    if (s->given[SCN_TP] || s->given[SCN_TP1] || s->given[SCN_TP2]) {
+    /* in 1d, tp2 is not a degree (strategy_fields allows only 1): it gives no tensor degree */
+    if (s->given[SCN_TP] || s->given[SCN_TP1] || (s->strategy != MODEL_STRATEGY_1D && s->given[SCN_TP2])) {
         if (s->strategy == MODEL_STRATEGY_1D)
             v[SCN_TP1] = v[SCN_TP], v[SCN_TP2] = 1;
         return CLI_OK;
     }
     int64_t T;
-    int64_t rest = (s->given[SCN_DP] ? v[SCN_DP] : 1) * (s->given[SCN_PP] ? v[SCN_PP] : 1);
+    int64_t rest = mul_sat(s->given[SCN_DP] ? v[SCN_DP] : 1, s->given[SCN_PP] ? v[SCN_PP] : 1);
     if (s->given[SCN_DP] && s->given[SCN_PP] && gpus % rest == 0)
         T = gpus / rest;
     else
@@ -154,8 +164,8 @@ static int tensor_degree(scenario_t *s, cli_diag_t *d) {
 static void pipeline_and_data(scenario_t *s, int *no_dp) {
     int64_t *v = s->value, gpus = v[SCN_GPUS], T = v[SCN_TP];
     if (!s->given[SCN_PP]) {
-        if (s->given[SCN_DP] && gpus % (v[SCN_DP] * T) == 0)
-            derive(s, SCN_PP, gpus / (v[SCN_DP] * T), SCN_FROM_DERIVED);
+        if (s->given[SCN_DP] && gpus % mul_sat(v[SCN_DP], T) == 0)
+            derive(s, SCN_PP, gpus / mul_sat(v[SCN_DP], T), SCN_FROM_DERIVED);
         else
             derive(s, SCN_PP,
                    largest_divisor(gpus % T == 0 ? gpus / T : gpus, SCN_DEFAULT_PP_CAP, s->model.layers, 0),
@@ -163,8 +173,8 @@ static void pipeline_and_data(scenario_t *s, int *no_dp) {
     }
     *no_dp = 0;
     if (!s->given[SCN_DP]) {
-        *no_dp = gpus % (T * v[SCN_PP]) != 0;
-        derive(s, SCN_DP, *no_dp ? 1 : gpus / (T * v[SCN_PP]), SCN_FROM_DERIVED);
+        *no_dp = gpus % mul_sat(T, v[SCN_PP]) != 0;
+        derive(s, SCN_DP, *no_dp ? 1 : gpus / mul_sat(T, v[SCN_PP]), SCN_FROM_DERIVED);
     }
     derive(s, SCN_MBS, 1, SCN_FROM_DEFAULT);
     int64_t nb = v[SCN_TP1] > v[SCN_TP2] ? v[SCN_TP1] : v[SCN_TP2];
@@ -325,13 +335,20 @@ static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d) {
             d, CLI_ENORESULT,
             "%s%sparallel.dp: cannot be derived: %s x pp (%lld) = %lld does not divide gpus (%lld); "
             "allowed: degrees with dp x tp x pp = gpus (or try `stepsim search`)",
-            file, sep, tp, (long long)v[SCN_PP], (long long)(v[SCN_TP] * v[SCN_PP]), (long long)v[SCN_GPUS]);
+            file, sep, tp, (long long)v[SCN_PP], (long long)mul_sat(v[SCN_TP], v[SCN_PP]),
+            (long long)v[SCN_GPUS]);
+    const int64_t product = mul_sat(mul_sat(v[SCN_DP], v[SCN_TP]), v[SCN_PP]);
+    if (product == INT64_MAX)
+        return cli_fail(d, CLI_ENORESULT,
+                        "%s%sparallel: dp (%lld) x %s x pp (%lld) overflows 64 bits, so it cannot equal gpus (%lld); "
+                        "allowed: degrees with dp x tp x pp = gpus",
+                        file, sep, (long long)v[SCN_DP], tp, (long long)v[SCN_PP], (long long)v[SCN_GPUS]);
     return cli_fail(
         d, CLI_ENORESULT,
         "%s%sparallel: dp (%lld) x %s x pp (%lld) = %lld does not equal gpus (%lld); allowed: degrees "
         "with dp x tp x pp = gpus",
-        file, sep, (long long)v[SCN_DP], tp, (long long)v[SCN_PP],
-        (long long)(v[SCN_DP] * v[SCN_TP] * v[SCN_PP]), (long long)v[SCN_GPUS]);
+        file, sep, (long long)v[SCN_DP], tp, (long long)v[SCN_PP], (long long)product,
+        (long long)v[SCN_GPUS]);
 }
 
 int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag) {
@@ -348,12 +365,12 @@ int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag) {
     nvlink_counts(scn);
     fill_job(scn, job);
     /* The model's rules first, with the GPU count the degrees imply. */
-    job->gpus = job->par.dp * job->par.tp * job->par.pp;
+    job->gpus = mul_sat(mul_sat(job->par.dp, job->par.tp), job->par.pp);
     memset(&issue, 0, sizeof issue);
     if (model_job_check(job, &issue) != MODEL_OK && strcmp(issue.field, "parallel") != 0)
         return report_issue(scn, &issue, diag);
     job->gpus = scn->value[SCN_GPUS];
-    if (no_dp || job->par.dp * job->par.tp * job->par.pp != job->gpus)
+    if (no_dp || mul_sat(mul_sat(job->par.dp, job->par.tp), job->par.pp) != job->gpus)
         return product_mismatch(scn, no_dp, diag);
     memset(&issue, 0, sizeof issue);
     if (model_job_check(job, &issue) != MODEL_OK)
