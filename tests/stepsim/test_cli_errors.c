@@ -154,8 +154,12 @@ static const error_case_t CASES[] = {
      2,
      {"more than the memory budget of 0.1 GB (--max-memory)", "operations need about"}},
     /* degrees whose product passes 2^63: refused, never a wrapped product (they used to crash) */
-    {"dp_product_overflows",
+    {"dp_huge",
      {"estimate", "--dp", "2305843009213693952"},
+     2,
+     {"--dp: 2305843009213693952 does not divide global_batch (4096)"}},
+    {"dp_product_overflows",
+     {"estimate", "--gbs", "4611686018427387904", "--dp", "2305843009213693952"},
      3,
      {"parallel: dp (2305843009213693952) x tp (8) x pp (32) overflows 64 bits", "gpus (4096)"}},
     {"pp_huge",
@@ -163,7 +167,7 @@ static const error_case_t CASES[] = {
      2,
      {"--pp: 2305843009213693952 does not divide"}},
     {"dp_product_overflows_run",
-     {"run", "--comm", "analytic", "--dp", "2305843009213693952"},
+     {"run", "--comm", "analytic", "--gbs", "4611686018427387904", "--dp", "2305843009213693952"},
      3,
      {"overflows 64 bits"}},
     /* the same budget in compare and the waterfall (every simulation they run) */

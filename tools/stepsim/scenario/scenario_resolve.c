@@ -339,10 +339,11 @@ static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d) {
             (long long)v[SCN_GPUS]);
     const int64_t product = mul_sat(mul_sat(v[SCN_DP], v[SCN_TP]), v[SCN_PP]);
     if (product == INT64_MAX)
-        return cli_fail(d, CLI_ENORESULT,
-                        "%s%sparallel: dp (%lld) x %s x pp (%lld) overflows 64 bits, so it cannot equal gpus (%lld); "
-                        "allowed: degrees with dp x tp x pp = gpus",
-                        file, sep, (long long)v[SCN_DP], tp, (long long)v[SCN_PP], (long long)v[SCN_GPUS]);
+        return cli_fail(
+            d, CLI_ENORESULT,
+            "%s%sparallel: dp (%lld) x %s x pp (%lld) overflows 64 bits, so it cannot equal gpus (%lld); "
+            "allowed: degrees with dp x tp x pp = gpus",
+            file, sep, (long long)v[SCN_DP], tp, (long long)v[SCN_PP], (long long)v[SCN_GPUS]);
     return cli_fail(
         d, CLI_ENORESULT,
         "%s%sparallel: dp (%lld) x %s x pp (%lld) = %lld does not equal gpus (%lld); allowed: degrees "
