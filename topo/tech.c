@@ -56,24 +56,29 @@ int topo_tech_parse(const char *name, topo_tech_t *out) {
     return TOPO_EINVAL;
 }
 
-topo_tech_t topo_tech_for_rate(int link_kind, double bw) {
+topo_tech_t topo_tech_for_rate(int link_kind, double bandwidth_bytes_per_s) {
     switch (link_kind) {
     case TOPO_LINK_NVLINK:
-        return bw >= 900e9 ? TOPO_TECH_NVLINK5 : bw >= 450e9 ? TOPO_TECH_NVLINK4 : TOPO_TECH_NVLINK3;
+        return bandwidth_bytes_per_s >= 900e9   ? TOPO_TECH_NVLINK5
+               : bandwidth_bytes_per_s >= 450e9 ? TOPO_TECH_NVLINK4
+                                                : TOPO_TECH_NVLINK3;
     case TOPO_LINK_PCIE:
-        return bw > 32e9 ? TOPO_TECH_PCIE5 : TOPO_TECH_PCIE4;
+        return bandwidth_bytes_per_s > 32e9 ? TOPO_TECH_PCIE5 : TOPO_TECH_PCIE4;
     default:
-        return bw >= 100e9 ? TOPO_TECH_IB_XDR : bw >= 50e9 ? TOPO_TECH_IB_NDR : TOPO_TECH_IB_HDR;
+        return bandwidth_bytes_per_s >= 100e9  ? TOPO_TECH_IB_XDR
+               : bandwidth_bytes_per_s >= 50e9 ? TOPO_TECH_IB_NDR
+                                               : TOPO_TECH_IB_HDR;
     }
 }
 
-static int set_tech(topo_tech_t tech, int kind, topo_tech_t *slot, double *bw, double *lat) {
+static int set_tech(topo_tech_t tech, int kind, topo_tech_t *slot, double *bandwidth_bytes_per_s,
+                    double *latency_s) {
     const topo_tech_info_t *i = topo_tech_info(tech);
     if (!i || i->link_kind != kind)
         return TOPO_EINVAL;
     *slot = tech;
-    *bw = i->bandwidth_bytes_per_s;
-    *lat = i->latency_s;
+    *bandwidth_bytes_per_s = i->bandwidth_bytes_per_s;
+    *latency_s = i->latency_s;
     return TOPO_OK;
 }
 

@@ -57,7 +57,11 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     const int64_t pp = job->par.pp;
     out->stage_peak_activations_gb =
         malloc((size_t)(pp > 0 ? pp : 1) * sizeof *out->stage_peak_activations_gb);
-    for (int64_t p = 0; out->stage_peak_activations_gb && p < pp; p++) {
+    if (!out->stage_peak_activations_gb) {
+        step_free(step);
+        return fail(out, STEP_SIM_AT_RUN, SIM_ENOMEM, "out of memory");
+    }
+    for (int64_t p = 0; p < pp; p++) {
         const int64_t x[STEP_DIM_COUNT] = {0, 0, p, 0};
         out->stage_peak_activations_gb[p] =
             step_gpu_peak_activations_gb(step, (int32_t)step_placement_gpu(&cfg.placement, &job->par, x));

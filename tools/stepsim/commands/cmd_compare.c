@@ -53,9 +53,11 @@ static int from_args(const cli_args_t *p, cmp_args_t *a, cli_diag_t *d) {
     a->placement = p->value[CLI_OPT_PLACEMENT];
     a->json = cli_has(p, CLI_OPT_JSON);
     const char *collapse = p->value[CLI_OPT_COLLAPSE];
-    if (collapse && step_collapse_parse(collapse, &a->collapse) != SIM_OK)
-        return cli_fail(d, CLI_EUSAGE, "--collapse: \"%.60s\" is not allowed; allowed: auto, off, approx",
-                        collapse);
+    if (collapse) {
+        const int rc = cmd_parse_collapse(collapse, &a->collapse, d);
+        if (rc)
+            return rc;
+    }
     const char *max_memory = p->value[CLI_OPT_MAX_MEMORY];
     if (max_memory) {
         const int rc = cmd_parse_max_memory(max_memory, &a->max_memory_gb, d);

@@ -47,11 +47,19 @@ static int pick(const char *opt, const char *v, const char *const *names, int n,
                     s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "", allowed);
 }
 
+int cmd_parse_collapse(const char *text, step_collapse_t *out, cli_diag_t *d) {
+    static const char *const COLLAPSE[] = {"auto", "off", "approx"};
+    int v = 0;
+    const int rc = pick("--collapse", text, COLLAPSE, 3, &v, d);
+    if (!rc)
+        (void)step_collapse_parse(COLLAPSE[v], out);
+    return rc;
+}
+
 /* Fill the step configuration from opts; links gets --links. */
 static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cli_diag_t *d) {
     static const char *const COMM[] = {"network", "analytic"};
     static const char *const P2P[] = {"blocking", "async"};
-    static const char *const COLLAPSE[] = {"auto", "off", "approx"};
     static const char *const GRAN[] = {"auto", "layer", "microbatch"};
     static const char *const OPT[] = {"auto", "on", "off"};
     static const char *const FID[] = {"fast", "step"};
@@ -74,8 +82,8 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
             o->placement);
     if (!rc && o->p2p && !(rc = pick("--p2p", o->p2p, P2P, 2, &v, d)))
         c->p2p_async = v;
-    if (!rc && o->collapse && !(rc = pick("--collapse", o->collapse, COLLAPSE, 3, &v, d)))
-        (void)step_collapse_parse(COLLAPSE[v], &c->collapse);
+    if (!rc && o->collapse)
+        rc = cmd_parse_collapse(o->collapse, &c->collapse, d);
     if (!rc && o->granularity && !(rc = pick("--granularity", o->granularity, GRAN, 3, &v, d)))
         c->granularity = v == 0   ? STEP_GRANULARITY_AUTO
                          : v == 1 ? STEP_GRANULARITY_LAYER
