@@ -20,7 +20,12 @@
  *          large M
  *   hier   ring phases: AR = RS(M, g, intra) + AR(M/g, n/g, inter) + AG(M, g, intra), etc.
  *   with k channels, ring and hier take M/k, beta being what one channel gets on its narrowest link
- *   direct a + M b */
+ *   direct a + M b
+ *   nvls   one coflow through the switch, a + (M / n) max(u_up / B_up, u_down / B_down), B_up and
+ *          B_down the narrowest GPU -> switch and switch -> GPU links: AR u_up = u_down = n + 1 (each
+ *          GPU sends its whole buffer into the switch's reduction and one reduced shard to its
+ *          multicast, and receives one reduced shard and every multicast shard), AG u_up = 1, u_down =
+ *          n, RS u_up = n, u_down = 1 */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +35,7 @@
 static const char *const op_names[SIM_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter",
                                                         "broadcast", "reduce",    "sendrecv"};
 static const char *const algo_names[SIM_COLL_ALGO_COUNT] = {
-    "auto", "ring", "tree", "hierarchical", "halving-doubling", "chain", "direct"};
+    "auto", "ring", "tree", "hierarchical", "halving-doubling", "chain", "direct", "nvls"};
 
 const char *sim_coll_op_name(sim_coll_op_t op) {
     return (unsigned)op < SIM_COLL_OP_COUNT ? op_names[op] : "unknown";
@@ -182,6 +187,24 @@ static double hd_s(sim_coll_op_t op, double m, int32_t n, double a, double bw) {
 
 static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n, const sim_ab_params_t *p);
 
+int sim_i_nvls_uses(sim_coll_op_t op, int32_t n, double *up, double *down) {
+    switch (op) {
+    case SIM_COLL_ALLREDUCE:
+        *up = *down = n + 1.0;
+        return 1;
+    case SIM_COLL_ALLGATHER:
+        *up = 1.0;
+        *down = n;
+        return 1;
+    case SIM_COLL_REDUCESCATTER:
+        *up = n;
+        *down = 1.0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n,
                          const sim_ab_params_t *p) {
     if (n < 1 || !(m >= 0.0))
@@ -225,6 +248,13 @@ static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n
     }
     case SIM_ALGO_DIRECT:
         return op == SIM_COLL_SENDRECV ? a + m / b : -1.0;
+    case SIM_ALGO_NVLS: {
+        /* bytes_per_s: the narrowest switch -> GPU link; intra_bytes_per_s: GPU -> switch */
+        double up, down;
+        if (!sim_i_nvls_uses(op, n, &up, &down))
+            return -1.0;
+        return a + m / n * fmax(up / p->intra_bytes_per_s, down / b);
+    }
     case SIM_ALGO_AUTO:
         return form_s(op, sim_coll_algo_choose(op, m, n, p), m, n, p);
     }

@@ -196,7 +196,8 @@ static void set_latencies(const sim_engine_t *e, sim_coll_t *c) {
     for (int32_t i = 0; i < c->n_pairs; i++) {
         sim_pair_t *p = &c->pairs[i];
         if (p->src >= 0)
-            p->lat_ps = p->base_lat_ps + sim_s_to_ps(step_s(c, p, pp));
+            p->lat_ps = p->base_lat_ps +
+                        sim_s_to_ps(c->algo == SIM_ALGO_NVLS ? e->cfg.nvls_step_s : step_s(c, p, pp));
     }
     if (e->cfg.ring_latency != SIM_RING_LATENCY_MEAN)
         return;
@@ -224,6 +225,12 @@ static void set_costs(const sim_engine_t *e, sim_coll_t *c) {
     double eff = pp->efficiency[a];
     if (c->crossing && c->per_domain == 1 && c->algo != SIM_ALGO_DIRECT) /* collectives, not messages */
         eff *= e->cfg.single_member_efficiency;
+    if (c->algo == SIM_ALGO_NVLS) { /* NCCL: nvlsEfficiency, no launch latency (baseLat 0), no cap */
+        c->wire = 1.0 / (eff * e->cfg.nvls_efficiency);
+        c->bound = INFINITY;
+        c->launch_ps = 0;
+        return;
+    }
     c->wire = 1.0 / eff;
     const double cap = pp->max_busbw_bytes_per_s[c->crossing ? 1 : 0];
     c->bound = a == 0 && cap > 0.0 ? cap / c->channels * c->wire : INFINITY;
@@ -593,6 +600,52 @@ static int plan_tree(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
     return SIM_OK;
 }
 
+/* NVLink SHARP: pair i is member i -> member i + 1 (mod n). Its route, GPU -> switch -> GPU (checked
+ * by nvls_check), gives member i's link into the switch (its first) and member i + 1's link out of
+ * it (its last). One phase: a single coflow of one shard (M / n) whose use of every link into the
+ * switch is nvls_up and of every link out of it nvls_down (sim_i_nvls_uses): the switch reduces
+ * what the GPUs send into it and multicasts what it sends out, so no flow goes from GPU to GPU. */
+static int plan_nvls(sim_engine_t *e, sim_coll_t *c) {
+    const int32_t n = c->n;
+    if (pairs_alloc(e, c, n))
+        return SIM_ENOMEM;
+    for (int32_t i = 0; i < n; i++)
+        pair_set(c, i, i, (i + 1) % n);
+    double up, down;
+    sim_i_nvls_uses(c->op, n, &up, &down);
+    c->phases[c->n_phases++] = (sim_phase_t){
+        .kind = SIM_PH_NVLS, .steps = 1, .chunk_bytes = c->size_bytes / n, .nvls_up = up, .nvls_down = down};
+    return SIM_OK;
+}
+
+/* Every member reaches the others through one switch: each pair's route has two links, and the
+ * route from member i back to member i - 1 leaves on member i's link and enters on member i - 1's
+ * (n > 2), so every route is GPU -> the same switch -> GPU. Return SIM_OK or SIM_EINVAL (with the
+ * engine's error set unless quiet: auto skips the candidate). */
+static int nvls_check(sim_engine_t *e, const sim_coll_t *c, int quiet) {
+    const int32_t n = c->n;
+    for (int32_t i = 0; i < c->n_pairs; i++) {
+        const sim_pair_t *p = &c->pairs[i];
+        int32_t len = p->route_len, buf[SIM_ROUTE_MAX], a = p->src, b = p->dst;
+        int ok = len == 2;
+        if (ok && n > 2) {
+            const sim_pair_t *q = &c->pairs[(i + n - 2) % n]; /* member i - 2 -> member i - 1 */
+            b = q->dst;
+            len = e->route(e->route_ctx, a, b, buf, SIM_ROUTE_MAX);
+            ok = len == 2 && buf[0] == c->routes[p->route_off] && buf[1] == c->routes[q->route_off + 1];
+        }
+        if (!ok)
+            return quiet
+                       ? SIM_EINVAL
+                       : sim_i_fail(e, SIM_EINVAL,
+                                    "collective: algo nvls with op %s and %d gpus: gpu %d -> gpu %d does not "
+                                    "go through the members' one NVLink switch (%d links); NVLS needs "
+                                    "GPU -> NVSwitch -> GPU routes",
+                                    sim_coll_op_name(c->op), n, a, b, len);
+    }
+    return SIM_OK;
+}
+
 static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
     c->n_phases = 0;
     if (c->n < 2 || c->size_bytes == 0.0)
@@ -608,6 +661,8 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
         return plan_chain(e, c);
     case SIM_ALGO_TREE:
         return plan_tree(e, c, order, g);
+    case SIM_ALGO_NVLS:
+        return plan_nvls(e, c);
     default: /* direct */
         if (pairs_alloc(e, c, 1))
             return SIM_ENOMEM;
@@ -631,6 +686,22 @@ static int plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab
     p->launch_s = sim_ps_to_s(c->launch_ps);
     const int k = c->channels, rings = c->algo == SIM_ALGO_RING || c->algo == SIM_ALGO_HIERARCHICAL;
     int rc;
+    if (c->algo == SIM_ALGO_NVLS) { /* bytes_per_s: out of the switch; intra_bytes_per_s: into it */
+        sim_time_ps_t lat = 0;
+        double up = INFINITY, down = INFINITY;
+        for (int32_t i = 0; i < c->n_pairs; i++) {
+            const sim_pair_t *q = &c->pairs[i];
+            if (q->src < 0)
+                continue;
+            lat = q->lat_ps > lat ? q->lat_ps : lat;
+            up = fmin(up, e->net.links[c->routes[q->route_off]].cap);
+            down = fmin(down, e->net.links[c->routes[q->route_off + q->route_len - 1]].cap);
+        }
+        p->alpha_s = p->intra_alpha_s = sim_ps_to_s(lat);
+        p->bytes_per_s = (isfinite(down) ? down : 1.0) / c->wire;
+        p->intra_bytes_per_s = (isfinite(up) ? up : 1.0) / c->wire;
+        return SIM_OK;
+    }
     if (c->algo == SIM_ALGO_HIERARCHICAL && c->n_pairs == 2 * k * c->n) {
         p->per_domain = g;
         if ((rc = pairs_ab(e, c, 0, k * c->n, 1, &p->intra_alpha_s, &p->intra_bytes_per_s)) ||
@@ -679,6 +750,14 @@ static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
     case SIM_ALGO_DIRECT:
         why = c->op == SIM_COLL_SENDRECV ? NULL : "direct applies to sendrecv";
         break;
+    case SIM_ALGO_NVLS:
+        why = !ring_op       ? "nvls applies to allreduce, allgather, reducescatter"
+              : !e->cfg.nvls ? "NVLink SHARP is off (config.nvls 0: NVLink-3 or older, or no NVSwitch)"
+              : c->crossing  ? "nvls needs every member in one NVLink domain"
+              : c->req_proto != SIM_PROTO_SIMPLE && c->req_proto != SIM_PROTO_AUTO
+                  ? "nvls runs the simple protocol only"
+                  : NULL;
+        break;
     default:
         why = "unknown algorithm";
         break;
@@ -691,11 +770,14 @@ static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
 
 /* Plan and route c->algo with its channel count, then set c->proto's latencies and costs and compute
  * its alpha-beta parameters. */
-static int plan_full(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g, sim_ab_params_t *ab) {
+static int plan_full(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g, sim_ab_params_t *ab,
+                     int quiet_nvls) {
     c->channels = c->want_channels == SIM_CHANNELS_AUTO ? auto_channels(c, c->algo, g) : c->want_channels;
     int rc = plan(e, c, order, g);
     if (!rc)
         rc = pairs_route(e, c);
+    if (!rc && c->algo == SIM_ALGO_NVLS)
+        rc = nvls_check(e, c, quiet_nvls);
     if (rc)
         return rc;
     set_latencies(e, c);
@@ -705,7 +787,7 @@ static int plan_full(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
 
 /* The candidates auto weighs, in order of preference on ties (hierarchical first, as before the
  * flat ring became a candidate; Simple first). */
-static int32_t algo_candidates(const sim_coll_t *c, int multi, sim_coll_algo_t *out) {
+static int32_t algo_candidates(const sim_engine_t *e, const sim_coll_t *c, int multi, sim_coll_algo_t *out) {
     int32_t n = 0;
     if (c->algo != SIM_ALGO_AUTO) {
         out[n++] = c->algo;
@@ -715,6 +797,10 @@ static int32_t algo_candidates(const sim_coll_t *c, int multi, sim_coll_algo_t *
         out[n++] = SIM_ALGO_RING;
         if (c->op == SIM_COLL_ALLREDUCE && c->n > 2)
             out[n++] = SIM_ALGO_TREE;
+        /* NCCL: NVLS inside one NVLink domain on sm90+ with an NVSwitch (across nodes it needs CollNet) */
+        if (e->cfg.nvls && !c->crossing && c->n > 1 &&
+            (c->proto == SIM_PROTO_AUTO || c->proto == SIM_PROTO_SIMPLE))
+            out[n++] = SIM_ALGO_NVLS;
     } else {
         out[n++] = c->op == SIM_COLL_SENDRECV ? SIM_ALGO_DIRECT : SIM_ALGO_CHAIN;
     }
@@ -758,9 +844,9 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
         c->algo = SIM_ALGO_DIRECT;
     if ((c->op == SIM_COLL_BROADCAST || c->op == SIM_COLL_REDUCE) && c->algo == SIM_ALGO_RING)
         c->algo = SIM_ALGO_CHAIN;
-    sim_coll_algo_t algos[3];
+    sim_coll_algo_t algos[4];
     sim_proto_t protos[3];
-    const int32_t n_algos = algo_candidates(c, multi, algos), n_protos = proto_candidates(e, c, protos);
+    const int32_t n_algos = algo_candidates(e, c, multi, algos), n_protos = proto_candidates(e, c, protos);
     int rc = SIM_OK;
     sim_ab_params_t ab;
     if (n_algos * n_protos > 1) {
@@ -775,8 +861,15 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
                 goto out;
             for (int32_t j = 0; j < n_protos; j++) {
                 c->proto = protos[j];
-                if (j == 0) {
-                    rc = plan_full(e, c, order, g, &ab);
+                if (c->algo == SIM_ALGO_NVLS) { /* Simple only; skipped where the routes do not allow it */
+                    if (c->proto != SIM_PROTO_SIMPLE)
+                        continue;
+                    if ((rc = plan_full(e, c, order, g, &ab, 1)) == SIM_EINVAL) {
+                        rc = SIM_OK;
+                        break;
+                    }
+                } else if (j == 0) {
+                    rc = plan_full(e, c, order, g, &ab, 0);
                 } else { /* the same plan and routes under another protocol */
                     set_latencies(e, c);
                     set_costs(e, c);
@@ -798,7 +891,9 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
         c->algo = algos[0];
         c->proto = protos[0];
     }
-    if ((rc = algo_valid(e, c, g)) || (rc = plan_full(e, c, order, g, &ab)))
+    if (c->algo == SIM_ALGO_NVLS && c->proto == SIM_PROTO_AUTO)
+        c->proto = SIM_PROTO_SIMPLE;
+    if ((rc = algo_valid(e, c, g)) || (rc = plan_full(e, c, order, g, &ab, 0)))
         goto out;
     c->closed_form_s = sim_closed_form_s(c->op, c->algo, c->size_bytes, c->n, &ab);
 out:

@@ -9,7 +9,7 @@
  * volume and pays its per-step latencies up front: steps x (slowest member's latency), less those the chain's
  * and the tree's pipelines hide behind transfers. On an idle network both give the closed form of
  * closed_form.c; under contention fast mode loses the skew between members. Halving-doubling and
- * sendrecv have O(log n) and 1 steps and always run step-exact.
+ * sendrecv have O(log n) and 1 steps and always run step-exact; NVLS is one coflow in both.
  *
  * State (c->st, ints): ring: sent, received, busy per member; halving-doubling: sent, busy per
  * rank plus a received-steps bit mask; chain: done, busy per edge (and chain_ready: when each chunk
@@ -418,6 +418,40 @@ static void tree_done(sim_engine_t *e, int32_t id, int32_t tag) {
     }
 }
 
+/* ---- NVLink SHARP ------------------------------------------------------------------------------- */
+
+/* One coflow in both fidelities (one step, like sendrecv): the pairs' routes merged (every link into
+ * and out of the switch once), then every link into the switch used nvls_up times and every link out
+ * of it nvls_down times, carrying one shard after the slowest pair's latency. On an idle network
+ * that is closed_form.c's a + (M / n) max(u_up / B_up, u_down / B_down); under contention max-min
+ * gives the switch's traffic one rate, held by its busiest link. */
+static void nvls_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = sim_i_coll(e, id);
+    const sim_phase_t *ph = cur(e, id);
+    sim_net_t *n = &e->net;
+    sim_time_ps_t lat = 0;
+    sim_i_net_merge_begin(e);
+    for (int32_t i = 0; i < c->n_pairs; i++) {
+        const sim_pair_t *p = &c->pairs[i];
+        if (sim_i_net_merge_add(e, &c->routes[p->route_off], p->route_len)) {
+            e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory merging routes");
+            return;
+        }
+        lat = p->lat_ps > lat ? p->lat_ps : lat;
+    }
+    for (int32_t i = 0; i < c->n_pairs; i++) {
+        const sim_pair_t *p = &c->pairs[i];
+        n->merge_use[n->links[c->routes[p->route_off]].merge_slot] = ph->nvls_up;
+        n->merge_use[n->links[c->routes[p->route_off + p->route_len - 1]].merge_slot] = ph->nvls_down;
+    }
+    c->pending = 1;
+    const int32_t slot = sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge,
+                                          ph->chunk_bytes * c->wire, 1.0, INFINITY, lat, id, 0, -1, -1);
+    if (slot < 0)
+        e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a coflow");
+    c->flows_run++;
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------------- */
 
 void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
@@ -439,6 +473,9 @@ void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
         c->pending = 1;
         start_pair(e, id, 0, c->size_bytes, 0);
         break;
+    case SIM_PH_NVLS:
+        nvls_begin(e, id);
+        break;
     }
 }
 
@@ -457,6 +494,7 @@ void sim_i_phase_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
         tree_done(e, id, tag);
         break;
     case SIM_PH_P2P:
+    case SIM_PH_NVLS:
         sim_i_coll(e, id)->pending--;
         break;
     }

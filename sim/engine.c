@@ -110,6 +110,7 @@ void sim_config_default(sim_config_t *cfg) {
     }
     cfg->ring_latency = SIM_RING_LATENCY_SLOWEST;
     cfg->single_member_efficiency = 1.0;
+    cfg->nvls_efficiency = 1.0;
 }
 
 /* NCCL's tuner constants (src/graph/tuning.cc, NCCL 2.19 to 2.28), in microseconds and GB/s.
@@ -151,6 +152,11 @@ void sim_config_nccl(sim_config_t *cfg, const sim_nccl_platform_t *pl) {
     cfg->tree_chunk_min_bytes = 128.0 * 1024.0;
     /* NCCL's model of one NVLink (topo.h): SM80 20.0, SM90 20.6 GB/s of the 25 GB/s line rate. */
     cfg->link_kind_efficiency[SIM_LINK_NVLINK] = (hopper ? 20.6 : 20.0) / 25.0;
+    /* NVLink SHARP (NCCL 2.17+ on sm90 and later with an NVSwitch): nvlsEfficiency (Hopper 0.85,
+     * Blackwell 0.74), hwLat NVLink NVLS Simple 25 us with baseLat 0. */
+    cfg->nvls = hopper;
+    cfg->nvls_efficiency = pl->sm >= 100 ? 0.74 : hopper ? 0.85 : 1.0;
+    cfg->nvls_step_s = hopper ? 25e-6 : 0.0;
 }
 
 const char *sim_proto_name(sim_proto_t proto) {
@@ -220,6 +226,12 @@ static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_networ
     if (c->ring_latency != SIM_RING_LATENCY_SLOWEST && c->ring_latency != SIM_RING_LATENCY_MEAN)
         return sim_i_fail(e, SIM_EINVAL, "config: ring_latency %d must be slowest or mean",
                           (int)c->ring_latency);
+    if (c->nvls != 0 && c->nvls != 1)
+        return sim_i_fail(e, SIM_EINVAL, "config: nvls %d must be 0 or 1", c->nvls);
+    if (!(c->nvls_efficiency > 0.0 && c->nvls_efficiency <= 1.0))
+        return sim_i_fail(e, SIM_EINVAL, "config: nvls_efficiency %g must be in (0, 1]", c->nvls_efficiency);
+    if (!(c->nvls_step_s >= 0.0) || !isfinite(c->nvls_step_s))
+        return sim_i_fail(e, SIM_EINVAL, "config: nvls_step_s %g must be >= 0", c->nvls_step_s);
     const int prc = check_proto(e, c);
     if (prc)
         return prc;

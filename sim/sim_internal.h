@@ -127,7 +127,7 @@ typedef struct sim_pair {
     double min_cap;
 } sim_pair_t;
 
-typedef enum { SIM_PH_RING, SIM_PH_HD, SIM_PH_CHAIN, SIM_PH_TREE, SIM_PH_P2P } sim_phase_kind_t;
+typedef enum { SIM_PH_RING, SIM_PH_HD, SIM_PH_CHAIN, SIM_PH_TREE, SIM_PH_P2P, SIM_PH_NVLS } sim_phase_kind_t;
 
 /* One phase of a collective. Rings: n_rings rings of ring_len members; ring member i (0 <= i <
  * n_rings * ring_len) sends over pair pair0 + i to member (i / len) * len + (i + 1) % len. */
@@ -137,6 +137,7 @@ typedef struct sim_phase {
     double chunk_bytes; /* bytes of one step flow (HD: of the first RS step / last AG step) */
     int32_t n_rings, ring_len, pair0;
     int32_t hd_rs_steps, hd_ag_steps; /* HD: halving steps then doubling steps */
+    double nvls_up, nvls_down;        /* NVLS: shards of chunk_bytes per GPU -> switch, switch -> GPU link */
 } sim_phase_t;
 
 #define SIM_MAX_PHASES 3
@@ -345,6 +346,9 @@ int sim_i_phase_state_size(const sim_coll_t *c, int64_t *n_ints, int64_t *n_mask
 void sim_i_phase_begin(sim_engine_t *e, int32_t c);
 void sim_i_phase_flow_done(sim_engine_t *e, int32_t c, int32_t tag);
 int sim_i_dbtree_build(int32_t n, int32_t *parent, int32_t *child);
+/* NVLS: how many shards of M / n cross each GPU -> switch (*up) and switch -> GPU (*down) link
+ * (closed_form.c). Return 0 for ops NVLS does not run. */
+int sim_i_nvls_uses(sim_coll_op_t op, int32_t n, double *up, double *down);
 
 /* executor.c */
 void sim_i_op_end(sim_engine_t *e, int32_t op);

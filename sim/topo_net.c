@@ -87,4 +87,11 @@ void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t) {
         topo_tech_info(topo_kind_tech(t, TOPO_LINK_NVLINK))->efficiency;
     cfg->link_kind_efficiency[SIM_LINK_PCIE] = topo_tech_info(topo_kind_tech(t, TOPO_LINK_PCIE))->efficiency;
     cfg->use_link_tech_efficiency = 1;
+    cfg->nvls = sim_topo_nvls(t);
+}
+
+/* NCCL runs NVLS on sm90 and later (src/graph/search.cc: no NVLS graph below compute capability 9.0
+ * or without an NVSwitch); the NVLink technology gives the generation, the engine checks the switch. */
+int sim_topo_nvls(const struct topo *t) {
+    return topo_tech_info(topo_kind_tech(t, TOPO_LINK_NVLINK))->nccl_sm >= 90;
 }

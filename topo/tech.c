@@ -20,7 +20,7 @@ static const topo_tech_info_t TECHS[TOPO_TECH_COUNT] = {
                            "NVLink-3 (A100): 300 GB/s per GPU per direction; NCCL reaches ~200 GB/s"},
     [TOPO_TECH_NVLINK4] = {"nvlink4", TOPO_LINK_NVLINK, 450e9, 0.25e-6, NVLINK4_EFFICIENCY, 90,
                            "NVLink-4 (H100): 450 GB/s per GPU per direction"},
-    [TOPO_TECH_NVLINK5] = {"nvlink5", TOPO_LINK_NVLINK, 900e9, 0.25e-6, NVLINK4_EFFICIENCY, 90,
+    [TOPO_TECH_NVLINK5] = {"nvlink5", TOPO_LINK_NVLINK, 900e9, 0.25e-6, NVLINK4_EFFICIENCY, 100,
                            "NVLink-5 (B200, GB200): 900 GB/s per GPU per direction"},
     [TOPO_TECH_PCIE4] = {"pcie4", TOPO_LINK_PCIE, 32e9, 0.25e-6, 0.75, 0,
                          "PCIe Gen4 x16: 32 GB/s per direction; NCCL models 24 GB/s"},

@@ -259,13 +259,23 @@ typedef struct sim_config {
     /* > 0: the tree's chunk adapts as NCCL's: chunk_bytes halves while a tree gets fewer than
      * 8 x depth chunks, down to this. 0 (default): chunk_bytes. */
     double tree_chunk_min_bytes;
+    /* NVLink SHARP (NCCL's NVLS; docs/engine.md, "In-network reductions"). nvls 1: the switches of
+     * the NVLink domains reduce and multicast (NVSwitch of NVLink-4 and later), so allreduce,
+     * allgather and reducescatter of a group inside one domain may run SIM_ALGO_NVLS when every
+     * member's routes to the others are GPU -> switch -> GPU. Default 0 (sim_topo_nvls gives it for a
+     * topology). nvls_efficiency (0, 1]: data bytes per wire byte of NVLS traffic on top of the links'
+     * efficiencies (NCCL's nvlsEfficiency); default 1. nvls_step_s >= 0: its one step's latency
+     * (NCCL's NVLS hwLat); default 0. */
+    int nvls;
+    double nvls_efficiency;
+    double nvls_step_s;
 } sim_config_t;
 
 void sim_config_default(sim_config_t *cfg);
 
 /* The platform NCCL's constants depend on. */
 typedef struct sim_nccl_platform {
-    int sm;            /* GPU compute capability x 10: 80 (A100), 90 (H100 and later) */
+    int sm;            /* GPU compute capability x 10: 80 (A100), 90 (H100), 100 (B200 and later) */
     int amd_host;      /* 1: AMD CPUs (NCCL's network overhead 2 us, else 1 us; llMaxBw rows) */
     int ll128_network; /* 1: LL128 across the network (NCCL: the GPU reaches its NIC through a PCIe
                           switch, or Hopper) */
@@ -274,7 +284,8 @@ typedef struct sim_nccl_platform {
 /* Set NCCL's tuning constants (src/graph/tuning.cc, docs/engine.md): launch and per-step latencies
  * of Simple, LL and LL128, their wire efficiencies and LL's bandwidth cap, pipelined ring
  * latencies, NCCL's adaptive tree chunk, the one-rank-per-node discount (0.7 / 0.92) and NCCL's
- * achievable NVLink rate (20.0 of 25 GB/s per link on sm80, 20.6 on sm90). Leaves the network's
+ * achievable NVLink rate (20.0 of 25 GB/s per link on sm80, 20.6 on sm90), and NVLink SHARP on sm90
+ * and later (nvls 1; nvlsEfficiency 0.85 on sm90, 0.74 on sm100; its 25 us step). Leaves the network's
  * efficiency alone: it depends on the fabric (link_kind_efficiency[SIM_LINK_NETWORK]). */
 void sim_config_nccl(sim_config_t *cfg, const sim_nccl_platform_t *platform);
 
@@ -284,6 +295,12 @@ void sim_config_nccl(sim_config_t *cfg, const sim_nccl_platform_t *platform);
  * every link's efficiency from its own technology (use_link_tech_efficiency with sim_topo_network's
  * link_tech_efficiency) and per kind the efficiency of the kind's technology. */
 void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t);
+
+/* 1 if the topology's NVLink switches can reduce and multicast (NVLink SHARP: its NVLink technology is
+ * NVLink-4 or later, the GPU generation NCCL runs NVLS on), else 0. sim_config_nccl_topology sets
+ * config.nvls from it; an uncalibrated configuration may too. Whether a group's routes go through
+ * one switch is the engine's check (sim_coll_add). */
+int sim_topo_nvls(const struct topo *t);
 
 typedef struct sim_engine sim_engine_t;
 
@@ -381,9 +398,10 @@ typedef enum sim_coll_algo {
     SIM_ALGO_HIERARCHICAL,     /* intra-domain, one ring per rail across domains, intra again */
     SIM_ALGO_HALVING_DOUBLING, /* recursive halving / doubling (group size a power of two) */
     SIM_ALGO_CHAIN,            /* pipelined chain (broadcast, reduce) */
-    SIM_ALGO_DIRECT            /* one flow (sendrecv) */
+    SIM_ALGO_DIRECT,           /* one flow (sendrecv) */
+    SIM_ALGO_NVLS              /* NVLink SHARP: the members' NVSwitch reduces and multicasts (config.nvls) */
 } sim_coll_algo_t;
-#define SIM_COLL_ALGO_COUNT 7
+#define SIM_COLL_ALGO_COUNT 8
 
 const char *sim_coll_op_name(sim_coll_op_t op);              /* "allreduce", ..., "sendrecv" */
 const char *sim_coll_algo_name(sim_coll_algo_t algo);        /* "auto", "ring", "tree", "hierarchical", ... */
@@ -414,13 +432,14 @@ typedef struct sim_coll_desc {
  * (its dependencies are done and it is at the head of its stream) and every member operation ends
  * when the whole collective ends. Routes are looked up here. An auto algorithm or protocol takes the
  * (algorithm, protocol) pair with the smallest closed form over the candidates: hierarchical (groups
- * spanning several domains of equal share), ring and, for allreduce on more than 2 GPUs, the tree;
- * the chain for broadcast and reduce, direct for sendrecv; every enabled protocol (those with
+ * spanning several domains of equal share), ring and, for allreduce on more than 2 GPUs, the tree,
+ * then NVLS (config.nvls, a group inside one domain whose routes all go through one switch, Simple
+ * only); the chain for broadcast and reduce, direct for sendrecv; every enabled protocol (those with
  * .network for groups that cross domains). Ties go to the earlier candidate in that order, and to
  * Simple. Return SIM_OK, SIM_EINVAL (unknown GPU, algorithm not valid for op or group, analytic mode
  * without a system), SIM_ENOMEM, SIM_ESTATE.
  * Complexity: O(pairs x route length) per candidate, pairs being n x channels for rings, n log n for
- * halving-doubling. */
+ * halving-doubling, 2 n route lookups for NVLS. */
 int sim_coll_add(sim_engine_t *e, const sim_coll_desc_t *d, sim_op_id_t *member_ops, sim_coll_id_t *out);
 
 /* Point-to-point: a sendrecv collective whose send runs on (src, src_stream) and recv on

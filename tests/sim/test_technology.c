@@ -64,7 +64,10 @@ static void test_table(void **state) {
         assert_true(info->bandwidth_bytes_per_s == want[i].bw);
         assert_true(info->efficiency == want[i].eff);
         assert_true(info->latency_s > 0 && info->latency_s < 1e-5);
-        assert_int_equal(info->nccl_sm, want[i].kind != TOPO_LINK_NVLINK ? 0 : i == 0 ? 80 : 90);
+        assert_int_equal(info->nccl_sm, want[i].kind != TOPO_LINK_NVLINK ? 0
+                                        : i == 0                         ? 80
+                                        : i == 1                         ? 90
+                                                                         : 100);
     }
     topo_tech_t t;
     assert_int_equal(topo_tech_parse("auto", &t), TOPO_EINVAL);

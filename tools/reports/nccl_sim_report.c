@@ -9,7 +9,8 @@
  *     runs on the `perlmutter` topology preset at its nodes and GPUs per node; the reference column is
  *     the CSV's own t_model_estimates_py_s.
  *   - the H100 collection (dataset, collective, gpus, nodes, size_bytes, time_us): the 8 x H100 rows of
- *     one node (xla_h100_8gpu_intranode) run on one DGX H100 node of the `dgx-h100-superpod` preset;
+ *     one node (xla_h100_8gpu_intranode) run on one DGX H100 node of the `dgx-h100-superpod` preset
+ *     with --nvls off (the table's allreduce peaks at ring's bus bandwidth, not NVLink SHARP's);
  *     the reference column is the reference model (model_collective_time_s, compat reference, system
  *     H100), as tools/nccl_report computes it.
  *   Rows of one (op, nodes, GPUs per node) go through one `stepsim collective --json --sizes MIN:MAX`
@@ -221,24 +222,13 @@ static int simulate_group(const table_t *t, size_t lo, size_t hi, const opts_t *
     snprintf(gpn, sizeof gpn, "%lld", (long long)r0->per_node);
     snprintf(sizes, sizeof sizes, "%.0f:%.0f", min, max);
     const char *topology = t->h100 ? "{\"preset\": \"dgx-h100-superpod\"}" : "perlmutter";
-    char *argv[64] = {"stepsim",
-                      "collective",
-                      "--topology",
-                      (char *)topology,
-                      "--op",
-                      (char *)r0->op,
-                      "--gpus",
-                      gpus,
-                      "--gpus-per-node",
-                      gpn,
-                      "--sizes",
-                      sizes,
-                      "--fidelity",
-                      (char *)o->fidelity,
-                      "--calibration",
-                      (char *)o->calibration,
-                      "--json"};
-    int argc = 17;
+    char *argv[64] = {"stepsim", "collective", "--topology", (char *)topology, "--op", (char *)r0->op,
+                      "--gpus", gpus, "--gpus-per-node", gpn, "--sizes", sizes, "--fidelity",
+                      (char *)o->fidelity, "--calibration", (char *)o->calibration, "--json",
+                      /* XLA's H100 table peaks at 393 GB/s of allreduce bus bandwidth, ring's range (NVIDIA:
+                         ~370), not NVLink SHARP's ~480 (nccl-tests #212): it ran without NVLS */
+                      t->h100 ? "--nvls" : NULL, "off"};
+    int argc = t->h100 ? 19 : 17;
     for (int i = 0; i < o->n_extra && argc < 63; i++)
         argv[argc++] = o->extra[i];
     argv[argc] = NULL;

@@ -123,7 +123,9 @@ static const cli_option_t OPTIONS[] = {
     {"--op", "OP", C, "allreduce", "allreduce, allgather, reducescatter, broadcast, reduce or sendrecv",
      CLI_OPT_OP},
     {"--algo", "ALGO", C, "auto",
-     "ring, tree, hierarchical, halving-doubling, chain, direct, or auto (as NCCL's tuner)", CLI_OPT_ALGO},
+     "ring, tree, hierarchical, halving-doubling, chain, direct, nvls (NVLink SHARP, H100 and later), or "
+     "auto (as NCCL's tuner)",
+     CLI_OPT_ALGO},
     {"--proto", "PROTO", C, "auto", "NCCL protocol: simple, ll, ll128, or auto", CLI_OPT_PROTO},
     {"--gpus", "N", C, "every GPU of the topology", "GPUs of all groups together", CLI_OPT_GROUP_GPUS},
     {"--gpus-per-node", "K", C, "the topology's node size", "use the first K GPUs of every node",
@@ -139,6 +141,8 @@ static const cli_option_t OPTIONS[] = {
      "usable fraction of every network link (with --calibration nccl)", CLI_OPT_NET_EFFICIENCY},
     {"--nvlink-efficiency", "X", C, "0.67 (A100), 0.824 (H100 and later)",
      "usable fraction of every NVLink link (with --calibration nccl)", CLI_OPT_NVLINK_EFFICIENCY},
+    {"--nvls", "on|off", C, "on where the hardware has it (NVLink-4 and later)",
+     "NVLink SHARP for auto (NCCL_NVLS_ENABLE): off leaves auto to ring and tree", CLI_OPT_NVLS},
     /* validate --measured */
     {"--measured", "FILE.csv", V, "none: the waterfall", "measured runs, one per row (below)",
      CLI_OPT_MEASURED},

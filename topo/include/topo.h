@@ -124,7 +124,7 @@ typedef struct topo_tech_info {
     double bandwidth_bytes_per_s; /* per direction (NVLink: per GPU, all its links together) */
     double latency_s;             /* per link */
     double efficiency;            /* usable fraction under NCCL (sim/'s calibration), (0, 1] */
-    int nccl_sm;                  /* NVLink: the GPU generation NCCL tunes for (80, 90); else 0 */
+    int nccl_sm;                  /* NVLink: the GPU generation NCCL tunes for (80, 90, 100); else 0 */
     const char *summary;
 } topo_tech_info_t;
 

@@ -39,6 +39,7 @@ typedef struct coll_req {
     sim_fidelity_t fidelity;
     int64_t gpus, gpn, groups;
     int strided, calibrated, channels;
+    int nvls_off;               /* --nvls off */
     double net_eff, nvlink_eff; /* 0: the default */
     double sizes[MAX_SIZES];
     int n_sizes;
@@ -160,6 +161,7 @@ static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
         return op == SIM_COLL_ALLREDUCE ? NULL : "applies to allreduce only";
     case SIM_ALGO_HIERARCHICAL:
     case SIM_ALGO_HALVING_DOUBLING:
+    case SIM_ALGO_NVLS:
         return ring_op ? NULL : "applies to allreduce, allgather and reducescatter";
     case SIM_ALGO_RING:
         return ring_op || chain_op || op == SIM_COLL_SENDRECV ? NULL : "does not apply";
@@ -175,8 +177,8 @@ static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
 static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
     static const char *const ops[] = {"allreduce", "allgather", "reducescatter",
                                       "broadcast", "reduce",    "sendrecv"};
-    static const char *const algos[] = {"auto",  "ring",  "tree", "hierarchical", "halving-doubling",
-                                        "chain", "direct"};
+    static const char *const algos[] = {"auto",  "ring",   "tree", "hierarchical", "halving-doubling",
+                                        "chain", "direct", "nvls"};
     static const char *const protos[] = {"auto", "simple", "ll", "ll128"};
     static const char *const placements[] = {"contiguous", "strided"};
     static const char *const fidelities[] = {"step", "fast"};
@@ -195,7 +197,7 @@ static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
         r->op = (sim_coll_op_t)v;
     if (!rc && val[CLI_OPT_ALGO] &&
         !(rc = parse_choice("--algo", val[CLI_OPT_ALGO], algos, (int)COUNT(algos), &v,
-                            "ring, tree, hierarchical, halving-doubling, chain, direct, auto", d)))
+                            "ring, tree, hierarchical, halving-doubling, chain, direct, nvls, auto", d)))
         r->algo = (sim_coll_algo_t)v;
     if (!rc && val[CLI_OPT_PROTO] &&
         !(rc = parse_choice("--proto", val[CLI_OPT_PROTO], protos, (int)COUNT(protos), &v,
@@ -211,6 +213,12 @@ static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
     if (!rc && val[CLI_OPT_CALIBRATION] &&
         !(rc = parse_choice("--calibration", val[CLI_OPT_CALIBRATION], calibrations, 2, &v, "nccl, none", d)))
         r->calibrated = v;
+    if (!rc && val[CLI_OPT_NVLS] &&
+        !(rc = parse_choice("--nvls", val[CLI_OPT_NVLS], (const char *const[]){"on", "off"}, 2, &v, "on, off",
+                            d)))
+        r->nvls_off = v;
+    if (!rc && r->nvls_off && r->algo == SIM_ALGO_NVLS)
+        rc = cli_fail(d, CLI_EUSAGE, "--algo: nvls with --nvls off; allowed: --nvls on, or another --algo");
     if (!rc && val[CLI_OPT_GROUP_GPUS])
         rc = parse_int("--gpus", val[CLI_OPT_GROUP_GPUS], 1, INT32_MAX, &r->gpus, d);
     if (!rc && val[CLI_OPT_GPUS_PER_NODE])
@@ -334,6 +342,7 @@ static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cf
     cfg->fidelity = r->fidelity;
     if (r->calibrated) {
         sim_config_nccl_topology(cfg, t);
+        cfg->nvls = r->nvls_off ? 0 : cfg->nvls;
         /* an efficiency given for a kind holds for every link of the kind */
         if (r->net_eff > 0 || r->nvlink_eff > 0)
             cfg->use_link_tech_efficiency = 0;
@@ -342,6 +351,7 @@ static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cf
         if (r->nvlink_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NVLINK] = r->nvlink_eff;
     } else {
+        cfg->nvls = !r->nvls_off && sim_topo_nvls(t); /* the hardware's; the bare model's constants */
         if (r->net_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
         if (r->nvlink_eff > 0)
@@ -411,6 +421,22 @@ int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
                           (long long)m);
     }
     sim_config_t cfg;
+    if (!rc && r.algo == SIM_ALGO_NVLS && !sim_topo_nvls(ct.t))
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--algo: nvls needs NVLink SHARP (an NVSwitch of NVLink-4 or later: H100, B200); this "
+                      "topology's NVLink is %s; allowed: ring, tree, hierarchical, halving-doubling, auto",
+                      topo_tech_name(topo_kind_tech(ct.t, TOPO_LINK_NVLINK)));
+    if (!rc && r.algo == SIM_ALGO_NVLS && r.gpus / r.groups > r.gpn)
+        rc =
+            cli_fail(d, CLI_EUSAGE,
+                     "--algo: nvls runs inside one NVLink domain, but a group of %lld GPUs spans %lld nodes; "
+                     "allowed: --gpus up to %lld per group",
+                     (long long)(r.gpus / r.groups), (long long)((r.gpus / r.groups + r.gpn - 1) / r.gpn),
+                     (long long)r.gpn);
+    if (!rc && r.algo == SIM_ALGO_NVLS && r.proto != SIM_PROTO_AUTO && r.proto != SIM_PROTO_SIMPLE)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--proto: %s with --algo nvls; allowed: simple or auto (NVLS runs Simple only)",
+                      sim_proto_name(r.proto));
     if (!rc) {
         engine_config(&r, ct.t, &cfg);
         rows = calloc((size_t)r.n_sizes, sizeof *rows);
