@@ -25,7 +25,12 @@
  *          B_down the narrowest GPU -> switch and switch -> GPU links: AR u_up = u_down = n + 1 (each
  *          GPU sends its whole buffer into the switch's reduction and one reduced shard to its
  *          multicast, and receives one reduced shard and every multicast shard), AG u_up = 1, u_down =
- *          n, RS u_up = n, u_down = 1 */
+ *          n, RS u_up = n, u_down = 1
+ *   collnet (allreduce, g members in each of N domains) max((g - 1)(a' + 2 (M / g) b'), a + (M / g) b), a'
+ *          b' inside the domains: the domains' ring RS and AG of M (sharing their links) run at once
+ *          with every rail's N members all-reducing M / g in the network's switches (one coflow over
+ *          the union of the routes to and from the rail's first member, each link once), as NCCL
+ *          pipelines them; the pipeline's fill is not charged */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +40,7 @@
 static const char *const op_names[SIM_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter",
                                                         "broadcast", "reduce",    "sendrecv"};
 static const char *const algo_names[SIM_COLL_ALGO_COUNT] = {
-    "auto", "ring", "tree", "hierarchical", "halving-doubling", "chain", "direct", "nvls"};
+    "auto", "ring", "tree", "hierarchical", "halving-doubling", "chain", "direct", "nvls", "collnet"};
 
 const char *sim_coll_op_name(sim_coll_op_t op) {
     return (unsigned)op < SIM_COLL_OP_COUNT ? op_names[op] : "unknown";
@@ -254,6 +259,15 @@ static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n
         if (!sim_i_nvls_uses(op, n, &up, &down))
             return -1.0;
         return a + m / n * fmax(up / p->intra_bytes_per_s, down / b);
+    }
+    case SIM_ALGO_COLLNET: { /* intra alpha/bandwidth for the rings, alpha/bandwidth for the switches */
+        const int32_t g = p->per_domain;
+        if (op != SIM_COLL_ALLREDUCE || g < 1 || n % g || n == g)
+            return -1.0;
+        /* the domains' reduce-scatter and allgather share their links, concurrent with the switches */
+        const double intra =
+            g > 1 ? (g - 1.0) * (p->intra_alpha_s + 2.0 * m / g / p->intra_bytes_per_s) : 0.0;
+        return fmax(intra, a + m / g / b);
     }
     case SIM_ALGO_AUTO:
         return form_s(op, sim_coll_algo_choose(op, m, n, p), m, n, p);

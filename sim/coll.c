@@ -196,8 +196,10 @@ static void set_latencies(const sim_engine_t *e, sim_coll_t *c) {
     for (int32_t i = 0; i < c->n_pairs; i++) {
         sim_pair_t *p = &c->pairs[i];
         if (p->src >= 0)
-            p->lat_ps = p->base_lat_ps +
-                        sim_s_to_ps(c->algo == SIM_ALGO_NVLS ? e->cfg.nvls_step_s : step_s(c, p, pp));
+            p->lat_ps = c->algo == SIM_ALGO_COLLNET && i >= c->n /* the switches' aggregation */
+                            ? p->base_lat_ps
+                            : p->base_lat_ps + sim_s_to_ps(c->algo == SIM_ALGO_NVLS ? e->cfg.nvls_step_s
+                                                                                    : step_s(c, p, pp));
     }
     if (e->cfg.ring_latency != SIM_RING_LATENCY_MEAN)
         return;
@@ -223,6 +225,12 @@ static void set_costs(const sim_engine_t *e, sim_coll_t *c) {
     const sim_proto_params_t *pp = &e->cfg.proto[c->proto];
     const int a = proto_class(c);
     double eff = pp->efficiency[a];
+    if (c->algo == SIM_ALGO_COLLNET) { /* Simple's rings inside domains; NCCL's baseLat 0, no cap */
+        c->wire = 1.0 / eff;
+        c->bound = INFINITY;
+        c->launch_ps = 0;
+        return;
+    }
     if (c->crossing && c->per_domain == 1 && c->algo != SIM_ALGO_DIRECT) /* collectives, not messages */
         eff *= e->cfg.single_member_efficiency;
     if (c->algo == SIM_ALGO_NVLS) { /* NCCL: nvlsEfficiency, no launch latency (baseLat 0), no cap */
@@ -646,6 +654,84 @@ static int nvls_check(sim_engine_t *e, const sim_coll_t *c, int quiet) {
     return SIM_OK;
 }
 
+/* CollNet (InfiniBand SHARP), allreduce over N domains of g members: pairs [0, n) are the intra-domain
+ * rings (domain d, position l: order[d g + l] -> order[d g + l + 1]); pairs [n, n + 2 g (N - 1)) the
+ * aggregation, rail l's pair 2 (i - 1) from its member i up to its member 0 and pair 2 (i - 1) + 1 back
+ * down. One phase, its three stages at once as NCCL pipelines them (coll_algos.c): every domain's ring
+ * reduce-scatter and ring allgather of M, and one coflow per rail carrying M / g over the union of its
+ * routes (every link once: the switches reduce on the way up and multicast on the way down). With
+ * g = 1 only the aggregation. */
+static int plan_collnet(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
+    const int32_t n = c->n, nd = n / g, len = 2 * (nd - 1);
+    if (pairs_alloc(e, c, n + g * len))
+        return SIM_ENOMEM;
+    for (int32_t d = 0; d < nd; d++)
+        for (int32_t l = 0; l < g; l++)
+            pair_set(c, d * g + l, order[d * g + l], order[d * g + (l + 1) % g]);
+    for (int32_t l = 0; l < g; l++)
+        for (int32_t i = 1; i < nd; i++) {
+            pair_set(c, n + l * len + 2 * (i - 1), order[i * g + l], order[l]);
+            pair_set(c, n + l * len + 2 * (i - 1) + 1, order[l], order[i * g + l]);
+        }
+    const double m = c->size_bytes;
+    c->phases[c->n_phases++] = (sim_phase_t){.kind = SIM_PH_SHARP,
+                                             .steps = g - 1,
+                                             .chunk_bytes = m / g / e->cfg.collnet_efficiency,
+                                             .n_rings = g,
+                                             .ring_len = len,
+                                             .pair0 = n,
+                                             .intra_rings = g > 1 ? nd : 0,
+                                             .intra_len = g,
+                                             .intra_chunk_bytes = m / g};
+    return SIM_OK;
+}
+
+sim_time_ps_t sim_i_sharp_lat_ps(const sim_engine_t *e, const sim_coll_t *c, const sim_phase_t *ph,
+                                 int32_t j) {
+    sim_time_ps_t up = 0, down = 0;
+    for (int32_t i = 0; i < ph->ring_len; i++) {
+        const sim_time_ps_t l = c->pairs[ph->pair0 + j * ph->ring_len + i].lat_ps;
+        if (i % 2)
+            down = l > down ? l : down;
+        else
+            up = l > up ? l : up;
+    }
+    return up + down + sim_s_to_ps(e->cfg.collnet_step_s);
+}
+
+/* The bandwidth one rail's aggregation gets on its narrowest link of an idle network: every rail's
+ * links counted once per rail, a link shared by r rails giving each capacity / r. */
+static int sharp_bw(const sim_engine_t *e, const sim_coll_t *c, const sim_phase_t *ph, double *bw) {
+    int64_t total = 0;
+    for (int32_t i = 0; i < ph->n_rings * ph->ring_len; i++)
+        total += c->pairs[ph->pair0 + i].route_len;
+    int32_t *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
+    if (!all)
+        return SIM_ENOMEM;
+    int64_t n_all = 0;
+    for (int32_t j = 0; j < ph->n_rings; j++) { /* rail j's links, once each */
+        const int64_t first = n_all;
+        for (int32_t i = 0; i < ph->ring_len; i++) {
+            const sim_pair_t *p = &c->pairs[ph->pair0 + j * ph->ring_len + i];
+            for (int32_t k = 0; k < p->route_len; k++)
+                all[n_all++] = c->routes[p->route_off + k];
+        }
+        qsort(all + first, (size_t)(n_all - first), sizeof *all, cmp_i32);
+        int64_t w = first;
+        for (int64_t k = first; k < n_all; k++)
+            if (k == first || all[k] != all[k - 1])
+                all[w++] = all[k];
+        n_all = w;
+    }
+    qsort(all, (size_t)n_all, sizeof *all, cmp_i32);
+    double b = INFINITY;
+    for (int64_t k = 0; k < n_all; k++)
+        b = fmin(b, e->net.links[all[k]].cap / count_of(all, n_all, all[k]));
+    free(all);
+    *bw = isfinite(b) ? b : 1.0;
+    return SIM_OK;
+}
+
 static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
     c->n_phases = 0;
     if (c->n < 2 || c->size_bytes == 0.0)
@@ -663,6 +749,8 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
         return plan_tree(e, c, order, g);
     case SIM_ALGO_NVLS:
         return plan_nvls(e, c);
+    case SIM_ALGO_COLLNET:
+        return plan_collnet(e, c, order, g);
     default: /* direct */
         if (pairs_alloc(e, c, 1))
             return SIM_ENOMEM;
@@ -700,6 +788,23 @@ static int plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab
         p->alpha_s = p->intra_alpha_s = sim_ps_to_s(lat);
         p->bytes_per_s = (isfinite(down) ? down : 1.0) / c->wire;
         p->intra_bytes_per_s = (isfinite(up) ? up : 1.0) / c->wire;
+        return SIM_OK;
+    }
+    if (c->algo == SIM_ALGO_COLLNET && c->n_phases > 0) { /* intra: the rings; else: the switches */
+        const sim_phase_t *ph = &c->phases[0];
+        p->per_domain = g;
+        if ((rc = pairs_ab(e, c, 0, c->n, 1, &p->intra_alpha_s, &p->intra_bytes_per_s)))
+            return rc;
+        p->intra_bytes_per_s /= c->wire;
+        sim_time_ps_t lat = 0;
+        for (int32_t j = 0; j < ph->n_rings; j++) {
+            const sim_time_ps_t l = sim_i_sharp_lat_ps(e, c, ph, j);
+            lat = l > lat ? l : lat;
+        }
+        p->alpha_s = sim_ps_to_s(lat);
+        if ((rc = sharp_bw(e, c, ph, &p->bytes_per_s)))
+            return rc;
+        p->bytes_per_s *= e->cfg.collnet_efficiency / c->wire;
         return SIM_OK;
     }
     if (c->algo == SIM_ALGO_HIERARCHICAL && c->n_pairs == 2 * k * c->n) {
@@ -758,6 +863,15 @@ static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
                   ? "nvls runs the simple protocol only"
                   : NULL;
         break;
+    case SIM_ALGO_COLLNET:
+        why = c->op != SIM_COLL_ALLREDUCE ? "collnet applies to allreduce only"
+              : !e->cfg.collnet           ? "InfiniBand SHARP is off (config.collnet 0)"
+              : !c->crossing              ? "collnet needs members in more than one NVLink domain"
+              : g < 1                     ? "collnet needs the same number of members in every domain"
+              : c->req_proto != SIM_PROTO_SIMPLE && c->req_proto != SIM_PROTO_AUTO
+                  ? "collnet runs the simple protocol only"
+                  : NULL;
+        break;
     default:
         why = "unknown algorithm";
         break;
@@ -801,6 +915,10 @@ static int32_t algo_candidates(const sim_engine_t *e, const sim_coll_t *c, int m
         if (e->cfg.nvls && !c->crossing && c->n > 1 &&
             (c->proto == SIM_PROTO_AUTO || c->proto == SIM_PROTO_SIMPLE))
             out[n++] = SIM_ALGO_NVLS;
+        /* NCCL: CollNet (with its SHARP plugin and NCCL_COLLNET_ENABLE=1) for allreduce across nodes */
+        if (e->cfg.collnet && c->crossing && c->per_domain >= 1 && c->op == SIM_COLL_ALLREDUCE &&
+            (c->proto == SIM_PROTO_AUTO || c->proto == SIM_PROTO_SIMPLE))
+            out[n++] = SIM_ALGO_COLLNET;
     } else {
         out[n++] = c->op == SIM_COLL_SENDRECV ? SIM_ALGO_DIRECT : SIM_ALGO_CHAIN;
     }
@@ -844,7 +962,7 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
         c->algo = SIM_ALGO_DIRECT;
     if ((c->op == SIM_COLL_BROADCAST || c->op == SIM_COLL_REDUCE) && c->algo == SIM_ALGO_RING)
         c->algo = SIM_ALGO_CHAIN;
-    sim_coll_algo_t algos[4];
+    sim_coll_algo_t algos[5];
     sim_proto_t protos[3];
     const int32_t n_algos = algo_candidates(e, c, multi, algos), n_protos = proto_candidates(e, c, protos);
     int rc = SIM_OK;
@@ -861,10 +979,12 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
                 goto out;
             for (int32_t j = 0; j < n_protos; j++) {
                 c->proto = protos[j];
-                if (c->algo == SIM_ALGO_NVLS) { /* Simple only; skipped where the routes do not allow it */
+                if (c->algo == SIM_ALGO_NVLS || c->algo == SIM_ALGO_COLLNET) { /* Simple only; NVLS is
+                                                                                   skipped where the routes do
+                                                                                   not allow it */
                     if (c->proto != SIM_PROTO_SIMPLE)
                         continue;
-                    if ((rc = plan_full(e, c, order, g, &ab, 1)) == SIM_EINVAL) {
+                    if ((rc = plan_full(e, c, order, g, &ab, 1)) == SIM_EINVAL && c->algo == SIM_ALGO_NVLS) {
                         rc = SIM_OK;
                         break;
                     }
@@ -891,7 +1011,7 @@ static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
         c->algo = algos[0];
         c->proto = protos[0];
     }
-    if (c->algo == SIM_ALGO_NVLS && c->proto == SIM_PROTO_AUTO)
+    if ((c->algo == SIM_ALGO_NVLS || c->algo == SIM_ALGO_COLLNET) && c->proto == SIM_PROTO_AUTO)
         c->proto = SIM_PROTO_SIMPLE;
     if ((rc = algo_valid(e, c, g)) || (rc = plan_full(e, c, order, g, &ab, 0)))
         goto out;

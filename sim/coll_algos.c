@@ -452,6 +452,49 @@ static void nvls_begin(sim_engine_t *e, int32_t id) {
     c->flows_run++;
 }
 
+/* ---- InfiniBand SHARP ----------------------------------------------------------------------------- */
+
+/* Coflows in both fidelities, all started at once (NCCL pipelines the three stages chunk by chunk; the
+ * pipeline's fill is not charged): per domain, a ring reduce-scatter and a ring allgather, each of
+ * g - 1 steps of M / g after as many latencies (the two share the domain's links); per rail, the
+ * union of its routes up to its first member and back down, every link once (the switches reduce
+ * what comes up and multicast what goes down, so no link carries a rail's data twice), carrying
+ * M / g after the rail's aggregation latency. On an idle network: closed_form.c's
+ * max((g - 1) a' + 2 (g - 1) (M / g) b', a + (M / g) b). */
+static void sharp_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = sim_i_coll(e, id);
+    const sim_phase_t *ph = cur(e, id);
+    sim_net_t *n = &e->net;
+    c->pending = ph->n_rings + 2 * (int64_t)ph->intra_rings;
+    for (int32_t d = 0; d < ph->intra_rings; d++)
+        for (int k = 0; k < 2; k++) {
+            start_coflow(e, id, d * ph->intra_len, (d + 1) * ph->intra_len, ph->steps,
+                         ph->steps * ph->intra_chunk_bytes, ph->n_rings + 2 * d + k);
+            if (e->fatal)
+                return;
+        }
+    for (int32_t j = 0; j < ph->n_rings; j++) {
+        sim_i_net_merge_begin(e);
+        for (int32_t i = 0; i < ph->ring_len; i++) {
+            const sim_pair_t *p = &c->pairs[ph->pair0 + j * ph->ring_len + i];
+            if (sim_i_net_merge_add(e, &c->routes[p->route_off], p->route_len)) {
+                e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory merging routes");
+                return;
+            }
+        }
+        for (int32_t k = 0; k < n->n_merge; k++)
+            n->merge_use[k] = 1.0;
+        const int32_t slot =
+            sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, ph->chunk_bytes * c->wire, 1.0,
+                             INFINITY, sim_i_sharp_lat_ps(e, c, ph, j), id, j, -1, -1);
+        if (slot < 0) {
+            e->fatal = sim_i_fail(e, SIM_ENOMEM, "collective: out of memory starting a coflow");
+            return;
+        }
+        c->flows_run++;
+    }
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------------- */
 
 void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
@@ -476,6 +519,9 @@ void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
     case SIM_PH_NVLS:
         nvls_begin(e, id);
         break;
+    case SIM_PH_SHARP:
+        sharp_begin(e, id);
+        break;
     }
 }
 
@@ -495,6 +541,7 @@ void sim_i_phase_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
         break;
     case SIM_PH_P2P:
     case SIM_PH_NVLS:
+    case SIM_PH_SHARP:
         sim_i_coll(e, id)->pending--;
         break;
     }

@@ -111,6 +111,7 @@ void sim_config_default(sim_config_t *cfg) {
     cfg->ring_latency = SIM_RING_LATENCY_SLOWEST;
     cfg->single_member_efficiency = 1.0;
     cfg->nvls_efficiency = 1.0;
+    cfg->collnet_efficiency = 1.0;
 }
 
 /* NCCL's tuner constants (src/graph/tuning.cc, NCCL 2.19 to 2.28), in microseconds and GB/s.
@@ -157,6 +158,10 @@ void sim_config_nccl(sim_config_t *cfg, const sim_nccl_platform_t *pl) {
     cfg->nvls = hopper;
     cfg->nvls_efficiency = pl->sm >= 100 ? 0.74 : hopper ? 0.85 : 1.0;
     cfg->nvls_step_s = hopper ? 25e-6 : 0.0;
+    /* CollNet Direct (left off: NCCL needs its SHARP plugin and NCCL_COLLNET_ENABLE=1): busBw x 0.85 on
+     * sm90+; hwLat NET CollNetDirect Simple 31 us plus the network overhead twice (flush). */
+    cfg->collnet_efficiency = hopper ? 0.85 : 1.0;
+    cfg->collnet_step_s = (31.0 + 2.0 * overhead_us) * 1e-6;
 }
 
 const char *sim_proto_name(sim_proto_t proto) {
@@ -232,6 +237,13 @@ static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_networ
         return sim_i_fail(e, SIM_EINVAL, "config: nvls_efficiency %g must be in (0, 1]", c->nvls_efficiency);
     if (!(c->nvls_step_s >= 0.0) || !isfinite(c->nvls_step_s))
         return sim_i_fail(e, SIM_EINVAL, "config: nvls_step_s %g must be >= 0", c->nvls_step_s);
+    if (c->collnet != 0 && c->collnet != 1)
+        return sim_i_fail(e, SIM_EINVAL, "config: collnet %d must be 0 or 1", c->collnet);
+    if (!(c->collnet_efficiency > 0.0 && c->collnet_efficiency <= 1.0))
+        return sim_i_fail(e, SIM_EINVAL, "config: collnet_efficiency %g must be in (0, 1]",
+                          c->collnet_efficiency);
+    if (!(c->collnet_step_s >= 0.0) || !isfinite(c->collnet_step_s))
+        return sim_i_fail(e, SIM_EINVAL, "config: collnet_step_s %g must be >= 0", c->collnet_step_s);
     const int prc = check_proto(e, c);
     if (prc)
         return prc;

@@ -127,7 +127,15 @@ typedef struct sim_pair {
     double min_cap;
 } sim_pair_t;
 
-typedef enum { SIM_PH_RING, SIM_PH_HD, SIM_PH_CHAIN, SIM_PH_TREE, SIM_PH_P2P, SIM_PH_NVLS } sim_phase_kind_t;
+typedef enum {
+    SIM_PH_RING,
+    SIM_PH_HD,
+    SIM_PH_CHAIN,
+    SIM_PH_TREE,
+    SIM_PH_P2P,
+    SIM_PH_NVLS,
+    SIM_PH_SHARP
+} sim_phase_kind_t;
 
 /* One phase of a collective. Rings: n_rings rings of ring_len members; ring member i (0 <= i <
  * n_rings * ring_len) sends over pair pair0 + i to member (i / len) * len + (i + 1) % len. */
@@ -138,6 +146,8 @@ typedef struct sim_phase {
     int32_t n_rings, ring_len, pair0;
     int32_t hd_rs_steps, hd_ag_steps; /* HD: halving steps then doubling steps */
     double nvls_up, nvls_down;        /* NVLS: shards of chunk_bytes per GPU -> switch, switch -> GPU link */
+    int32_t intra_rings, intra_len;   /* CollNet: the domains' rings over pairs [0, rings x len) */
+    double intra_chunk_bytes;         /* ... each step moving this (M / g) */
 } sim_phase_t;
 
 #define SIM_MAX_PHASES 3
@@ -349,6 +359,10 @@ int sim_i_dbtree_build(int32_t n, int32_t *parent, int32_t *child);
 /* NVLS: how many shards of M / n cross each GPU -> switch (*up) and switch -> GPU (*down) link
  * (closed_form.c). Return 0 for ops NVLS does not run. */
 int sim_i_nvls_uses(sim_coll_op_t op, int32_t n, double *up, double *down);
+/* CollNet: the latency of rail j's aggregation in SHARP phase ph: the slowest route up to the rail's
+ * first member, the slowest back down, and config.collnet_step_s (coll.c). */
+sim_time_ps_t sim_i_sharp_lat_ps(const sim_engine_t *e, const sim_coll_t *c, const sim_phase_t *ph,
+                                 int32_t j);
 
 /* executor.c */
 void sim_i_op_end(sim_engine_t *e, int32_t op);

@@ -92,6 +92,11 @@ void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t) {
 
 /* NCCL runs NVLS on sm90 and later (src/graph/search.cc: no NVLS graph below compute capability 9.0
  * or without an NVSwitch); the NVLink technology gives the generation, the engine checks the switch. */
+int sim_topo_sharp(const struct topo *t) {
+    const topo_tech_t net = topo_kind_tech(t, TOPO_LINK_NETWORK);
+    return net == TOPO_TECH_IB_HDR || net == TOPO_TECH_IB_NDR || net == TOPO_TECH_IB_XDR;
+}
+
 int sim_topo_nvls(const struct topo *t) {
     return topo_tech_info(topo_kind_tech(t, TOPO_LINK_NVLINK))->nccl_sm >= 90;
 }

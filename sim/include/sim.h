@@ -269,6 +269,15 @@ typedef struct sim_config {
     int nvls;
     double nvls_efficiency;
     double nvls_step_s;
+    /* InfiniBand SHARP (NCCL's CollNet, which needs its SHARP plugin and NCCL_COLLNET_ENABLE=1;
+     * docs/engine.md, "In-network reductions"). collnet 1: the network's switches aggregate, so an allreduce
+     * across domains with as many members in each may run SIM_ALGO_COLLNET. Default 0, as NCCL's.
+     * collnet_efficiency (0, 1]: data bytes per wire byte of the aggregation on top of the links'
+     * efficiencies; default 1. collnet_step_s >= 0: the aggregation's latency on top of its routes' (up
+     * to the root and back); default 0. */
+    int collnet;
+    double collnet_efficiency;
+    double collnet_step_s;
 } sim_config_t;
 
 void sim_config_default(sim_config_t *cfg);
@@ -301,6 +310,11 @@ void sim_config_nccl_topology(sim_config_t *cfg, const struct topo *t);
  * config.nvls from it; an uncalibrated configuration may too. Whether a group's routes go through
  * one switch is the engine's check (sim_coll_add). */
 int sim_topo_nvls(const struct topo *t);
+
+/* 1 if the topology's network switches can aggregate (InfiniBand SHARP: its network technology is
+ * InfiniBand, whose Quantum switches carry SHARP), else 0. Nothing sets config.collnet from it by
+ * default: NCCL uses CollNet only when asked (NCCL_COLLNET_ENABLE=1 with its SHARP plugin). */
+int sim_topo_sharp(const struct topo *t);
 
 typedef struct sim_engine sim_engine_t;
 
@@ -399,9 +413,11 @@ typedef enum sim_coll_algo {
     SIM_ALGO_HALVING_DOUBLING, /* recursive halving / doubling (group size a power of two) */
     SIM_ALGO_CHAIN,            /* pipelined chain (broadcast, reduce) */
     SIM_ALGO_DIRECT,           /* one flow (sendrecv) */
-    SIM_ALGO_NVLS              /* NVLink SHARP: the members' NVSwitch reduces and multicasts (config.nvls) */
+    SIM_ALGO_NVLS,             /* NVLink SHARP: the members' NVSwitch reduces and multicasts (config.nvls) */
+    SIM_ALGO_COLLNET           /* InfiniBand SHARP: intra-domain ring RS, the network's switches all-reduce
+                                  each rail, intra-domain ring AG (allreduce; config.collnet) */
 } sim_coll_algo_t;
-#define SIM_COLL_ALGO_COUNT 8
+#define SIM_COLL_ALGO_COUNT 9
 
 const char *sim_coll_op_name(sim_coll_op_t op);              /* "allreduce", ..., "sendrecv" */
 const char *sim_coll_algo_name(sim_coll_algo_t algo);        /* "auto", "ring", "tree", "hierarchical", ... */
@@ -434,10 +450,10 @@ typedef struct sim_coll_desc {
  * (algorithm, protocol) pair with the smallest closed form over the candidates: hierarchical (groups
  * spanning several domains of equal share), ring and, for allreduce on more than 2 GPUs, the tree,
  * then NVLS (config.nvls, a group inside one domain whose routes all go through one switch, Simple
- * only); the chain for broadcast and reduce, direct for sendrecv; every enabled protocol (those with
- * .network for groups that cross domains). Ties go to the earlier candidate in that order, and to
- * Simple. Return SIM_OK, SIM_EINVAL (unknown GPU, algorithm not valid for op or group, analytic mode
- * without a system), SIM_ENOMEM, SIM_ESTATE.
+ * only), and for allreduce across domains of equal share CollNet (config.collnet, Simple only); the chain for
+ * broadcast and reduce, direct for sendrecv; every enabled protocol (those with .network for groups that
+ * cross domains). Ties go to the earlier candidate in that order, and to Simple. Return SIM_OK, SIM_EINVAL
+ * (unknown GPU, algorithm not valid for op or group, analytic mode without a system), SIM_ENOMEM, SIM_ESTATE.
  * Complexity: O(pairs x route length) per candidate, pairs being n x channels for rings, n log n for
  * halving-doubling, 2 n route lookups for NVLS. */
 int sim_coll_add(sim_engine_t *e, const sim_coll_desc_t *d, sim_op_id_t *member_ops, sim_coll_id_t *out);

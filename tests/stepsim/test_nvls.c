@@ -3,13 +3,15 @@
  * of the ~480 GB/s NVIDIA's NCCL maintainers quote for 8 x H100, nccl-tests issue #212, and faster
  * than the ring's ~370), the fit over group sizes against NCCL issue #1455 (NVLS 370 GB/s at 4 GPUs
  * up to 480 at 8), auto's choice (NVLS for allreduce, the ring for allgather, nothing new with --nvls
- * off or on A100), a B200 node, and the refusals: exit 2 and one line naming the option, the value
- * and why. */
+ * off or on A100), a B200 node, InfiniBand SHARP (collnet: off unless asked, as NCCL; on with
+ * --collnet on or --algo collnet, InfiniBand only), and the refusals: exit 2 and one line naming the
+ * option, the value and why. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
@@ -28,7 +30,10 @@ static row_t run_row(const char *preset, const char *gpus, const char *op, const
     const char *argv[16] = {"collective", "--topology", preset, "--gpus", gpus, "--op",
                             op,           "--algo",     algo,   "--size", size, "--json"};
     int n = 12;
-    if (extra) {
+    if (extra && strncmp(extra, "collnet-", 8) == 0) {
+        argv[n++] = "--collnet";
+        argv[n++] = extra + 8;
+    } else if (extra) {
         argv[n++] = "--nvls";
         argv[n++] = extra;
     }
@@ -96,6 +101,39 @@ static void test_a100_and_b200(void **state) {
     assert_true(strcmp(run_row(H100, "16", "allreduce", "auto", "4G", NULL).algo, "nvls") != 0);
 }
 
+/* 8 DGX H100 nodes: CollNet only when asked (NCCL: its SHARP plugin and NCCL_COLLNET_ENABLE=1), and
+ * then auto takes it for large allreduces; its time is its closed form on the idle fabric. */
+static void test_collnet(void **state) {
+    (void)state;
+    const row_t dflt = run_row(H100, "64", "allreduce", "auto", "4G", NULL),
+                on = run_row(H100, "64", "allreduce", "auto", "4G", "collnet-on"),
+                forced = run_row(H100, "64", "allreduce", "collnet", "4G", NULL);
+    print_message("64 x H100, allreduce 4 GiB: auto %s %.1f GB/s, --collnet on: %s %.1f GB/s\n", dflt.algo,
+                  dflt.busbw_gb_s, on.algo, on.busbw_gb_s);
+    assert_true(strcmp(dflt.algo, "collnet") != 0);
+    assert_string_equal(on.algo, "collnet");
+    assert_string_equal(forced.algo, "collnet");
+    assert_true(on.busbw_gb_s > dflt.busbw_gb_s);
+    assert_true(fabs(forced.time_s / forced.closed_form_s - 1.0) < 1e-9);
+    const char *sling[] = {"collective", "--topology", "perlmutter", "--gpus", "16", "--algo", "collnet"};
+    const char *f1[] = {"--algo: collnet needs InfiniBand SHARP", "slingshot11", "allowed:"};
+    cli_expect_error("slingshot", sling, 7, 2, f1, 3);
+    const char *sling2[] = {"collective", "--topology", "perlmutter", "--gpus", "16", "--collnet", "on"};
+    const char *f2[] = {"--collnet: collnet needs InfiniBand SHARP", "slingshot11"};
+    cli_expect_error("slingshot_on", sling2, 7, 2, f2, 2);
+    const char *one[] = {"collective", "--topology", H100, "--gpus", "8", "--algo", "collnet"};
+    const char *f3[] = {"--algo: collnet runs across nodes", "8 GPUs", "allowed:"};
+    cli_expect_error("one_node", one, 7, 2, f3, 3);
+    const char *off[] = {"collective", "--topology", H100,        "--gpus", "16",
+                         "--algo",     "collnet",    "--collnet", "off"};
+    const char *f4[] = {"--algo: collnet with --collnet off"};
+    cli_expect_error("collnet_off", off, 9, 2, f4, 1);
+    const char *ag[] = {"collective", "--topology", H100,     "--gpus", "16",
+                        "--op",       "allgather",  "--algo", "collnet"};
+    const char *f5[] = {"--algo: collnet applies to allreduce only"};
+    cli_expect_error("collnet_ag", ag, 9, 2, f5, 1);
+}
+
 static void test_refusals(void **state) {
     (void)state;
     const char *across[] = {"collective", "--topology", H100, "--gpus", "16", "--algo", "nvls"};
@@ -118,9 +156,8 @@ static void test_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_h100_acceptance),
-        cmocka_unit_test(test_h100_group_sizes),
-        cmocka_unit_test(test_a100_and_b200),
+        cmocka_unit_test(test_h100_acceptance), cmocka_unit_test(test_h100_group_sizes),
+        cmocka_unit_test(test_a100_and_b200),   cmocka_unit_test(test_collnet),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

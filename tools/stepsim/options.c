@@ -123,8 +123,8 @@ static const cli_option_t OPTIONS[] = {
     {"--op", "OP", C, "allreduce", "allreduce, allgather, reducescatter, broadcast, reduce or sendrecv",
      CLI_OPT_OP},
     {"--algo", "ALGO", C, "auto",
-     "ring, tree, hierarchical, halving-doubling, chain, direct, nvls (NVLink SHARP, H100 and later), or "
-     "auto (as NCCL's tuner)",
+     "ring, tree, hierarchical, halving-doubling, chain, direct, nvls (NVLink SHARP, H100 and later), "
+     "collnet (InfiniBand SHARP, allreduce across nodes), or auto (as NCCL's tuner)",
      CLI_OPT_ALGO},
     {"--proto", "PROTO", C, "auto", "NCCL protocol: simple, ll, ll128, or auto", CLI_OPT_PROTO},
     {"--gpus", "N", C, "every GPU of the topology", "GPUs of all groups together", CLI_OPT_GROUP_GPUS},
@@ -143,6 +143,9 @@ static const cli_option_t OPTIONS[] = {
      "usable fraction of every NVLink link (with --calibration nccl)", CLI_OPT_NVLINK_EFFICIENCY},
     {"--nvls", "on|off", C, "on where the hardware has it (NVLink-4 and later)",
      "NVLink SHARP for auto (NCCL_NVLS_ENABLE): off leaves auto to ring and tree", CLI_OPT_NVLS},
+    {"--collnet", "on|off", C, "off (as NCCL: it needs its SHARP plugin and NCCL_COLLNET_ENABLE=1)",
+     "InfiniBand SHARP for auto: allreduce across nodes may run collnet (InfiniBand networks only)",
+     CLI_OPT_COLLNET},
     /* validate --measured */
     {"--measured", "FILE.csv", V, "none: the waterfall", "measured runs, one per row (below)",
      CLI_OPT_MEASURED},

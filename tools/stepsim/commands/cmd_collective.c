@@ -40,6 +40,7 @@ typedef struct coll_req {
     int64_t gpus, gpn, groups;
     int strided, calibrated, channels;
     int nvls_off;               /* --nvls off */
+    int collnet;                /* --collnet on, or --algo collnet */
     double net_eff, nvlink_eff; /* 0: the default */
     double sizes[MAX_SIZES];
     int n_sizes;
@@ -158,6 +159,7 @@ static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
               chain_op = op == SIM_COLL_BROADCAST || op == SIM_COLL_REDUCE;
     switch (algo) {
     case SIM_ALGO_TREE:
+    case SIM_ALGO_COLLNET:
         return op == SIM_COLL_ALLREDUCE ? NULL : "applies to allreduce only";
     case SIM_ALGO_HIERARCHICAL:
     case SIM_ALGO_HALVING_DOUBLING:
@@ -178,7 +180,7 @@ static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
     static const char *const ops[] = {"allreduce", "allgather", "reducescatter",
                                       "broadcast", "reduce",    "sendrecv"};
     static const char *const algos[] = {"auto",  "ring",   "tree", "hierarchical", "halving-doubling",
-                                        "chain", "direct", "nvls"};
+                                        "chain", "direct", "nvls", "collnet"};
     static const char *const protos[] = {"auto", "simple", "ll", "ll128"};
     static const char *const placements[] = {"contiguous", "strided"};
     static const char *const fidelities[] = {"step", "fast"};
@@ -197,7 +199,8 @@ static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
         r->op = (sim_coll_op_t)v;
     if (!rc && val[CLI_OPT_ALGO] &&
         !(rc = parse_choice("--algo", val[CLI_OPT_ALGO], algos, (int)COUNT(algos), &v,
-                            "ring, tree, hierarchical, halving-doubling, chain, direct, nvls, auto", d)))
+                            "ring, tree, hierarchical, halving-doubling, chain, direct, nvls, collnet, auto",
+                            d)))
         r->algo = (sim_coll_algo_t)v;
     if (!rc && val[CLI_OPT_PROTO] &&
         !(rc = parse_choice("--proto", val[CLI_OPT_PROTO], protos, (int)COUNT(protos), &v,
@@ -217,6 +220,14 @@ static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
         !(rc = parse_choice("--nvls", val[CLI_OPT_NVLS], (const char *const[]){"on", "off"}, 2, &v, "on, off",
                             d)))
         r->nvls_off = v;
+    if (!rc && val[CLI_OPT_COLLNET] &&
+        !(rc = parse_choice("--collnet", val[CLI_OPT_COLLNET], (const char *const[]){"off", "on"}, 2, &v,
+                            "on, off", d)))
+        r->collnet = v;
+    if (!rc && val[CLI_OPT_COLLNET] && !r->collnet && r->algo == SIM_ALGO_COLLNET)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--algo: collnet with --collnet off; allowed: --collnet on, or another --algo");
+    r->collnet |= r->algo == SIM_ALGO_COLLNET;
     if (!rc && r->nvls_off && r->algo == SIM_ALGO_NVLS)
         rc = cli_fail(d, CLI_EUSAGE, "--algo: nvls with --nvls off; allowed: --nvls on, or another --algo");
     if (!rc && val[CLI_OPT_GROUP_GPUS])
@@ -343,6 +354,7 @@ static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cf
     if (r->calibrated) {
         sim_config_nccl_topology(cfg, t);
         cfg->nvls = r->nvls_off ? 0 : cfg->nvls;
+        cfg->collnet = r->collnet;
         /* an efficiency given for a kind holds for every link of the kind */
         if (r->net_eff > 0 || r->nvlink_eff > 0)
             cfg->use_link_tech_efficiency = 0;
@@ -352,6 +364,7 @@ static void engine_config(const coll_req_t *r, const topo_t *t, sim_config_t *cf
             cfg->link_kind_efficiency[SIM_LINK_NVLINK] = r->nvlink_eff;
     } else {
         cfg->nvls = !r->nvls_off && sim_topo_nvls(t); /* the hardware's; the bare model's constants */
+        cfg->collnet = r->collnet;
         if (r->net_eff > 0)
             cfg->link_kind_efficiency[SIM_LINK_NETWORK] = r->net_eff;
         if (r->nvlink_eff > 0)
@@ -433,10 +446,23 @@ int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
                      "allowed: --gpus up to %lld per group",
                      (long long)(r.gpus / r.groups), (long long)((r.gpus / r.groups + r.gpn - 1) / r.gpn),
                      (long long)r.gpn);
-    if (!rc && r.algo == SIM_ALGO_NVLS && r.proto != SIM_PROTO_AUTO && r.proto != SIM_PROTO_SIMPLE)
+    if (!rc && r.collnet && !sim_topo_sharp(ct.t))
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "%s: collnet needs InfiniBand SHARP in the network's switches; this topology's network is "
+            "%s; allowed: an InfiniBand topology (ib-hdr, ib-ndr, ib-xdr), or --collnet off",
+            r.algo == SIM_ALGO_COLLNET ? "--algo" : "--collnet",
+            topo_tech_name(topo_kind_tech(ct.t, TOPO_LINK_NETWORK)));
+    if (!rc && r.algo == SIM_ALGO_COLLNET && r.gpus / r.groups <= r.gpn)
         rc = cli_fail(d, CLI_EUSAGE,
-                      "--proto: %s with --algo nvls; allowed: simple or auto (NVLS runs Simple only)",
-                      sim_proto_name(r.proto));
+                      "--algo: collnet runs across nodes, but a group of %lld GPUs fits in one node of %lld; "
+                      "allowed: groups of more than %lld GPUs",
+                      (long long)(r.gpus / r.groups), (long long)r.gpn, (long long)r.gpn);
+    if (!rc && (r.algo == SIM_ALGO_NVLS || r.algo == SIM_ALGO_COLLNET) && r.proto != SIM_PROTO_AUTO &&
+        r.proto != SIM_PROTO_SIMPLE)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--proto: %s with --algo %s; allowed: simple or auto (it runs Simple only)",
+                      sim_proto_name(r.proto), sim_coll_algo_name(r.algo));
     if (!rc) {
         engine_config(&r, ct.t, &cfg);
         rows = calloc((size_t)r.n_sizes, sizeof *rows);
