@@ -6,9 +6,9 @@
  *   the flow network (max-min fair sharing by progressive filling over abstract directed links,
  *   latency paid before the bytes drain, per-link byte counters and utilisation); collectives
  *   decomposed into flows (ring, hierarchical, double binary tree, halving-doubling, pipelined
- *   chain, send/recv, NVLink SHARP through the switch) at two fidelities, or timed by the analytic model; the
- * DAG executor that runs operations on GPU streams. Knows nothing of JSON, trace formats or the command line:
- * it reports what happens through sim_observer_t and never prints.
+ *   chain, send/recv, NVLink and InfiniBand SHARP through the switches) at two fidelities, or timed by the
+ * analytic model; the DAG executor that runs operations on GPU streams. Knows nothing of JSON, trace formats
+ * or the command line: it reports what happens through sim_observer_t and never prints.
  * - Topology: links are given as plain arrays (capacity, latency) and routes through a callback
  *   that returns link ids (sim_network_desc_t). sim_star_* builds the ideal non-blocking star
  *   (optionally with NVLink domains); sim_topo_network describes a topology built by topo/.
