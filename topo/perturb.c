@@ -267,7 +267,7 @@ static int check_routes(const topo_t *t, topo_issue_t *issue) {
                 if (issue) {
                     snprintf(issue->field, sizeof issue->field, "links");
                     snprintf(issue->value, sizeof issue->value, "failed");
-                    snprintf(issue->rule, sizeof issue->rule, "cut the job: GPU %lld cannot reach GPU %lld%s",
+                    snprintf(issue->rule, sizeof issue->rule, "leave GPU %lld without a route to GPU %lld%s",
                              (long long)a, (long long)b,
                              t->kind == TOPO_KIND_TORUS ? " (dimension-order routing does not detour)" : "");
                 }
