@@ -15,7 +15,8 @@
  * Failed links (perturb.c): a route that crosses none is the one above. Otherwise the flow takes, in
  * this order, the first that avoids every failed link: (1) the minimal path over the other parallel
  * global cables of the group pair (copies c+1, c+2, ... mod n); (2) a Valiant detour through
- * intermediate group I (from the hashed one upward, both cables' copies in order). In both, a failed
+ * intermediate group I (from the hashed one upward, both cables' copies in order; flows inside one
+ * group too, out to I and back, when no two-hop detour inside the group is left). In both, a failed
  * local hop r1 -> r2 becomes the two-hop detour r1 -> r3 -> r2 over the lowest r3 whose two links
  * work. Valiant and UGAL flows whose own path crosses a failed link do the same; UGAL compares only
  * candidates without failed links. None left: TOPO_EUNREACHABLE.
@@ -258,7 +259,7 @@ static int route_alive(const topo_t *t, const topo_dfly_t *d, int64_t R1, int64_
         if (minimal_alive(t, d, R1, R2, (c + k) % d->n, links, n))
             return TOPO_OK;
     int64_t i = R1 / d->a, j = R2 / d->a;
-    if (i == j || d->g < 3)
+    if (d->g < (i == j ? 2 : 3))
         return TOPO_EUNREACHABLE;
     const int64_t I0 = (int64_t)(topo_i_hash(t->seed, key, pair, 1) % (uint64_t)d->g);
     for (int64_t s = 0; s < d->g; s++) {
