@@ -250,33 +250,137 @@ static int select_change(const topo_t *t, const topo_link_change_t *c, uint64_t 
     return class_links(t, cls, mask) > 0 ? TOPO_OK : no_class(t, cls, issue);
 }
 
-/* Every ordered GPU pair has a route (only needed once a link failed). */
-static int check_routes(const topo_t *t, topo_issue_t *issue) {
+/* ---- the reachability check ---------------------------------------------------------------------- */
+
+static int unreachable_pair(const topo_t *t, int64_t a, int64_t b, topo_issue_t *issue) {
+    if (issue) {
+        snprintf(issue->field, sizeof issue->field, "links");
+        snprintf(issue->value, sizeof issue->value, "failed");
+        snprintf(issue->rule, sizeof issue->rule, "leave GPU %lld without a route to GPU %lld%s",
+                 (long long)a, (long long)b,
+                 t->kind == TOPO_KIND_TORUS ? " (dimension-order routing does not detour)" : "");
+    }
+    return TOPO_EUNREACHABLE;
+}
+
+/* The route a -> b: TOPO_OK, TOPO_EUNREACHABLE (issue filled) or another error. */
+static int pair(const topo_t *t, int64_t a, int64_t b, topo_issue_t *issue) {
+    if (a == b)
+        return TOPO_OK;
     topo_link_id_t buf[TOPO_MAX_ROUTE];
-    for (int64_t a = 0; a < t->n_gpus; a++)
-        for (int64_t b = 0; b < t->n_gpus; b++) {
-            if (a == b)
+    const topo_flow_t f = {.src_gpu = a,
+                           .dst_gpu = b,
+                           .key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b,
+                           .routing = TOPO_ROUTING_DEFAULT,
+                           .link_load = NULL};
+    const int n = topo_route(t, &f, buf, TOPO_MAX_ROUTE);
+    if (n == TOPO_EUNREACHABLE)
+        return unreachable_pair(t, a, b, issue);
+    return n < 0 ? n : TOPO_OK;
+}
+
+/* Whether the kind's network route between endpoints se and de avoids every failed link. */
+static int network_ok(const topo_t *t, int64_t se, int64_t de) {
+    topo_link_id_t buf[TOPO_MAX_ROUTE];
+    int n = 0, rc;
+    const topo_flow_t f = {.key = ((uint64_t)se << 32) | (uint64_t)de, .routing = t->routing};
+    if (t->dfly)
+        rc = topo_i_route_dragonfly(t, se, de, &f, t->routing, buf, &n, TOPO_MAX_ROUTE);
+    else if (t->torus)
+        rc = topo_i_route_torus(t, se, de, buf, &n, TOPO_MAX_ROUTE);
+    else
+        rc = topo_i_route_xgft(t, se, de,
+                               t->routing == TOPO_ROUTING_ECMP_SPREAD ? TOPO_ROUTING_ECMP_HASH : t->routing,
+                               f.key, buf, &n, TOPO_MAX_ROUTE);
+    return rc == TOPO_OK && !topo_i_path_failed(t, buf, n);
+}
+
+/* Endpoints whose network routes start (end) alike: a tree's leaf, a dragonfly's router, a torus node. */
+static int64_t endpoint_class(const topo_t *t, int64_t e) {
+    if (t->xgft)
+        return t->xgft->endpoint_slot[e] / t->xgft->s.m[1];
+    if (t->dfly)
+        return topo_i_dfly_router(t->dfly, e);
+    return e / t->nodes.M;
+}
+
+static int64_t endpoint_gpu(const topo_t *t, int64_t e) {
+    const topo_nodes_t *nd = &t->nodes;
+    return e / nd->M * nd->G + e % nd->M * (nd->G / nd->M);
+}
+
+/* Middle parts between classes cx and cy failed at their representatives: find a GPU pair whose route
+ * uses them and fails (there may be none: no pair of GPUs uses that pair of classes). */
+static int confirm(const topo_t *t, int64_t cx, int64_t cy, topo_issue_t *issue) {
+    for (int64_t x = 0; x < t->n_endpoints; x++) {
+        if (endpoint_class(t, x) != cx)
+            continue;
+        for (int64_t y = 0; y < t->n_endpoints; y++) {
+            if (endpoint_class(t, y) != cy || x / t->nodes.M == y / t->nodes.M)
                 continue;
-            const topo_flow_t f = {.src_gpu = a,
-                                   .dst_gpu = b,
-                                   .key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b,
-                                   .routing = TOPO_ROUTING_DEFAULT,
-                                   .link_load = NULL};
-            const int n = topo_route(t, &f, buf, TOPO_MAX_ROUTE);
-            if (n == TOPO_EUNREACHABLE) {
-                if (issue) {
-                    snprintf(issue->field, sizeof issue->field, "links");
-                    snprintf(issue->value, sizeof issue->value, "failed");
-                    snprintf(issue->rule, sizeof issue->rule, "leave GPU %lld without a route to GPU %lld%s",
-                             (long long)a, (long long)b,
-                             t->kind == TOPO_KIND_TORUS ? " (dimension-order routing does not detour)" : "");
-                }
-                return TOPO_EUNREACHABLE;
-            }
-            if (n < 0)
-                return n;
+            const int rc = pair(t, endpoint_gpu(t, x), endpoint_gpu(t, y), issue);
+            if (rc)
+                return rc;
         }
+    }
     return TOPO_OK;
+}
+
+/* Every ordered GPU pair has a route. GraphML: every pair. Built kinds, where a route between nodes is
+ * the source's node-local hops (to its NIC, or with PXN to the proxy GPU's NIC), the kind's network
+ * route between two endpoints, and the destination's NIC hop: (1) every pair inside each node; (2)
+ * every GPU to a GPU of the next node on each NIC index, and from a GPU of the next node to every GPU,
+ * which covers every GPU's node-local hops and every endpoint's own links; (3) the network route between
+ * representatives of every pair of endpoint classes (same NIC index under PXN), whose middle part
+ * depends on the classes only; a failure there is confirmed on a GPU pair that uses it. */
+static int check_routes(const topo_t *t, topo_issue_t *issue) {
+    int rc = TOPO_OK;
+    if (t->table || t->n_nodes < 2) {
+        for (int64_t a = 0; a < t->n_gpus && !rc; a++)
+            for (int64_t b = 0; b < t->n_gpus && !rc; b++)
+                rc = pair(t, a, b, issue);
+        return rc;
+    }
+    const topo_nodes_t *nd = &t->nodes;
+    const int64_t G = nd->G, M = nd->M, nodes = t->n_nodes;
+    for (int64_t n = 0; n < nodes && !rc; n++)
+        for (int64_t i = 0; i < G && !rc; i++)
+            for (int64_t j = 0; j < G && !rc; j++)
+                rc = pair(t, n * G + i, n * G + j, issue);
+    for (int64_t a = 0; a < t->n_gpus && !rc; a++) {
+        const int64_t next = (a / G + 1) % nodes;
+        for (int64_t m = 0; m < M && !rc; m++)
+            rc = pair(t, a, next * G + m * (G / M), issue);
+        if (!rc)
+            rc = pair(t, next * G + a % G, a, issue);
+    }
+    if (rc)
+        return rc;
+    int64_t classes = 0;
+    for (int64_t e = 0; e < t->n_endpoints; e++)
+        if (endpoint_class(t, e) + 1 > classes)
+            classes = endpoint_class(t, e) + 1;
+    const int pxn = t->pxn && G > 1;
+    const int64_t per = pxn ? M : 1; /* representatives per class: one per NIC index under PXN */
+    int64_t *rep = malloc((size_t)(classes * per + 1) * sizeof *rep);
+    if (!rep)
+        return TOPO_ENOMEM;
+    for (int64_t i = 0; i < classes * per; i++)
+        rep[i] = -1;
+    for (int64_t e = 0; e < t->n_endpoints; e++) {
+        int64_t *r = &rep[endpoint_class(t, e) * per + (pxn ? e % M : 0)];
+        if (*r < 0)
+            *r = e;
+    }
+    for (int64_t cx = 0; cx < classes && !rc; cx++)
+        for (int64_t cy = 0; cy < classes && !rc; cy++)
+            for (int64_t m = 0; m < per && !rc; m++) {
+                const int64_t x = rep[cx * per + m], y = rep[cy * per + m];
+                if (x >= 0 && y >= 0 && x != y && !network_ok(t, x, y))
+                    rc = confirm(t, cx, cy, issue);
+            }
+    free(rep);
+    return rc;
 }
 
 int topo_links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,

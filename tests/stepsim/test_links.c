@@ -218,7 +218,7 @@ static void test_errors(void **state) {
           "leaf0->spine0;leaf0->spine1;leaf0->spine2;leaf0->spine3"},
          5,
          3,
-         {"--fail-links: the failed links leave GPU 0 without a route to GPU 4"}},
+         {"--fail-links: the failed links leave GPU 3 without a route to GPU 4"}},
         {"cut run",
          {"run", "--model", "gpt3", "--gpus", "64", "--topology", "fat-tree", "--fail-links", "class:access"},
          9,

@@ -19,6 +19,8 @@
 
 #include "topo_test_util.h"
 
+#define TOPO_TEST_ROUTE 1100
+
 static topo_t *fat_tree_k8(void) {
     topo_params_t p;
     topo_params_init(&p, TOPO_KIND_FAT_TREE);
@@ -231,7 +233,7 @@ static void test_unreachable(void **state) {
     const topo_link_change_t cut = {.names = "leaf1->spine0;leaf1->spine1;leaf1->spine2;leaf1->spine3",
                                     .fail = 1};
     assert_int_equal(change(t, &cut, 1, 1, &bad, &issue), TOPO_EUNREACHABLE);
-    assert_non_null(strstr(issue.rule, "leave GPU 4 without a route to GPU 0"));
+    assert_non_null(strstr(issue.rule, "leave GPU 4 without a route to GPU 3"));
     topo_free(t);
 }
 
@@ -268,12 +270,77 @@ static void test_graphml_rebuilt(void **state) {
     topo_free(ft);
 }
 
+/* Whether some ordered GPU pair has no route, by routing every pair. */
+static int brute_unreachable(const topo_t *t) {
+    topo_link_id_t links[TOPO_TEST_ROUTE];
+    for (int64_t a = 0; a < topo_gpu_count(t); a++)
+        for (int64_t b = 0; b < topo_gpu_count(t); b++) {
+            const topo_flow_t f = {a, b, ((uint64_t)(uint32_t)a << 32) | (uint32_t)b, TOPO_ROUTING_DEFAULT,
+                                   NULL};
+            const int n = topo_route(t, &f, links, TOPO_TEST_ROUTE);
+            if (n == TOPO_EUNREACHABLE)
+                return 1;
+            assert_true(n >= 0);
+        }
+    return 0;
+}
+
+/* topo_links_change's check (every pair inside a node, node-local hops, representatives of endpoint
+ * classes) says unreachable exactly when routing every pair finds one, over seeded failures of several
+ * classes on trees with NIC vertices and PXN, a rail-optimized fabric, a dragonfly and a torus. */
+static void test_check_agrees(void **state) {
+    (void)state;
+    topo_params_t ps[4];
+    topo_params_init(&ps[0], TOPO_KIND_FAT_TREE);
+    assert_int_equal(topo_node_preset("dgx-h100", &ps[0].node), TOPO_OK);
+    ps[0].node.gpus_per_node = 4, ps[0].node.nics_per_node = 2, ps[0].node.pcie_bandwidth_bytes_per_s = 64e9;
+    ps[0].pxn = 1, ps[0].gpus = 128;
+    topo_params_init(&ps[1], TOPO_KIND_RAIL_OPTIMIZED);
+    ps[1].gpus = 128;
+    topo_params_init(&ps[2], TOPO_KIND_DRAGONFLY);
+    ps[2].dragonfly.p = 2, ps[2].dragonfly.a = 4, ps[2].dragonfly.h = 2, ps[2].dragonfly.g = 5;
+    assert_int_equal(topo_node_preset("dgx-h100", &ps[2].node), TOPO_OK);
+    ps[2].node.gpus_per_node = 2, ps[2].node.nics_per_node = 1, ps[2].node.pcie_bandwidth_bytes_per_s = 64e9;
+    topo_params_init(&ps[3], TOPO_KIND_TORUS);
+    ps[3].torus.n_dims = 2, ps[3].torus.dims[0] = 4, ps[3].torus.dims[1] = 4;
+    const topo_link_class_t cls[4][3] = {{TOPO_CLASS_LEAF_SPINE, TOPO_CLASS_SPINE_CORE, TOPO_CLASS_PCIE},
+                                         {TOPO_CLASS_LEAF_SPINE, TOPO_CLASS_SPINE_CORE, TOPO_CLASS_NVLINK},
+                                         {TOPO_CLASS_GLOBAL, TOPO_CLASS_LOCAL, TOPO_CLASS_ACCESS},
+                                         {TOPO_CLASS_NETWORK, TOPO_CLASS_NETWORK, TOPO_CLASS_NETWORK}};
+    int cut = 0, whole = 0;
+    for (int k = 0; k < 4; k++)
+        for (uint64_t seed = 1; seed <= 12; seed++)
+            for (int c = 0; c < 3; c++) {
+                topo_t *t = tt_build(&ps[k]);
+                const topo_link_change_t ch = {.fraction = c == 2 ? 0.01 : 0.04 * (double)(1 + seed % 4),
+                                               .has_class = 1,
+                                               .link_class = cls[k][c],
+                                               .fail = 1};
+                topo_issue_t issue;
+                int bad;
+                const int rc = change(t, &ch, 1, seed, &bad, &issue);
+                if (rc == TOPO_EINVAL) { /* a class this topology lacks */
+                    topo_free(t);
+                    continue;
+                }
+                const int brute = brute_unreachable(t);
+                if ((rc == TOPO_EUNREACHABLE) != brute)
+                    fail_msg("topology %d seed %d class %d: check %d, every pair %d", k, (int)seed, c, rc,
+                             brute);
+                cut += brute, whole += !brute;
+                topo_free(t);
+            }
+    if (cut <= 5 || whole <= 5)
+        fail_msg("cut %d, whole %d", cut, whole);
+}
+
 int main(void) {
     igraph_set_error_handler(igraph_error_handler_printignore);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classes),          cmocka_unit_test(test_fraction),
         cmocka_unit_test(test_names_and_errors), cmocka_unit_test(test_routes_avoid),
         cmocka_unit_test(test_unreachable),      cmocka_unit_test(test_graphml_rebuilt),
+        cmocka_unit_test(test_check_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
