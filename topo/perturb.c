@@ -55,7 +55,8 @@ int topo_link_in_class(const topo_t *t, int64_t l, topo_link_class_t c) {
     case TOPO_CLASS_NETWORK:
         return kind == TOPO_LINK_NETWORK;
     case TOPO_CLASS_ACCESS:
-        return kind == TOPO_LINK_NETWORK && (is_endpoint(t, t->l_from[l]) || is_endpoint(t, t->l_to[l]));
+        /* an endpoint and a switch: a direct torus's GPU-to-GPU links are not access links */
+        return kind == TOPO_LINK_NETWORK && is_endpoint(t, t->l_from[l]) != is_endpoint(t, t->l_to[l]);
     case TOPO_CLASS_LEAF_SPINE:
         return tree && kind == TOPO_LINK_NETWORK && switch_tiers(t, l, 1, 2);
     case TOPO_CLASS_SPINE_CORE:

@@ -377,7 +377,7 @@ typedef enum topo_link_class {
     TOPO_CLASS_NVLINK = 0, /* GPU <-> NVSwitch, or the GPU pairs of a mesh */
     TOPO_CLASS_PCIE,       /* GPU <-> NIC */
     TOPO_CLASS_NETWORK,    /* every network link */
-    TOPO_CLASS_ACCESS,     /* network links between an endpoint (GPU or NIC) and its switch or router */
+    TOPO_CLASS_ACCESS,     /* network links between an endpoint (GPU or NIC) and a switch or router */
     TOPO_CLASS_LEAF_SPINE, /* trees: leaf (tier 1) <-> spine (tier 2) */
     TOPO_CLASS_SPINE_CORE, /* trees: spine (tier 2) <-> core (tier 3) */
     TOPO_CLASS_LOCAL,      /* dragonfly: router <-> router of one group */
