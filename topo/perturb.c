@@ -182,8 +182,8 @@ static int by_hash(const void *a, const void *b) {
 
 #define FRACTION_SALT 0x6c696e6b73ull /* "links": keeps these draws apart from routing's hashes */
 
-static int select_fraction(const topo_t *t, topo_link_class_t c, double f, uint64_t seed, uint8_t *mask,
-                           topo_issue_t *issue) {
+static int select_fraction(const topo_t *t, topo_link_class_t c, double f, uint64_t seed, int absent_ok,
+                           uint8_t *mask, topo_issue_t *issue) {
     int64_t max_cable = -1;
     for (int64_t l = 0; l < t->n_links; l++)
         if (t->l_cable[l] > max_cable)
@@ -205,7 +205,7 @@ static int select_fraction(const topo_t *t, topo_link_class_t c, double f, uint6
         }
     int rc = TOPO_OK;
     if (n == 0) {
-        rc = no_class(t, c, issue);
+        rc = absent_ok ? TOPO_OK : no_class(t, c, issue);
     } else {
         qsort(r, (size_t)n, sizeof *r, by_hash);
         int64_t take = (int64_t)ceil(f * (double)n - 1e-9);
@@ -247,8 +247,8 @@ static int select_change(const topo_t *t, const topo_link_change_t *c, uint64_t 
         return select_names(t, c->names, mask, issue);
     const topo_link_class_t cls = c->has_class ? c->link_class : TOPO_CLASS_NETWORK;
     if (c->fraction > 0.0)
-        return select_fraction(t, cls, c->fraction, seed, mask, issue);
-    return class_links(t, cls, mask) > 0 ? TOPO_OK : no_class(t, cls, issue);
+        return select_fraction(t, cls, c->fraction, seed, c->absent_ok, mask, issue);
+    return class_links(t, cls, mask) > 0 || c->absent_ok ? TOPO_OK : no_class(t, cls, issue);
 }
 
 /* ---- the reachability check ---------------------------------------------------------------------- */

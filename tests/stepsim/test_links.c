@@ -7,7 +7,8 @@
  * - The scenario file's entry and the equivalent option give the same run.
  * - The default-size run with slowed links, and a smaller one with a failed link, are byte-identical
  *   twice.
- * - topo lists the failed and slowed links by name; collective gets slower on a slowed ring link.
+ * - topo lists the failed and slowed links by name; collective gets slower on a slowed ring link;
+ *   compare applies them to every topology, a class one lacks leaving it unchanged.
  * - Errors: one line, exit 2, naming the file or option, the field and the value (unknown link name
  *   with a did-you-mean, unknown class, factor out of range, a class the topology lacks, analytic
  *   communication); exit 3 naming two GPUs when failed links cut the GPUs apart. */
@@ -155,6 +156,51 @@ static void test_collective(void **state) {
     assert_true(slow > 2.5 * base);
 }
 
+static const cJSON *compare_rows(const char *opt, const char *value, cJSON **doc) {
+    const char *argv[] = {"compare",
+                          "--model",
+                          "gpt3",
+                          "--gpus",
+                          "64",
+                          "--gbs",
+                          "64",
+                          "--pp",
+                          "2",
+                          "--topologies",
+                          "fat-tree,dragonfly",
+                          "--json",
+                          opt,
+                          value};
+    *doc = cli_run_json(argv, opt ? N(argv) : N(argv) - 2);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(*doc, "topologies");
+    assert_int_equal(cJSON_GetArraySize(rows), 3); /* ideal, fat-tree, dragonfly */
+    return rows;
+}
+
+/* compare applies the scenario's links to every topology; a class one lacks (global on the ideal and
+ * fat-tree rows) leaves it as it is, while names stay strict. */
+static void test_compare(void **state) {
+    (void)state;
+    cJSON *d0, *d1;
+    const cJSON *r0 = compare_rows(NULL, NULL, &d0),
+                *r1 = compare_rows("--fail-links", "fraction:0.1:global", &d1);
+    for (int i = 0; i < 3; i++) {
+        const double a = cli_json_num(cJSON_GetArrayItem(r0, i), "step_time_s");
+        const double b = cli_json_num(cJSON_GetArrayItem(r1, i), "step_time_s");
+        if (i < 2)
+            assert_true(a == b);
+        else
+            assert_true(b != a);
+    }
+    cJSON_Delete(d0);
+    cJSON_Delete(d1);
+    const char *argv[] = {"compare",  "--model",      "gpt3",          "--gpus", "64",
+                          "--gbs",    "64",           "--pp",          "2",      "--topologies",
+                          "fat-tree", "--fail-links", "leaf0->spine99"};
+    const char *frags[] = {"--fail-links: \"leaf0->spine99\" names no link of this topology"};
+    cli_expect_error("compare name", argv, N(argv), 2, frags, 1);
+}
+
 static void test_errors(void **state) {
     (void)state;
     static const struct {
@@ -233,7 +279,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collapse),      cmocka_unit_test(test_scenario_file),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_topo_lists),
-        cmocka_unit_test(test_collective),    cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_collective),    cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -410,6 +410,8 @@ typedef struct topo_link_change {
     double fraction;
     double bandwidth_factor;
     int fail;
+    int absent_ok; /* 1: a class (or fraction of one) the topology has no link of selects nothing
+                      instead of being TOPO_EINVAL (compare applies one scenario to several kinds) */
 } topo_link_change_t;
 
 /* Apply changes[0..n) to a built topology, rebuild what routing needs (GraphML's next-hop table) and

@@ -260,7 +260,8 @@ int perturb_links_apply(const scn_links_t *links, uint64_t seed, topo_t *t, cli_
                                      .link_class = e->link_class,
                                      .fraction = e->fraction,
                                      .bandwidth_factor = e->bandwidth_factor,
-                                     .fail = e->fail};
+                                     .fail = e->fail,
+                                     .absent_ok = e->absent_ok && !e->names[0]};
         if (e->fail)
             last_fail = i;
     }

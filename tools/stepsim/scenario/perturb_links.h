@@ -29,6 +29,7 @@ typedef struct scn_link_entry {
     double fraction;         /* > 0: a seeded fraction of the class's cables */
     double bandwidth_factor; /* (0, 1]; 1 when failing */
     int fail;
+    int absent_ok; /* compare: a class absent from a topology selects nothing there (names stay strict) */
 } scn_link_entry_t;
 
 typedef struct scn_links {
