@@ -438,6 +438,8 @@ void topo_free(topo_t *t) {
     free(t->l_bw);
     free(t->l_lat);
     free(t->l_eff);
+    free(t->l_factor);
+    free(t->l_failed);
     free(t->adj_off);
     free(t->adj_link);
     free(t->diam_sources);

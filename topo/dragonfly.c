@@ -11,7 +11,17 @@
  * to a hashed intermediate group's landing router, then minimal; UGAL = the cheaper of the minimal
  * path and K Valiant candidates, cost = network links x (1 + the largest utilization on the path),
  * the minimal path winning ties and anything within ugal_threshold. Intra-group flows stay minimal.
+ *
+ * Failed links (perturb.c): a route that crosses none is the one above. Otherwise the flow takes, in
+ * this order, the first that avoids every failed link: (1) the minimal path over the other parallel
+ * global cables of the group pair (copies c+1, c+2, ... mod n); (2) a Valiant detour through
+ * intermediate group I (from the hashed one upward, both cables' copies in order; flows inside one
+ * group too, out to I and back, when no two-hop detour inside the group is left). In both, a failed
+ * local hop r1 -> r2 becomes the two-hop detour r1 -> r3 -> r2 over the lowest r3 whose two links
+ * work. Valiant and UGAL flows whose own path crosses a failed link do the same; UGAL compares only
+ * candidates without failed links. None left: TOPO_EUNREACHABLE.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "topo_internal.h"
@@ -191,6 +201,86 @@ static void valiant(const topo_t *t, const topo_dfly_t *d, int64_t R1, int64_t R
     minimal(d, landing, R2, c2, links, n);
 }
 
+/* ---- routes around failed links ----------------------------------------------------------------- */
+
+static int ok(const topo_t *t, topo_link_id_t l) {
+    return !t->l_failed[l];
+}
+
+/* r1 -> r2 inside group grp: the direct link, else r1 -> r3 -> r2 over the lowest r3 that works. */
+static int local_hop(const topo_t *t, const topo_dfly_t *d, int64_t grp, int64_t r1, int64_t r2,
+                     topo_link_id_t *links, int *n) {
+    if (r1 == r2)
+        return 1;
+    const topo_link_id_t direct = local_link(d, grp, r1, r2);
+    if (ok(t, direct)) {
+        links[(*n)++] = direct;
+        return 1;
+    }
+    for (int64_t r3 = 0; r3 < d->a; r3++) {
+        if (r3 == r1 || r3 == r2)
+            continue;
+        const topo_link_id_t x = local_link(d, grp, r1, r3), y = local_link(d, grp, r3, r2);
+        if (ok(t, x) && ok(t, y)) {
+            links[(*n)++] = x;
+            links[(*n)++] = y;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* minimal() with copy c, detouring failed local hops; 0 if its global cable failed or no detour. */
+static int minimal_alive(const topo_t *t, const topo_dfly_t *d, int64_t R1, int64_t R2, int64_t c,
+                         topo_link_id_t *links, int *n) {
+    const int n0 = *n;
+    int64_t i = R1 / d->a, r1 = R1 % d->a, j = R2 / d->a, r2 = R2 % d->a;
+    if (i == j)
+        return local_hop(t, d, i, r1, r2, links, n) || ((*n = n0), 0);
+    int64_t e = (i * (d->g - 1) + slot_of(d, i, j)) * d->n + c;
+    if (!ok(t, d->gl_link[e]))
+        return 0;
+    if (!local_hop(t, d, i, r1, d->gl_src[e], links, n)) {
+        *n = n0;
+        return 0;
+    }
+    links[(*n)++] = d->gl_link[e];
+    if (!local_hop(t, d, j, d->gl_dst[e], r2, links, n)) {
+        *n = n0;
+        return 0;
+    }
+    return 1;
+}
+
+/* The first route of the order in the file comment; c: the flow's hashed copy. */
+static int route_alive(const topo_t *t, const topo_dfly_t *d, int64_t R1, int64_t R2, int64_t c, uint64_t key,
+                       uint64_t pair, topo_link_id_t *links, int *n) {
+    for (int64_t k = 0; k < d->n; k++)
+        if (minimal_alive(t, d, R1, R2, (c + k) % d->n, links, n))
+            return TOPO_OK;
+    int64_t i = R1 / d->a, j = R2 / d->a;
+    if (d->g < (i == j ? 2 : 3))
+        return TOPO_EUNREACHABLE;
+    const int64_t I0 = (int64_t)(topo_i_hash(t->seed, key, pair, 1) % (uint64_t)d->g);
+    for (int64_t s = 0; s < d->g; s++) {
+        const int64_t I = (I0 + s) % d->g;
+        if (I == i || I == j)
+            continue;
+        for (int64_t c1 = 0; c1 < d->n; c1++) {
+            const int64_t e = (i * (d->g - 1) + slot_of(d, i, I)) * d->n + c1;
+            const int64_t landing = I * d->a + d->gl_dst[e];
+            const int n0 = *n;
+            if (!minimal_alive(t, d, R1, landing, c1, links, n))
+                continue;
+            for (int64_t c2 = 0; c2 < d->n; c2++)
+                if (minimal_alive(t, d, landing, R2, c2, links, n))
+                    return TOPO_OK;
+            *n = n0;
+        }
+    }
+    return TOPO_EUNREACHABLE;
+}
+
 static double path_cost(const topo_link_id_t *links, int n, const double *load) {
     double worst = 0;
     for (int k = 0; load && k < n; k++)
@@ -202,25 +292,30 @@ static double path_cost(const topo_link_id_t *links, int n, const double *load) 
 int topo_i_route_dragonfly(const topo_t *t, int64_t se, int64_t de, const topo_flow_t *f, topo_routing_t r,
                            topo_link_id_t *links, int *n, int cap) {
     const topo_dfly_t *d = t->dfly;
-    if (*n + 2 + 5 > cap)
+    if (*n + 2 + 10 > cap)
         return TOPO_ERANGE;
     int64_t R1 = topo_i_dfly_router(d, se), R2 = topo_i_dfly_router(d, de);
     uint64_t pair = (uint64_t)se << 32 ^ (uint64_t)de;
     links[(*n)++] = 2 * (d->ep_cable0 + (int32_t)se);
     int nonmin = d->g >= 3 && R1 / d->a != R2 / d->a && r != TOPO_ROUTING_MINIMAL;
     int64_t c = d->n > 1 ? (int64_t)(topo_i_hash(t->seed, f->key, pair, 0) % (uint64_t)d->n) : 0;
+    const int n0 = *n;
     if (!nonmin) {
         minimal(d, R1, R2, c, links, n);
     } else if (r == TOPO_ROUTING_VALIANT) {
         valiant(t, d, R1, R2, f->key, pair, 0, links, n);
     } else {
-        topo_link_id_t best[8], cand[8];
+        topo_link_id_t best[16], cand[16];
         int nb = 0, nc;
         minimal(d, R1, R2, c, best, &nb);
-        double cost_min = path_cost(best, nb, f->link_load), cost_val = 0;
+        /* a candidate over a failed link costs infinitely much */
+        double cost_min = topo_i_path_failed(t, best, nb) ? HUGE_VAL : path_cost(best, nb, f->link_load),
+               cost_val = 0;
         for (uint64_t k = 0; k < (uint64_t)d->ugal_candidates; k++) {
             nc = 0;
             valiant(t, d, R1, R2, f->key, pair, k, cand, &nc);
+            if (topo_i_path_failed(t, cand, nc))
+                continue;
             double cost = path_cost(cand, nc, f->link_load);
             if (cost + d->ugal_threshold < cost_min && (cost_val == 0 || cost < cost_val)) {
                 cost_val = cost;
@@ -231,6 +326,12 @@ int topo_i_route_dragonfly(const topo_t *t, int64_t se, int64_t de, const topo_f
         }
         for (int q = 0; q < nb; q++)
             links[(*n)++] = best[q];
+    }
+    if (topo_i_path_failed(t, links + n0, *n - n0)) {
+        *n = n0;
+        int rc = route_alive(t, d, R1, R2, c, f->key, pair, links, n);
+        if (rc)
+            return rc;
     }
     links[(*n)++] = 2 * (d->ep_cable0 + (int32_t)de) + 1;
     return TOPO_OK;

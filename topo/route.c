@@ -5,6 +5,10 @@
  * endpoints -> NIC -> GPU. With pxn, a flow whose source and destination use different NIC indices
  * first crosses NVLink to the source node's GPU on the destination's NIC index. Routes are built in a
  * stack buffer of TOPO_MAX_ROUTE links and copied out: no allocation, no igraph.
+ *
+ * Failed links (perturb.c): the kinds' network routes avoid them where they can (route_tree.c,
+ * dragonfly.c, the GraphML table); a route that still crosses one (a failed NVLink or PCIe link, a
+ * torus's dimension-order path) is TOPO_EUNREACHABLE, and ecmp-spread leaves out the paths that do.
  */
 #include <string.h>
 
@@ -133,6 +137,8 @@ int topo_route(const topo_t *t, const topo_flow_t *f, topo_link_id_t *links, int
         r = TOPO_ROUTING_ECMP_HASH;
     if ((rc = route_one(t, f, r, -1, buf, &n)))
         return rc;
+    if (topo_i_path_failed(t, buf, n))
+        return TOPO_EUNREACHABLE;
     if (n > cap)
         return TOPO_ERANGE;
     memcpy(links, buf, (size_t)n * sizeof *buf);
@@ -151,11 +157,27 @@ static int64_t spread_count(const topo_t *t, const topo_flow_t *f) {
     return se == de ? 1 : topo_i_xgft_path_count(t, se, de);
 }
 
+/* ecmp-spread's paths that avoid every failed link: all of spread_count's on an unperturbed tree. */
+static int64_t spread_alive(const topo_t *t, const topo_flow_t *f) {
+    const int64_t count = spread_count(t, f);
+    if (!t->l_failed || f->src_gpu == f->dst_gpu)
+        return count;
+    int64_t alive = 0;
+    for (int64_t k = 0; k < count; k++) {
+        topo_link_id_t buf[TOPO_MAX_ROUTE];
+        int n = 0;
+        if (route_one(t, f, TOPO_ROUTING_ECMP_SPREAD, k, buf, &n) == TOPO_OK &&
+            !topo_i_path_failed(t, buf, n))
+            alive++;
+    }
+    return alive;
+}
+
 int64_t topo_route_path_count(const topo_t *t, const topo_flow_t *f) {
     topo_routing_t r;
     if (check_flow(t, f, &r))
         return 0;
-    return r == TOPO_ROUTING_ECMP_SPREAD ? spread_count(t, f) : 1;
+    return r == TOPO_ROUTING_ECMP_SPREAD ? spread_alive(t, f) : 1;
 }
 
 int topo_route_paths(const topo_t *t, const topo_flow_t *f, topo_link_id_t *links, int links_cap,
@@ -164,23 +186,32 @@ int topo_route_paths(const topo_t *t, const topo_flow_t *f, topo_link_id_t *link
     int rc = check_flow(t, f, &r);
     if (rc)
         return rc;
-    int64_t count = r == TOPO_ROUTING_ECMP_SPREAD ? spread_count(t, f) : 1;
-    if (count > paths_cap)
+    const int64_t count = r == TOPO_ROUTING_ECMP_SPREAD ? spread_count(t, f) : 1;
+    const int64_t alive = r == TOPO_ROUTING_ECMP_SPREAD ? spread_alive(t, f) : 1;
+    if (alive == 0)
+        return TOPO_EUNREACHABLE;
+    if (alive > paths_cap)
         return TOPO_ERANGE;
-    int used = 0;
+    int used = 0, out = 0;
     for (int64_t k = 0; k < count; k++) {
         topo_link_id_t buf[TOPO_MAX_ROUTE];
         int n = 0;
         if (f->src_gpu != f->dst_gpu &&
             (rc = route_one(t, f, r, r == TOPO_ROUTING_ECMP_SPREAD ? k : -1, buf, &n)))
             return rc;
+        if (topo_i_path_failed(t, buf, n)) {
+            if (r != TOPO_ROUTING_ECMP_SPREAD)
+                return TOPO_EUNREACHABLE;
+            continue;
+        }
         if (used + n > links_cap)
             return TOPO_ERANGE;
         memcpy(links + used, buf, (size_t)n * sizeof *buf);
         used += n;
-        path_len[k] = n;
+        path_len[out] = n;
         if (weight)
-            weight[k] = 1.0 / (double)count;
+            weight[out] = 1.0 / (double)alive;
+        out++;
     }
-    return (int)count;
+    return out;
 }

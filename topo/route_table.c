@@ -2,6 +2,8 @@
  * destination GPU a BFS over links backwards records, for each vertex, the first link (lowest id
  * among those reached first) that leads one hop closer. A lookup follows the table: O(path length).
  *
+ * Failed links (perturb.c) are left out of the search, and topo_links_change builds the table again.
+ *
  * Memory is GPUs x vertices x 4 bytes, capped at TOPO_TABLE_MAX entries (TOPO_ETOOBIG beyond).
  */
 #include <stdlib.h>
@@ -27,7 +29,7 @@ static int32_t table_bfs(const topo_t *t, int64_t dst, const int32_t *off, const
             far = dist[u];
         for (int32_t i = off[u]; i < off[u + 1]; i++) {
             int32_t v = t->l_from[in[i]];
-            if (dist[v] < 0) {
+            if (dist[v] < 0 && !(t->l_failed && t->l_failed[in[i]])) {
                 dist[v] = dist[u] + 1;
                 next[v] = in[i];
                 queue[tail++] = v;

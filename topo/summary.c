@@ -71,7 +71,7 @@ static int bisection(const topo_t *t, double *out, topo_issue_t *issue) {
         return topo_i_from_igraph_error(e, issue, "the bisection max-flow");
     double big = 1; /* more than every link together: the super links never bind */
     for (int64_t l = 0; l < L; l++) {
-        VECTOR(cap)[l] = t->l_bw[l];
+        VECTOR(cap)[l] = t->l_failed && t->l_failed[l] ? 0.0 : t->l_bw[l]; /* a failed link carries nothing */
         big += t->l_bw[l];
     }
     for (int64_t i = 0; i < 2 * half; i++)

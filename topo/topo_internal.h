@@ -115,6 +115,10 @@ struct topo {
     uint8_t *l_kind, *l_tech;
     double *l_bw, *l_lat, *l_eff; /* l_eff: the technology's efficiency */
     int64_t l_cap;
+    /* perturbed links (perturb.c): NULL until topo_links_change; l_bw is already scaled */
+    double *l_factor;  /* bandwidth factor of each link, 1 unless slowed */
+    uint8_t *l_failed; /* 1: the link carries nothing and routes avoid it */
+    int64_t n_failed;
     /* out-adjacency: links of v are adj_link[adj_off[v] .. adj_off[v+1]) in id order */
     int32_t *adj_off, *adj_link;
 
@@ -186,6 +190,13 @@ int64_t topo_i_dfly_router(const topo_dfly_t *d, int64_t e);
 int topo_i_route_dragonfly(const topo_t *t, int64_t se, int64_t de, const topo_flow_t *f, topo_routing_t r,
                            topo_link_id_t *links, int *n, int cap);
 int topo_i_route_torus(const topo_t *t, int64_t se, int64_t de, topo_link_id_t *links, int *n, int cap);
+/* 1 if a link of links[0..n) has failed (always 0 on an unperturbed topology). */
+static inline int topo_i_path_failed(const topo_t *t, const topo_link_id_t *links, int n) {
+    for (int i = 0; t->l_failed && i < n; i++)
+        if (t->l_failed[links[i]])
+            return 1;
+    return 0;
+}
 int topo_i_route_table(const topo_t *t, int64_t src_gpu, int64_t dst_gpu, topo_link_id_t *links, int *n,
                        int cap);
 int topo_i_build_table(topo_t *t, topo_issue_t *issue);

@@ -73,6 +73,16 @@ static const cli_option_t OPTIONS[] = {
      "rail, dragonfly, dragonfly-ugal); a kind with its defaults (ideal, rail-optimized, torus); a "
      "GraphML or JSON file; or an inline object. estimate and search keep it and do not use it",
      SCN},
+    {"--slow-links", "SEL:FACTOR", R | P | T | C, "none",
+     "multiply the bandwidth of the links SEL chooses by FACTOR in (0, 1]: link names as run and topo "
+     "print them (leaf3->spine1; a<->b both directions; several separated by ';'), class:NAME (nvlink, "
+     "pcie, network, access, leaf-spine, spine-core, local, global) or fraction:F[:CLASS] (a seeded "
+     "fraction F of the class's cables, network by default); repeatable (scenario: perturbations.links)",
+     SCN},
+    {"--fail-links", "SEL", R | P | T | C, "none",
+     "fail the links SEL chooses (as --slow-links); routes avoid them, and a job they cut in two is "
+     "exit 3 (scenario: perturbations.links)",
+     SCN},
     {"--placement", "ORDER", LAYOUT, "tp,cp,pp,dp",
      "rank order onto GPUs, innermost first (nv counts honoured); the simulated step follows it, the "
      "analytic estimate depends only on the nv counts and does not change",

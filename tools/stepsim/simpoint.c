@@ -18,8 +18,8 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const char *where, topo_t **out,
-                      cli_diag_t *d) {
+int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const scenario_perturb_t *perturb,
+                      const char *where, topo_t **out, cli_diag_t *d) {
     char msg[400];
     topo_params_t p;
     *out = NULL;
@@ -35,7 +35,9 @@ int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const cha
                         topo_issue_format(&issue, msg, sizeof msg));
     const int64_t n = topo_gpu_count(*out);
     sim_network_desc_t net;
-    if (n != job->gpus) {
+    if (perturb && (rc = perturb_links_apply(&perturb->links, perturb->seed, *out, d))) {
+        /* one line already in d */
+    } else if (n != job->gpus) {
         rc = cli_fail(d, CLI_EUSAGE,
                       "%s: the topology has %" PRId64 " GPUs but the job needs %" PRId64
                       "; allowed: a topology of %" PRId64 " GPUs",
@@ -75,8 +77,8 @@ int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cl
 }
 
 int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec,
-                 const char *where, int want_summary, struct cli_progress *progress, simpoint_t *out,
-                 cli_diag_t *d) {
+                 const scenario_perturb_t *perturb, const char *where, int want_summary,
+                 struct cli_progress *progress, simpoint_t *out, cli_diag_t *d) {
     const double t0 = now_s();
     memset(out, 0, sizeof *out);
     step_sim_options_t o;
@@ -99,7 +101,7 @@ int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_s
     topo_t *topo = NULL;
     int rc = CLI_OK;
     if (spec) {
-        rc = simpoint_topology(job, spec, where, &topo, d);
+        rc = simpoint_topology(job, spec, perturb, where, &topo, d);
         if (!rc)
             snprintf(out->topology, sizeof out->topology, "%s", topo_name(topo));
     } else {

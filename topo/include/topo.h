@@ -31,7 +31,9 @@
  *   igraph is not thread-safe in Debian's build, so neither is topo_new; route lookups are pure
  *   reads and may run concurrently on one topo_t.
  * - Hot path: topo_route and topo_route_paths never allocate and never call igraph; they cost
- *   O(path length) (UGAL: O(candidates x path length); ecmp-spread: O(paths x path length)).
+ *   O(path length) (UGAL: O(candidates x path length); ecmp-spread: O(paths x path length)); a
+ *   flow whose preferred path crosses a failed link (topo_links_change) costs O(paths x path length)
+ *   on a tree and O(groups x parallel cables^2 x path length) at worst on a dragonfly.
  */
 #ifndef STEPSIM_TOPO_H
 #define STEPSIM_TOPO_H
@@ -366,6 +368,70 @@ int topo_route_paths(const topo_t *t, const topo_flow_t *flow, topo_link_id_t *l
                      int *path_len, double *weight, int paths_cap);
 /* How many paths topo_route_paths returns for a flow (for ecmp-spread: the equal-cost path count). */
 int64_t topo_route_path_count(const topo_t *t, const topo_flow_t *flow);
+
+/* ---- slow and failed links ---------------------------------------------------------------------- */
+
+/* Link classes, as topo/ labels links (docs/topology.md, "Slow and failed links"). Every class but
+ * nvlink and pcie is a set of network links; a class selects both directions of its cables. */
+typedef enum topo_link_class {
+    TOPO_CLASS_NVLINK = 0, /* GPU <-> NVSwitch, or the GPU pairs of a mesh */
+    TOPO_CLASS_PCIE,       /* GPU <-> NIC */
+    TOPO_CLASS_NETWORK,    /* every network link */
+    TOPO_CLASS_ACCESS,     /* network links between an endpoint (GPU or NIC) and a switch or router */
+    TOPO_CLASS_LEAF_SPINE, /* trees: leaf (tier 1) <-> spine (tier 2) */
+    TOPO_CLASS_SPINE_CORE, /* trees: spine (tier 2) <-> core (tier 3) */
+    TOPO_CLASS_LOCAL,      /* dragonfly: router <-> router of one group */
+    TOPO_CLASS_GLOBAL      /* dragonfly: router <-> router of different groups */
+} topo_link_class_t;
+#define TOPO_LINK_CLASS_COUNT 8
+
+/* "nvlink", "pcie", "network", "access", "leaf-spine", "spine-core", "local", "global". */
+const char *topo_link_class_name(topo_link_class_t c);
+int topo_link_class_parse(const char *name, topo_link_class_t *out); /* TOPO_EINVAL if unknown */
+/* 1 if the link belongs to the class (0 for an id out of range). */
+int topo_link_in_class(const topo_t *t, int64_t link, topo_link_class_t c);
+
+/* One change of a set of links. Exactly one selector: names (non-NULL), else fraction > 0 (a seeded
+ * fraction of the cables of link_class), else link_class alone.
+ * - names: link names as topo_link_name writes them, separated by ';'. Spaces are ignored, so
+ *   "leaf 3 -> spine 1" is "leaf3->spine1". "a->b" is one direction (every parallel cable's a->b
+ *   link); "a<->b" both directions.
+ * - link_class: every link of the class (both directions); with fraction, the class the fraction is
+ *   drawn from (TOPO_CLASS_NETWORK when has_class is 0).
+ * - fraction in (0, 1]: the ceil(fraction x cables) cables of the class with the smallest
+ *   topo_i_hash(seed, cable) (ties: lower cable id), both directions: the same cables whatever the
+ *   order of the changes.
+ * Then fail = 1 fails the selected links, else their bandwidth is multiplied by bandwidth_factor in
+ * (0, 1] (factors of several changes multiply; a failed link stays failed). */
+typedef struct topo_link_change {
+    const char *names;
+    int has_class;
+    topo_link_class_t link_class;
+    double fraction;
+    double bandwidth_factor;
+    int fail;
+    int absent_ok; /* 1: a class (or fraction of one) the topology has no link of selects nothing
+                      instead of being TOPO_EINVAL (compare applies one scenario to several kinds) */
+} topo_link_change_t;
+
+/* Apply changes[0..n) to a built topology, rebuild what routing needs (GraphML's next-hop table) and
+ * check that every ordered GPU pair still has a route. Routes then avoid failed links: trees choose
+ * among the equal-cost paths that avoid them (see topo_route), dragonflies take another parallel global
+ * cable, a two-hop detour inside a group or a Valiant detour through another group; tori (dimension
+ * order) and the node-local hops (NVLink, PCIe) do not reroute. Errors: TOPO_EINVAL with *bad the
+ * index of the change and the issue naming the field ("links", "class", "fraction", "bandwidth") and
+ * value (a name that matches no link, a class this topology has no link of, a value out of range);
+ * TOPO_EUNREACHABLE when some GPU pair has no route left (the issue names the two GPUs); TOPO_ENOMEM.
+ * After an error the topology must be freed, not used. Cost: O(links) per change and name, and, when a
+ * link failed, one route lookup per ordered GPU pair. */
+int topo_links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,
+                      topo_issue_t *issue);
+/* The bandwidth factor of a link (1 if unchanged) and whether it failed; 0 / 1 out of range. */
+double topo_link_bandwidth_factor(const topo_t *t, int64_t link);
+int topo_link_failed(const topo_t *t, int64_t link);
+/* Failed links (directed), and links whose bandwidth factor is not 1. */
+int64_t topo_failed_link_count(const topo_t *t);
+int64_t topo_slowed_link_count(const topo_t *t);
 
 /* ---- summaries --------------------------------------------------------------------------------- */
 

@@ -317,6 +317,8 @@ static int build_topology(const cli_args_t *a, scenario_t *scn, coll_req_t *r, c
     if (rc)
         return cli_fail(d, topo_json_exit_code(rc), "%s%s", ct->prefix,
                         topo_issue_format(&issue, msg, sizeof msg));
+    if ((rc = perturb_links_apply(&scn->perturb.links, scn->perturb.seed, ct->t, d)))
+        return rc;
     ct->nodes = topo_node_count(ct->t);
     const int64_t n = topo_gpu_count(ct->t);
     /* NVLink domains as the engine sees them (sim_topo_network): nodes when GPUs are node-major. */

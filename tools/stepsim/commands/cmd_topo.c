@@ -90,7 +90,8 @@ static void tiers(const topo_t *t, int64_t count[4]) {
 }
 
 /* prefix: where messages about the topology point ("--topology: ", "run.json: topology."). */
-static int run(const topo_args_t *a, const topo_params_t *p, const char *prefix, FILE *out, cli_diag_t *d) {
+static int run(const topo_args_t *a, const topo_params_t *p, const scenario_perturb_t *perturb,
+               const char *prefix, FILE *out, cli_diag_t *d) {
     topo_t *t = NULL;
     topo_issue_t issue;
     char msg[400];
@@ -100,6 +101,10 @@ static int run(const topo_args_t *a, const topo_params_t *p, const char *prefix,
     if (rc)
         return cli_fail(d, topo_json_exit_code(rc), "%s%s", prefix,
                         topo_issue_format(&issue, msg, sizeof msg));
+    if ((rc = perturb_links_apply(&perturb->links, perturb->seed, t, d))) {
+        topo_free(t);
+        return rc;
+    }
     topo_result_t r;
     memset(&r, 0, sizeof r);
     r.topo = t;
@@ -138,7 +143,7 @@ int cmd_topo(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
             snprintf(prefix, sizeof prefix, "%s: ", a.topology ? "--topology" : "topology");
         else
             snprintf(prefix, sizeof prefix, "%s: topology.", a.scenario);
-        rc = run(&a, &p, prefix, out, d);
+        rc = run(&a, &p, &scn.perturb, prefix, out, d);
     }
     scenario_destroy(&scn);
     return rc;

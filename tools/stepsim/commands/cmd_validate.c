@@ -570,12 +570,12 @@ static int sim_rows_shown(const validate_args_t *a, const sim_specs_t *specs, ru
         char what[160];
         snprintf(what, sizeof what, "%.80s, analytic communication", r->name);
         cli_progress_stage(progress, 2 * (int64_t)i, 2 * (int64_t)n, what);
-        rc = simpoint_run(&job, NULL, NULL, "--sim", 0, progress, &p0, &pd);
+        rc = simpoint_run(&job, NULL, NULL, NULL, "--sim", 0, progress, &p0, &pd);
         snprintf(what, sizeof what, "%.80s on %.60s", r->name, r->sim_topology);
         cli_progress_stage(progress, 2 * (int64_t)i + 1, 2 * (int64_t)n, what);
         if (!rc)
-            rc = simpoint_run(&job, NULL, sim_spec_of(specs, r->sim_topology), "--sim-topology", 0, progress,
-                              &p1, &pd);
+            rc = simpoint_run(&job, NULL, sim_spec_of(specs, r->sim_topology), NULL, "--sim-topology", 0,
+                              progress, &p1, &pd);
         if (rc == CLI_ERUNTIME && strstr(pd.msg, "out of memory"))
             return cli_fail(d, CLI_ERUNTIME, "%s: %s", r->name, pd.msg);
         if (rc) {

@@ -25,7 +25,8 @@ typedef struct scale_cell {
 
 typedef struct cmp_run {
     model_job_t job;
-    char header[1024]; /* the job header and layout lines, printed while the scenario was alive */
+    scenario_perturb_t perturb; /* the scenario's perturbations, applied to every topology */
+    char header[1024];          /* the job header and layout lines, printed while the scenario was alive */
     model_summary_t analytic;
     topo_item_t topo[MAX_TOPOS];
     int n_topo;

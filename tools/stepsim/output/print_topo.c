@@ -48,7 +48,50 @@ static int print_json(FILE *out, const topo_t *t, const topo_summary_t *s, const
         json_close_object(&w);
     }
     json_close_array(&w);
+    if (topo_failed_link_count(t) > 0 || topo_slowed_link_count(t) > 0) {
+        char name[96];
+        json_open_array(&w, "failed_links");
+        for (int64_t l = 0; l < topo_link_count(t); l++)
+            if (topo_link_failed(t, l))
+                json_string(&w, NULL, topo_link_name(t, l, name, sizeof name));
+        json_close_array(&w);
+        json_open_array(&w, "slowed_links");
+        for (int64_t l = 0; l < topo_link_count(t); l++) {
+            if (topo_link_failed(t, l) || topo_link_bandwidth_factor(t, l) == 1.0)
+                continue;
+            topo_link_info_t li;
+            topo_link_get(t, l, &li);
+            json_open_object(&w, NULL);
+            json_string(&w, "name", topo_link_name(t, l, name, sizeof name));
+            json_number(&w, "bandwidth_factor", topo_link_bandwidth_factor(t, l));
+            json_number(&w, "bandwidth_bytes_per_s", li.bandwidth_bytes_per_s);
+            json_close_object(&w);
+        }
+        json_close_array(&w);
+    }
     return json_finish(&w);
+}
+
+/* The failed (slowed) links by name, at most 8 per line kind, then how many more. */
+static void print_perturbed(FILE *out, const topo_t *t, int failed) {
+    const int64_t total = failed ? topo_failed_link_count(t) : topo_slowed_link_count(t);
+    if (total == 0)
+        return;
+    fprintf(out, "%-16s%lld", failed ? "failed links" : "slowed links", (long long)total);
+    int64_t shown = 0;
+    char name[96];
+    for (int64_t l = 0; l < topo_link_count(t) && shown < 8; l++) {
+        const double f = topo_link_bandwidth_factor(t, l);
+        if (failed ? !topo_link_failed(t, l) : (topo_link_failed(t, l) || f == 1.0))
+            continue;
+        fprintf(out, "%s%s", shown ? ", " : ": ", topo_link_name(t, l, name, sizeof name));
+        if (!failed)
+            fprintf(out, " x%.4g", f);
+        shown++;
+    }
+    if (total > shown)
+        fprintf(out, ", and %lld more", (long long)(total - shown));
+    fputc('\n', out);
 }
 
 /* "51.2 TB/s" or "800 GB/s" */
@@ -88,6 +131,8 @@ static void print_text(FILE *out, const topo_t *t, const topo_summary_t *s, cons
     }
     if (s->techs_truncated)
         fprintf(out, "%-16s(more technology, bandwidth and latency pairs not listed)\n", "");
+    print_perturbed(out, t, 1);
+    print_perturbed(out, t, 0);
 }
 
 int print_topo(FILE *out, const topo_result_t *r, int json) {

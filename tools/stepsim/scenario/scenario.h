@@ -27,6 +27,7 @@
 #include <cjson/cJSON.h>
 
 #include "model.h"
+#include "perturb_links.h"
 #include "topo.h"
 
 /* Exit codes of every stepsim command (docs/cli.md, "Exit codes"). */
@@ -122,6 +123,12 @@ typedef struct topo_spec {
                                links keep their bandwidth and latency */
 } topo_spec_t;
 
+/* The scenario's "perturbations" object, grouped by part (docs/what-if.md). */
+typedef struct scenario_perturb {
+    uint64_t seed;     /* "seed": every random choice below (default 1) */
+    scn_links_t links; /* "links", --slow-links, --fail-links: slow and failed links */
+} scenario_perturb_t;
+
 /* parallel.strategy "all": every strategy (search only). */
 #define SCN_STRATEGY_ALL (-1)
 
@@ -139,6 +146,7 @@ typedef struct scenario {
     scenario_origin_t origin[SCN_FIELD_COUNT];
     int given[SCN_FIELD_COUNT]; /* 1 if the file or an option set the field */
     topo_spec_t topology;       /* "topology" / --topology, parsed; form TOPO_SPEC_NONE if none */
+    scenario_perturb_t perturb; /* "perturbations" and their options */
 } scenario_t;
 
 /* Fill the built-in default scenario. Returns CLI_OK, or CLI_ERUNTIME if a preset is missing. */
