@@ -100,6 +100,9 @@ static const cli_option_t OPTIONS[] = {
     {"--calibration", "C", R | C, "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none",
      CLI_OPT_CALIBRATION},
     {"--links", "K", R, "5", "how many of the busiest links to report (0..64)", CLI_OPT_LINKS},
+    {"--baseline", "on|off", R, "on",
+     "with jobs: also simulate each job alone on its GPUs and report its slowdown; off skips it",
+     CLI_OPT_BASELINE},
     {"--max-memory", "GB", R | P | V, "half the physical memory",
      "memory budget of the simulation: a step whose estimate (0.2 GB and 64 bytes per operation) is "
      "larger is refused before it is built (exit 2)",

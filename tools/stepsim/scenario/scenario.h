@@ -122,6 +122,8 @@ typedef struct topo_spec {
                                links keep their bandwidth and latency */
 } topo_spec_t;
 
+struct scn_jobs; /* scenario_jobs.h: several jobs on one fabric ("jobs") */
+
 /* parallel.strategy "all": every strategy (search only). */
 #define SCN_STRATEGY_ALL (-1)
 
@@ -139,6 +141,7 @@ typedef struct scenario {
     scenario_origin_t origin[SCN_FIELD_COUNT];
     int given[SCN_FIELD_COUNT]; /* 1 if the file or an option set the field */
     topo_spec_t topology;       /* "topology" / --topology, parsed; form TOPO_SPEC_NONE if none */
+    struct scn_jobs *jobs;      /* "jobs" (scenario_jobs.h), owned; NULL if none */
 } scenario_t;
 
 /* Fill the built-in default scenario. Returns CLI_OK, or CLI_ERUNTIME if a preset is missing. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "scenario_internal.h"
+#include "scenario_jobs.h"
 #include "topo_json.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -364,7 +365,8 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
 
 static const char *const TOP_KEYS[] = {"name",        "description", "model",        "system",
                                        "nvlink_size", "gpus",        "global_batch", "parallel",
-                                       "compat",      "training",    "topology"};
+                                       "compat",      "training",    "topology",     "jobs",
+                                       "seed"};
 
 static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, char *dst, size_t n) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -457,6 +459,9 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
         rc = scn_parse_training(scn, &src, v);
     if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "topology")))
         rc = parse_topology(scn, &src, v);
+    if (!rc) /* last: each job starts from the scenario above */
+        rc = scn_parse_jobs(scn, &src, cJSON_GetObjectItemCaseSensitive(root, "jobs"),
+                            cJSON_GetObjectItemCaseSensitive(root, "seed"));
     return rc;
 }
 
