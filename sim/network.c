@@ -347,7 +347,8 @@ static void flow_complete(sim_engine_t *e, int32_t slot) {
     for (int32_t i = 0; n->load_units && i < f->n_hops; i++)
         load_add(n, n->hops[f->hop_off + i].link, -(int32_t)n->hops[f->hop_off + i].use);
     f->remaining = 0.0;
-    if (n->class_bytes) { /* the flow's bytes to its class: its collective's first member's, else its source's */
+    if (n->class_bytes) { /* the flow's bytes to its class: its collective's first member's, else its source's
+                           */
         const int32_t g = f->coll >= 0 ? sim_op_gpu(e, e->colls[f->coll].first_op) : f->src;
         const int32_t c = g >= 0 && g < e->n_gpus ? n->gpu_class[g] : -1;
         for (int32_t i = 0; c >= 0 && i < f->n_hops; i++) {

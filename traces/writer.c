@@ -58,9 +58,9 @@ struct trace_writer {
     trace_op_args_fn op_args;
     trace_link_name_fn link_name;
     void *ctx;
-    char *scenario;   /* verbatim JSON object text, or NULL */
-    char *ranks_text; /* normalised, for the metadata */
-    uint8_t *gpu_on;  /* [n_gpus]: passes the rank filter */
+    char *scenario;                     /* verbatim JSON object text, or NULL */
+    char *ranks_text;                   /* normalised, for the metadata */
+    uint8_t *gpu_on;                    /* [n_gpus]: passes the rank filter */
     uint8_t *thread_named, *node_named; /* node_named: per process (pid - 1) */
     int32_t n_groups, *group;           /* process groups: per GPU its group, -1; NULL: none */
     void (*group_name)(void *ctx, int32_t group, char *buf, size_t buf_size);

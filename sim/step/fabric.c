@@ -88,8 +88,9 @@ int step_fabric_new(const step_fabric_job_t *jobs, int32_t n_jobs, const sim_con
                     snprintf(msg, sizeof msg, "job %d: GPU %d of the network; allowed: 0..%d", (int)j, (int)g,
                              (int)f->n_gpus - 1);
                 else
-                    snprintf(msg, sizeof msg, "job %d: GPU %d is job %d's already; allowed: a GPU of no other job",
-                             (int)j, (int)g, (int)f->job_of_gpu[g]);
+                    snprintf(msg, sizeof msg,
+                             "job %d: GPU %d is job %d's already; allowed: a GPU of no other job", (int)j,
+                             (int)g, (int)f->job_of_gpu[g]);
                 return fail(f, err, err_size, SIM_EINVAL, msg);
             }
             f->job_of_gpu[g] = j;

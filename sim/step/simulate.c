@@ -16,8 +16,8 @@ static int fail(step_sim_result_t *out, step_sim_stage_t at, int rc, const char 
 
 /* The topology as the engine's network, and NCCL's calibration on engine when asked for: NULL or
  * the message of a failure. */
-static const char *network_of(const struct topo *topo, const step_sim_options_t *opts, sim_network_desc_t *net,
-                              sim_config_t *engine, int *calibrated) {
+static const char *network_of(const struct topo *topo, const step_sim_options_t *opts,
+                              sim_network_desc_t *net, sim_config_t *engine, int *calibrated) {
     if (!topo)
         return "network communication needs a topology";
     if (sim_topo_network(topo, net) != SIM_OK)

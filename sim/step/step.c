@@ -675,6 +675,9 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
         s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb;
         rc = decide(s);
     }
+    if (!rc && shared)
+        snprintf(s->collapse_note, sizeof s->collapse_note,
+                 "off: every GPU simulated (jobs share the fabric: no collapse within or across jobs)");
     if (!rc)
         rc = stage_gpus(s);
     if (!rc && shared) {

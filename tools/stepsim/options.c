@@ -544,6 +544,10 @@ int cli_apply_scenario(const cli_args_t *a, scenario_t *scn, const char *skip, c
     for (int i = 0; !rc && i < a->n_scenario; i++)
         if (!skip || strcmp(a->scenario_opt[i]->name, skip) != 0)
             rc = scenario_set_option(scn, a->scenario_opt[i]->name, a->scenario_value[i], d);
+    if (!rc && scn->jobs && a->cmd != CLI_CMD_RUN)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "%s: jobs: only `stepsim run` simulates several jobs on one fabric; allowed: run",
+                      a->file);
     return rc;
 }
 

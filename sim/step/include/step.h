@@ -399,10 +399,10 @@ typedef struct step_jobs_result {
     step_result_t *jobs; /* [n_jobs] */
     int calibrated;
     sim_config_t engine;
-    double end_s;                   /* the last job's step time */
+    double end_s;                      /* the last job's step time */
     int64_t operations, events, flows; /* the whole engine's */
-    int32_t met_total;              /* links that carried bytes of more than one job */
-    int32_t n_met;                  /* named below, busiest first */
+    int32_t met_total;                 /* links that carried bytes of more than one job */
+    int32_t n_met;                     /* named below, busiest first */
     int32_t met_link[STEP_SIM_MAX_LINKS];
     char met_names[STEP_SIM_MAX_LINKS][96];
     double met_utilization[STEP_SIM_MAX_LINKS]; /* average over end_s, 0..1 */

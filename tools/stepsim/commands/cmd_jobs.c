@@ -78,11 +78,12 @@ static int allocate(const scn_jobs_t *sj, jobs_result_t *r, int32_t *owner, cli_
             if ((sjob->alloc == SCN_ALLOC_GPUS) != (pass == 0))
                 continue;
             if (whole && n % D != 0)
-                return cli_fail(d, CLI_EUSAGE,
-                                "%s.gpus: %" PRId64 " is not a whole number of the topology's %" PRId64
-                                "-GPU nodes, which the job's layout needs (its nv counts put groups in NVLink "
-                                "domains); allowed: a multiple of %" PRId64 ", or nv counts of 1",
-                                sjob->where, n, D, D);
+                return cli_fail(
+                    d, CLI_EUSAGE,
+                    "%s.gpus: %" PRId64 " is not a whole number of the topology's %" PRId64
+                    "-GPU nodes, which the job's layout needs (its nv counts put groups in NVLink "
+                    "domains); allowed: a multiple of %" PRId64 ", or nv counts of 1",
+                    sjob->where, n, D, D);
             j->gpus = malloc((size_t)n * sizeof *j->gpus);
             if (!j->gpus)
                 return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", sjob->where);
@@ -95,9 +96,10 @@ static int allocate(const scn_jobs_t *sj, jobs_result_t *r, int32_t *owner, cli_
                                         "); allowed: 0-%" PRId64 ", or a larger topology",
                                         sjob->where, (int)g, total - 1, total - 1);
                     if (owner[g] >= 0)
-                        return cli_fail(d, CLI_EUSAGE,
-                                        "%s.allocation: GPU %d is also job %s's; allowed: GPUs of no other job",
-                                        sjob->where, (int)g, r->job[owner[g]].name);
+                        return cli_fail(
+                            d, CLI_EUSAGE,
+                            "%s.allocation: GPU %d is also job %s's; allowed: GPUs of no other job",
+                            sjob->where, (int)g, r->job[owner[g]].name);
                     if (whole && (k % D == 0 ? g % D != 0 : g != sjob->gpus[k - 1] + 1))
                         return cli_fail(d, CLI_EUSAGE,
                                         "%s.allocation: \"%.60s\" splits an NVLink domain at GPU %d, and the "
@@ -124,8 +126,8 @@ static int allocate(const scn_jobs_t *sj, jobs_result_t *r, int32_t *owner, cli_
             if (f < need) {
                 free(cand);
                 return cli_fail(d, CLI_EUSAGE,
-                                "%s.gpus: %" PRId64 " GPUs, but only %" PRId64
-                                " of the topology's %" PRId64 " are free in whole %s; allowed: a larger topology "
+                                "%s.gpus: %" PRId64 " GPUs, but only %" PRId64 " of the topology's %" PRId64
+                                " are free in whole %s; allowed: a larger topology "
                                 "(its \"gpus\", or the scenario's gpus)",
                                 sjob->where, n, f * unit, total, unit > 1 ? "nodes" : "GPUs");
             }
@@ -274,7 +276,8 @@ static int sim_fail(int s, const step_jobs_result_t *sr, const jobs_result_t *r,
     }
 }
 
-static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jobs_result_t *r, cli_diag_t *d) {
+static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jobs_result_t *r,
+                    cli_diag_t *d) {
     const scn_jobs_t *sj = scn->jobs;
     for (int i = 0; i < a->n_scenario; i++)
         if (strcmp(a->scenario_opt[i]->name, "--topology") != 0)
@@ -306,7 +309,7 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
         return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
     model_system_t sys;
     scenario_system(scn, &sys);
-    int64_t need = scn->given[SCN_GPUS] ? scn->value[SCN_GPUS] : 0, sum = 0;
+    int64_t need = 0, sum = 0; /* the fabric's GPUs: the scenario's gpus, else enough for every job */
     for (int32_t i = 0; i < r->n && !rc; i++) {
         scn_job_t *sjob = &sj->job[i];
         jobs_job_t *j = &r->job[i];
@@ -333,7 +336,15 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
     }
     if (rc)
         return rc;
-    need = sum > need ? sum : need;
+    if (scn->given[SCN_GPUS] && scn->value[SCN_GPUS] < sum)
+        return cli_fail(d, CLI_EUSAGE,
+                        "%s: gpus: %" PRId64 " is fewer than the jobs' %" PRId64
+                        " GPUs; allowed: at least %" PRId64 " (the fabric's size), or leave it out",
+                        scn->file, scn->value[SCN_GPUS], sum, sum);
+    if (!scn->given[SCN_GPUS]) /* sized to hold every job */
+        need = sum > need ? sum : need;
+    else
+        need = scn->value[SCN_GPUS];
     /* the fabric: the scenario's topology for `need` GPUs of the scenario's system */
     model_job_t fabric = r->job[0].job;
     fabric.system = sys;

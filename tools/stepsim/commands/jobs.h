@@ -9,15 +9,15 @@
 
 typedef struct jobs_job {
     char name[64];
-    char allocation[128];  /* the policy as given */
+    char allocation[128]; /* the policy as given */
     model_job_t job;
-    model_estimate_t est;  /* the model's estimate of the job alone */
+    model_estimate_t est; /* the model's estimate of the job alone */
     step_config_t cfg;
-    int32_t *gpus;         /* [job.gpus] the topology GPU of each job GPU, ascending */
-    char gpus_text[160];   /* the same as ranges, "0-63,128-191" */
-    step_result_t res;     /* together */
+    int32_t *gpus;       /* [job.gpus] the topology GPU of each job GPU, ascending */
+    char gpus_text[160]; /* the same as ranges, "0-63,128-191" */
+    step_result_t res;   /* together */
     int has_alone;
-    step_result_t alone;   /* alone on the same GPUs (--baseline on) */
+    step_result_t alone; /* alone on the same GPUs (--baseline on) */
 } jobs_job_t;
 
 typedef struct jobs_result {

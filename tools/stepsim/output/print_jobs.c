@@ -89,7 +89,8 @@ static cJSON *result_json(const jobs_result_t *r, const scenario_t *scn, const r
         json_close_object(&w);
         json_open_object(&w, "share_by_job");
         for (int32_t j = 0; j < r->n; j++)
-            json_number(&w, r->job[j].name, tot > 0 ? r->sim.met_job_bytes[(int64_t)i * r->n + j] / tot : 0.0);
+            json_number(&w, r->job[j].name,
+                        tot > 0 ? r->sim.met_job_bytes[(int64_t)i * r->n + j] / tot : 0.0);
         json_close_object(&w);
         json_close_object(&w);
     }
@@ -135,9 +136,12 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
             "simulation: together on one engine, network communication (calibration %s, %s fidelity), "
             "placement %s, %s sends\n",
             r->calibrated ? "nccl" : "none", r->cfg.engine.fidelity == SIM_FIDELITY_STEP ? "step" : "fast",
-            step_placement_format(&r->cfg.placement, buf, sizeof buf), r->cfg.p2p_async ? "async" : "blocking");
+            step_placement_format(&r->cfg.placement, buf, sizeof buf),
+            r->cfg.p2p_async ? "async" : "blocking");
     fprintf(out, "            %s\n", r->n > 0 ? r->job[0].res.collapse_note : "");
-    fprintf(out, "            %" PRId64 " operations, %" PRId64 " events, %" PRId64 " flows; random allocations: seed %" PRIu64 "\n",
+    fprintf(out,
+            "            %" PRId64 " operations, %" PRId64 " events, %" PRId64
+            " flows; random allocations: seed %" PRIu64 "\n",
             r->sim.operations, r->sim.events, r->sim.flows, r->seed);
     for (int32_t i = 0; i < r->n; i++) {
         const jobs_job_t *j = &r->job[i];
@@ -158,12 +162,14 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
                     s->step_time_s - j->alone.step_time_s, 100.0 * (slowdown(j) - 1.0));
         }
         fprintf(out, "  %-28s %.6f s\n", "analytic estimate (alone)", j->est.summary.iteration_time_s);
-        fprintf(out, "  breakdown of GPU %d (stage %d, the job's last to finish), s: compute %.6f, "
-                     "exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f\n",
+        fprintf(out,
+                "  breakdown of GPU %d (stage %d, the job's last to finish), s: compute %.6f, "
+                "exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f\n",
                 s->critical_gpu, s->critical_stage, s->breakdown.compute_s, s->breakdown.exposed_tp_comm_s,
                 s->breakdown.exposed_pp_comm_s, s->breakdown.exposed_dp_comm_s, s->breakdown.bubble_idle_s);
         if (j->has_alone)
-            fprintf(out, "  alone, s:%*s compute %.6f, exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f\n",
+            fprintf(out,
+                    "  alone, s:%*s compute %.6f, exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f\n",
                     0, "", j->alone.breakdown.compute_s, j->alone.breakdown.exposed_tp_comm_s,
                     j->alone.breakdown.exposed_pp_comm_s, j->alone.breakdown.exposed_dp_comm_s,
                     j->alone.breakdown.bubble_idle_s);
@@ -186,7 +192,9 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
         fprintf(out, "\n");
     }
     if (r->traced)
-        fprintf(out, "\ntrace: %s (%" PRId64 " slices, %" PRId64 " counter samples; one process per job and node)\n",
+        fprintf(out,
+                "\ntrace: %s (%" PRId64 " slices, %" PRId64
+                " counter samples; one process per job and node)\n",
                 o->trace, r->trace_stats.complete_events, r->trace_stats.counter_events);
 }
 

@@ -8,8 +8,8 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const JOB_KEYS[] = {"name",         "model",    "system",   "nvlink_size", "gpus",
-                                       "global_batch", "parallel", "compat",   "training",    "allocation"};
+static const char *const JOB_KEYS[] = {"name",         "model",    "system", "nvlink_size", "gpus",
+                                       "global_batch", "parallel", "compat", "training",    "allocation"};
 
 void scenario_jobs_free(scenario_t *scn) {
     scn_jobs_t *j = scn->jobs;
@@ -62,14 +62,16 @@ static int parse_ranges(scn_job_t *job, const char *text, int64_t want, cli_diag
             break;
         }
         if (b < a) {
-            rc = cli_fail(d, CLI_EUSAGE, "%s.allocation: \"%.60s\": range %ld-%ld is descending; allowed: A-B with A <= B",
+            rc = cli_fail(d, CLI_EUSAGE,
+                          "%s.allocation: \"%.60s\": range %ld-%ld is descending; allowed: A-B with A <= B",
                           job->where, text, a, b);
             break;
         }
         if (n + (b - a + 1) > want) {
-            rc = cli_fail(d, CLI_EUSAGE,
-                          "%s.allocation: \"%.60s\" lists more GPUs than the job's %lld; allowed: exactly %lld",
-                          job->where, text, (long long)want, (long long)want);
+            rc = cli_fail(
+                d, CLI_EUSAGE,
+                "%s.allocation: \"%.60s\" lists more GPUs than the job's %lld; allowed: exactly %lld",
+                job->where, text, (long long)want, (long long)want);
             break;
         }
         if (n + (b - a + 1) > cap) {
@@ -88,13 +90,15 @@ static int parse_ranges(scn_job_t *job, const char *text, int64_t want, cli_diag
         p++;
     }
     if (!rc && n != want)
-        rc = cli_fail(d, CLI_EUSAGE, "%s.allocation: \"%.60s\" lists %lld GPUs but gpus is %lld; allowed: exactly %lld",
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "%s.allocation: \"%.60s\" lists %lld GPUs but gpus is %lld; allowed: exactly %lld",
                       job->where, text, (long long)n, (long long)want, (long long)want);
     if (!rc) {
         qsort(g, (size_t)n, sizeof *g, cmp_i32);
         for (int64_t i = 1; i < n && !rc; i++)
             if (g[i] == g[i - 1])
-                rc = cli_fail(d, CLI_EUSAGE, "%s.allocation: \"%.60s\" lists GPU %d twice; allowed: every GPU once",
+                rc = cli_fail(d, CLI_EUSAGE,
+                              "%s.allocation: \"%.60s\" lists GPU %d twice; allowed: every GPU once",
                               job->where, text, (int)g[i]);
     }
     if (rc) {
@@ -110,9 +114,9 @@ static int parse_ranges(scn_job_t *job, const char *text, int64_t want, cli_diag
 static void job_base(const scenario_t *top, scenario_t *out) {
     *out = *top;
     out->jobs = NULL;
-    static const scenario_field_t RESET[] = {SCN_GPUS, SCN_GBS,    SCN_STRATEGY, SCN_DP,     SCN_TP,
-                                             SCN_TP1,  SCN_TP2,    SCN_PP,       SCN_MBS,    SCN_NB,
-                                             SCN_NV_TP, SCN_NV_TP1, SCN_NV_TP2,  SCN_NV_DP, SCN_NV_PP};
+    static const scenario_field_t RESET[] = {SCN_GPUS,  SCN_GBS,    SCN_STRATEGY, SCN_DP,    SCN_TP,
+                                             SCN_TP1,   SCN_TP2,    SCN_PP,       SCN_MBS,   SCN_NB,
+                                             SCN_NV_TP, SCN_NV_TP1, SCN_NV_TP2,   SCN_NV_DP, SCN_NV_PP};
     for (size_t i = 0; i < COUNT(RESET); i++) {
         out->value[RESET[i]] = 0;
         out->given[RESET[i]] = 0;
@@ -130,7 +134,8 @@ static int parse_job(scenario_t *top, const scn_src_t *src, const cJSON *obj, in
     if (!cJSON_IsObject(obj)) {
         char what[96];
         scn_describe(obj, what, sizeof what);
-        return cli_fail(d, CLI_EUSAGE, "%s: %s; allowed: an object with gpus, global_batch, model, parallel, ...",
+        return cli_fail(d, CLI_EUSAGE,
+                        "%s: %s; allowed: an object with gpus, global_batch, model, parallel, ...",
                         job->where, what);
     }
     int rc = scn_check_keys(src, obj, path, JOB_KEYS, COUNT(JOB_KEYS));
@@ -139,8 +144,9 @@ static int parse_job(scenario_t *top, const scn_src_t *src, const cJSON *obj, in
     static const char *const REQUIRED[] = {"gpus", "global_batch"};
     for (size_t k = 0; k < COUNT(REQUIRED); k++)
         if (!cJSON_GetObjectItemCaseSensitive(obj, REQUIRED[k]))
-            return cli_fail(d, CLI_EUSAGE, "%s: %s is missing; allowed: every job gives gpus and global_batch",
-                            job->where, REQUIRED[k]);
+            return cli_fail(d, CLI_EUSAGE,
+                            "%s: %s is missing; allowed: every job gives gpus and global_batch", job->where,
+                            REQUIRED[k]);
     const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(obj, "allocation");
     const char *text = "packed";
     if (alloc && !cJSON_IsString(alloc)) {
@@ -216,7 +222,8 @@ int scn_parse_jobs(scenario_t *scn, const scn_src_t *src, const cJSON *jobs, con
         j->n = i + 1;
         for (int k = 0; k < i && !rc; k++)
             if (strcmp(j->job[k].name, j->job[i].name) == 0)
-                rc = cli_fail(src->diag, CLI_EUSAGE, "%s.name: \"%.60s\" is jobs[%d]'s name too; allowed: a name of its own",
+                rc = cli_fail(src->diag, CLI_EUSAGE,
+                              "%s.name: \"%.60s\" is jobs[%d]'s name too; allowed: a name of its own",
                               j->job[i].where, j->job[i].name, k);
     }
     if (rc)

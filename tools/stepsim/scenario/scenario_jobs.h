@@ -20,15 +20,20 @@
 
 #include "scenario_internal.h"
 
-typedef enum scn_alloc { SCN_ALLOC_PACKED = 0, SCN_ALLOC_SPREAD, SCN_ALLOC_RANDOM, SCN_ALLOC_GPUS } scn_alloc_t;
+typedef enum scn_alloc {
+    SCN_ALLOC_PACKED = 0,
+    SCN_ALLOC_SPREAD,
+    SCN_ALLOC_RANDOM,
+    SCN_ALLOC_GPUS
+} scn_alloc_t;
 
 typedef struct scn_job {
-    scenario_t scn;      /* the job's own scenario */
-    char name[64];       /* "name", else "job0", "job1", ... */
-    char where[300];     /* "run.json: jobs[1]" */
+    scenario_t scn;  /* the job's own scenario */
+    char name[64];   /* "name", else "job0", "job1", ... */
+    char where[300]; /* "run.json: jobs[1]" */
     scn_alloc_t alloc;
     char alloc_text[128]; /* as given */
-    int32_t *gpus;       /* SCN_ALLOC_GPUS: the listed GPUs, ascending */
+    int32_t *gpus;        /* SCN_ALLOC_GPUS: the listed GPUs, ascending */
     int64_t n_gpus;
 } scn_job_t;
 

@@ -363,10 +363,9 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
 
 /* ---- top level ------------------------------------------------------------------------------- */
 
-static const char *const TOP_KEYS[] = {"name",        "description", "model",        "system",
-                                       "nvlink_size", "gpus",        "global_batch", "parallel",
-                                       "compat",      "training",    "topology",     "jobs",
-                                       "seed"};
+static const char *const TOP_KEYS[] = {"name",     "description",  "model",    "system", "nvlink_size",
+                                       "gpus",     "global_batch", "parallel", "compat", "training",
+                                       "topology", "jobs",         "seed"};
 
 static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, char *dst, size_t n) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
