@@ -193,6 +193,18 @@ static void test_errors(void **state) {
         {"scenario option", {"run", "@jobs/tapered.json", "--tp", "2"}, 4, {"--tp", "each job"}},
         {"analytic", {"run", "@jobs/tapered.json", "--comm", "analytic"}, 4, {"--comm", "network"}},
         {"baseline", {"run", "@jobs/tapered.json", "--baseline", "maybe"}, 4, {"--baseline", "maybe"}},
+        {"nvlink size", {"run", "@jobs/err_nvs.json"}, 2, {"jobs[1].nvlink_size", "8", "allowed: 1"}},
+        {"fabric too small", {"run", "@jobs/err_small.json"}, 2, {"gpus: 12", "16"}},
+        {"missing batch", {"run", "@jobs/err_missing.json"}, 2, {"jobs[1]", "global_batch is missing"}},
+        {"unknown key", {"run", "@jobs/err_key.json"}, 2, {"jobs[0].alloc", "unknown key"}},
+        {"policy",
+         {"run", "@jobs/err_policy.json"},
+         2,
+         {"jobs[0].allocation", "\"packd\"", "did you mean \"packed\""}},
+        {"no whole nodes",
+         {"run", "@jobs/err_full.json"},
+         2,
+         {"jobs[2].gpus", "56", "48 of the topology's 64"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         cli_expect_error(cases[i].name, cases[i].argv, cases[i].n, 2, cases[i].frags, 3);

@@ -229,7 +229,8 @@ static int attach_trace(void *ctx, step_fabric_t *f) {
                                  .streams_per_gpu = 7,
                                  .ranks = &ranks,
                                  .links = NULL,
-                                 .n_links = TRACE_LINKS_ALL,
+                                 /* every link's counter on small fabrics, as run does */
+                                 .n_links = topo_link_count(c->topo) <= 4096 ? TRACE_LINKS_ALL : 0,
                                  .link_name = link_name,
                                  .op_args = op_args,
                                  .n_groups = c->r->n,
@@ -261,9 +262,7 @@ static void jobs_result_free(jobs_result_t *r) {
     free(r);
 }
 
-static int sim_fail(int s, const step_jobs_result_t *sr, const jobs_result_t *r, const char *where,
-                    cli_diag_t *d) {
-    (void)r;
+static int sim_fail(int s, const step_jobs_result_t *sr, const char *where, cli_diag_t *d) {
     switch (sr->failed_at) {
     case STEP_SIM_AT_NETWORK:
         return cli_fail(d, CLI_EUSAGE, "%s: %s", where, sr->error);
@@ -325,9 +324,7 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
             rc = cli_fail(d, CLI_EUSAGE, "%s: the model rejected this configuration", sjob->where);
         if (rc)
             break;
-        run_opts_t jo = *o; /* the job's own interleave and optimizer step */
-        jo.schedule = o->schedule;
-        jo.optimizer = o->optimizer;
+        run_opts_t jo = *o; /* the job's own interleave and optimizer step, unless the options say */
         cmd_run_scenario_opts(&sjob->scn, &jo);
         rc = cmd_run_config(&jo, &j->cfg, &links, d);
         sum += j->job.gpus;
@@ -379,7 +376,7 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
     if (!rc) {
         const int s = step_simulate_jobs(fj, r->n, topo, &so, &r->sim);
         if (s)
-            rc = sim_fail(s, &r->sim, r, where, d);
+            rc = sim_fail(s, &r->sim, where, d);
     }
     if (tc.w) {
         char err[300];
@@ -400,7 +397,7 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
         step_jobs_result_t alone;
         const int s = step_simulate_jobs(&fj[i], 1, topo, &so, &alone);
         if (s)
-            rc = sim_fail(s, &alone, r, where, d);
+            rc = sim_fail(s, &alone, where, d);
         else {
             r->job[i].alone = alone.jobs[0];
             r->job[i].has_alone = 1;

@@ -55,10 +55,13 @@ static int parse_ranges(scn_job_t *job, const char *text, int64_t want, cli_diag
                 p++;
         }
         if (a < 0 || b < 0 || a > INT32_MAX - 1 || b > INT32_MAX - 1 || (*p && *p != ',')) {
+            static const char *const POLICIES[] = {"packed", "spread", "random"};
+            const char *hint = cli_suggest(text, POLICIES, COUNT(POLICIES));
             rc = cli_fail(d, CLI_EUSAGE,
-                          "%s.allocation: \"%.60s\" is not a policy or GPU ranges; allowed: packed, spread, "
-                          "random, or GPU ranges such as 0-63,128-191",
-                          job->where, text);
+                          "%s.allocation: \"%.60s\" is not a policy or GPU ranges%s%s%s; allowed: packed, "
+                          "spread, random, or GPU ranges such as 0-63,128-191",
+                          job->where, text, hint ? " (did you mean \"" : "", hint ? hint : "",
+                          hint ? "\"?)" : "");
             break;
         }
         if (b < a) {
