@@ -8,7 +8,8 @@
  *   below); the slowdown follows;
  * - byte-identical output twice; a random allocation depends on the seed only;
  * - bad allocations exit 2 with one line naming the job, the field and the value;
- * - the trace groups each job's processes. */
+ * - the trace groups each job's processes;
+ * - compare gives, per topology, each job's time and slowdown: run's on that topology. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -189,7 +190,10 @@ static void test_errors(void **state) {
         {"overlap", {"run", "@jobs/err_overlap.json"}, 2, {"jobs[1].allocation", "GPU 4", "job a"}},
         {"range", {"run", "@jobs/err_range.json"}, 2, {"jobs[1].allocation", "GPU 16", "beyond"}},
         {"split", {"run", "@jobs/err_split.json"}, 2, {"jobs[0].allocation", "\"4-35\"", "NVLink domain"}},
-        {"compare", {"compare", "@jobs/tapered.json"}, 2, {"jobs", "only `stepsim run`"}},
+        {"validate",
+         {"validate", "@jobs/tapered.json"},
+         2,
+         {"jobs", "only `stepsim run` and `stepsim compare`"}},
         {"scenario option", {"run", "@jobs/tapered.json", "--tp", "2"}, 4, {"--tp", "each job"}},
         {"analytic", {"run", "@jobs/tapered.json", "--comm", "analytic"}, 4, {"--comm", "network"}},
         {"baseline", {"run", "@jobs/tapered.json", "--baseline", "maybe"}, 4, {"--baseline", "maybe"}},
@@ -243,6 +247,37 @@ static void test_baseline_off_and_trace(void **state) {
     free(text);
 }
 
+/* compare with jobs: per topology each job's time and slowdown, the same as run on that topology. */
+static void test_compare(void **state) {
+    (void)state;
+    const char *taper = "ideal,{\"name\": \"taper\", \"kind\": \"fat-tree\", \"tiers\": 2, \"leaves\": 4, "
+                        "\"endpoints_per_leaf\": 4, \"spines\": 1, \"link_bandwidth_bytes_per_s\": 25e9, "
+                        "\"link_latency_s\": 0}";
+    const char *argv[] = {"compare", "@jobs/tapered.json", "--topologies", taper, "--json"};
+    cJSON *c = cli_run_json(argv, 5);
+    cJSON *r = run_json("@jobs/tapered.json", NULL);
+    const cJSON *topos = cJSON_GetObjectItemCaseSensitive(c, "topologies");
+    assert_int_equal(cJSON_GetArraySize(topos), 2);
+    const cJSON *ideal = cJSON_GetArrayItem(topos, 0), *tap = cJSON_GetArrayItem(topos, 1);
+    assert_string_equal(cli_json_str(ideal, "label"), "ideal");
+    assert_string_equal(cli_json_str(tap, "label"), "taper");
+    assert_int_equal((int)NUM(ideal, "links_met"), 0);
+    assert_int_equal((int)NUM(tap, "links_met"), 8);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *ji = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ideal, "jobs"), i);
+        const cJSON *jt = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(tap, "jobs"), i);
+        assert_rel(NUM(ji, "slowdown"), 1.0, 1e-9); /* one non-blocking switch: nothing shared */
+        assert_rel(NUM(jt, "step_time_s"), NUM(job(r, i), "step_time_s"), 1e-12);
+        assert_rel(NUM(jt, "slowdown"), NUM(job(r, i), "slowdown"), 1e-12);
+        assert_true(NUM(jt, "slowdown") > 1.0);
+    }
+    cJSON_Delete(r);
+    cJSON_Delete(c);
+    const char *csv[] = {"compare", "@jobs/tapered.json", "--csv", "/tmp/never.csv"};
+    const char *frags[] = {"--csv", "not with jobs"};
+    cli_expect_error("compare csv", csv, 4, 2, frags, 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_halves),
@@ -250,6 +285,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_baseline_off_and_trace),
+        cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 #include "scenario_jobs.h"
 #include "simpoint.h"
 #include "topo_json.h"
+#include "topo_list.h"
 
 /* ---- allocation ----------------------------------------------------------------------------------- */
 
@@ -275,8 +276,10 @@ static int sim_fail(int s, const step_jobs_result_t *sr, const char *where, cli_
     }
 }
 
-static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jobs_result_t *r,
-                    cli_diag_t *d) {
+/* The jobs resolved and the run's options checked, before any topology: r's jobs, their
+ * configurations, *links (--links) and *need (the fabric's GPUs). */
+static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jobs_result_t *r, int *links,
+                   int64_t *need_out, cli_diag_t *d) {
     const scn_jobs_t *sj = scn->jobs;
     for (int i = 0; i < a->n_scenario; i++)
         if (strcmp(a->scenario_opt[i]->name, "--topology") != 0)
@@ -284,8 +287,7 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
                             "%s: a scenario with jobs takes its model, system and layout from each job; "
                             "allowed: --topology and run's own options",
                             a->scenario_opt[i]->name);
-    int links = 5;
-    int rc = cmd_run_config(o, &r->cfg, &links, d);
+    int rc = cmd_run_config(o, &r->cfg, links, d);
     if (rc)
         return rc;
     if (r->cfg.comm != SIM_COMM_NETWORK)
@@ -326,7 +328,7 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
             break;
         run_opts_t jo = *o; /* the job's own interleave and optimizer step, unless the options say */
         cmd_run_scenario_opts(&sjob->scn, &jo);
-        rc = cmd_run_config(&jo, &j->cfg, &links, d);
+        rc = cmd_run_config(&jo, &j->cfg, links, d);
         sum += j->job.gpus;
         for (int64_t k = 0; sjob->alloc == SCN_ALLOC_GPUS && k < sjob->n_gpus; k++)
             need = sjob->gpus[k] + 1 > need ? sjob->gpus[k] + 1 : need;
@@ -342,13 +344,23 @@ static int simulate(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, j
         need = sum > need ? sum : need;
     else
         need = scn->value[SCN_GPUS];
-    /* the fabric: the scenario's topology for `need` GPUs of the scenario's system */
+    *need_out = need;
+    return CLI_OK;
+}
+
+/* The prepared jobs on the topology spec for need GPUs: placed, simulated together, each alone. */
+static int run_on(const scenario_t *scn, const topo_spec_t *spec, const char *where, const run_opts_t *o,
+                  int links, int64_t need, jobs_result_t *r, cli_diag_t *d) {
+    const scn_jobs_t *sj = scn->jobs;
+    model_system_t sys;
+    scenario_system(scn, &sys);
+    /* the fabric: the topology for `need` GPUs of the scenario's system */
     model_job_t fabric = r->job[0].job;
     fabric.system = sys;
     fabric.gpus = need;
     topo_t *topo = NULL;
-    const char *where = scn->topology.where;
-    if ((rc = simpoint_topology(&fabric, &scn->topology, where, &topo, d)))
+    int rc = simpoint_topology(&fabric, spec, where, &topo, d);
+    if (rc)
         return rc;
     snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
     r->topology_gpus = topo_gpu_count(topo);
@@ -413,9 +425,71 @@ int cmd_run_jobs(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, FILE
     jobs_result_t *r = calloc(1, sizeof *r);
     if (!r)
         return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
-    int rc = simulate(a, scn, o, r, d);
+    int links = 5;
+    int64_t need = 0;
+    int rc = prepare(a, scn, o, r, &links, &need, d);
+    if (!rc)
+        rc = run_on(scn, &scn->topology, scn->topology.where, o, links, need, r, d);
     if (!rc && print_jobs(out, r, scn, o) != 0)
         rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory while printing the JSON result");
     jobs_result_free(r);
+    return rc;
+}
+
+/* ---- compare --------------------------------------------------------------------------------------- */
+
+int cmd_compare_jobs(const cli_args_t *a, scenario_t *scn, const topo_item_t *topos, int n_topo, FILE *out,
+                     cli_diag_t *d) {
+    static const int UNSUPPORTED[] = {CLI_OPT_CSV, CLI_OPT_PLOT};
+    for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof *UNSUPPORTED; i++)
+        if (a->value[UNSUPPORTED[i]])
+            return cli_fail(d, CLI_EUSAGE, "%s: not with jobs; allowed: the text or --json tables",
+                            UNSUPPORTED[i] == CLI_OPT_CSV ? "--csv" : "--plot");
+    run_opts_t o; /* run's defaults, with compare's placement and collapse */
+    memset(&o, 0, sizeof o);
+    o.placement = a->value[CLI_OPT_PLACEMENT];
+    o.collapse = a->value[CLI_OPT_COLLAPSE];
+    o.max_memory = a->value[CLI_OPT_MAX_MEMORY];
+    cmd_run_scenario_opts(scn, &o);
+    jobs_result_t *base = calloc(1, sizeof *base);
+    jobs_result_t **rs = calloc((size_t)n_topo, sizeof *rs);
+    if (!base || !rs) {
+        free(base);
+        free(rs);
+        return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
+    }
+    int links = 5;
+    int64_t need = 0;
+    int rc = prepare(a, scn, &o, base, &links, &need, d);
+    for (int t = 0; !rc && t < n_topo; t++) {
+        rs[t] = calloc(1, sizeof *rs[t]);
+        if (rs[t]) {
+            *rs[t] = *base;
+            memset(&rs[t]->sim, 0, sizeof rs[t]->sim);
+            rs[t]->job = malloc((size_t)base->n * sizeof *rs[t]->job);
+        }
+        if (!rs[t] || !rs[t]->job) {
+            if (rs[t])
+                rs[t]->n = 0;
+            rc = cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
+            break;
+        }
+        memcpy(rs[t]->job, base->job, (size_t)base->n * sizeof *rs[t]->job);
+        char where[96];
+        snprintf(where, sizeof where, "--topologies: %s", topos[t].label);
+        rc = run_on(scn, &topos[t].spec, where, &o, links, need, rs[t], d);
+    }
+    if (!rc) {
+        const char *labels[64];
+        for (int t = 0; t < n_topo && t < 64; t++)
+            labels[t] = topos[t].label;
+        if (print_jobs_compare(out, (const jobs_result_t *const *)rs, labels, n_topo, scn,
+                               cli_has(a, CLI_OPT_JSON)) != 0)
+            rc = cli_fail(d, CLI_ERUNTIME, "compare: out of memory while printing the JSON result");
+    }
+    for (int t = 0; t < n_topo; t++)
+        jobs_result_free(rs[t]);
+    free(rs);
+    jobs_result_free(base);
     return rc;
 }

@@ -37,4 +37,12 @@ typedef struct jobs_result {
 /* `stepsim run` with jobs: the scenario is loaded (scn->jobs set); opts are run's. */
 int cmd_run_jobs(const cli_args_t *a, scenario_t *scn, const run_opts_t *opts, FILE *out, cli_diag_t *diag);
 
+/* `stepsim compare` with jobs: the jobs placed and simulated (together and alone) on each topology
+ * of the list, with run's defaults and compare's --placement, --collapse, --max-memory and
+ * --baseline; a table of each job's step time and slowdown per topology. No --csv, --plot or GPU
+ * list. */
+struct topo_item;
+int cmd_compare_jobs(const cli_args_t *a, scenario_t *scn, const struct topo_item *topos, int n_topo,
+                     FILE *out, cli_diag_t *diag);
+
 #endif

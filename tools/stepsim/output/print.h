@@ -31,6 +31,9 @@ char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job
 /* run with jobs (commands/jobs.h; o->json chooses). */
 struct jobs_result;
 int print_jobs(FILE *out, const struct jobs_result *r, const scenario_t *scn, const run_opts_t *o);
+/* compare with jobs: one result per topology (labels as listed), a table or with json its object. */
+int print_jobs_compare(FILE *out, const struct jobs_result *const *rs, const char *const *labels, int n,
+                       const scenario_t *scn, int json);
 
 /* topo's summary as text, or with json its object. */
 int print_topo(FILE *out, const topo_result_t *r, int json);

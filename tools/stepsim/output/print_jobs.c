@@ -208,3 +208,80 @@ int print_jobs(FILE *out, const jobs_result_t *r, const scenario_t *scn, const r
     cJSON_Delete(doc);
     return rc;
 }
+
+/* ---- compare ------------------------------------------------------------------------------------- */
+
+static cJSON *compare_json(const jobs_result_t *const *rs, const char *const *labels, int n,
+                           const scenario_t *scn) {
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_open_array(&w, "topologies");
+    for (int t = 0; t < n; t++) {
+        const jobs_result_t *r = rs[t];
+        json_open_object(&w, NULL);
+        json_string(&w, "label", labels[t]);
+        json_string(&w, "topology", r->topology);
+        json_int(&w, "topology_gpus", r->topology_gpus);
+        json_int(&w, "links_met", r->sim.met_total);
+        json_open_array(&w, "jobs");
+        for (int32_t i = 0; i < r->n; i++) {
+            const jobs_job_t *j = &r->job[i];
+            json_open_object(&w, NULL);
+            json_string(&w, "name", j->name);
+            json_string(&w, "topology_gpus", j->gpus_text);
+            json_number(&w, "step_time_s", j->res.step_time_s);
+            if (j->has_alone) {
+                json_number(&w, "alone_step_time_s", j->alone.step_time_s);
+                json_number(&w, "slowdown", slowdown(j));
+                json_number(&w, "cost_s", j->res.step_time_s - j->alone.step_time_s);
+                json_number(&w, "cost_pct", 100.0 * (slowdown(j) - 1.0));
+            }
+            json_number(&w, "throughput_samples_per_s",
+                        j->res.step_time_s > 0 ? (double)j->job.global_batch / j->res.step_time_s : 0.0);
+            json_close_object(&w);
+        }
+        json_close_array(&w);
+        json_close_object(&w);
+    }
+    json_close_array(&w);
+    if (n > 0) {
+        json_open_object(&w, "simulation");
+        json_string(&w, "calibration", rs[0]->calibrated ? "nccl" : "none");
+        json_string(&w, "collapse", rs[0]->n > 0 ? rs[0]->job[0].res.collapse_note : "");
+        json_int(&w, "seed", (int64_t)rs[0]->seed);
+        json_bool(&w, "baseline", rs[0]->baseline);
+        json_close_object(&w);
+    }
+    if (scn->name[0])
+        json_string(&w, "scenario", scn->name);
+    return json_take(&w);
+}
+
+int print_jobs_compare(FILE *out, const jobs_result_t *const *rs, const char *const *labels, int n,
+                       const scenario_t *scn, int json) {
+    if (json) {
+        cJSON *doc = compare_json(rs, labels, n, scn);
+        const int rc = doc ? json_print(out, doc) : -1;
+        cJSON_Delete(doc);
+        return rc;
+    }
+    fprintf(out, "stepsim compare: %d jobs on %d topologies, together and each alone on the same GPUs%s\n",
+            n > 0 ? (int)rs[0]->n : 0, n, n > 0 && !rs[0]->baseline ? " (baseline off)" : "");
+    fprintf(out, "  %-20s %-8s %-28s %14s %14s %10s %10s\n", "topology", "job", "GPUs", "together (s)",
+            "alone (s)", "slowdown", "links met");
+    for (int t = 0; t < n; t++)
+        for (int32_t i = 0; i < rs[t]->n; i++) {
+            const jobs_job_t *j = &rs[t]->job[i];
+            fprintf(out, "  %-20.20s %-8.8s %-28.28s %14.6f ", i == 0 ? labels[t] : "", j->name, j->gpus_text,
+                    j->res.step_time_s);
+            if (j->has_alone)
+                fprintf(out, "%14.6f %10.6f", j->alone.step_time_s, slowdown(j));
+            else
+                fprintf(out, "%14s %10s", "-", "-");
+            if (i == 0)
+                fprintf(out, " %10d\n", (int)rs[t]->sim.met_total);
+            else
+                fprintf(out, "\n");
+        }
+    return 0;
+}
