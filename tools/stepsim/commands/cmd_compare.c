@@ -208,7 +208,7 @@ int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     rc = topo_list_parse(topologies, r->topo, &r->n_topo, MAX_TOPOS, d);
     if (!rc && args->file) { /* a scenario with jobs: cmd_jobs.c */
         scenario_t scn;
-        rc = cli_apply_scenario(args, &scn, NULL, d);
+        rc = cli_apply_scenario(args, &scn, a.gpus_list ? "--gpus" : NULL, d);
         if (!rc && scn.jobs) {
             rc = a.gpus_list ? cli_fail(d, CLI_EUSAGE,
                                         "--gpus: \"%.60s\": not with jobs (each job has its GPU count); "
