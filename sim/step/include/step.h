@@ -224,7 +224,8 @@ typedef struct step_result {
 
 /* After step_run. SIM_OK or SIM_ESTATE (not run yet). */
 int step_result(const step_t *s, step_result_t *out);
-/* Peak activation memory of one GPU (GB), -1 if the GPU was not simulated. */
+/* Peak activation memory of one GPU (GB), -1 if the GPU was not simulated. GPU ids are the
+ * engine's: the job's own, or on a fabric the network's (step_fabric_new). */
 double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu);
 
 /* The k busiest links of the whole job by average utilisation over the step (ties: lower id first;
