@@ -247,6 +247,20 @@ static void test_baseline_off_and_trace(void **state) {
     free(text);
 }
 
+/* Each job its own system and schedule: the H100 job interleaved, the A100 one 1F1B. */
+static void test_mixed(void **state) {
+    (void)state;
+    cJSON *d = run_json("@jobs/mixed.json", NULL);
+    const cJSON *old = job(d, 0), *nu = job(d, 1);
+    assert_string_equal(cli_json_str(old, "system"), "A100");
+    assert_string_equal(cli_json_str(nu, "system"), "H100");
+    assert_string_equal(cli_json_str(old, "schedule"), "1f1b");
+    assert_string_equal(cli_json_str(nu, "schedule"), "interleaved");
+    assert_int_equal((int)NUM(nu, "virtual_stages"), 2);
+    assert_string_equal(cli_json_str(nu, "topology_gpus"), "32-63");
+    cJSON_Delete(d);
+}
+
 /* compare with jobs: per topology each job's time and slowdown, the same as run on that topology. */
 static void test_compare(void **state) {
     (void)state;
@@ -286,6 +300,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_baseline_off_and_trace),
         cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_mixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
