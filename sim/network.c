@@ -207,6 +207,8 @@ void sim_i_net_destroy(sim_net_t *n) {
     free(n->load_units);
     free(n->load_scale);
     free(n->link_load);
+    free(n->class_bytes);
+    free(n->gpu_class);
     memset(n, 0, sizeof *n);
 }
 
@@ -345,6 +347,15 @@ static void flow_complete(sim_engine_t *e, int32_t slot) {
     for (int32_t i = 0; n->load_units && i < f->n_hops; i++)
         load_add(n, n->hops[f->hop_off + i].link, -(int32_t)n->hops[f->hop_off + i].use);
     f->remaining = 0.0;
+    if (n->class_bytes) { /* the flow's bytes to its class: its collective's first member's, else its source's
+                           */
+        const int32_t g = f->coll >= 0 ? sim_op_gpu(e, e->colls[f->coll].first_op) : f->src;
+        const int32_t c = g >= 0 && g < e->n_gpus ? n->gpu_class[g] : -1;
+        for (int32_t i = 0; c >= 0 && i < f->n_hops; i++) {
+            const sim_hop_t *h = &n->hops[f->hop_off + i];
+            n->class_bytes[(int64_t)h->link * n->n_classes + c] += h->use * f->bytes;
+        }
+    }
     if (e->has_obs && e->obs.flow_end) {
         const sim_flow_info_t info = flow_info(n, slot);
         e->obs.flow_end(e->obs.ctx, e->now, &info);
@@ -630,6 +641,40 @@ int sim_link_stats(const sim_engine_t *e, int32_t link, sim_link_stats_t *out) {
     out->peak_utilization = l->peak_util;
     out->load_bytes_per_s = l->load;
     return SIM_OK;
+}
+
+int sim_engine_set_link_classes(sim_engine_t *e, int32_t n_classes, const int32_t *class_of_gpu) {
+    sim_net_t *n = &e->net;
+    if (e->started)
+        return sim_i_fail(e, SIM_ESTATE, "sim_engine_set_link_classes: the run has started");
+    if (n_classes < 1 || n_classes > 1 << 16 || !class_of_gpu)
+        return sim_i_fail(e, SIM_EINVAL, "sim_engine_set_link_classes: n_classes %d; allowed: 1..65536",
+                          (int)n_classes);
+    for (int32_t g = 0; g < e->n_gpus; g++)
+        if (class_of_gpu[g] < -1 || class_of_gpu[g] >= n_classes)
+            return sim_i_fail(e, SIM_EINVAL, "sim_engine_set_link_classes: GPU %d: class %d; allowed: -1..%d",
+                              (int)g, (int)class_of_gpu[g], (int)n_classes - 1);
+    double *b = calloc((size_t)(n->n_links > 0 ? n->n_links : 1) * (size_t)n_classes, sizeof *b);
+    int32_t *c = malloc((size_t)(e->n_gpus > 0 ? e->n_gpus : 1) * sizeof *c);
+    if (!b || !c) {
+        free(b);
+        free(c);
+        return sim_i_fail(e, SIM_ENOMEM, "sim_engine_set_link_classes: out of memory");
+    }
+    memcpy(c, class_of_gpu, (size_t)e->n_gpus * sizeof *c);
+    free(n->class_bytes);
+    free(n->gpu_class);
+    n->class_bytes = b;
+    n->gpu_class = c;
+    n->n_classes = n_classes;
+    return SIM_OK;
+}
+
+double sim_link_class_bytes(const sim_engine_t *e, int32_t link, int32_t c) {
+    const sim_net_t *n = &e->net;
+    if (!n->class_bytes || link < 0 || link >= n->n_links || c < 0 || c >= n->n_classes)
+        return 0.0;
+    return n->class_bytes[(int64_t)link * n->n_classes + c];
 }
 
 /* Keep the k best (utilisation desc, id asc) in the caller's arrays by insertion: k is small. */

@@ -111,6 +111,11 @@ typedef struct sim_net {
      * callback reads */
     int32_t *load_units;
     double *load_scale, *link_load;
+    /* bytes per link and class of GPUs (sim_engine_set_link_classes; NULL: not kept): [link x
+     * n_classes], and the class of every GPU */
+    double *class_bytes;
+    int32_t *gpu_class;
+    int32_t n_classes;
 } sim_net_t;
 
 /* ---- collectives -------------------------------------------------------------------------------- */

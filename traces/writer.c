@@ -58,10 +58,12 @@ struct trace_writer {
     trace_op_args_fn op_args;
     trace_link_name_fn link_name;
     void *ctx;
-    char *scenario;   /* verbatim JSON object text, or NULL */
-    char *ranks_text; /* normalised, for the metadata */
-    uint8_t *gpu_on;  /* [n_gpus]: passes the rank filter */
-    uint8_t *thread_named, *node_named;
+    char *scenario;                     /* verbatim JSON object text, or NULL */
+    char *ranks_text;                   /* normalised, for the metadata */
+    uint8_t *gpu_on;                    /* [n_gpus]: passes the rank filter */
+    uint8_t *thread_named, *node_named; /* node_named: per process (pid - 1) */
+    int32_t n_groups, *group;           /* process groups: per GPU its group, -1; NULL: none */
+    void (*group_name)(void *ctx, int32_t group, char *buf, size_t buf_size);
     int links_named;
     /* Link counters: every link (links_all) or those with link_on[id] set. */
     int links_all;
@@ -287,8 +289,10 @@ static void end_event(trace_writer_t *w) {
     w->line_len = 0;
 }
 
-static int32_t pid_of_node(int32_t node) {
-    return node + 1;
+/* The process of a GPU: its node's, or with groups its group's and node's. */
+static int32_t pid_of_gpu(const trace_writer_t *w, int32_t gpu) {
+    const int32_t node = gpu / w->gpn, k = w->group ? w->group[gpu] : -1;
+    return (k + 1) * w->n_nodes + node + 1;
 }
 
 static int32_t tid_of(const trace_writer_t *w, int32_t gpu, int32_t stream) {
@@ -323,14 +327,17 @@ static void ensure_thread(trace_writer_t *w, int32_t gpu, int32_t stream) {
     if (w->thread_named[idx])
         return;
     w->thread_named[idx] = 1;
-    const int32_t node = gpu / w->gpn, pid = pid_of_node(node), tid = tid_of(w, gpu, stream);
+    const int32_t node = gpu / w->gpn, pid = pid_of_gpu(w, gpu), tid = tid_of(w, gpu, stream);
     char buf[64];
-    if (!w->node_named[node]) {
-        w->node_named[node] = 1;
-        snprintf(buf, sizeof buf, "node %d", (int)node);
+    if (!w->node_named[pid - 1]) {
+        w->node_named[pid - 1] = 1;
+        char group[48] = "";
+        if (w->group && w->group[gpu] >= 0 && w->group_name)
+            w->group_name(w->ctx, w->group[gpu], group, sizeof group);
+        snprintf(buf, sizeof buf, "%s%snode %d", group, group[0] ? " / " : "", (int)node);
         /* Every event carries a tid of its own process: Perfetto keys threads by tid alone. */
         put_meta(w, pid, tid, "process_name", buf, 0);
-        put_meta(w, pid, tid, "process_sort_index", NULL, node + 1);
+        put_meta(w, pid, tid, "process_sort_index", NULL, pid);
     }
     if (stream == 0)
         snprintf(buf, sizeof buf, "gpu %d compute", (int)gpu);
@@ -341,7 +348,7 @@ static void ensure_thread(trace_writer_t *w, int32_t gpu, int32_t stream) {
 }
 
 static int32_t links_pid(const trace_writer_t *w) {
-    return w->n_nodes + 1;
+    return (w->n_groups + 1) * w->n_nodes + 1;
 }
 
 static int32_t links_tid(const trace_writer_t *w) {
@@ -405,7 +412,7 @@ static void put_gpu_sample(trace_writer_t *w, int32_t gpu, const char *name, dou
     ensure_thread(w, gpu, 0);
     if (begin_event(w))
         return;
-    counter_head(w, pid_of_node(gpu / w->gpn), tid_of(w, gpu, 0));
+    counter_head(w, pid_of_gpu(w, gpu), tid_of(w, gpu, 0));
     lb_cstr(w, "\"gpu ");
     lb_i64(w, gpu);
     lb_char(w, ' ');
@@ -634,7 +641,7 @@ static void put_flow(trace_writer_t *w, char ph, int64_t ts, int32_t gpu, int32_
     lb_cstr(w, ph == 's' ? "{\"ph\":\"s\",\"ts\":" : "{\"ph\":\"f\",\"bp\":\"e\",\"ts\":");
     lb_units(w, ts);
     lb_cstr(w, ",\"pid\":");
-    lb_i64(w, pid_of_node(gpu / w->gpn));
+    lb_i64(w, pid_of_gpu(w, gpu));
     lb_cstr(w, ",\"tid\":");
     lb_i64(w, tid_of(w, gpu, stream));
     lb_cstr(w, ",\"name\":");
@@ -715,7 +722,7 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
         lb_cstr(w, ",\"dur\":");
         lb_units(w, u1 - u0);
         lb_cstr(w, ",\"pid\":");
-        lb_i64(w, pid_of_node(op->gpu / w->gpn));
+        lb_i64(w, pid_of_gpu(w, op->gpu));
         lb_cstr(w, ",\"tid\":");
         lb_i64(w, tid_of(w, op->gpu, op->stream));
         lb_cstr(w, ",\"name\":");
@@ -762,6 +769,7 @@ static void writer_free(trace_writer_t *w) {
     free(w->gpu_on);
     free(w->thread_named);
     free(w->node_named);
+    free(w->group);
     free(w->link_on);
     free(w->ls);
     free(w->names);
@@ -897,8 +905,16 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
     w->ranks_text = ranks_text(o->ranks);
     w->gpu_on = malloc((size_t)w->n_gpus);
     w->thread_named = calloc((size_t)w->n_gpus * (size_t)w->streams, 1);
-    w->node_named = calloc((size_t)w->n_nodes, 1);
-    if (!w->path || !w->tmp_path || !w->ranks_text || !w->gpu_on || !w->thread_named || !w->node_named)
+    w->n_groups = o->n_groups > 0 && o->gpu_group ? o->n_groups : 0;
+    w->group_name = o->group_name;
+    w->node_named = calloc((size_t)w->n_nodes * (size_t)(w->n_groups + 1), 1);
+    if (w->n_groups > 0 && (w->group = malloc((size_t)w->n_gpus * sizeof *w->group)) != NULL)
+        for (int32_t g = 0; g < w->n_gpus; g++) {
+            const int32_t k = o->gpu_group(o->ctx, g);
+            w->group[g] = k >= 0 && k < w->n_groups ? k : -1;
+        }
+    if (!w->path || !w->tmp_path || !w->ranks_text || !w->gpu_on || !w->thread_named || !w->node_named ||
+        (w->n_groups > 0 && !w->group))
         goto oom;
     sprintf(w->tmp_path, "%s.tmp", path);
     for (int32_t g = 0; g < w->n_gpus; g++)

@@ -629,4 +629,17 @@ int sim_link_stats(const sim_engine_t *e, int32_t link, sim_link_stats_t *out); 
  * O(links x k). */
 int32_t sim_links_busiest(const sim_engine_t *e, int32_t k, int32_t *links, double *utilization);
 
+/* Bytes per link and per class of GPUs as well (e.g. per job of several sharing a fabric):
+ * class_of_gpu[0..n_gpus) in -1..n_classes-1 (copied; -1: not counted). A flow counts for the class
+ * of its collective's first member (a flow of sim_flow_add: of its source GPU), with its bytes on
+ * every link of its route (times the crossings of a coflow's merged route) when it ends, so after a
+ * run the classes of a link add up to its bytes (sim_link_stats) less at most one picosecond at the
+ * link's rate per flow (the link integrates its load up to completion times rounded up to whole
+ * picoseconds). Before the run:
+ * SIM_OK, SIM_EINVAL (a class out of range), SIM_ENOMEM, SIM_ESTATE. Memory: n_links x n_classes
+ * doubles; O(route length) per flow end, no allocation. */
+int sim_engine_set_link_classes(sim_engine_t *e, int32_t n_classes, const int32_t *class_of_gpu);
+/* The bytes class c carried on link so far (0 without classes or out of range). */
+double sim_link_class_bytes(const sim_engine_t *e, int32_t link, int32_t c);
+
 #endif

@@ -14,6 +14,21 @@ static int fail(step_sim_result_t *out, step_sim_stage_t at, int rc, const char 
     return rc;
 }
 
+/* The topology as the engine's network, and NCCL's calibration on engine when asked for: NULL or
+ * the message of a failure. */
+static const char *network_of(const struct topo *topo, const step_sim_options_t *opts,
+                              sim_network_desc_t *net, sim_config_t *engine, int *calibrated) {
+    if (!topo)
+        return "network communication needs a topology";
+    if (sim_topo_network(topo, net) != SIM_OK)
+        return "too large for the engine (more than 2^31 GPUs or links)";
+    if (opts->calibrate) {
+        sim_config_nccl_topology(engine, topo);
+        *calibrated = 1;
+    }
+    return NULL;
+}
+
 int step_simulate(const model_job_t *job, const struct topo *topo, const step_sim_options_t *opts,
                   step_sim_result_t *out) {
     memset(out, 0, sizeof *out);
@@ -21,17 +36,9 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     sim_network_desc_t net;
     memset(&net, 0, sizeof net);
     const int network = cfg.comm == SIM_COMM_NETWORK;
-    if (network) {
-        if (!topo)
-            return fail(out, STEP_SIM_AT_NETWORK, SIM_EINVAL, "network communication needs a topology");
-        if (sim_topo_network(topo, &net) != SIM_OK)
-            return fail(out, STEP_SIM_AT_NETWORK, SIM_EINVAL,
-                        "too large for the engine (more than 2^31 GPUs or links)");
-        if (opts->calibrate) {
-            sim_config_nccl_topology(&cfg.engine, topo);
-            out->calibrated = 1;
-        }
-    }
+    const char *bad = network ? network_of(topo, opts, &net, &cfg.engine, &out->calibrated) : NULL;
+    if (bad)
+        return fail(out, STEP_SIM_AT_NETWORK, SIM_EINVAL, bad);
     out->engine = cfg.engine;
     step_t *step = NULL;
     char err[300] = "";
@@ -88,4 +95,112 @@ void step_sim_result_destroy(step_sim_result_t *r) {
         return;
     free(r->stage_peak_activations_gb);
     r->stage_peak_activations_gb = NULL;
+}
+
+/* ---- several jobs on one topology ---------------------------------------------------------------- */
+
+static int jobs_fail(step_jobs_result_t *out, step_sim_stage_t at, int rc, const char *msg) {
+    out->failed_at = at;
+    snprintf(out->error, sizeof out->error, "%s", msg);
+    return rc;
+}
+
+/* The links that carried bytes of more than one job: how many, and the k busiest (utilisation over
+ * end_ps, ties by id) with every job's bytes. */
+static int links_met(const step_fabric_t *f, const struct topo *topo, int32_t k, step_jobs_result_t *out) {
+    const sim_engine_t *e = step_fabric_engine(f);
+    const int32_t nj = out->n_jobs, nl = (int32_t)topo_link_count(topo);
+    out->met_job_bytes = calloc((size_t)(k > 0 ? k : 1) * (size_t)nj, sizeof *out->met_job_bytes);
+    if (!out->met_job_bytes)
+        return SIM_ENOMEM;
+    for (int32_t l = 0; l < nl; l++) {
+        int32_t jobs = 0;
+        for (int32_t j = 0; j < nj; j++)
+            jobs += step_fabric_link_bytes(f, l, j) > 0.0;
+        if (jobs < 2)
+            continue;
+        out->met_total++;
+        sim_link_stats_t ls; /* its utilisation over the run: the engine's clock ends with the last job */
+        if (sim_link_stats(e, l, &ls) != SIM_OK)
+            continue;
+        const double util = ls.utilization;
+        if (out->n_met == k && (k == 0 || util <= out->met_utilization[k - 1]))
+            continue;
+        int32_t i = out->n_met < k ? out->n_met++ : k - 1;
+        for (; i > 0 && util > out->met_utilization[i - 1]; i--) {
+            out->met_link[i] = out->met_link[i - 1];
+            out->met_utilization[i] = out->met_utilization[i - 1];
+        }
+        out->met_link[i] = l;
+        out->met_utilization[i] = util;
+    }
+    for (int32_t i = 0; i < out->n_met; i++) {
+        topo_link_name(topo, out->met_link[i], out->met_names[i], sizeof out->met_names[i]);
+        for (int32_t j = 0; j < nj; j++)
+            out->met_job_bytes[(int64_t)i * nj + j] = step_fabric_link_bytes(f, out->met_link[i], j);
+    }
+    return SIM_OK;
+}
+
+int step_simulate_jobs(const step_fabric_job_t *jobs, int32_t n_jobs, const struct topo *topo,
+                       const step_sim_options_t *opts, step_jobs_result_t *out) {
+    memset(out, 0, sizeof *out);
+    sim_config_t engine = opts->step.engine;
+    sim_network_desc_t net;
+    memset(&net, 0, sizeof net);
+    const char *bad = network_of(topo, opts, &net, &engine, &out->calibrated);
+    if (bad)
+        return jobs_fail(out, STEP_SIM_AT_NETWORK, SIM_EINVAL, bad);
+    out->engine = engine;
+    step_fabric_t *f = NULL;
+    char err[300] = "";
+    int rc = step_fabric_new(jobs, n_jobs, &engine, &net, &f, err, sizeof err);
+    if (rc)
+        return jobs_fail(out, STEP_SIM_AT_BUILD, rc, rc == SIM_ENOMEM && !err[0] ? "out of memory" : err);
+    if (opts->before_run_fabric && (rc = opts->before_run_fabric(opts->ctx, f)) != 0) {
+        step_fabric_free(f);
+        out->failed_at = STEP_SIM_AT_HOOK;
+        return rc;
+    }
+    if (opts->progress)
+        step_fabric_set_progress(f, opts->progress, opts->progress_ctx);
+    if ((rc = step_fabric_run(f)) != SIM_OK) {
+        jobs_fail(out, STEP_SIM_AT_RUN, rc, step_fabric_last_error(f));
+        step_fabric_free(f);
+        return rc;
+    }
+    out->n_jobs = n_jobs;
+    out->jobs = calloc((size_t)n_jobs, sizeof *out->jobs);
+    if (!out->jobs) {
+        step_fabric_free(f);
+        return jobs_fail(out, STEP_SIM_AT_RUN, SIM_ENOMEM, "out of memory");
+    }
+    for (int32_t j = 0; j < n_jobs; j++) {
+        if ((rc = step_result(step_fabric_step(f, j), &out->jobs[j])) != SIM_OK) {
+            step_fabric_free(f);
+            return jobs_fail(out, STEP_SIM_AT_RUN, rc, rc == SIM_ENOMEM ? "out of memory" : "no result");
+        }
+        out->operations += out->jobs[j].operations;
+        if (out->jobs[j].step_time_s > out->end_s)
+            out->end_s = out->jobs[j].step_time_s;
+    }
+    sim_engine_stats_t es;
+    sim_engine_stats(step_fabric_engine(f), &es);
+    out->events = es.events;
+    out->flows = es.flows_started;
+    const int32_t k = opts->links < 0                    ? 0
+                      : opts->links > STEP_SIM_MAX_LINKS ? STEP_SIM_MAX_LINKS
+                                                         : opts->links;
+    rc = links_met(f, topo, k, out);
+    step_fabric_free(f);
+    return rc ? jobs_fail(out, STEP_SIM_AT_RUN, rc, "out of memory") : SIM_OK;
+}
+
+void step_jobs_result_destroy(step_jobs_result_t *r) {
+    if (!r)
+        return;
+    free(r->jobs);
+    free(r->met_job_bytes);
+    r->jobs = NULL;
+    r->met_job_bytes = NULL;
 }

@@ -25,6 +25,7 @@ int step_fail(step_t *s, int status, const char *fmt, ...) {
 }
 
 int step_meta_reserve(step_t *s, int32_t n_ops) {
+    n_ops -= s->op0; /* op ids from op0 */
     if (n_ops <= s->cap_rec)
         return SIM_OK;
     int64_t cap = s->cap_rec > 0 ? s->cap_rec : 1024;
@@ -118,12 +119,12 @@ int step_meta_put(step_t *s, sim_op_id_t op, const step_meta_t *m) {
     const int32_t k = info_intern(s, &in);
     if (k < 0)
         return step_fail(s, SIM_ENOMEM, "step: out of memory for operation metadata");
-    s->rec[op].info = k;
+    s->rec[op - s->op0].info = k;
     return SIM_OK;
 }
 
 void step_meta_get(const step_t *s, sim_op_id_t op, step_meta_t *m) {
-    const step_info_t *in = &s->info[s->rec[op].info];
+    const step_info_t *in = &s->info[s->rec[op - s->op0].info];
     const int32_t gpu = sim_op_gpu(s->e, op);
     *m = (step_meta_t){.gpu = gpu,
                        .coll = sim_op_collective(s->e, op),
@@ -476,10 +477,10 @@ static int stage_gpus(step_t *s) {
         per *= s->collapsed_dim[order[i]] ? 1 : s->n[order[i]];
     s->per_stage = (int32_t)per;
     s->stage_gpus = malloc((size_t)s->pp * (size_t)per * sizeof *s->stage_gpus);
-    s->gpu_stage = malloc((size_t)s->gpus * sizeof *s->gpu_stage);
+    s->gpu_stage = malloc((size_t)s->engine_gpus * sizeof *s->gpu_stage);
     if (!s->stage_gpus || !s->gpu_stage)
         return step_fail(s, SIM_ENOMEM, "step: out of memory");
-    for (int32_t g = 0; g < s->gpus; g++)
+    for (int32_t g = 0; g < s->engine_gpus; g++)
         s->gpu_stage[g] = -1;
     for (int32_t p = 0; p < s->pp; p++)
         for (int64_t j = 0; j < per; j++) {
@@ -489,7 +490,8 @@ static int stage_gpus(step_t *s) {
                     x[order[i]] = rem % s->n[order[i]];
                     rem /= s->n[order[i]];
                 }
-            s->stage_gpus[(int64_t)p * per + j] = step_gpu(s, x);
+            const int32_t gpu = step_gpu(s, x);
+            s->stage_gpus[(int64_t)p * per + j] = s->map ? s->map[gpu] : gpu;
             s->gpu_stage[s->stage_gpus[(int64_t)p * per + j]] = p;
         }
     return SIM_OK;
@@ -577,13 +579,15 @@ static int make_network(step_t *s, const sim_network_desc_t *net) {
     if (s->cfg.comm == SIM_COMM_NETWORK) {
         if (!net)
             return step_fail(s, SIM_EINVAL, "network: required with network communication");
-        if (net->n_gpus != s->gpus)
+        if (s->map ? net->n_gpus < s->gpus : net->n_gpus != s->gpus)
             return step_fail(s, SIM_EINVAL, "network: %d GPUs, but the job has %d; allowed: %d", net->n_gpus,
                              s->gpus, s->gpus);
         s->net = *net;
+        s->engine_gpus = net->n_gpus;
         s->gpus_per_domain = net->gpus_per_domain > 0 ? net->gpus_per_domain : 1;
         return SIM_OK;
     }
+    s->engine_gpus = s->gpus;
     int64_t g = s->job.system.nvlink_size;
     if (g < 1 || g > s->gpus)
         g = g < 1 ? 1 : s->gpus;
@@ -617,8 +621,9 @@ static void per_domain_counts(step_t *s) {
     free(m);
 }
 
-int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net, step_t **out,
-             char *err, size_t err_size) {
+/* step_new, or with shared (map given) a step on a fabric's engine. */
+static int create(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net,
+                  sim_engine_t *shared, const int32_t *map, step_t **out, char *err, size_t err_size) {
     *out = NULL;
     if (err && err_size)
         err[0] = '\0';
@@ -633,7 +638,20 @@ int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network
         s->cfg = *cfg;
     else
         step_config_default(&s->cfg);
-    int rc = check_job(s);
+    int rc = SIM_OK;
+    if (shared) {
+        /* identical ranks of one job are not identical once other jobs share their links */
+        s->cfg.collapse = STEP_COLLAPSE_OFF;
+        if (s->cfg.comm != SIM_COMM_NETWORK)
+            rc = step_fail(s, SIM_EINVAL, "comm: jobs on one fabric need network communication");
+        s->map = malloc((size_t)(job->gpus > 0 ? job->gpus : 1) * sizeof *s->map);
+        if (!rc && !s->map)
+            rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
+        for (int64_t g = 0; !rc && g < job->gpus; g++)
+            s->map[g] = map[g];
+    }
+    if (!rc)
+        rc = check_job(s);
     if (!rc) {
         s->n[STEP_DIM_TP] = job->par.strategy == MODEL_STRATEGY_1D ? job->par.tp : job->par.tp1;
         s->n[STEP_DIM_CP] = job->par.strategy == MODEL_STRATEGY_1D ? 1 : job->par.tp2;
@@ -657,9 +675,16 @@ int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network
         s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb;
         rc = decide(s);
     }
+    if (!rc && shared)
+        snprintf(s->collapse_note, sizeof s->collapse_note,
+                 "off: every GPU simulated (jobs share the fabric: no collapse within or across jobs)");
     if (!rc)
         rc = stage_gpus(s);
-    if (!rc) {
+    if (!rc && shared) {
+        s->e = shared;
+        s->op0 = sim_op_count(shared);
+    } else if (!rc) {
+        s->own_engine = 1;
         sim_config_t ec = s->cfg.engine;
         ec.comm_streams = STEP_COMM_STREAMS;
         ec.comm_mode = s->cfg.comm;
@@ -672,16 +697,18 @@ int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network
             step_fail(s, rc, "engine: %s", eerr);
     }
     if (!rc) {
-        s->act_gb = calloc((size_t)s->gpus, sizeof *s->act_gb);
-        s->peak_act_gb = calloc((size_t)s->gpus, sizeof *s->peak_act_gb);
+        s->act_gb = calloc((size_t)s->engine_gpus, sizeof *s->act_gb);
+        s->peak_act_gb = calloc((size_t)s->engine_gpus, sizeof *s->peak_act_gb);
         if (!s->act_gb || !s->peak_act_gb)
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
         /* full recomputation: the working set of the one block being recomputed, as the model */
-        for (int32_t g = 0; !rc && recompute_full(s) && g < s->gpus; g++)
-            s->act_gb[g] = s->peak_act_gb[g] = s->est.block.activations_gb;
+        for (int64_t i = 0; !rc && recompute_full(s) && i < (int64_t)s->pp * s->per_stage; i++)
+            s->act_gb[s->stage_gpus[i]] = s->peak_act_gb[s->stage_gpus[i]] = s->est.block.activations_gb;
     }
     if (!rc)
         rc = step_build(s);
+    if (!rc)
+        s->op_end = sim_op_count(s->e);
     if (rc) {
         if (err && err_size)
             snprintf(err, err_size, "%s", s->err[0] ? s->err : sim_status_name(rc));
@@ -692,10 +719,22 @@ int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network
     return SIM_OK;
 }
 
+int step_new(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net, step_t **out,
+             char *err, size_t err_size) {
+    return create(job, cfg, net, NULL, NULL, out, err, err_size);
+}
+
+int step_new_shared(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net,
+                    sim_engine_t *e, const int32_t *map, step_t **out, char *err, size_t err_size) {
+    return create(job, cfg, net, e, map, out, err, err_size);
+}
+
 void step_free(step_t *s) {
     if (!s)
         return;
-    sim_engine_free(s->e);
+    if (s->own_engine)
+        sim_engine_free(s->e);
+    free(s->map);
     sim_star_destroy(&s->star);
     free(s->stage_gpus);
     for (int32_t i = 0; i < s->n_fixed; i++) {
@@ -723,10 +762,9 @@ static void obs_op_start(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
     s->user_obs.op_start(s->user_obs.ctx, t, op);
 }
 
-static void obs_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
-    step_t *s = ctx;
-    if (op->op >= 0 && op->op < s->cap_rec) {
-        const double act = s->info[s->rec[op->op].info].act_gb;
+void step_op_ended(step_t *s, sim_time_ps_t t, const sim_op_info_t *op) {
+    if (op->op >= s->op0 && op->op - s->op0 < s->cap_rec) {
+        const double act = s->info[s->rec[op->op - s->op0].info].act_gb;
         if (act != 0.0) {
             const int32_t g = op->gpu;
             double *a = &s->act_gb[g];
@@ -739,6 +777,15 @@ static void obs_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
                 s->mem_fn(s->mem_ctx, t, g, s->static_gb + *a);
         }
     }
+}
+
+void step_mark_ran(step_t *s) {
+    s->ran = 1;
+}
+
+static void obs_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
+    step_t *s = ctx;
+    step_op_ended(s, t, op);
     if (s->user_obs.op_end)
         s->user_obs.op_end(s->user_obs.ctx, t, op);
 }
@@ -780,6 +827,8 @@ void step_set_progress(step_t *s, sim_progress_fn fn, void *ctx) {
 int step_run(step_t *s) {
     if (s->ran)
         return step_fail(s, SIM_ESTATE, "step: already run");
+    if (!s->own_engine)
+        return step_fail(s, SIM_ESTATE, "step: on a shared engine, run by its fabric");
     const sim_observer_t obs = {.ctx = s,
                                 .op_start = s->user_obs.op_start ? obs_op_start : NULL,
                                 .op_end = obs_op_end,
@@ -841,8 +890,7 @@ static int push_edge(edge_t **e, int64_t *n, int64_t *cap, sim_time_ps_t a, sim_
 static int breakdown(const step_t *s, sim_time_ps_t end, int32_t gpu, step_breakdown_t *out) {
     edge_t *ev = NULL;
     int64_t n = 0, cap = 0;
-    const int32_t n_ops = sim_op_count(s->e);
-    for (int32_t op = 0; op < n_ops; op++) {
+    for (int32_t op = s->op0; op < s->op_end; op++) {
         if (sim_op_gpu(s->e, op) != gpu)
             continue;
         step_meta_t mm;
@@ -900,10 +948,10 @@ int step_result(const step_t *s, step_result_t *r) {
     if (!s->ran)
         return SIM_ESTATE;
     memset(r, 0, sizeof *r);
-    const int32_t n_ops = sim_op_count(s->e);
+    const int32_t n_ops = s->op_end - s->op0;
     sim_time_ps_t end = 0;
     int32_t crit = -1, crit_stage = -1;
-    for (int32_t op = 0; op < n_ops; op++) {
+    for (int32_t op = s->op0; op < s->op_end; op++) {
         sim_time_ps_t st, en;
         sim_op_times(s->e, op, &st, &en);
         if (en == SIM_TIME_NEVER)
@@ -949,7 +997,7 @@ int step_result(const step_t *s, step_result_t *r) {
 }
 
 double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu) {
-    if (gpu < 0 || gpu >= s->gpus)
+    if (gpu < 0 || gpu >= s->engine_gpus)
         return -1.0;
     for (int64_t i = 0; i < (int64_t)s->pp * s->per_stage; i++)
         if (s->stage_gpus[i] == gpu)
@@ -958,7 +1006,7 @@ double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu) {
 }
 
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
-    if (op < 0 || op >= sim_op_count(s->e) || op >= s->cap_rec)
+    if (op < s->op0 || op >= s->op_end || op - s->op0 >= s->cap_rec)
         return SIM_EINVAL;
     static const char *const PASS[3] = {"fwd", "bwd", "opt"};
     static const char *const GROUP[4] = {"tp", "cp", "dp", "pp"};

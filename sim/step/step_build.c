@@ -920,10 +920,10 @@ int step_build(step_t *s) {
                        "step: out of memory for the schedule of %lld passes x %d GPUs per stage",
                        (long long)(pp * nit), b.n);
     /* Room for the estimated operations at once (untouched room costs no memory; more still fits). */
-    if (!rc && s->est_ops > 0 && sim_engine_reserve(s->e, s->est_ops, s->est_ops) != SIM_OK)
+    if (!rc && s->est_ops > 0 && sim_engine_reserve(s->e, s->op0 + s->est_ops, s->op0 + s->est_ops) != SIM_OK)
         rc = engine_fail(&b, SIM_ENOMEM);
-    if (!rc && s->est_ops > 0 && s->est_ops <= INT32_MAX)
-        rc = step_meta_reserve(s, (int32_t)s->est_ops);
+    if (!rc && s->est_ops > 0 && s->op0 + s->est_ops <= INT32_MAX)
+        rc = step_meta_reserve(s, (int32_t)(s->op0 + s->est_ops));
     if (!rc)
         rc = precompute(s);
     if (!rc)

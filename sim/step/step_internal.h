@@ -170,9 +170,25 @@ struct sim_step {
     double *act_gb, *peak_act_gb; /* per GPU */
     int ran;
     char err[256];
+    /* the engine's GPUs and operations: a step of its own owns its engine (GPU r of the job is
+     * engine GPU r, its operations are all the engine's); a step of a fabric (step_fabric_new)
+     * shares the engine with other jobs: its GPU r is engine GPU map[r] and its operations are the
+     * ids [op0, op_end). Every GPU id in the step's arrays and results is the engine's. */
+    int32_t engine_gpus;
+    int32_t *map; /* [gpus]; NULL: identity */
+    int own_engine;
+    sim_op_id_t op0, op_end;
 };
 
 /* step.c */
+/* Build job's step onto the shared engine e, its GPU r on engine GPU map[r] (copied; distinct, below
+ * net->n_gpus); network communication, every GPU simulated. As step_new otherwise. */
+int step_new_shared(const model_job_t *job, const step_config_t *cfg, const sim_network_desc_t *net,
+                    sim_engine_t *e, const int32_t *map, step_t **out, char *err, size_t err_size);
+/* The step's bookkeeping of an operation that ended (activation memory), for a fabric's observer. */
+void step_op_ended(step_t *s, sim_time_ps_t t, const sim_op_info_t *op);
+/* The shared engine ran: results may be asked for. */
+void step_mark_ran(step_t *s);
 int step_fail(step_t *s, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Reserve metadata for op ids up to (excluding) n_ops. SIM_OK or SIM_ENOMEM. */
 int step_meta_reserve(step_t *s, int32_t n_ops);

@@ -122,6 +122,8 @@ int cmd_run_compute(scenario_t *scn, const run_opts_t *opts, run_result_t **r, c
 void run_result_free(run_result_t *r);
 /* The run's own options checked (the values of --comm, --schedule, ...): CLI_OK or one line. */
 int cmd_run_check(const run_opts_t *opts, cli_diag_t *diag);
+/* The same into the step configuration they give, and --links into *links. */
+int cmd_run_config(const run_opts_t *opts, step_config_t *cfg, int *links, cli_diag_t *diag);
 
 /* The scenario's part of the simulated step, the same for run, compare and validate: --interleave V
  * (training.interleave) makes the schedule interleaved with V virtual stages unless opts->schedule

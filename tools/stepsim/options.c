@@ -110,6 +110,9 @@ static const cli_option_t OPTIONS[] = {
     {"--calibration", "C", R | C, "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none",
      CLI_OPT_CALIBRATION},
     {"--links", "K", R, "5", "how many of the busiest links to report (0..64)", CLI_OPT_LINKS},
+    {"--baseline", "on|off", R | P, "on",
+     "with jobs: also simulate each job alone on its GPUs and report its slowdown; off skips it",
+     CLI_OPT_BASELINE},
     {"--max-memory", "GB", R | P | V, "half the physical memory",
      "memory budget of the simulation: a step whose estimate (0.2 GB and 64 bytes per operation) is "
      "larger is refused before it is built (exit 2)",
@@ -558,6 +561,12 @@ int cli_apply_scenario(const cli_args_t *a, scenario_t *scn, const char *skip, c
     for (int i = 0; !rc && i < a->n_scenario; i++)
         if (!skip || strcmp(a->scenario_opt[i]->name, skip) != 0)
             rc = scenario_set_option(scn, a->scenario_opt[i]->name, a->scenario_value[i], d);
+    if (!rc && scn->jobs && a->cmd != CLI_CMD_RUN && a->cmd != CLI_CMD_COMPARE)
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "%s: jobs: only `stepsim run` and `stepsim compare` simulate several jobs on one fabric; "
+            "allowed: run, compare",
+            a->file);
     return rc;
 }
 

@@ -86,6 +86,7 @@ typedef enum cli_opt {
     CLI_OPT_SHARD,
     CLI_OPT_PROGRESS,
     CLI_OPT_QUIET,
+    CLI_OPT_BASELINE,
     CLI_OPT_COUNT
 } cli_opt_t;
 

@@ -14,12 +14,12 @@
  *   renames it onto PATH, so an interrupted run never leaves a truncated PATH; trace_writer_abort
  *   (and a failed close) removes PATH.tmp.
  * - Layout of the trace: one process per node (pid = node + 1: Perfetto treats pid 0 and tid 0 as
- *   the kernel's idle task), one thread per GPU stream (tid = gpu x streams_per_gpu + stream + 1,
- *   unique over the whole trace, as Perfetto requires), named "node 3", "gpu 25 compute",
- *   "gpu 25 comm 1"; a process "links" (pid = nodes + 1) holds the link utilisation counters.
- *   Operations are complete events ("X"); each point-to-point message (a SIM_COLL_SENDRECV
- *   collective: its SIM_OP_SEND and SIM_OP_RECV members share a coll id) is a flow arrow ("s"/"f",
- *   id = coll id) from the send's slice to the receive's; counters are "C" events. docs/traces.md
+ *   the kernel's idle task; with process groups, one per group and node, trace_options_t.n_groups), one
+ * thread per GPU stream (tid = gpu x streams_per_gpu + stream + 1, unique over the whole trace, as Perfetto
+ * requires), named "node 3", "gpu 25 compute", "gpu 25 comm 1"; a process "links" (pid = nodes + 1) holds the
+ * link utilisation counters. Operations are complete events ("X"); each point-to-point message (a
+ * SIM_COLL_SENDRECV collective: its SIM_OP_SEND and SIM_OP_RECV members share a coll id) is a flow arrow
+ * ("s"/"f", id = coll id) from the send's slice to the receive's; counters are "C" events. docs/traces.md
  *   describes every field.
  * - Units: simulated time is integer picoseconds (sim_time_ps_t); the trace's "ts"/"dur" are
  *   microseconds printed from integers, never through floating point: by default rounded down to
@@ -128,6 +128,14 @@ typedef struct trace_options {
     trace_op_args_fn op_args;     /* NULL: args hold only the collective's id */
     void *ctx;                    /* passed to link_name and op_args; borrowed */
     int exact_ps;                 /* 1: exact picoseconds in ts/dur (see Units); 0: nanoseconds */
+    /* Process groups (e.g. the jobs sharing a fabric), n_groups > 0: gpu_group(ctx, gpu) gives each
+     * GPU's group, 0..n_groups-1 or -1 for none (asked once per GPU at open), and a GPU of group k is
+     * in process "NAME / node N" (NAME from group_name) with pid (k + 1) x nodes + node + 1, so each
+     * group's processes are consecutive and sorted together; GPUs of no group keep "node N", pid
+     * node + 1, and the "links" process comes last (pid (n_groups + 1) x nodes + 1). 0: none. */
+    int32_t n_groups;
+    int32_t (*gpu_group)(void *ctx, int32_t gpu);
+    void (*group_name)(void *ctx, int32_t group, char *buf, size_t buf_size);
 } trace_options_t;
 
 typedef struct trace_writer trace_writer_t;

@@ -224,7 +224,8 @@ typedef struct step_result {
 
 /* After step_run. SIM_OK or SIM_ESTATE (not run yet). */
 int step_result(const step_t *s, step_result_t *out);
-/* Peak activation memory of one GPU (GB), -1 if the GPU was not simulated. */
+/* Peak activation memory of one GPU (GB), -1 if the GPU was not simulated. GPU ids are the
+ * engine's: the job's own, or on a fabric the network's (step_fabric_new). */
 double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu);
 
 /* The k busiest links of the whole job by average utilisation over the step (ties: lower id first;
@@ -264,6 +265,57 @@ typedef struct step_op {
 /* SIM_OK, or SIM_EINVAL for an id that is not one of the step's operations. */
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
 
+/* ==== several jobs on one fabric ================================================================ */
+/* Several jobs' steps on one engine over one network (sim/step/fabric.c; docs/run.md, "Several jobs
+ * on one engine"): each job's operations are built by step_new's code onto the shared engine, job
+ * after job, its GPU r on network GPU gpus[r]; the engine runs once, so the jobs' flows share the
+ * links they meet on, max-min as any flows do.
+ *
+ * Contract
+ * - jobs[i].job passes model_job_check; jobs[i].gpus holds job->gpus distinct network GPU ids, no GPU
+ *   in two jobs (else SIM_EINVAL naming the job and the GPU); GPUs of no job stay idle.
+ *   jobs[i].step is the job's configuration: communication must be network; collapse is forced off
+ *   (every GPU simulated: identical ranks of one job are not identical once other jobs use their
+ *   links); its .engine is ignored: every job runs on engine (the shared settings, NCCL's
+ *   calibration included). The placement places the job's ranks on its own GPUs 0..gpus-1 first,
+ *   and gpus[] maps those onto the network: a job's NVLink domain r (its GPUs r x D .. r x D + D-1,
+ *   D = net->gpus_per_domain) is one domain of the network when the caller hands whole domains in
+ *   order (the command line does; docs/run.md).
+ * - Deterministic: job i's operations get the engine's ids after job i-1's, events run by (time,
+ *   sequence); the same jobs give the same results and observer logs.
+ * - step_fabric_step(f, i) is job i's step: step_result (step time = the job's last operation's end;
+ *   critical_gpu and peak_memory_gpu are network GPU ids; events and flows are the whole engine's),
+ *   step_op (the engine's operation ids), step_set_memory_callback (network GPU ids). step_run and
+ *   step_links_busiest are not for these steps: step_fabric_run runs them all.
+ * - Link bytes are kept per job (sim_engine_set_link_classes): step_fabric_link_bytes.
+ * - Errors as step_new (err: one line, prefixed "job N: " for a job's), SIM_ESTATE for a second run.
+ * - Memory: the engine and every job's step, freed by step_fabric_free (accepts NULL). The network's
+ *   route context must outlive the fabric. Complexity: that of the jobs' steps together. */
+typedef struct step_fabric_job {
+    const model_job_t *job;
+    const int32_t *gpus; /* [job->gpus]: the network GPU of each job GPU (copied) */
+    step_config_t step;
+} step_fabric_job_t;
+
+typedef struct step_fabric step_fabric_t;
+
+int step_fabric_new(const step_fabric_job_t *jobs, int32_t n_jobs, const sim_config_t *engine,
+                    const sim_network_desc_t *net, step_fabric_t **out, char *err, size_t err_size);
+void step_fabric_free(step_fabric_t *f);
+int32_t step_fabric_jobs(const step_fabric_t *f);
+step_t *step_fabric_step(const step_fabric_t *f, int32_t job);
+/* The job a network GPU runs (-1: idle or out of range). O(1). */
+int32_t step_fabric_job_of_gpu(const step_fabric_t *f, int32_t gpu);
+/* Every engine event to obs as well (network GPU ids; copied; NULL clears). */
+void step_fabric_set_observer(step_fabric_t *f, const sim_observer_t *obs);
+void step_fabric_set_progress(step_fabric_t *f, sim_progress_fn fn, void *ctx);
+/* Run every job. SIM_OK, SIM_ENOMEM, SIM_EDEADLOCK, SIM_ESTATE (run already). */
+int step_fabric_run(step_fabric_t *f);
+const sim_engine_t *step_fabric_engine(const step_fabric_t *f);
+const char *step_fabric_last_error(const step_fabric_t *f);
+/* Bytes job carried on link over the run (0 before it). */
+double step_fabric_link_bytes(const step_fabric_t *f, int32_t link, int32_t job);
+
 /* ==== one simulated step, end to end =========================================================== */
 /* The one way every command simulates a job on a topology (sim/step/simulate.c): the network of
  * the topology, NCCL's calibration from its link technologies, the step built, run and summed up.
@@ -298,6 +350,8 @@ typedef struct step_sim_options {
     void *ctx;
     sim_progress_fn progress; /* optional: step_set_progress before the run */
     void *progress_ctx;
+    /* step_simulate_jobs: instead of before_run, called with the built fabric before it runs */
+    int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
 } step_sim_options_t;
 
 typedef enum step_sim_stage {
@@ -327,5 +381,39 @@ struct topo;
 int step_simulate(const model_job_t *job, const struct topo *topo, const step_sim_options_t *opts,
                   step_sim_result_t *out);
 void step_sim_result_destroy(step_sim_result_t *r);
+
+/* Several jobs on one topology, end to end (sim/step/simulate.c, step_simulate's code): the network
+ * and NCCL's calibration as step_simulate, the jobs' steps on one engine (step_fabric_new; each job's
+ * configuration is jobs[i].step, opts->step.engine the shared engine settings), opts->before_run_fabric,
+ * one run, then per job its step_result and the links where jobs met.
+ *
+ * - topo: any number of GPUs; jobs[i].gpus are its GPU ids. n_jobs 1 is a job alone on its GPUs
+ *   (the baseline of a job among others: the same GPUs, nothing else running).
+ * - The links where jobs met are the links that carried bytes of more than one job (met_total of
+ *   them); the opts->links busiest by average utilisation over the run (the last job's end) are
+ *   named (ties: lower id first), each with every job's bytes (met_job_bytes[i x n_jobs + j]).
+ * - Returns SIM_OK and fills *out; else a negative status, out->failed_at and out->error (as
+ *   step_simulate; a job's build error names it: "job N: ..."). step_jobs_result_destroy frees the
+ *   arrays (accepts a zeroed or failed result). */
+typedef struct step_jobs_result {
+    int32_t n_jobs;
+    step_result_t *jobs; /* [n_jobs] */
+    int calibrated;
+    sim_config_t engine;
+    double end_s;                      /* the last job's step time */
+    int64_t operations, events, flows; /* the whole engine's */
+    int32_t met_total;                 /* links that carried bytes of more than one job */
+    int32_t n_met;                     /* named below, busiest first */
+    int32_t met_link[STEP_SIM_MAX_LINKS];
+    char met_names[STEP_SIM_MAX_LINKS][96];
+    double met_utilization[STEP_SIM_MAX_LINKS]; /* average over end_s, 0..1 */
+    double *met_job_bytes;                      /* [n_met x n_jobs] */
+    step_sim_stage_t failed_at;
+    char error[300];
+} step_jobs_result_t;
+
+int step_simulate_jobs(const step_fabric_job_t *jobs, int32_t n_jobs, const struct topo *topo,
+                       const step_sim_options_t *opts, step_jobs_result_t *out);
+void step_jobs_result_destroy(step_jobs_result_t *r);
 
 #endif

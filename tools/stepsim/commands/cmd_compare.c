@@ -20,6 +20,7 @@
 
 #include "commands.h"
 #include "compare.h"
+#include "jobs.h"
 #include "print.h"
 #include "progress.h"
 #include "simpoint.h"
@@ -212,6 +213,21 @@ int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     const char *topologies =
         a.topologies ? a.topologies : cli_option_find("--topologies", CLI_CMD_COMPARE)->def;
     rc = topo_list_parse(topologies, r->topo, &r->n_topo, MAX_TOPOS, d);
+    if (!rc && args->file) { /* a scenario with jobs: cmd_jobs.c */
+        scenario_t scn;
+        rc = cli_apply_scenario(args, &scn, a.gpus_list ? "--gpus" : NULL, d);
+        if (!rc && scn.jobs) {
+            rc = a.gpus_list ? cli_fail(d, CLI_EUSAGE,
+                                        "--gpus: \"%.60s\": not with jobs (each job has its GPU count); "
+                                        "allowed: one scenario's jobs",
+                                        a.gpus_list)
+                             : cmd_compare_jobs(args, &scn, r->topo, r->n_topo, out, d);
+            scenario_destroy(&scn);
+            free(r);
+            return rc;
+        }
+        scenario_destroy(&scn);
+    }
     if (!rc && a.gpus_list)
         rc = parse_gpus_list(a.gpus_list, r, d);
     cli_progress_t progress;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "jobs.h"
 #include "print.h"
 #include "progress.h"
 #include "step.h"
@@ -349,6 +350,10 @@ int cmd_run_compute(scenario_t *scn, const run_opts_t *opts, run_result_t **resu
     return simulate(scn, opts, *result, diag);
 }
 
+int cmd_run_config(const run_opts_t *o, step_config_t *c, int *links, cli_diag_t *d) {
+    return run_step_config(o, c, links, d);
+}
+
 int cmd_run_check(const run_opts_t *o, cli_diag_t *d) {
     step_config_t c;
     int links;
@@ -411,7 +416,9 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         cmd_run_scenario_opts(&scn, &o);
     if (!rc) /* validate the run's own options before anything is built */
         rc = cmd_run_check(&o, d);
-    if (!rc) {
+    if (!rc && scn.jobs) /* several jobs on one fabric: cmd_jobs.c */
+        rc = cmd_run_jobs(a, &scn, &o, out, d);
+    else if (!rc) {
         run_result_t *r = NULL;
         cli_progress_t progress;
         cli_progress_init(&progress, err, "run", cli_has(a, CLI_OPT_QUIET), 0);

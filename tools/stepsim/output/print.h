@@ -28,6 +28,13 @@ struct cJSON *print_run_json(const run_result_t *r, const scenario_t *scn, const
 char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                                const step_config_t *c);
 
+/* run with jobs (commands/jobs.h; o->json chooses). */
+struct jobs_result;
+int print_jobs(FILE *out, const struct jobs_result *r, const scenario_t *scn, const run_opts_t *o);
+/* compare with jobs: one result per topology (labels as listed), a table or with json its object. */
+int print_jobs_compare(FILE *out, const struct jobs_result *const *rs, const char *const *labels, int n,
+                       const scenario_t *scn, int json);
+
 /* topo's summary as text, or with json its object. */
 int print_topo(FILE *out, const topo_result_t *r, int json);
 

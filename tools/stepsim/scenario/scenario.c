@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "scenario_internal.h"
+#include "scenario_jobs.h"
 #include "topo_json.h"
 
 /* ---- diagnostics and did-you-mean ------------------------------------------------------------ */
@@ -164,7 +165,8 @@ int scenario_init(scenario_t *scn, cli_diag_t *diag) {
 }
 
 void scenario_destroy(scenario_t *scn) {
-    (void)scn; /* nothing owned: the topology is typed values */
+    if (scn) /* the topology is typed values; the jobs are owned */
+        scenario_jobs_free(scn);
 }
 
 void scenario_system(const scenario_t *scn, model_system_t *out) {

@@ -128,6 +128,7 @@ typedef struct scenario_perturb {
     uint64_t seed;     /* "seed": every random choice below (default 1) */
     scn_links_t links; /* "links", --slow-links, --fail-links: slow and failed links */
 } scenario_perturb_t;
+struct scn_jobs; /* scenario_jobs.h: several jobs on one fabric ("jobs") */
 
 /* parallel.strategy "all": every strategy (search only). */
 #define SCN_STRATEGY_ALL (-1)
@@ -147,6 +148,7 @@ typedef struct scenario {
     int given[SCN_FIELD_COUNT]; /* 1 if the file or an option set the field */
     topo_spec_t topology;       /* "topology" / --topology, parsed; form TOPO_SPEC_NONE if none */
     scenario_perturb_t perturb; /* "perturbations" and their options */
+    struct scn_jobs *jobs;      /* "jobs" (scenario_jobs.h), owned; NULL if none */
 } scenario_t;
 
 /* Fill the built-in default scenario. Returns CLI_OK, or CLI_ERUNTIME if a preset is missing. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "scenario_internal.h"
+#include "scenario_jobs.h"
 #include "topo_json.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -362,9 +363,9 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
 
 /* ---- top level ------------------------------------------------------------------------------- */
 
-static const char *const TOP_KEYS[] = {"name",        "description", "model",        "system",
-                                       "nvlink_size", "gpus",        "global_batch", "parallel",
-                                       "compat",      "training",    "topology",     "perturbations"};
+static const char *const TOP_KEYS[] = {"name",     "description",   "model",    "system", "nvlink_size",
+                                       "gpus",     "global_batch",  "parallel", "compat", "training",
+                                       "topology", "perturbations", "jobs"};
 
 static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, char *dst, size_t n) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -459,6 +460,8 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
         rc = parse_topology(scn, &src, v);
     if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "perturbations")))
         rc = scn_parse_perturbations(scn, &src, v);
+    if (!rc) /* last: each job starts from the scenario above */
+        rc = scn_parse_jobs(scn, &src, cJSON_GetObjectItemCaseSensitive(root, "jobs"));
     return rc;
 }
 

@@ -244,6 +244,9 @@ static int check_scenario(cJSON *scn, const char *where, cli_diag_t *d) {
     rc = scenario_init(&s, d);
     if (!rc)
         rc = scenario_load_json(&s, loadable, where, d);
+    if (!rc && s.jobs)
+        rc = cli_fail(d, CLI_EUSAGE, "%s: jobs: a sweep simulates one job per point; allowed: `stepsim run`",
+                      where);
     scenario_destroy(&s);
     cJSON_Delete(loadable);
     return rc;
