@@ -281,12 +281,17 @@ static int sim_fail(int s, const step_jobs_result_t *sr, const char *where, cli_
 static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jobs_result_t *r, int *links,
                    int64_t *need_out, cli_diag_t *d) {
     const scn_jobs_t *sj = scn->jobs;
-    for (int i = 0; i < a->n_scenario; i++)
-        if (strcmp(a->scenario_opt[i]->name, "--topology") != 0)
+    static const char *const fabric_opts[] = {"--topology", "--slow-links", "--fail-links"};
+    for (int i = 0; i < a->n_scenario; i++) {
+        int fabric = 0;
+        for (size_t k = 0; k < sizeof fabric_opts / sizeof *fabric_opts; k++)
+            fabric |= strcmp(a->scenario_opt[i]->name, fabric_opts[k]) == 0;
+        if (!fabric)
             return cli_fail(d, CLI_EUSAGE,
                             "%s: a scenario with jobs takes its model, system and layout from each job; "
-                            "allowed: --topology and run's own options",
+                            "allowed: --topology, --slow-links, --fail-links and run's own options",
                             a->scenario_opt[i]->name);
+    }
     int rc = cmd_run_config(o, &r->cfg, links, d);
     if (rc)
         return rc;
