@@ -168,9 +168,17 @@ struct sim_step {
     void *mem_ctx;
     double static_gb;
     double *act_gb, *peak_act_gb; /* per GPU */
+    /* perturbations (perturb.c): per-GPU compute factors ([gpus], NULL when all are 1), jitter */
+    double *slow;
+    int jitter_on, perturbed;
     int ran;
     char err[256];
 };
+
+/* perturb.c: check and copy the configuration's perturbations (step_new); a compute operation's
+ * duration on gpu (dur_s unchanged when the step is not perturbed). */
+int step_perturb_init(step_t *s);
+double step_perturb_s(const step_t *s, int32_t gpu, uint64_t key, double dur_s);
 
 /* step.c */
 int step_fail(step_t *s, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
