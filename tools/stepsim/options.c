@@ -73,6 +73,26 @@ static const cli_option_t OPTIONS[] = {
      "rail, dragonfly, dragonfly-ugal); a kind with its defaults (ideal, rail-optimized, torus); a "
      "GraphML or JSON file; or an inline object. estimate and search keep it and do not use it",
      SCN},
+    /* perturbations (scenario: perturbations; run and compare simulate them, docs/what-if.md) */
+    {"--slow-gpus", "RANGES:FACTOR", R | P, "none",
+     "every compute operation of these GPUs takes FACTOR times its time, e.g. 0-7,64:1.25 (repeatable; "
+     "appends to perturbations.gpus)",
+     SCN},
+    {"--slow-nodes", "RANGES:FACTOR", R | P, "none",
+     "the same for whole nodes (NVLink domains of nvlink_size GPUs), e.g. 3:2", SCN},
+    {"--slow-fraction", "F:FACTOR", R | P, "none",
+     "the same for round(F x GPUs) GPUs chosen by the seed, e.g. 0.01:1.1", SCN},
+    {"--jitter", "DIST:CV", R | P, "none",
+     "per-operation compute jitter, lognormal or normal with mean 1 and coefficient of variation CV, e.g. "
+     "lognormal:0.05 (perturbations.jitter)",
+     SCN},
+    {"--seed", "N", R | P, "1", "seed of every random choice of the perturbations (perturbations.seed)", SCN},
+    {"--baseline", "on|off", R | P, "on with perturbations",
+     "also simulate the scenario without its perturbations and print the what-if's cost", CLI_OPT_BASELINE},
+    {"--entry-costs", "auto|on|off", R, "auto",
+     "the cost of each perturbation entry alone (one more simulation per entry); auto: when there are "
+     "several entries and the what-if run has at most 5 million operations",
+     CLI_OPT_ENTRY_COSTS},
     {"--placement", "ORDER", LAYOUT, "tp,cp,pp,dp",
      "rank order onto GPUs, innermost first (nv counts honoured); the simulated step follows it, the "
      "analytic estimate depends only on the nv counts and does not change",

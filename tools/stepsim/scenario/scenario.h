@@ -48,6 +48,8 @@ int cli_fail(cli_diag_t *d, int code, const char *fmt, ...)
  * when none is close enough to be a plausible typo. Complexity O(n * len^2). */
 const char *cli_suggest(const char *word, const char *const *cands, size_t n);
 
+#include "perturb.h"
+
 /* Where a value came from. */
 typedef enum scenario_origin {
     SCN_FROM_DEFAULT = 0,
@@ -139,6 +141,7 @@ typedef struct scenario {
     scenario_origin_t origin[SCN_FIELD_COUNT];
     int given[SCN_FIELD_COUNT]; /* 1 if the file or an option set the field */
     topo_spec_t topology;       /* "topology" / --topology, parsed; form TOPO_SPEC_NONE if none */
+    scn_perturb_t perturb;      /* "perturbations" and their options (perturb.h); zero: none */
 } scenario_t;
 
 /* Fill the built-in default scenario. Returns CLI_OK, or CLI_ERUNTIME if a preset is missing. */

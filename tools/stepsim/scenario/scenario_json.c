@@ -364,7 +364,7 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
 
 static const char *const TOP_KEYS[] = {"name",        "description", "model",        "system",
                                        "nvlink_size", "gpus",        "global_batch", "parallel",
-                                       "compat",      "training",    "topology"};
+                                       "compat",      "training",    "topology",     "perturbations"};
 
 static int parse_text(const scn_src_t *src, const cJSON *root, const char *key, char *dst, size_t n) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -457,6 +457,8 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
         rc = scn_parse_training(scn, &src, v);
     if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "topology")))
         rc = parse_topology(scn, &src, v);
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(root, "perturbations")))
+        rc = scn_parse_perturbations(scn, &src, v);
     return rc;
 }
 
