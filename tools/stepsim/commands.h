@@ -130,6 +130,7 @@ typedef struct run_result {
      * same scenario simulated without them (scenario_clear_perturbations) */
     int perturbed;               /* the scenario has perturbations */
     int64_t slowed_gpus;         /* GPUs whose compute factor is not 1 */
+    char *slowed_list;           /* those GPUs as ranges (scenario_slowed_list), owned; NULL: none */
     uint64_t seed;               /* the perturbations' seed */
     struct run_result *baseline; /* NULL: not simulated */
     int n_entries;               /* perturbation entries (scenario_perturbation_entries) */

@@ -245,6 +245,7 @@ void run_result_free(run_result_t *r) {
     if (r) {
         step_sim_result_destroy(&r->sim);
         run_result_free(r->baseline);
+        free(r->slowed_list);
     }
     free(r);
 }
@@ -318,7 +319,18 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         return rc;
     }
     r->perturbed = scenario_has_perturbations(scn);
+    if (r->perturbed && r->cfg.collapse == STEP_COLLAPSE_APPROX)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--collapse: approx with perturbations, which make identical ranks differ; "
+                      "allowed: auto, off (every GPU simulated)");
+    if (rc) {
+        free(factors);
+        topo_free(topo);
+        return rc;
+    }
     r->slowed_gpus = scenario_slowed_gpus(factors, r->job.gpus);
+    if (r->perturbed && !(r->slowed_list = scenario_slowed_list(factors, r->job.gpus)))
+        rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory");
     r->seed = scn->perturb.seed_given ? scn->perturb.seed : 1;
     trace_ctx_t tc;
     memset(&tc, 0, sizeof tc);

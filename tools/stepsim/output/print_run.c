@@ -49,6 +49,7 @@ static void what_if_json(json_writer_t *w, const run_result_t *r, const scenario
     json_open_object(w, "perturbations");
     json_int(w, "seed", (int64_t)r->seed);
     json_int(w, "slowed_gpus", r->slowed_gpus);
+    json_string(w, "slowed_list", r->slowed_list ? r->slowed_list : "");
     if (scn->perturb.jitter.given) {
         json_open_object(w, "jitter");
         json_string(w, "distribution", step_jitter_name(scn->perturb.jitter.dist));
@@ -90,6 +91,8 @@ static void what_if_json(json_writer_t *w, const run_result_t *r, const scenario
 
 static void what_if_text(FILE *out, const run_result_t *r, const scenario_t *scn) {
     fprintf(out, "\n  what-if: %" PRId64 " GPU%s slowed", r->slowed_gpus, r->slowed_gpus == 1 ? "" : "s");
+    if (r->slowed_list && r->slowed_list[0] && strlen(r->slowed_list) <= 60)
+        fprintf(out, " (%s)", r->slowed_list);
     if (scn->perturb.jitter.given)
         fprintf(out, ", jitter %s cv %g", step_jitter_name(scn->perturb.jitter.dist), scn->perturb.jitter.cv);
     fprintf(out, " (seed %" PRIu64 ")\n", r->seed);

@@ -91,5 +91,7 @@ int scenario_perturb_step(const struct scenario *scn, const struct model_job *jo
                           double **factors, struct cli_diag *d);
 /* How many GPUs of job have a factor other than 1 (after scenario_perturb_step's rules). */
 int64_t scenario_slowed_gpus(const double *factors, int64_t gpus);
+/* Those GPUs as ranges ("3,17,40-41"; "" for none), allocated (the caller frees); NULL out of memory. */
+char *scenario_slowed_list(const double *factors, int64_t gpus);
 
 #endif

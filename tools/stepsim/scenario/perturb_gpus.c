@@ -17,17 +17,17 @@
 static const char *const DISTS[] = {"lognormal", "normal"};
 
 /* A range list's syntax (no upper bound yet: the job is not known). */
-static int check_ranges(const char *where, const char *field, const char *text, cli_diag_t *d) {
+static int check_ranges(const char *where, const char *text, cli_diag_t *d) {
     trace_ranks_t r;
     char err[200];
     memset(&r, 0, sizeof r);
     if (!strcmp(text, "all") || !text[0])
-        return cli_fail(d, CLI_EUSAGE, "%s%s: \"%.60s\"; allowed: GPU or node ranges such as 0-7,64", where,
-                        field, text);
+        return cli_fail(d, CLI_EUSAGE, "%s: \"%.60s\"; allowed: GPU or node ranges such as 0-7,64", where,
+                        text);
     const int rc = trace_ranks_parse(text, 0, &r, err, sizeof err);
     trace_ranks_destroy(&r);
     if (rc)
-        return cli_fail(d, rc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "%s%s: %s", where, field, err);
+        return cli_fail(d, rc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "%s: %s", where, err);
     return CLI_OK;
 }
 
@@ -92,7 +92,7 @@ static int parse_entry(scenario_t *scn, const scn_src_t *src, const cJSON *v, in
     snprintf(e.ranges, sizeof e.ranges, "%s", text);
     char where[200];
     snprintf(where, sizeof where, "%s%s", src->prefix, p2);
-    if ((rc = check_ranges(where, "", text, src->diag)))
+    if ((rc = check_ranges(where, text, src->diag)))
         return rc;
     return add_entry(scn, &e, src->diag);
 }
@@ -226,9 +226,7 @@ int scn_perturb_gpus_option(scenario_t *scn, const char *option, const char *val
     } else {
         e.kind = strcmp(option, "--slow-nodes") == 0 ? SCN_SLOW_NODES : SCN_SLOW_GPUS;
         snprintf(e.ranges, sizeof e.ranges, "%s", text);
-        char where[64];
-        snprintf(where, sizeof where, "%s: ", option);
-        if ((rc = check_ranges(where, e.kind == SCN_SLOW_NODES ? "nodes" : "gpus", text, d)))
+        if ((rc = check_ranges(option, text, d)))
             return rc;
     }
     return add_entry(scn, &e, d);
@@ -275,15 +273,19 @@ static int apply_entry(const scn_perturb_t *p, int k, int64_t gpus, int64_t per_
     trace_ranks_t r;
     char err[200];
     memset(&r, 0, sizeof r);
+    const int opt = e->where[0] == '-'; /* an option names itself, a file entry its field */
     int rc = trace_ranks_parse(e->ranges, 0, &r, err, sizeof err);
     if (rc)
-        return cli_fail(d, CLI_EUSAGE, "%s.%s: %s", e->where, nodes ? "nodes" : "gpus", err);
+        return cli_fail(d, CLI_EUSAGE, "%s%s: %s", e->where, opt ? "" : nodes ? ".nodes" : ".gpus", err);
     for (int32_t i = 0; i < r.n_ranges && !rc; i++) {
         if (r.ranges[i].last >= units) {
-            rc = cli_fail(d, CLI_EUSAGE, "%s%s%s: \"%.60s\": %s %d is beyond the job's last %s (%lld)",
-                          e->where, e->where[0] == '-' ? " " : ".", nodes ? "nodes" : "gpus", e->ranges,
-                          nodes ? "node" : "GPU", r.ranges[i].last, nodes ? "node" : "GPU",
-                          (long long)(units - 1));
+            rc =
+                cli_fail(d, CLI_EUSAGE, "%s%s: \"%.60s\": %s %d is beyond the job's last %s (%lld)", e->where,
+                         opt     ? ""
+                         : nodes ? ".nodes"
+                                 : ".gpus",
+                         e->ranges, nodes ? "node" : "GPU", r.ranges[i].last, nodes ? "node" : "GPU",
+                         (long long)(units - 1));
             break;
         }
         for (int64_t u = r.ranges[i].first; u <= r.ranges[i].last; u++)
@@ -328,6 +330,38 @@ int scenario_perturb_step(const scenario_t *scn, const model_job_t *job, step_co
     *factors = f;
     cfg->compute_slowdown = f;
     return CLI_OK;
+}
+
+char *scenario_slowed_list(const double *factors, int64_t gpus) {
+    size_t cap = 64, len = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    s[0] = '\0';
+    for (int64_t g = 0; factors && g < gpus; g++) {
+        if (factors[g] == 1.0)
+            continue;
+        int64_t h = g;
+        while (h + 1 < gpus && factors[h + 1] != 1.0)
+            h++;
+        char item[48];
+        const int n =
+            h > g ? snprintf(item, sizeof item, "%s%lld-%lld", len ? "," : "", (long long)g, (long long)h)
+                  : snprintf(item, sizeof item, "%s%lld", len ? "," : "", (long long)g);
+        if (len + (size_t)n + 1 > cap) {
+            cap = 2 * (len + (size_t)n + 1);
+            char *t = realloc(s, cap);
+            if (!t) {
+                free(s);
+                return NULL;
+            }
+            s = t;
+        }
+        memcpy(s + len, item, (size_t)n + 1);
+        len += (size_t)n;
+        g = h;
+    }
+    return s;
 }
 
 int64_t scenario_slowed_gpus(const double *factors, int64_t gpus) {
