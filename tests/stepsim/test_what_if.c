@@ -273,6 +273,11 @@ static void test_errors(void **state) {
          {"run", "@err_perturb_factor.json"},
          2,
          {"perturbations.gpus[0].slowdown", "-1", "> 0"}},
+        {"validate", {"validate", "@perturb.json"}, 2, {"perturb.json", "perturbations", "run or compare"}},
+        {"sweep",
+         {"sweep", "@err_perturb_sweep.json", "--out", "/tmp/stepsim_never_written.jsonl"},
+         4,
+         {"err_perturb_sweep.json", "perturbations", "run or compare"}},
     };
     for (int i = 0; i < N(cases); i++)
         cli_expect_error(cases[i].name, cases[i].argv, cases[i].n, 2, cases[i].frags, 3);

@@ -302,6 +302,12 @@ static void parts_of(const simpoint_t *p, double *x) {
 static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     scenario_t scn;
     int rc = load_scenario(a, 0, &scn, d);
+    if (!rc && scenario_has_perturbations(&scn)) /* not silently dropped */
+        rc =
+            cli_fail(d, CLI_EUSAGE,
+                     "%s%sperturbations: the waterfall does not simulate them; allowed: run or compare, or a "
+                     "scenario without perturbations",
+                     scn.file, scn.file[0] ? ": " : "");
     if (!rc)
         rc = scenario_resolve(&scn, &w->job, d);
     step_config_t cfg;

@@ -244,6 +244,12 @@ static int check_scenario(cJSON *scn, const char *where, cli_diag_t *d) {
     rc = scenario_init(&s, d);
     if (!rc)
         rc = scenario_load_json(&s, loadable, where, d);
+    if (!rc && scenario_has_perturbations(&s)) /* not silently dropped */
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "%s: perturbations: a sweep does not simulate them; allowed: run or compare, or a scenario "
+            "without perturbations",
+            where);
     scenario_destroy(&s);
     cJSON_Delete(loadable);
     return rc;
