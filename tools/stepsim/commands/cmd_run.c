@@ -418,7 +418,10 @@ static int what_if(const scenario_t *scn, const run_opts_t *opts, run_result_t *
     const char *policy = opts->entry_costs ? opts->entry_costs : "auto";
     const int on = strcmp(policy, "on") == 0, off = strcmp(policy, "off") == 0;
     if (rc) {
-    } else if (r->n_entries == 1) { /* the one entry's cost is the what-if's */
+        free(s);
+        return rc;
+    }
+    if (r->n_entries == 1) { /* the one entry's cost is the what-if's */
         r->entry[0].step_s = r->res.step_time_s;
         r->entry[0].cost_s = run_cost_s(r);
         r->entry_costs = 1;
