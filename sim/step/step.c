@@ -394,9 +394,17 @@ static int decide(step_t *s) {
     char note[200] = "";
     int64_t max_ops = s->cfg.max_ops > 0 ? s->cfg.max_ops : DEFAULT_MAX_OPS;
     s->collapse_exact = 1;
+    if (s->perturbed && s->cfg.collapse == STEP_COLLAPSE_APPROX)
+        return step_fail(s, SIM_EINVAL,
+                         "collapse: approx with perturbations (slow GPUs or jitter), which make identical "
+                         "ranks differ; allowed: auto or off (every GPU simulated)");
     if (s->cfg.collapse == STEP_COLLAPSE_OFF) {
         set_level(s, STEP_FULL);
         snprintf(s->collapse_note, sizeof s->collapse_note, "off: every GPU simulated");
+    } else if (s->perturbed) {
+        set_level(s, STEP_FULL);
+        snprintf(s->collapse_note, sizeof s->collapse_note,
+                 "every GPU simulated: perturbations (slow GPUs or jitter) make identical ranks differ");
     } else if (s->cfg.comm == SIM_COMM_ANALYTIC) {
         set_level(s, STEP_STAGES);
         snprintf(s->collapse_note, sizeof s->collapse_note,
@@ -667,6 +675,8 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
                         s->plans[STEP_PART_OUTPUT]);
         rc = make_network(s, net);
     }
+    if (!rc)
+        rc = step_perturb_init(s);
     if (!rc) {
         per_domain_counts(s);
         const int opt =
@@ -752,6 +762,7 @@ void step_free(step_t *s) {
     free(s->info_tab);
     free(s->act_gb);
     free(s->peak_act_gb);
+    free(s->slow);
     free(s);
 }
 
@@ -962,6 +973,36 @@ int step_result(const step_t *s, step_result_t *r) {
             crit = g;
             crit_stage = s->gpu_stage[g];
         }
+    }
+    if (s->perturbed && crit >= 0) {
+        /* several GPUs end together (the members of a collective): the critical one is the one with
+         * the most compute time, the one the others waited for (then the lowest id) */
+        sim_time_ps_t *busy = calloc((size_t)s->gpus, sizeof *busy);
+        char *last = calloc((size_t)s->gpus, 1);
+        if (!busy || !last) {
+            free(busy);
+            free(last);
+            return SIM_ENOMEM;
+        }
+        for (int32_t op = 0; op < n_ops; op++) {
+            sim_time_ps_t st, en;
+            sim_op_times(s->e, op, &st, &en);
+            if (en == SIM_TIME_NEVER)
+                continue;
+            const int32_t g = sim_op_gpu(s->e, op);
+            last[g] |= en == end;
+            step_meta_t m;
+            step_meta_get(s, op, &m);
+            if (m.kind == STEP_OP_COMPUTE || m.kind == STEP_OP_OPTIMIZER)
+                busy[g] += en - st;
+        }
+        for (int32_t g = 0; g < s->gpus; g++)
+            if (last[g] && busy[g] > busy[crit]) {
+                crit = g;
+                crit_stage = s->gpu_stage[g];
+            }
+        free(busy);
+        free(last);
     }
     r->step_time_s = sim_ps_to_s(end);
     r->critical_gpu = crit;

@@ -81,6 +81,7 @@ typedef struct builder {
     int32_t *fin;             /* [pp][n] the op the stage's gradient work ends with (the embedding
                                  sync waits for it), -1 */
     int64_t cur_item;
+    int32_t item_ops; /* compute operations flushed in the current item (the jitter's key) */
 } builder_t;
 
 /* ---- operations and their metadata -------------------------------------------------------------- */
@@ -176,10 +177,13 @@ static int flush(builder_t *b) {
     b->acc_open = 0;
     const int32_t lo = b->acc_block0 < b->acc_block1 ? b->acc_block0 : b->acc_block1;
     const int32_t hi = b->acc_block0 < b->acc_block1 ? b->acc_block1 : b->acc_block0;
+    const uint64_t key = step_jitter_key(b->acc_pass, b->acc_chunk, b->acc_mb, b->item_ops++);
     for (int32_t j = 0; j < b->n; j++) {
         sim_op_id_t op;
-        int rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, b->acc_dur + b->acc_tp,
-                                NAME_PASS[b->acc_pass], &op);
+        /* perturbations scale the compute, not the fixed-time communication folded into it */
+        const double dur = b->s->perturbed ? step_perturb_s(b->s, b->gpus[j], key, b->acc_dur) + b->acc_tp
+                                           : b->acc_dur + b->acc_tp;
+        int rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, dur, NAME_PASS[b->acc_pass], &op);
         if (rc)
             return engine_fail(b, rc);
         if ((rc = reserve(b)))
@@ -528,6 +532,7 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
         const int receives =
             it->pass ? !(p == s->pp - 1 && it->chunk == s->v - 1) : !(p == 0 && it->chunk == 0);
         b->cur_item = i;
+        b->item_ops = 0;
         b->acc_pass = it->pass;
         b->acc_chunk = it->chunk;
         b->acc_mb = it->microbatch;
@@ -562,7 +567,9 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
     if (!rc && opt_s > 0.0) {
         for (int32_t j = 0; j < b->n && !rc; j++) {
             sim_op_id_t op;
-            rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, opt_s, "optimizer", &op);
+            rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE,
+                                step_perturb_s(s, b->gpus[j], step_jitter_key(2, -1, -1, 0), opt_s),
+                                "optimizer", &op);
             if (rc) {
                 rc = engine_fail(b, rc);
                 break;

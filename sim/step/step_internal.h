@@ -168,6 +168,9 @@ struct sim_step {
     void *mem_ctx;
     double static_gb;
     double *act_gb, *peak_act_gb; /* per GPU */
+    /* perturbations (perturb.c): per-GPU compute factors ([gpus], NULL when all are 1), jitter */
+    double *slow;
+    int jitter_on, perturbed;
     int ran;
     char err[256];
     /* the engine's GPUs and operations: a step of its own owns its engine (GPU r of the job is
@@ -179,6 +182,11 @@ struct sim_step {
     int own_engine;
     sim_op_id_t op0, op_end;
 };
+
+/* perturb.c: check and copy the configuration's perturbations (step_new); a compute operation's
+ * duration on gpu (dur_s unchanged when the step is not perturbed). */
+int step_perturb_init(step_t *s);
+double step_perturb_s(const step_t *s, int32_t gpu, uint64_t key, double dur_s);
 
 /* step.c */
 /* Build job's step onto the shared engine e, its GPU r on engine GPU map[r] (copied; distinct, below

@@ -9,10 +9,13 @@
  * 256, 1,024, 4,096 and 16,384 GPUs x fat-tree, dgx-h100-superpod (rail-optimized, sized by --gpus),
  * dragonfly (minimal) and dragonfly-ugal x --collapse off and auto. A third, --defaults: `stepsim
  * run` as a user first meets it (the built-in job on ideal and on dgx-a100-superpod, collapsed where
- * exact, and with analytic communication; docs/run.md, "Speed").
+ * exact, and with analytic communication; docs/run.md, "Speed"). A fourth, --what-if: stragglers at
+ * scale (docs/performance.md, "Stragglers at scale"): the default gpt3_1T job on 4,096 GPUs of
+ * perlmutter with 1% of its GPUs (seeded) 10% slower, every GPU simulated; the what-if alone
+ * (--baseline off, the acceptance figure), its baseline alone, and both as `run` does by default.
  *
- * Usage: bench_full [--matrix | --defaults] [--repeat N] [--rows LIST] (LIST: row numbers of the chosen set,
- * e.g. 1,2). A program, not a test: it prints figures and never fails on speed. */
+ * Usage: bench_full [--matrix | --defaults | --what-if] [--repeat N] [--rows LIST] (LIST: row numbers of the
+ * chosen set, e.g. 1,2). A program, not a test: it prints figures and never fails on speed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +67,20 @@ static const row_t DEFAULT_ROWS[] = {
     {"default, analytic communication", 4096, {"run", "--comm", "analytic", NULL}},
 };
 #define N_DEFAULT_ROWS ((int)(sizeof DEFAULT_ROWS / sizeof DEFAULT_ROWS[0]))
+
+static const row_t WHAT_IF_ROWS[] = {
+    {"perlmutter, 1% slowed x1.1, what-if only",
+     4096,
+     {"run", "--topology", "perlmutter", "--nvs", "4", "--slow-fraction", "0.01:1.1", "--seed", "1",
+      "--baseline", "off", NULL}},
+    {"perlmutter, its baseline (no perturbations)",
+     4096,
+     {"run", "--topology", "perlmutter", "--nvs", "4", NULL}},
+    {"perlmutter, 1% slowed x1.1, with baseline",
+     4096,
+     {"run", "--topology", "perlmutter", "--nvs", "4", "--slow-fraction", "0.01:1.1", "--seed", "1", NULL}},
+};
+#define N_WHAT_IF_ROWS ((int)(sizeof WHAT_IF_ROWS / sizeof WHAT_IF_ROWS[0]))
 
 static const int MATRIX_GPUS[] = {256, 1024, 4096, 16384};
 static const char *const MATRIX_TOPOLOGIES[] = {"fat-tree", "dgx-h100-superpod", "dragonfly",
@@ -195,19 +212,22 @@ static void print_command(const row_t *r) {
 }
 
 int main(int argc, char **argv) {
-    int repeat = 3, matrix = 0, defaults = 0;
+    int repeat = 3, matrix = 0, defaults = 0, what_if = 0;
     const char *rows_arg = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
             rows_arg = argv[++i];
-        } else if (strcmp(argv[i], "--matrix") == 0 && !defaults) {
+        } else if (strcmp(argv[i], "--matrix") == 0 && !defaults && !what_if) {
             matrix = 1;
-        } else if (strcmp(argv[i], "--defaults") == 0 && !matrix) {
+        } else if (strcmp(argv[i], "--defaults") == 0 && !matrix && !what_if) {
             defaults = 1;
+        } else if (strcmp(argv[i], "--what-if") == 0 && !matrix && !defaults) {
+            what_if = 1;
         } else {
-            fprintf(stderr, "usage: bench_full [--matrix | --defaults] [--repeat N] [--rows LIST]\n");
+            fprintf(stderr,
+                    "usage: bench_full [--matrix | --defaults | --what-if] [--repeat N] [--rows LIST]\n");
             return 2;
         }
     }
@@ -219,8 +239,8 @@ int main(int argc, char **argv) {
     matrix_text_t text[N_MATRIX];
     if (matrix)
         matrix_rows(matrix_set, text);
-    const row_t *rows = matrix ? matrix_set : defaults ? DEFAULT_ROWS : ROWS;
-    const int n_rows = matrix ? N_MATRIX : defaults ? N_DEFAULT_ROWS : N_ROWS;
+    const row_t *rows = matrix ? matrix_set : defaults ? DEFAULT_ROWS : what_if ? WHAT_IF_ROWS : ROWS;
+    const int n_rows = matrix ? N_MATRIX : defaults ? N_DEFAULT_ROWS : what_if ? N_WHAT_IF_ROWS : N_ROWS;
     int wanted[MAX_ROWS];
     for (int k = 0; k < n_rows; k++)
         wanted[k] = rows_arg == NULL;

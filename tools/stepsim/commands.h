@@ -94,12 +94,24 @@ typedef struct run_opts {
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
     const char *calibration, *max_memory;
     const char *trace, *trace_ranks;
+    const char *baseline, *entry_costs; /* --baseline on|off, --entry-costs auto|on|off (NULL: default) */
     char schedule_text[32],
         optimizer_text[8]; /* storage of schedule / optimizer when set from the scenario */
 } run_opts_t;
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 /* run's result: the job, the model's estimate, the step configuration and the simulated step. */
 #define RUN_MAX_LINKS STEP_SIM_MAX_LINKS
+/* One perturbation entry's cost: the step with only that entry minus the baseline step. */
+#define RUN_MAX_ENTRIES (SCN_PERTURB_MAX_GPUS + 1)
+typedef struct run_entry {
+    char label[160]; /* scenario_perturbation_label */
+    double step_s;   /* the step with only this entry */
+    double cost_s;   /* step_s - the baseline's step time */
+} run_entry_t;
+/* The entry costs' policy: computed when on, or (auto) with at least two entries and at most this
+ * many operations in the what-if run (one more simulation each); with one entry its cost is the
+ * what-if's. */
+#define RUN_ENTRY_COSTS_MAX_OPS 5000000
 typedef struct run_result {
     model_job_t job;
     model_estimate_t est;
@@ -114,7 +126,21 @@ typedef struct run_result {
     trace_writer_stats_t trace_stats;
     step_sim_result_t sim;
     double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL: sim's */
+    /* the what-if (docs/what-if.md): the scenario's perturbations and, unless --baseline off, the
+     * same scenario simulated without them (scenario_clear_perturbations) */
+    int perturbed;               /* the scenario has perturbations */
+    int64_t slowed_gpus;         /* GPUs whose compute factor is not 1 */
+    char *slowed_list;           /* those GPUs as ranges (scenario_slowed_list), owned; NULL: none */
+    uint64_t seed;               /* the perturbations' seed */
+    struct run_result *baseline; /* NULL: not simulated */
+    int n_entries;               /* perturbation entries (scenario_perturbation_entries) */
+    int entry_costs;             /* 1: entry[] holds each entry's cost */
+    char entry_costs_note[200];  /* why not, when not */
+    run_entry_t entry[RUN_MAX_ENTRIES];
 } run_result_t;
+/* The what-if's cost in seconds and percent of the baseline's step (perturbed - baseline). */
+double run_cost_s(const run_result_t *r);
+double run_cost_percent(const run_result_t *r);
 
 /* The run simulated: CLI_OK or an error code; *r is allocated either way unless out of memory
  * (free it with run_result_free, which takes NULL). */

@@ -73,6 +73,7 @@ static const cli_option_t OPTIONS[] = {
      "rail, dragonfly, dragonfly-ugal); a kind with its defaults (ideal, rail-optimized, torus); a "
      "GraphML or JSON file; or an inline object. estimate and search keep it and do not use it",
      SCN},
+    /* perturbations (scenario: perturbations; run and compare simulate them, docs/what-if.md) */
     {"--slow-links", "SEL:FACTOR", R | P | T | C, "none",
      "multiply the bandwidth of the links SEL chooses by FACTOR in (0, 1]: link names as run and topo "
      "print them (leaf3->spine1; a<->b both directions; several separated by ';'), class:NAME (nvlink, "
@@ -83,6 +84,28 @@ static const cli_option_t OPTIONS[] = {
      "fail the links SEL chooses (as --slow-links); routes avoid them, and a job they cut in two is "
      "exit 3 (scenario: perturbations.links)",
      SCN},
+    {"--slow-gpus", "RANGES:FACTOR", R | P, "none",
+     "every compute operation of these GPUs takes FACTOR times its time, e.g. 0-7,64:1.25 (repeatable; "
+     "appends to perturbations.gpus)",
+     SCN},
+    {"--slow-nodes", "RANGES:FACTOR", R | P, "none",
+     "the same for whole nodes (NVLink domains of nvlink_size GPUs), e.g. 3:2", SCN},
+    {"--slow-fraction", "F:FACTOR", R | P, "none",
+     "the same for round(F x GPUs) GPUs chosen by the seed, e.g. 0.01:1.1", SCN},
+    {"--jitter", "DIST:CV", R | P, "none",
+     "per-operation compute jitter, lognormal or normal with mean 1 and coefficient of variation CV, e.g. "
+     "lognormal:0.05 (perturbations.jitter)",
+     SCN},
+    {"--seed", "N", R | P | T | C, "1",
+     "seed of every random choice of the perturbations (perturbations.seed)", SCN},
+    {"--baseline", "on|off", R | P, "on with perturbations or jobs",
+     "also simulate the scenario without its perturbations (with jobs: each job alone on its GPUs) and "
+     "print the what-if's cost",
+     CLI_OPT_BASELINE},
+    {"--entry-costs", "auto|on|off", R, "auto",
+     "the cost of each perturbation entry alone (one more simulation per entry); auto: when there are "
+     "several entries and the what-if run has at most 5 million operations",
+     CLI_OPT_ENTRY_COSTS},
     {"--placement", "ORDER", LAYOUT, "tp,cp,pp,dp",
      "rank order onto GPUs, innermost first (nv counts honoured); the simulated step follows it, the "
      "analytic estimate depends only on the nv counts and does not change",
@@ -110,9 +133,6 @@ static const cli_option_t OPTIONS[] = {
     {"--calibration", "C", R | C, "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none",
      CLI_OPT_CALIBRATION},
     {"--links", "K", R, "5", "how many of the busiest links to report (0..64)", CLI_OPT_LINKS},
-    {"--baseline", "on|off", R | P, "on",
-     "with jobs: also simulate each job alone on its GPUs and report its slowdown; off skips it",
-     CLI_OPT_BASELINE},
     {"--max-memory", "GB", R | P | V, "half the physical memory",
      "memory budget of the simulation: a step whose estimate (0.2 GB and 64 bytes per operation) is "
      "larger is refused before it is built (exit 2)",

@@ -18,7 +18,7 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const scenario_perturb_t *perturb,
+int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const scn_perturb_t *perturb,
                       const char *where, topo_t **out, cli_diag_t *d) {
     char msg[400];
     topo_params_t p;
@@ -77,7 +77,7 @@ int simpoint_fail(int status, const step_sim_result_t *r, const char *prefix, cl
 }
 
 int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec,
-                 const scenario_perturb_t *perturb, const char *where, int want_summary,
+                 const scn_perturb_t *perturb, const char *where, int want_summary,
                  struct cli_progress *progress, simpoint_t *out, cli_diag_t *d) {
     const double t0 = now_s();
     memset(out, 0, sizeof *out);

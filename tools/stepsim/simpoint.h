@@ -44,7 +44,7 @@ typedef struct simpoint {
 /* perturb (may be NULL: the unperturbed baseline): the scenario's perturbations; its slow and failed
  * links are applied here, the one place a job's topology is built (perturb_links_apply: exit 2 for a
  * bad entry, 3 when failed links cut the job). */
-int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const scenario_perturb_t *perturb,
+int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const scn_perturb_t *perturb,
                       const char *where, topo_t **out, cli_diag_t *d);
 
 struct cli_progress; /* output/progress.h */
@@ -54,7 +54,7 @@ struct cli_progress; /* output/progress.h */
  * topo_summary_compute (BFS and one max-flow: slower on large topologies). progress (may be NULL)
  * is shown the simulation's progress. Returns CLI_OK and fills *out. */
 int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_spec_t *spec,
-                 const scenario_perturb_t *perturb, const char *where, int want_summary,
+                 const scn_perturb_t *perturb, const char *where, int want_summary,
                  struct cli_progress *progress, simpoint_t *out, cli_diag_t *d);
 
 /* The exit code and message of a failed step_simulate (prefix: where network errors point). */

@@ -53,7 +53,8 @@
  *   Where collapsing is not exact AUTO simulates every GPU; only STEP_COLLAPSE_APPROX collapses
  *   anyway (collapse_exact 0, STEP_APPROX_WARNING).
  * - Times are the engine's (picoseconds). Results: the step time (the last operation's end), a
- *   breakdown of the critical GPU's timeline (the GPU whose operation ends last) in which every
+ *   breakdown of the critical GPU's timeline (the GPU whose operation ends last, the lowest id among several;
+ *   with perturbations, among several, the one with the most compute time, then the lowest id) in which every
  *   instant goes to the highest-priority busy category: compute > tensor-parallel communication >
  *   pipeline communication > data-parallel communication > bubble and idle (a communication
  *   operation is busy from the moment its collective starts, not while it waits for its peers), so
@@ -106,6 +107,40 @@ typedef enum step_granularity {
                                       a microbatch pass (split only where a dependency attaches) */
 } step_granularity_t;
 
+/* Per-kernel jitter (sim/step/perturb.c; docs/run.md, "Perturbations"): every compute operation of
+ * a simulated GPU takes its duration times a factor X drawn for that operation alone, keyed by
+ * (seed, GPU, pass, model chunk, microbatch, the operation's index within that microbatch pass; the
+ * optimizer step: pass 2) through splitmix64, so a draw does not depend on the order in which
+ * anything is built. X has mean 1 and coefficient of variation cv:
+ * - LOGNORMAL: X = exp(mu + sigma Z), sigma^2 = ln(1 + cv^2), mu = -sigma^2 / 2 (E X = 1, sd X = cv);
+ * - NORMAL: X = 1 + cv Z, drawn again (the next draw of the same key) until X > 0.01, at most 64
+ *   times, else 1 (the mean exceeds 1 slightly for cv above about 0.3).
+ * Z is a standard normal from Box-Muller on two uniforms (53-bit, in (0, 1)). cv 0, or NONE: no
+ * jitter at all (the step is built as without). */
+typedef enum step_jitter_dist {
+    STEP_JITTER_NONE = 0,
+    STEP_JITTER_LOGNORMAL = 1,
+    STEP_JITTER_NORMAL = 2
+} step_jitter_dist_t;
+
+typedef struct step_jitter {
+    step_jitter_dist_t dist;
+    double cv;     /* coefficient of variation, 0 <= cv <= 10 */
+    uint64_t seed; /* every draw's key starts from it */
+} step_jitter_t;
+
+/* "none", "lognormal", "normal"; parse: SIM_OK or SIM_EINVAL. */
+const char *step_jitter_name(step_jitter_dist_t d);
+int step_jitter_parse(const char *text, step_jitter_dist_t *out);
+/* The factor X of one compute operation (see above): key is step_jitter_key's. 1 without jitter. */
+double step_jitter_factor(const step_jitter_t *j, int32_t gpu, uint64_t key);
+/* The key of the index-th compute operation of (pass, chunk, microbatch) on a GPU (pass 2 and -1s:
+ * the optimizer step). */
+uint64_t step_jitter_key(int32_t pass, int32_t chunk, int32_t microbatch, int32_t index);
+/* splitmix64's output function on x (Steele, Lea and Flood, "Fast splittable pseudorandom number
+ * generators", OOPSLA 2014; the constants of Vigna's splitmix64.c). */
+uint64_t step_splitmix64(uint64_t x);
+
 typedef struct step_config {
     sim_comm_mode_t comm;     /* SIM_COMM_NETWORK (default) or SIM_COMM_ANALYTIC */
     step_schedule_t schedule; /* default 1F1B */
@@ -120,6 +155,15 @@ typedef struct step_config {
      * is refused before anything is built (SIM_EINVAL, one line naming both). 0: half the machine's
      * physical memory. */
     double max_memory_gb;
+    /* Perturbations (docs/run.md, "Perturbations"); both unset: the unperturbed step.
+     * compute_slowdown: NULL, or job->gpus factors > 0 (copied by step_new): every compute operation
+     * of GPU g (the layers' compute and HBM time, SUMMA slices, the optimizer step; not the
+     * fixed-time stand-ins of communication) takes compute_slowdown[g] times its time. jitter: per
+     * compute operation, after the slowdown. Any factor other than 1 or any jitter breaks the
+     * symmetry of identical ranks: STEP_COLLAPSE_AUTO then simulates every GPU (the collapse note
+     * says so) and STEP_COLLAPSE_APPROX is refused (SIM_EINVAL). */
+    const double *compute_slowdown;
+    step_jitter_t jitter;
     /* Engine settings (fidelity, step overhead, link efficiency, chunk, seed); the step sets
      * comm_streams, comm_mode, has_system, system and compat itself. */
     sim_config_t engine;

@@ -36,6 +36,7 @@ typedef struct cmp_args {
     const cli_args_t *args; /* the scenario file and options */
     const char *gpus_list;  /* compare: --gpus with a comma (the scaling view), else NULL */
     const char *topologies, *csv, *plot, *placement;
+    int baseline; /* --baseline on (default) */
     step_collapse_t collapse;
     double max_memory_gb; /* 0: the default budget */
     int json;
@@ -53,6 +54,16 @@ static int from_args(const cli_args_t *p, cmp_args_t *a, cli_diag_t *d) {
     a->plot = p->value[CLI_OPT_PLOT];
     a->placement = p->value[CLI_OPT_PLACEMENT];
     a->json = cli_has(p, CLI_OPT_JSON);
+    const char *baseline = p->value[CLI_OPT_BASELINE];
+    a->baseline = 1;
+    if (baseline && strcmp(baseline, "on") != 0 && strcmp(baseline, "off") != 0) {
+        static const char *const OFF_ON[] = {"off", "on"};
+        const char *s = cli_suggest(baseline, OFF_ON, 2);
+        return cli_fail(d, CLI_EUSAGE, "--baseline: \"%.60s\" is not allowed%s%s%s; allowed: off, on",
+                        baseline, s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "");
+    }
+    if (baseline)
+        a->baseline = strcmp(baseline, "on") == 0;
     const char *collapse = p->value[CLI_OPT_COLLAPSE];
     if (collapse) {
         const int rc = cmd_parse_collapse(collapse, &a->collapse, d);
@@ -88,7 +99,7 @@ static int load_scenario(const cmp_args_t *a, int64_t gpus, scenario_t *scn, cli
 
 /* Simulation k of n (progress: what it is on). */
 static int simulate_on(const model_job_t *job, const step_config_t *cfg, const topo_item_t *it,
-                       const scenario_perturb_t *perturb, int summary, cli_progress_t *progress, int64_t k,
+                       const scn_perturb_t *perturb, int summary, cli_progress_t *progress, int64_t k,
                        int64_t n, simpoint_t *out, cli_diag_t *d) {
     char where[96], what[96];
     snprintf(where, sizeof where, "--topologies: %s", it->label);
@@ -119,8 +130,30 @@ static int parse_gpus_list(const char *list, cmp_run_t *r, cli_diag_t *d) {
     return CLI_OK;
 }
 
+/* The perturbations of scn for job into cfg (*factors: the compute factors, freed by the caller
+ * after the simulations); with base, the same configuration for the scenario without them. */
+static int perturb_config(const scenario_t *scn, const model_job_t *job, step_config_t *cfg, double **factors,
+                          step_config_t *base, cli_diag_t *d) {
+    int rc = scenario_perturb_step(scn, job, cfg, factors, d);
+    if (!rc && base) {
+        scenario_t *plain = malloc(sizeof *plain);
+        double *none = NULL;
+        if (!plain)
+            return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
+        *plain = *scn;
+        scenario_clear_perturbations(plain);
+        *base = *cfg;
+        rc = scenario_perturb_step(plain, job, base, &none, d);
+        free(none);
+        free(plain);
+    }
+    return rc;
+}
+
 static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t *d) {
     scenario_t scn;
+    double *factors = NULL;
+    step_config_t base;
     /* with a scaling list, the table is of its last (largest) count */
     int rc = load_scenario(a, r->n_gpus > 0 ? r->gpus[r->n_gpus - 1] : 0, &scn, d);
     if (!rc)
@@ -135,6 +168,18 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
             r->perturb.links.e[i].absent_ok = 1;
         r->cfg.collapse = a->collapse;
         r->cfg.max_memory_gb = a->max_memory_gb;
+        r->perturbed = scenario_has_perturbations(&scn);
+        r->seed = scn.perturb.seed_given ? scn.perturb.seed : 1;
+        r->jitter = scn.perturb.jitter.given ? (int)scn.perturb.jitter.dist : 0;
+        r->jitter_cv = scn.perturb.jitter.cv;
+        if (r->perturbed && a->collapse == STEP_COLLAPSE_APPROX)
+            rc = cli_fail(d, CLI_EUSAGE,
+                          "--collapse: approx with perturbations, which make identical ranks "
+                          "differ; allowed: auto, off (every GPU simulated)");
+        if (!rc)
+            rc = perturb_config(&scn, &r->job, &r->cfg, &factors, r->perturbed && a->baseline ? &base : NULL,
+                                d);
+        r->slowed_gpus = scenario_slowed_gpus(factors, r->job.gpus);
     }
     scenario_destroy(&scn);
     if (rc)
@@ -147,10 +192,18 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
              : cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     if (!rc)
         r->analytic = e->summary;
-    const int64_t n_sims = (int64_t)r->n_topo * (1 + r->n_gpus);
+    const int with_base = r->perturbed && a->baseline;
+    const int64_t n_sims = (int64_t)r->n_topo * (1 + r->n_gpus + with_base);
     for (int i = 0; !rc && i < r->n_topo; i++) {
         rc = simulate_on(&r->job, &r->cfg, &r->topo[i], &r->perturb, 1, a->progress, i, n_sims, &r->row[i].p,
                          d);
+        if (!rc && with_base) { /* the same topology without its link perturbations either */
+            simpoint_t b;
+            rc = simulate_on(&r->job, &base, &r->topo[i], NULL, 0, a->progress,
+                             (int64_t)r->n_topo * (1 + r->n_gpus) + i, n_sims, &b, d);
+            r->row[i].has_baseline = !rc;
+            r->row[i].baseline_step_s = b.step_time_s;
+        }
         if (rc)
             break;
         r->approximate |= !r->row[i].p.collapse_exact;
@@ -179,11 +232,21 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         }
         r->scale_analytic[g] = e->summary.iteration_time_s;
         r->scale_gbs[g] = job.global_batch;
+        step_config_t cfg = r->cfg; /* this count's perturbations (its GPUs) */
+        double *f = NULL;
+        if (r->perturbed && (prc = load_scenario(a, r->gpus[g], &scn, &pd)) == CLI_OK &&
+            (prc = scenario_resolve(&scn, &job, &pd)) == CLI_OK)
+            prc = perturb_config(&scn, &job, &cfg, &f, NULL, &pd);
+        if (prc) {
+            for (int i = 0; i < r->n_topo; i++)
+                snprintf(r->scale[g][i].error, sizeof r->scale[g][i].error, "%.159s", pd.msg);
+            continue;
+        }
         for (int i = 0; i < r->n_topo; i++) {
             simpoint_t p;
             pd.msg[0] = '\0';
             const int64_t k = (int64_t)r->n_topo * (1 + g) + i;
-            if (simulate_on(&job, &r->cfg, &r->topo[i], &r->perturb, 0, a->progress, k, n_sims, &p, &pd) ==
+            if (simulate_on(&job, &cfg, &r->topo[i], &r->perturb, 0, a->progress, k, n_sims, &p, &pd) ==
                 CLI_OK) {
                 r->scale[g][i].ok = 1;
                 r->scale[g][i].step_s = p.step_time_s;
@@ -196,8 +259,11 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
                             r->topo[i].label, pd.msg);
             }
         }
+        free(f);
     }
     free(e);
+    free(factors);
+    r->cfg.compute_slowdown = NULL;
     return rc;
 }
 
@@ -259,6 +325,12 @@ static void parts_of(const simpoint_t *p, double *x) {
 static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
     scenario_t scn;
     int rc = load_scenario(a, 0, &scn, d);
+    if (!rc && scenario_has_perturbations(&scn)) /* not silently dropped */
+        rc =
+            cli_fail(d, CLI_EUSAGE,
+                     "%s%sperturbations: the waterfall does not simulate them; allowed: run or compare, or a "
+                     "scenario without perturbations",
+                     scn.file, scn.file[0] ? ": " : "");
     if (!rc)
         rc = scenario_resolve(&scn, &w->job, d);
     step_config_t cfg;

@@ -281,7 +281,7 @@ static int sim_fail(int s, const step_jobs_result_t *sr, const char *where, cli_
 static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jobs_result_t *r, int *links,
                    int64_t *need_out, cli_diag_t *d) {
     const scn_jobs_t *sj = scn->jobs;
-    static const char *const fabric_opts[] = {"--topology", "--slow-links", "--fail-links"};
+    static const char *const fabric_opts[] = {"--topology", "--slow-links", "--fail-links", "--seed"};
     for (int i = 0; i < a->n_scenario; i++) {
         int fabric = 0;
         for (size_t k = 0; k < sizeof fabric_opts / sizeof *fabric_opts; k++)
@@ -289,9 +289,14 @@ static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jo
         if (!fabric)
             return cli_fail(d, CLI_EUSAGE,
                             "%s: a scenario with jobs takes its model, system and layout from each job; "
-                            "allowed: --topology, --slow-links, --fail-links and run's own options",
+                            "allowed: --topology, --slow-links, --fail-links, --seed and run's own options",
                             a->scenario_opt[i]->name);
     }
+    if (scn->perturb.n_slow > 0 || scn->perturb.jitter.given)
+        return cli_fail(d, CLI_EUSAGE,
+                        "%s: perturbations.%s: slowed GPUs and jitter are not simulated beside jobs; "
+                        "allowed: perturbations.links and perturbations.seed",
+                        scn->file[0] ? scn->file : "scenario", scn->perturb.n_slow > 0 ? "gpus" : "jitter");
     int rc = cmd_run_config(o, &r->cfg, links, d);
     if (rc)
         return rc;

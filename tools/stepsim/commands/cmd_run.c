@@ -65,6 +65,8 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     static const char *const OPT[] = {"auto", "on", "off"};
     static const char *const FID[] = {"fast", "step"};
     static const char *const CAL[] = {"nccl", "none"};
+    static const char *const OFF_ON[] = {"off", "on"};
+    static const char *const AUTO_ON_OFF[] = {"auto", "on", "off"};
     step_config_default(c);
     int v = 0, rc = CLI_OK;
     if (o->comm && !(rc = pick("--comm", o->comm, COMM, 2, &v, d)))
@@ -107,6 +109,10 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     }
     if (!rc && o->max_memory)
         rc = cmd_parse_max_memory(o->max_memory, &c->max_memory_gb, d);
+    if (!rc && o->baseline)
+        rc = pick("--baseline", o->baseline, OFF_ON, 2, &v, d);
+    if (!rc && o->entry_costs)
+        rc = pick("--entry-costs", o->entry_costs, AUTO_ON_OFF, 3, &v, d);
     if (!rc && o->trace_ranks && !o->trace)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--trace-ranks: given without --trace; allowed: --trace FILE --trace-ranks LIST");
@@ -237,9 +243,21 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
 /* ---- running ---------------------------------------------------------------------------------------- */
 
 void run_result_free(run_result_t *r) {
-    if (r)
+    if (r) {
         step_sim_result_destroy(&r->sim);
+        run_result_free(r->baseline);
+        free(r->slowed_list);
+    }
     free(r);
+}
+
+double run_cost_s(const run_result_t *r) {
+    return r->baseline ? r->res.step_time_s - r->baseline->res.step_time_s : 0.0;
+}
+
+double run_cost_percent(const run_result_t *r) {
+    const double b = r->baseline ? r->baseline->res.step_time_s : 0.0;
+    return b > 0.0 ? 100.0 * run_cost_s(r) / b : 0.0;
 }
 
 static double now_s(void) {
@@ -299,6 +317,25 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         topo_free(topo);
         return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     }
+    double *factors = NULL; /* the perturbations' compute factors, for step_new only */
+    if ((rc = scenario_perturb_step(scn, &r->job, &r->cfg, &factors, d))) {
+        topo_free(topo);
+        return rc;
+    }
+    r->perturbed = scenario_has_perturbations(scn);
+    if (r->perturbed && r->cfg.collapse == STEP_COLLAPSE_APPROX)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--collapse: approx with perturbations, which make identical ranks differ; "
+                      "allowed: auto, off (every GPU simulated)");
+    if (rc) {
+        free(factors);
+        topo_free(topo);
+        return rc;
+    }
+    r->slowed_gpus = scenario_slowed_gpus(factors, r->job.gpus);
+    if (r->perturbed && !(r->slowed_list = scenario_slowed_list(factors, r->job.gpus)))
+        rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory");
+    r->seed = scn->perturb.seed_given ? scn->perturb.seed : 1;
     trace_ctx_t tc;
     memset(&tc, 0, sizeof tc);
     run_hook_t hook = {o, topo, r, scn, &tc, d};
@@ -312,6 +349,8 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     so.progress = o->progress ? cli_progress_sim : NULL;
     so.progress_ctx = o->progress;
     const int s = step_simulate(&r->job, topo, &so, &r->sim);
+    free(factors);
+    r->cfg.compute_slowdown = NULL;
     if (s && r->sim.failed_at == STEP_SIM_AT_BUILD && s == SIM_EINVAL)
         rc = cli_fail(d, CLI_EUSAGE, "%s", r->sim.error);
     else if (s) {
@@ -343,11 +382,90 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
 
 /* ---- entry points ------------------------------------------------------------------------------------- */
 
+/* The scenario s (a copy of the what-if's, changed by the caller) simulated without a trace: its step
+ * time into *step_s. */
+static int simulate_variant(const scenario_t *s, const run_opts_t *opts, run_result_t **out, cli_diag_t *d) {
+    scenario_t *copy = malloc(sizeof *copy);
+    run_result_t *r = calloc(1, sizeof *r);
+    if (!copy || !r) {
+        free(copy);
+        free(r);
+        return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
+    }
+    *copy = *s;
+    run_opts_t o = *opts;
+    o.trace = o.trace_ranks = NULL; /* only the what-if is traced */
+    const int rc = simulate(copy, &o, r, d);
+    free(copy);
+    if (rc) {
+        run_result_free(r);
+        return rc;
+    }
+    *out = r;
+    return CLI_OK;
+}
+
+/* The baseline (the scenario without its perturbations) and, by the policy of --entry-costs, the
+ * cost of each perturbation entry alone. */
+static int what_if(const scenario_t *scn, const run_opts_t *opts, run_result_t *r, cli_diag_t *d) {
+    scenario_t *s = malloc(sizeof *s);
+    if (!s)
+        return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
+    *s = *scn;
+    scenario_clear_perturbations(s);
+    int rc = simulate_variant(s, opts, &r->baseline, d);
+    r->n_entries = scenario_perturbation_entries(scn);
+    if (r->n_entries > RUN_MAX_ENTRIES)
+        r->n_entries = RUN_MAX_ENTRIES;
+    for (int k = 0; k < r->n_entries; k++)
+        scenario_perturbation_label(scn, k, r->entry[k].label, sizeof r->entry[k].label);
+    const char *policy = opts->entry_costs ? opts->entry_costs : "auto";
+    const int on = strcmp(policy, "on") == 0, off = strcmp(policy, "off") == 0;
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    if (r->n_entries == 1) { /* the one entry's cost is the what-if's */
+        r->entry[0].step_s = r->res.step_time_s;
+        r->entry[0].cost_s = run_cost_s(r);
+        r->entry_costs = 1;
+    } else if (off) {
+        snprintf(r->entry_costs_note, sizeof r->entry_costs_note, "not computed (--entry-costs off)");
+    } else if (!on && r->res.operations > RUN_ENTRY_COSTS_MAX_OPS) {
+        snprintf(r->entry_costs_note, sizeof r->entry_costs_note,
+                 "not computed: %d more runs of %" PRId64 " operations (more than %d; --entry-costs on)",
+                 r->n_entries, r->res.operations, RUN_ENTRY_COSTS_MAX_OPS);
+    } else {
+        for (int k = 0; k < r->n_entries && !rc; k++) {
+            *s = *scn;
+            scenario_keep_perturbation(s, k);
+            run_result_t *one = NULL;
+            if (!(rc = simulate_variant(s, opts, &one, d))) {
+                r->entry[k].step_s = one->res.step_time_s;
+                r->entry[k].cost_s = one->res.step_time_s - r->baseline->res.step_time_s;
+            }
+            run_result_free(one);
+        }
+        r->entry_costs = !rc;
+    }
+    free(s);
+    return rc;
+}
+
 int cmd_run_compute(scenario_t *scn, const run_opts_t *opts, run_result_t **result, cli_diag_t *diag) {
     *result = calloc(1, sizeof **result);
     if (!*result)
         return cli_fail(diag, CLI_ERUNTIME, "run: out of memory");
-    return simulate(scn, opts, *result, diag);
+    scenario_t *copy = malloc(sizeof *copy); /* the scenario as given, before simulate resolves it */
+    if (!copy)
+        return cli_fail(diag, CLI_ERUNTIME, "run: out of memory");
+    *copy = *scn;
+    int rc = simulate(scn, opts, *result, diag);
+    const int baseline = !opts->baseline || strcmp(opts->baseline, "on") == 0;
+    if (!rc && (*result)->perturbed && baseline)
+        rc = what_if(copy, opts, *result, diag);
+    free(copy);
+    return rc;
 }
 
 int cmd_run_config(const run_opts_t *o, step_config_t *c, int *links, cli_diag_t *d) {
@@ -407,6 +525,8 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     o.max_memory = v[CLI_OPT_MAX_MEMORY];
     o.trace = v[CLI_OPT_TRACE];
     o.trace_ranks = v[CLI_OPT_TRACE_RANKS];
+    o.baseline = v[CLI_OPT_BASELINE];
+    o.entry_costs = v[CLI_OPT_ENTRY_COSTS];
     int rc = cli_check_placement(a, d);
     if (!rc)
         rc = cli_apply_scenario(a, &scn, NULL, d);

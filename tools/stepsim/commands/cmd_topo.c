@@ -90,8 +90,8 @@ static void tiers(const topo_t *t, int64_t count[4]) {
 }
 
 /* prefix: where messages about the topology point ("--topology: ", "run.json: topology."). */
-static int run(const topo_args_t *a, const topo_params_t *p, const scenario_perturb_t *perturb,
-               const char *prefix, FILE *out, cli_diag_t *d) {
+static int run(const topo_args_t *a, const topo_params_t *p, const scn_perturb_t *perturb, const char *prefix,
+               FILE *out, cli_diag_t *d) {
     topo_t *t = NULL;
     topo_issue_t issue;
     char msg[400];

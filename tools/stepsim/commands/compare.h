@@ -15,6 +15,8 @@
 typedef struct cmp_row {
     simpoint_t p;
     double slowdown, throughput, cost_units, perf_per_kcost;
+    int has_baseline;       /* the what-if's baseline was simulated on this topology */
+    double baseline_step_s; /* the scenario without its perturbations */
 } cmp_row_t;
 
 typedef struct scale_cell {
@@ -25,8 +27,8 @@ typedef struct scale_cell {
 
 typedef struct cmp_run {
     model_job_t job;
-    scenario_perturb_t perturb; /* the scenario's perturbations, applied to every topology */
-    char header[1024];          /* the job header and layout lines, printed while the scenario was alive */
+    scn_perturb_t perturb; /* the scenario's perturbations, applied to every topology */
+    char header[1024];     /* the job header and layout lines, printed while the scenario was alive */
     model_summary_t analytic;
     topo_item_t topo[MAX_TOPOS];
     int n_topo;
@@ -39,6 +41,13 @@ typedef struct cmp_run {
     scale_cell_t scale[MAX_GPUS][MAX_TOPOS];
     int approximate;   /* 1: some simulation collapsed approximately (--collapse approx) */
     step_config_t cfg; /* the scenario's optimizer step and --placement (cmd_sim_config) */
+    /* the what-if (docs/what-if.md): the table's rows are the perturbed scenario; with a baseline
+     * each row also has the scenario without its perturbations (the scaling view: perturbed only) */
+    int perturbed;
+    int64_t slowed_gpus;
+    uint64_t seed;
+    int jitter; /* step_jitter_dist_t of the perturbations, with jitter_cv */
+    double jitter_cv;
 } cmp_run_t;
 
 /* The waterfall's steps: analytic estimate -> simulation with analytic communication -> network on

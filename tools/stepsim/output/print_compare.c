@@ -45,6 +45,25 @@ static void compare_text(FILE *out, const cmp_run_t *r) {
     }
     if (r->approximate)
         fprintf(out, "\n  warning: %s\n", STEP_APPROX_WARNING);
+    if (!r->perturbed)
+        return;
+    fprintf(out, "\n  what-if: the rows above are perturbed: %" PRId64 " GPU%s slowed", r->slowed_gpus,
+            r->slowed_gpus == 1 ? "" : "s");
+    if (r->jitter)
+        fprintf(out, ", jitter %s cv %g", step_jitter_name((step_jitter_dist_t)r->jitter), r->jitter_cv);
+    fprintf(out, " (seed %" PRIu64 ")\n", r->seed);
+    if (!r->row[0].has_baseline) {
+        fprintf(out, "    (no baseline: --baseline off)\n");
+        return;
+    }
+    fprintf(out, "  %-16s %11s %12s %11s %9s\n", "topology", "what-if (s)", "baseline (s)", "cost (s)",
+            "cost (%)");
+    for (int i = 0; i < r->n_topo; i++) {
+        const cmp_row_t *w = &r->row[i];
+        const double c = w->p.step_time_s - w->baseline_step_s;
+        fprintf(out, "  %-16.16s %11.4f %12.4f %+11.4f %+9.3f\n", r->topo[i].label, w->p.step_time_s,
+                w->baseline_step_s, c, w->baseline_step_s > 0 ? 100.0 * c / w->baseline_step_s : 0.0);
+    }
 }
 
 static void scaling_text(FILE *out, const cmp_run_t *r) {
@@ -111,6 +130,18 @@ static cJSON *compare_json(const cmp_run_t *r) {
     if (r->approximate)
         json_string(&w, "warning", STEP_APPROX_WARNING);
     json_number(&w, "analytic_iteration_time_s", r->analytic.iteration_time_s);
+    if (r->perturbed) {
+        json_open_object(&w, "perturbations");
+        json_int(&w, "seed", (int64_t)r->seed);
+        json_int(&w, "slowed_gpus", r->slowed_gpus);
+        if (r->jitter) {
+            json_open_object(&w, "jitter");
+            json_string(&w, "distribution", step_jitter_name((step_jitter_dist_t)r->jitter));
+            json_number(&w, "cv", r->jitter_cv);
+            json_close_object(&w);
+        }
+        json_close_object(&w);
+    }
     json_open_array(&w, "topologies");
     for (int i = 0; i < r->n_topo; i++) {
         const cmp_row_t *x = &r->row[i];
@@ -120,6 +151,13 @@ static cJSON *compare_json(const cmp_run_t *r) {
         json_number(&w, "step_time_s", x->p.step_time_s);
         json_number(&w, "throughput_samples_per_s", x->throughput);
         json_number(&w, "slowdown_vs_ideal", x->slowdown);
+        if (x->has_baseline) {
+            const double c = x->p.step_time_s - x->baseline_step_s;
+            json_number(&w, "baseline_step_time_s", x->baseline_step_s);
+            json_number(&w, "what_if_cost_s", c);
+            json_number(&w, "what_if_cost_percent",
+                        x->baseline_step_s > 0 ? 100.0 * c / x->baseline_step_s : 0.0);
+        }
         json_open_object(&w, "breakdown_s");
         json_number(&w, "compute", x->p.compute_s);
         json_number(&w, "exposed_tp_comm", x->p.exposed_tp_s);
@@ -392,9 +430,11 @@ int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
         remove(tmp);
         return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: cannot write: %s", path, strerror(errno));
     }
-    fprintf(f, "topology,step_time_s,throughput_samples_per_s,slowdown_vs_ideal,compute_s,exposed_tp_comm_s,"
-               "exposed_pp_comm_s,exposed_dp_comm_s,bubble_idle_s,max_link_utilization,switches,cables,"
-               "optical_transceivers,cost_units,throughput_per_kcost,collapse\n");
+    fprintf(f,
+            "topology,step_time_s,throughput_samples_per_s,slowdown_vs_ideal,compute_s,exposed_tp_comm_s,"
+            "exposed_pp_comm_s,exposed_dp_comm_s,bubble_idle_s,max_link_utilization,switches,cables,"
+            "optical_transceivers,cost_units,throughput_per_kcost,collapse%s\n",
+            r->row[0].has_baseline ? ",baseline_step_time_s,what_if_cost_s" : "");
     for (int i = 0; i < r->n_topo; i++) {
         const cmp_row_t *x = &r->row[i];
         char label[64];
@@ -404,11 +444,14 @@ int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
                 *c = ';';
         fprintf(f,
                 "%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%" PRId64 ",%" PRId64 ",%" PRId64
-                ",%.0f,%.9g,%s\n",
+                ",%.0f,%.9g,%s",
                 label, x->p.step_time_s, x->throughput, x->slowdown, x->p.compute_s, x->p.exposed_tp_s,
                 x->p.exposed_pp_s, x->p.exposed_dp_s, x->p.bubble_idle_s, x->p.max_link_utilization,
                 x->p.summary.switches, x->p.summary.cables, x->p.summary.optical_transceivers, x->cost_units,
                 x->perf_per_kcost, x->p.collapse_exact ? "exact" : STEP_APPROX_WARNING);
+        if (x->has_baseline)
+            fprintf(f, ",%.9g,%.9g", x->baseline_step_s, x->p.step_time_s - x->baseline_step_s);
+        fprintf(f, "\n");
     }
     if (ferror(f) | (fclose(f) != 0)) {
         remove(tmp);

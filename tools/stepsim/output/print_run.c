@@ -42,6 +42,78 @@ static const char *level_name(step_collapsed_t l) {
     return l == STEP_STAGES ? "stages" : l == STEP_RAILS ? "tensor ranks" : "none";
 }
 
+/* The what-if: the perturbations, the baseline and the costs (only when there are perturbations). */
+static void what_if_json(json_writer_t *w, const run_result_t *r, const scenario_t *scn,
+                         const run_opts_t *o) {
+    const double base = r->baseline ? r->baseline->res.step_time_s : 0.0;
+    json_open_object(w, "perturbations");
+    json_int(w, "seed", (int64_t)r->seed);
+    json_int(w, "slowed_gpus", r->slowed_gpus);
+    json_string(w, "slowed_list", r->slowed_list ? r->slowed_list : "");
+    if (scn->perturb.jitter.given) {
+        json_open_object(w, "jitter");
+        json_string(w, "distribution", step_jitter_name(scn->perturb.jitter.dist));
+        json_number(w, "cv", scn->perturb.jitter.cv);
+        json_close_object(w);
+    }
+    if (r->baseline) {
+        json_open_array(w, "entries");
+        for (int k = 0; k < r->n_entries; k++) {
+            json_open_object(w, NULL);
+            json_string(w, "entry", r->entry[k].label);
+            if (r->entry_costs) {
+                json_number(w, "step_time_s", r->entry[k].step_s);
+                json_number(w, "cost_s", r->entry[k].cost_s);
+                json_number(w, "cost_percent", base > 0 ? 100.0 * r->entry[k].cost_s / base : 0.0);
+            }
+            json_close_object(w);
+        }
+        json_close_array(w);
+        if (!r->entry_costs)
+            json_string(w, "entry_costs_note", r->entry_costs_note);
+    }
+    json_close_object(w);
+    if (!r->baseline)
+        return;
+    const step_result_t *b = &r->baseline->res;
+    json_open_object(w, "baseline");
+    json_number(w, "step_time_s", b->step_time_s);
+    json_int(w, "critical_gpu", b->critical_gpu);
+    json_int(w, "critical_stage", b->critical_stage);
+    json_int(w, "simulated_gpus", b->simulated_gpus);
+    json_string(w, "collapse_note", b->collapse_note);
+    if (!o->deterministic)
+        json_number(w, "wall_time_s", r->baseline->wall_s);
+    json_close_object(w);
+    json_number(w, "what_if_cost_s", run_cost_s(r));
+    json_number(w, "what_if_cost_percent", run_cost_percent(r));
+}
+
+static void what_if_text(FILE *out, const run_result_t *r, const scenario_t *scn) {
+    fprintf(out, "\n  what-if: %" PRId64 " GPU%s slowed", r->slowed_gpus, r->slowed_gpus == 1 ? "" : "s");
+    if (r->slowed_list && r->slowed_list[0] && strlen(r->slowed_list) <= 60)
+        fprintf(out, " (%s)", r->slowed_list);
+    if (scn->perturb.jitter.given)
+        fprintf(out, ", jitter %s cv %g", step_jitter_name(scn->perturb.jitter.dist), scn->perturb.jitter.cv);
+    fprintf(out, " (seed %" PRIu64 ")\n", r->seed);
+    if (!r->baseline) {
+        fprintf(out, "    (no baseline: --baseline off)\n");
+        return;
+    }
+    const step_result_t *b = &r->baseline->res;
+    fprintf(out, "  %-34s %.6f s (GPU %d, stage %d the last to finish; %d of %d GPUs simulated)\n",
+            "baseline (without perturbations)", b->step_time_s, b->critical_gpu, b->critical_stage,
+            b->simulated_gpus, b->gpus);
+    fprintf(out, "  %-34s %+.6f s (%+.3f%%)\n", "cost of the what-if", run_cost_s(r), run_cost_percent(r));
+    if (r->n_entries > 1 || !r->entry_costs) {
+        fprintf(out, "    each entry alone:%s%s\n", r->entry_costs ? "" : " ",
+                r->entry_costs ? "" : r->entry_costs_note);
+        for (int k = 0; k < r->n_entries && r->entry_costs; k++)
+            fprintf(out, "    %-32s %+.6f s (%+.3f%%)\n", r->entry[k].label, r->entry[k].cost_s,
+                    b->step_time_s > 0 ? 100.0 * r->entry[k].cost_s / b->step_time_s : 0.0);
+    }
+}
+
 static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
     const step_result_t *s = &r->res;
     const model_summary_t *su = &r->est.summary;
@@ -54,6 +126,8 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
     json_number(&w, "analytic_iteration_time_s", su->iteration_time_s);
     json_number(&w, "throughput_samples_per_s",
                 s->step_time_s > 0 ? (double)r->job.global_batch / s->step_time_s : 0);
+    if (r->perturbed)
+        what_if_json(&w, r, scn, o);
     json_open_object(&w, "breakdown_s");
     json_number(&w, "compute", s->breakdown.compute_s);
     json_number(&w, "exposed_tp_comm", s->breakdown.exposed_tp_comm_s);
@@ -171,6 +245,8 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
     fprintf(out, "  %-34s %.6f s (simulated %+.3f%%)\n", "iteration time (analytic estimate)", a,
             a > 0 ? 100.0 * (t / a - 1.0) : 0.0);
     fprintf(out, "  %-34s %.4f samples/s\n", "throughput", t > 0 ? (double)r->job.global_batch / t : 0.0);
+    if (r->perturbed)
+        what_if_text(out, r, scn);
     fprintf(out, "\n  %-34s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
     fprintf(out, "    (GPU %d, stage %d: the last to finish)\n", s->critical_gpu, s->critical_stage);
     row(out, "compute", s->breakdown.compute_s, t);

@@ -386,7 +386,7 @@ static int option_named(scenario_t *scn, scenario_field_t f, const char *option,
 
 int scenario_set_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag) {
     if (scn_perturb_is_option(option))
-        return scn_perturb_option(scn, option, value, diag);
+        return scn_perturb_set_option(scn, option, value, diag);
     int f = field_by_option(option);
     if (f < 0)
         return cli_fail(diag, CLI_EUSAGE, "%s: not a scenario option", option);

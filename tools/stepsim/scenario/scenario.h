@@ -27,7 +27,6 @@
 #include <cjson/cJSON.h>
 
 #include "model.h"
-#include "perturb_links.h"
 #include "topo.h"
 
 /* Exit codes of every stepsim command (docs/cli.md, "Exit codes"). */
@@ -48,6 +47,8 @@ int cli_fail(cli_diag_t *d, int code, const char *fmt, ...)
 /* The candidate of cands[0..n-1] closest to word (case-insensitive Levenshtein distance), or NULL
  * when none is close enough to be a plausible typo. Complexity O(n * len^2). */
 const char *cli_suggest(const char *word, const char *const *cands, size_t n);
+
+#include "perturb.h"
 
 /* Where a value came from. */
 typedef enum scenario_origin {
@@ -123,11 +124,6 @@ typedef struct topo_spec {
                                links keep their bandwidth and latency */
 } topo_spec_t;
 
-/* The scenario's "perturbations" object, grouped by part (docs/what-if.md). */
-typedef struct scenario_perturb {
-    uint64_t seed;     /* "seed": every random choice below (default 1) */
-    scn_links_t links; /* "links", --slow-links, --fail-links: slow and failed links */
-} scenario_perturb_t;
 struct scn_jobs; /* scenario_jobs.h: several jobs on one fabric ("jobs") */
 
 /* parallel.strategy "all": every strategy (search only). */
@@ -147,7 +143,7 @@ typedef struct scenario {
     scenario_origin_t origin[SCN_FIELD_COUNT];
     int given[SCN_FIELD_COUNT]; /* 1 if the file or an option set the field */
     topo_spec_t topology;       /* "topology" / --topology, parsed; form TOPO_SPEC_NONE if none */
-    scenario_perturb_t perturb; /* "perturbations" and their options */
+    scn_perturb_t perturb;      /* "perturbations" and their options (perturb.h); zero: none */
     struct scn_jobs *jobs;      /* "jobs" (scenario_jobs.h), owned; NULL if none */
 } scenario_t;
 

@@ -52,14 +52,4 @@ int scn_parse_training(scenario_t *scn, const scn_src_t *src, const cJSON *obj);
 /* A training field given with compat reference (which has none): CLI_EUSAGE naming it; else CLI_OK. */
 int scn_training_for_reference(const scenario_t *scn, cli_diag_t *diag);
 
-/* scenario_perturb.c: the "perturbations" object (its keys dispatched to each part's parser) and
- * the options that add to it. */
-int scn_parse_perturbations(scenario_t *scn, const scn_src_t *src, const cJSON *v);
-int scn_perturb_is_option(const char *option);
-int scn_perturb_option(scenario_t *scn, const char *option, const char *value, cli_diag_t *diag);
-
-/* perturb_links.c: "perturbations.links" (an array of entries) and --slow-links / --fail-links. */
-int scn_links_parse_json(scn_links_t *links, const scn_src_t *src, const cJSON *v, const char *path);
-int scn_links_option(scn_links_t *links, const char *option, const char *value, cli_diag_t *diag);
-
 #endif

@@ -9,7 +9,7 @@
  *   name, model, system, nvlink_size, gpus, global_batch, parallel, compat, training, allocation.
  * - allocation: "packed" (default), "spread", "random" or GPU ranges ("0-63,128-191": as many GPUs
  *   as the job has, none twice); the placement on a topology is cmd_jobs.c's (jobs_allocate).
- * - perturbations.seed (scenario_perturb_t, default 1) seeds the random allocations.
+ * - perturbations.seed (scn_perturb_t, default 1) seeds the random allocations.
  * - Errors: CLI_EUSAGE with one line naming the file, the JSON path (jobs[1].allocation) and the
  *   value. Memory: scenario_t.jobs is owned by the scenario; scenario_destroy frees it.
  */

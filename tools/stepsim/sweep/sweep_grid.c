@@ -247,6 +247,12 @@ static int check_scenario(cJSON *scn, const char *where, cli_diag_t *d) {
     if (!rc && s.jobs)
         rc = cli_fail(d, CLI_EUSAGE, "%s: jobs: a sweep simulates one job per point; allowed: `stepsim run`",
                       where);
+    if (!rc && scenario_has_perturbations(&s)) /* not silently dropped */
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "%s: perturbations: a sweep does not simulate them; allowed: run or compare, or a scenario "
+            "without perturbations",
+            where);
     scenario_destroy(&s);
     cJSON_Delete(loadable);
     return rc;
