@@ -7,6 +7,8 @@
  * - The scenario file's entry and the equivalent option give the same run.
  * - The default-size run with slowed links, and a smaller one with a failed link, are byte-identical
  *   twice.
+ * - A failed leaf-spine cable carries nothing in the trace: its link counters (named as topo names
+ *   links) never appear, while its leaf's other uplinks carry the rerouted traffic.
  * - topo lists the failed and slowed links by name; collective gets slower on a slowed ring link;
  *   compare applies them to every topology, a class one lacks leaving it unchanged.
  * - Errors: one line, exit 2, naming the file or option, the field and the value (unknown link name
@@ -18,7 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
@@ -116,6 +120,75 @@ static void test_deterministic(void **state) {
         "run",  "--model", "gpt3",       "--gpus",   "64",     "--gbs",        "64",
         "--pp", "2",       "--topology", "fat-tree", "--json", "--fail-links", "fraction:0.05:leaf-spine"};
     twice_identical(failed, N(failed));
+}
+
+/* Every value of the trace's counter `name` (a link's utilisation), their count in *n, their max. */
+static double counter_max(const cJSON *events, const char *name, int *n) {
+    double mx = 0.0;
+    *n = 0;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, events) {
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(ev, "name");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "C") != 0 || !cJSON_IsString(nm) ||
+            strcmp(nm->valuestring, name) != 0)
+            continue;
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+        const cJSON *v = args ? args->child : NULL;
+        assert_true(cJSON_IsNumber(v));
+        mx = v->valuedouble > mx ? v->valuedouble : mx;
+        (*n)++;
+    }
+    return mx;
+}
+
+/* The trace of `run` on 64 GPUs of a fat-tree (2 leaves of 32 GPUs, 8 spines), pure data
+ * parallelism (the all-reduces cross the leaves), with --fail-links fail ("" for none). */
+static cJSON *dp_trace(const char *fail) {
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/stepsim_links_trace_%d.json", (int)getpid());
+    cli_run_t r = fail[0] ? cli_run("run", "--model", "gpt3", "--gpus", "64", "--gbs", "64", "--tp", "1",
+                                    "--pp", "1", "--topology", "fat-tree", "--fail-links", fail, "--baseline",
+                                    "off", "--trace", path, "--quiet", NULL)
+                          : cli_run("run", "--model", "gpt3", "--gpus", "64", "--gbs", "64", "--tp", "1",
+                                    "--pp", "1", "--topology", "fat-tree", "--trace", path, "--quiet", NULL);
+    assert_int_equal(r.rc, 0);
+    cli_run_free(&r);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END); /* cli_run_slurp reads up to the position, then closes f */
+    char *text = cli_run_slurp(f);
+    unlink(path);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    assert_non_null(doc);
+    assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "traceEvents")));
+    return doc;
+}
+
+static void test_trace_counters(void **state) {
+    (void)state;
+    cJSON *base = dp_trace(""), *failed = dp_trace("leaf0<->spine0");
+    const cJSON *eb = cJSON_GetObjectItemCaseSensitive(base, "traceEvents");
+    const cJSON *ef = cJSON_GetObjectItemCaseSensitive(failed, "traceEvents");
+    int n = 0;
+    /* intact, the cable carries its share; failed, its counters never leave 0 */
+    assert_true(counter_max(eb, "leaf0->spine0", &n) > 0.5 && n > 0);
+    assert_true(counter_max(eb, "spine0->leaf0", &n) > 0.5 && n > 0);
+    assert_true(counter_max(ef, "leaf0->spine0", &n) == 0.0);
+    assert_true(counter_max(ef, "spine0->leaf0", &n) == 0.0);
+    /* nor does the rest of the route through spine 0 (it only joins the two leaves) */
+    assert_true(counter_max(ef, "leaf1->spine0", &n) == 0.0);
+    assert_true(counter_max(ef, "spine0->leaf1", &n) == 0.0);
+    for (int sp = 1; sp < 8; sp++) { /* the other uplinks of leaf 0 carry the traffic */
+        char up[32], down[32];
+        snprintf(up, sizeof up, "leaf0->spine%d", sp);
+        snprintf(down, sizeof down, "spine%d->leaf0", sp);
+        assert_true(counter_max(ef, up, &n) > 0.5 && n > 0);
+        assert_true(counter_max(ef, down, &n) > 0.5 && n > 0);
+    }
+    cJSON_Delete(base);
+    cJSON_Delete(failed);
 }
 
 static void test_topo_lists(void **state) {
@@ -280,7 +353,7 @@ int main(void) {
         cmocka_unit_test(test_collapse),      cmocka_unit_test(test_scenario_file),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_topo_lists),
         cmocka_unit_test(test_collective),    cmocka_unit_test(test_compare),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),        cmocka_unit_test(test_trace_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
