@@ -191,6 +191,20 @@ static void test_trace_counters(void **state) {
     cJSON_Delete(failed);
 }
 
+/* run's text names the link entries of the what-if (not "0 GPUs slowed"), and their cost */
+static void test_run_text(void **state) {
+    (void)state;
+    cli_run_t r = cli_run("run", "--model", "gpt3", "--gpus", "64", "--gbs", "64", "--pp", "2", "--topology",
+                          "fat-tree", "--fail-links", "leaf0<->spine0", "--slow-links",
+                          "class:leaf-spine:0.5", "--quiet", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(
+        strstr(r.out, "what-if (seed 1): links leaf0<->spine0 failed; links class:leaf-spine x0.5\n"));
+    assert_null(strstr(r.out, "slowed"));
+    assert_non_null(strstr(r.out, "    links leaf0<->spine0 failed      +"));
+    cli_run_free(&r);
+}
+
 static void test_topo_lists(void **state) {
     (void)state;
     cli_run_t r = cli_run("topo", "--topology", "{\"kind\":\"fat-tree\",\"k\":8}", "--fail-links",
@@ -354,6 +368,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_topo_lists),
         cmocka_unit_test(test_collective),    cmocka_unit_test(test_compare),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_trace_counters),
+        cmocka_unit_test(test_run_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,6 +195,9 @@ static void test_compare(void **state) {
     const char *plain[] = {"compare", SMALL, "--topologies", "ideal,fat-tree", "--quiet", "--json"};
     cJSON *w = cli_run_json(what, N(what)), *p = cli_run_json(plain, N(plain));
     assert_true(cli_json_num(obj(w, "perturbations"), "slowed_gpus") == 1);
+    const cJSON *entries = obj(obj(w, "perturbations"), "entries");
+    assert_int_equal(cJSON_GetArraySize(entries), 1);
+    assert_string_equal(cJSON_GetArrayItem(entries, 0)->valuestring, "gpus 3 x1.5");
     for (int i = 0; i < 2; i++) {
         const cJSON *rw = cJSON_GetArrayItem(obj(w, "topologies"), i),
                     *rp = cJSON_GetArrayItem(obj(p, "topologies"), i);

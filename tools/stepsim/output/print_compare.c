@@ -47,11 +47,11 @@ static void compare_text(FILE *out, const cmp_run_t *r) {
         fprintf(out, "\n  warning: %s\n", STEP_APPROX_WARNING);
     if (!r->perturbed)
         return;
-    fprintf(out, "\n  what-if: the rows above are perturbed: %" PRId64 " GPU%s slowed", r->slowed_gpus,
-            r->slowed_gpus == 1 ? "" : "s");
-    if (r->jitter)
-        fprintf(out, ", jitter %s cv %g", step_jitter_name((step_jitter_dist_t)r->jitter), r->jitter_cv);
-    fprintf(out, " (seed %" PRIu64 ")\n", r->seed);
+    char what[400];
+    scn_perturb_describe(&r->perturb, what, sizeof what);
+    fprintf(out, "\n  what-if: the rows above are perturbed (seed %" PRIu64 "): %s\n", r->seed, what);
+    if (r->slowed_gpus > 0)
+        fprintf(out, "    %" PRId64 " GPU%s slowed\n", r->slowed_gpus, r->slowed_gpus == 1 ? "" : "s");
     if (!r->row[0].has_baseline) {
         fprintf(out, "    (no baseline: --baseline off)\n");
         return;
@@ -134,6 +134,13 @@ static cJSON *compare_json(const cmp_run_t *r) {
         json_open_object(&w, "perturbations");
         json_int(&w, "seed", (int64_t)r->seed);
         json_int(&w, "slowed_gpus", r->slowed_gpus);
+        json_open_array(&w, "entries"); /* as run's entries[].entry */
+        for (int k = 0; k < scn_perturb_entries(&r->perturb); k++) {
+            char label[240];
+            scn_perturb_label(&r->perturb, k, label, sizeof label);
+            json_string(&w, NULL, label);
+        }
+        json_close_array(&w);
         if (r->jitter) {
             json_open_object(&w, "jitter");
             json_string(&w, "distribution", step_jitter_name((step_jitter_dist_t)r->jitter));

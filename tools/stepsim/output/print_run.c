@@ -90,12 +90,15 @@ static void what_if_json(json_writer_t *w, const run_result_t *r, const scenario
 }
 
 static void what_if_text(FILE *out, const run_result_t *r, const scenario_t *scn) {
-    fprintf(out, "\n  what-if: %" PRId64 " GPU%s slowed", r->slowed_gpus, r->slowed_gpus == 1 ? "" : "s");
-    if (r->slowed_list && r->slowed_list[0] && strlen(r->slowed_list) <= 60)
-        fprintf(out, " (%s)", r->slowed_list);
-    if (scn->perturb.jitter.given)
-        fprintf(out, ", jitter %s cv %g", step_jitter_name(scn->perturb.jitter.dist), scn->perturb.jitter.cv);
-    fprintf(out, " (seed %" PRIu64 ")\n", r->seed);
+    char what[400];
+    scn_perturb_describe(&scn->perturb, what, sizeof what);
+    fprintf(out, "\n  what-if (seed %" PRIu64 "): %s\n", r->seed, what);
+    if (r->slowed_gpus > 0) {
+        fprintf(out, "    %" PRId64 " GPU%s slowed", r->slowed_gpus, r->slowed_gpus == 1 ? "" : "s");
+        if (r->slowed_list && r->slowed_list[0] && strlen(r->slowed_list) <= 60)
+            fprintf(out, ": %s", r->slowed_list);
+        fprintf(out, "\n");
+    }
     if (!r->baseline) {
         fprintf(out, "    (no baseline: --baseline off)\n");
         return;

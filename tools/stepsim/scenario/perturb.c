@@ -81,13 +81,16 @@ void scenario_clear_perturbations(scenario_t *scn) {
     scn->perturb.seed_given = seed_given;
 }
 
-static int jitter_on(const scenario_t *scn) {
-    return scn->perturb.jitter.given && scn->perturb.jitter.dist != STEP_JITTER_NONE &&
-           scn->perturb.jitter.cv > 0;
+static int jitter_on(const scn_perturb_t *p) {
+    return p->jitter.given && p->jitter.dist != STEP_JITTER_NONE && p->jitter.cv > 0;
+}
+
+int scn_perturb_entries(const scn_perturb_t *p) {
+    return p->n_slow + p->links.n + jitter_on(p);
 }
 
 int scenario_perturbation_entries(const scenario_t *scn) {
-    return scn->perturb.n_slow + scn->perturb.links.n + jitter_on(scn);
+    return scn_perturb_entries(&scn->perturb);
 }
 
 void scenario_keep_perturbation(scenario_t *scn, int k) {
@@ -111,7 +114,26 @@ void scenario_keep_perturbation(scenario_t *scn, int k) {
 }
 
 void scenario_perturbation_label(const scenario_t *scn, int k, char *buf, size_t size) {
-    const scn_perturb_t *p = &scn->perturb;
+    scn_perturb_label(&scn->perturb, k, buf, size);
+}
+
+void scn_perturb_describe(const scn_perturb_t *p, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < scn_perturb_entries(p) && used + 1 < size; k++) {
+        char one[240];
+        scn_perturb_label(p, k, one, sizeof one);
+        const int w = snprintf(buf + used, size - used, "%s%s", k ? "; " : "", one);
+        if (w < 0 || (size_t)w >= size - used) { /* cut: end with "..." */
+            if (size > 4)
+                snprintf(buf + size - 4, 4, "...");
+            return;
+        }
+        used += (size_t)w;
+    }
+}
+
+void scn_perturb_label(const scn_perturb_t *p, int k, char *buf, size_t size) {
     if (k < p->n_slow) {
         const scn_slow_t *e = &p->slow[k];
         if (e->kind == SCN_SLOW_FRACTION)

@@ -72,6 +72,11 @@ int scn_perturb_set_option(struct scenario *scn, const char *option, const char 
 int scenario_has_perturbations(const struct scenario *scn);
 /* The same scenario without its perturbations (the baseline). */
 void scenario_clear_perturbations(struct scenario *scn);
+/* The same on the perturbations alone (compare keeps a copy of them): entries, label, and every
+ * label joined by "; " into buf (cut with "..." when it does not fit). */
+int scn_perturb_entries(const scn_perturb_t *p);
+void scn_perturb_label(const scn_perturb_t *p, int k, char *buf, size_t size);
+void scn_perturb_describe(const scn_perturb_t *p, char *buf, size_t size);
 /* The entries whose cost is reported one by one: the gpus entries in order, the links entries in
  * order, then the jitter (cv > 0). */
 int scenario_perturbation_entries(const struct scenario *scn);
