@@ -30,11 +30,12 @@
 
 /* ---- allocation ----------------------------------------------------------------------------------- */
 
+/* splitmix64 as a generator: the state advances by its increment, each output is step_splitmix64's
+ * mix of the state before. */
 static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    const uint64_t out = step_splitmix64(*x);
+    *x += 0x9e3779b97f4a7c15ULL;
+    return out;
 }
 
 static int64_t nv_product(const model_parallel_t *p) {
