@@ -1,5 +1,6 @@
 /* output.c - a JSON writer over cJSON (exact doubles) and the result blocks shared by estimate and search. */
 #include "output.h"
+#include "trace.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -230,4 +231,13 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
                 model_attention_name(t->attention), t->embedding ? "on" : "off",
                 t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
                 model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
+}
+
+void output_trace_json(json_writer_t *w, const char *file, const trace_writer_stats_t *st) {
+    json_open_object(w, "trace");
+    json_string(w, "file", file);
+    json_int(w, "complete_events", st->complete_events);
+    json_int(w, "flow_arrows", st->flow_arrows);
+    json_int(w, "counter_events", st->counter_events);
+    json_close_object(w);
 }

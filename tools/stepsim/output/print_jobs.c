@@ -114,14 +114,8 @@ static cJSON *result_json(const jobs_result_t *r, const scenario_t *scn, const r
     json_int(&w, "events", r->sim.events);
     json_int(&w, "flows", r->sim.flows);
     json_close_object(&w);
-    if (r->traced) {
-        json_open_object(&w, "trace");
-        json_string(&w, "file", o->trace);
-        json_int(&w, "complete_events", r->trace_stats.complete_events);
-        json_int(&w, "flow_arrows", r->trace_stats.flow_arrows);
-        json_int(&w, "counter_events", r->trace_stats.counter_events);
-        json_close_object(&w);
-    }
+    if (r->traced)
+        output_trace_json(&w, o->trace, &r->trace_stats);
     if (scn->name[0])
         json_string(&w, "scenario", scn->name);
     return json_take(&w);
