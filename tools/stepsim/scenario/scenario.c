@@ -261,7 +261,7 @@ int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, con
             known = strcmp(it->string, keys[i]) == 0;
         if (known)
             continue;
-        char hint[96], list[320] = "";
+        char hint[96], list[768] = "";
         scn_hint(hint, sizeof hint, it->string, keys, n);
         for (size_t i = 0; i < n; i++) {
             size_t used = strlen(list);
@@ -303,7 +303,7 @@ int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const 
         return CLI_OK;
     const char *names[64];
     size_t count = preset_names(system, names, 64);
-    char hint[96], list[320];
+    char hint[96], list[768];
     scn_hint(hint, sizeof hint, name, names, count);
     scn_preset_list(system, list, sizeof list);
     return cli_fail(src->diag, CLI_EUSAGE, "%s%s: unknown %s preset \"%.60s\"%s; allowed: %s%s", src->prefix,

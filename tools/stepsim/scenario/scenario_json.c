@@ -42,7 +42,7 @@ static int model_field(const scn_src_t *src, const cJSON *obj, const char *path,
 }
 
 static int model_wrong_type(const scn_src_t *src, const cJSON *v, const char *path) {
-    char what[96], list[320];
+    char what[96], list[768];
     scn_describe(v, what, sizeof what);
     scn_preset_list(0, list, sizeof list);
     return cli_fail(
@@ -255,7 +255,7 @@ int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, cons
     if (cJSON_IsString(v))
         return scn_preset_lookup(src, 1, v->valuestring, path, &scn->system);
     if (!cJSON_IsObject(v)) {
-        char what[96], list[320];
+        char what[96], list[768];
         scn_describe(v, what, sizeof what);
         scn_preset_list(1, list, sizeof list);
         return cli_fail(
