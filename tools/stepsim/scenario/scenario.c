@@ -338,8 +338,9 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
                          cli_diag_t *diag) {
     if (value[0] != '{') {
         scn_src_t psrc = {diag, "", SCN_FROM_OPTION};
-        void *dst = f == SCN_MODEL ? (void *)&scn->model : (void *)&scn->system;
-        return scn_preset_lookup(&psrc, f == SCN_SYSTEM, value, option, dst);
+        if (f == SCN_MODEL)
+            return scn_model_named(&psrc, value, option, &scn->model);
+        return scn_preset_lookup(&psrc, 1, value, option, &scn->system);
     }
     char prefix[48];
     snprintf(prefix, sizeof prefix, "%s: ", option);
