@@ -1,6 +1,6 @@
 /* arch.c - the transformer architecture fields (grouped-query attention, the feed-forward activation,
  * the norm, positions, tied or untied embeddings): names, parsers, defaults and the parameter count
- * (docs/model.md, "Architectures"; docs/model-formulas.md, section 13). */
+ * (docs/model.md, "Architectures"; docs/model-formulas.md, section 15). */
 #include <string.h>
 
 #include "model.h"

@@ -9,7 +9,7 @@
  * carries its forward pass) and the edge layers (embedding, output GEMM, loss). With a zeroed
  * model_training_t every number is exactly the one the model gave before these options.
  *
- * The architecture fields of model_transformer_t (docs/model-formulas.md, section 13) change the
+ * The architecture fields of model_transformer_t (docs/model-formulas.md, section 15) change the
  * table too: grouped-query attention (K and V of kv_heads heads), the feed-forward activation
  * (GeLU; SwiGLU with fc1 twice as wide; squared ReLU), RMSNorm, rotary embeddings (a "rope" layer,
  * no position table) and an untied output matrix. At their defaults (zero) every number is

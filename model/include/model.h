@@ -120,7 +120,7 @@ int model_arch_is_default(const model_transformer_t *m);
  * projections, the feed-forward matrices, the two norms' gains and biases) plus the V x e word
  * embedding, the l x e position table (learned positions), the final norm and, untied, the V x e
  * output matrix. Linear-layer biases are not counted (Llama and Nemotron have none); the
- * vocabulary is not padded. Closed form in docs/model-formulas.md, section 13. */
+ * vocabulary is not padded. Closed form in docs/model-formulas.md, section 15. */
 double model_param_count(const model_transformer_t *m);
 
 const char *model_ffn_act_name(model_ffn_act_t a); /* "gelu", "swiglu", "relu2" */

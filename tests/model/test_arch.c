@@ -1,4 +1,4 @@
-/* model/test_arch.c - the architecture fields (docs/model-formulas.md, section 13): the per-layer
+/* model/test_arch.c - the architecture fields (docs/model-formulas.md, section 15): the per-layer
  * FLOPs and bytes of a grouped-query-attention + SwiGLU + RMSNorm + rotary block against their
  * closed forms, the weights against the parameter count, the Llama presets' parameter counts
  * against their published totals, tied and untied output layers, the defaults leaving GPT-style
