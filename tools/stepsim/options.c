@@ -30,7 +30,8 @@
 static const cli_option_t OPTIONS[] = {
     /* the scenario: one entry each, the same meaning in every command that takes it */
     {"--model", "NAME|JSON", JOB, "gpt3_1T",
-     "model preset, Hugging Face config.json (a path ending in .json) or inline JSON object (scenario: model)",
+     "model preset, Hugging Face config.json (a path ending in .json) or inline JSON object (scenario: "
+     "model)",
      SCN},
     {"--system", "NAME|JSON", JOB | C, "A100", "system preset or inline JSON object (scenario: system)", SCN},
     {"--nvs", "N", JOB, "8", "GPUs per NVLink domain (scenario: nvlink_size)", SCN},

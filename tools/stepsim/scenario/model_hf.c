@@ -111,8 +111,6 @@ int scn_model_hf_file(const scn_src_t *src, const char *file, model_transformer_
             cJSON_GetObjectItemCaseSensitive(root, "rope_theta") || (scaling && !cJSON_IsNull(scaling))
                 ? MODEL_POSITION_ROTARY
                 : MODEL_POSITION_LEARNED;
-        if (m.kv_heads == m.heads)
-            m.kv_heads = 0; /* multi-head attention: the default */
         /* the name: the file's base name without ".json" */
         const char *base = strrchr(file, '/');
         base = base ? base + 1 : file;
