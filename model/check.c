@@ -87,6 +87,24 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
     return MODEL_OK;
 }
 
+/* The architecture fields: known values; kv_heads dividing heads (each K/V head serves heads/kv_heads
+ * query heads). */
+static int check_arch(const model_transformer_t *m, model_issue_t *is) {
+    if (m->kv_heads < 0)
+        return fail_int(is, "model.kv_heads", m->kv_heads, "must be a positive integer", 0);
+    if (m->kv_heads > 0 && m->heads % m->kv_heads != 0)
+        return fail_int(is, "model.kv_heads", m->kv_heads, "must divide heads (%lld)", m->heads);
+    if ((unsigned)m->ffn_act > MODEL_FFN_RELU2)
+        return fail_text(is, "model.ffn_act", (int64_t)m->ffn_act, "one of gelu, swiglu, relu2");
+    if ((unsigned)m->norm > MODEL_NORM_RMSNORM)
+        return fail_text(is, "model.norm", (int64_t)m->norm, "one of layernorm, rmsnorm");
+    if ((unsigned)m->position > MODEL_POSITION_ROTARY)
+        return fail_text(is, "model.position", (int64_t)m->position, "one of learned, rotary");
+    if (m->untied_embeddings != 0 && m->untied_embeddings != 1)
+        return fail_text(is, "model.tied_embeddings", m->untied_embeddings, "true or false");
+    return MODEL_OK;
+}
+
 static int check_model(const model_transformer_t *m, model_issue_t *is) {
     const struct {
         const char *field;
@@ -101,7 +119,25 @@ static int check_model(const model_transformer_t *m, model_issue_t *is) {
             return fail_int(is, pos[i].field, pos[i].v, "must be a positive integer", 0);
     if (m->hidden % m->heads != 0)
         return fail_int(is, "model.heads", m->heads, "must divide hidden (%lld)", m->hidden);
-    return MODEL_OK;
+    return check_arch(m, is);
+}
+
+/* The reference has one architecture (GPT: multi-head attention, GeLU, LayerNorm, learned
+ * positions, tied embeddings); a job that asks it for another is refused, not approximated. */
+static int check_reference_arch(const model_job_t *job, model_issue_t *is) {
+    const model_transformer_t *m = &job->model;
+    if (job->compat != MODEL_COMPAT_REFERENCE || model_arch_is_default(m))
+        return MODEL_OK;
+    const char *why = "the reference model has GPT's architecture only; allowed: compat corrected";
+    if (m->kv_heads != 0 && m->kv_heads != m->heads)
+        return fail_text(is, "model.kv_heads", m->kv_heads, why);
+    if (m->ffn_act != MODEL_FFN_GELU)
+        return fail(is, "model.ffn_act", model_ffn_act_name(m->ffn_act), "%s", why);
+    if (m->norm != MODEL_NORM_LAYERNORM)
+        return fail(is, "model.norm", model_norm_name(m->norm), "%s", why);
+    if (m->position != MODEL_POSITION_LEARNED)
+        return fail(is, "model.position", model_position_name(m->position), "%s", why);
+    return fail(is, "model.tied_embeddings", "false", "%s", why);
 }
 
 /* Degrees: positive, tensor-parallel divisibility, and the product with the GPU count. */
@@ -134,6 +170,10 @@ static int check_degrees(const model_job_t *job, model_issue_t *is) {
         return fail_int(is, tp1, p->tp1, "does not divide heads (%lld)", m->heads);
     if (m->hidden % p->tp1 != 0)
         return fail_int(is, tp1, p->tp1, "does not divide hidden (%lld)", m->hidden);
+    /* Megatron-Core splits the K/V heads (query groups) over the tensor group and asserts that tp
+     * divides their number (no replication of K/V heads across tensor ranks) */
+    if (model_kv_heads(m) % p->tp1 != 0)
+        return fail_int(is, tp1, p->tp1, "does not divide kv_heads (%lld)", model_kv_heads(m));
     if (p->strategy == MODEL_STRATEGY_2D && m->hidden % p->tp2 != 0)
         return fail_int(is, "parallel.tp2", p->tp2, "does not divide hidden (%lld)", m->hidden);
     if (m->layers % p->pp != 0)
@@ -233,8 +273,8 @@ int model_job_check(const model_job_t *job, model_issue_t *issue) {
     if (job->par.strategy != MODEL_STRATEGY_1D && job->par.strategy != MODEL_STRATEGY_2D &&
         job->par.strategy != MODEL_STRATEGY_2D_SEQP)
         return fail(issue, "parallel.strategy", "?", "one of 1d, 2d, 2d-seqp");
-    if (check_system(&job->system, issue) || check_model(&job->model, issue) || check_degrees(job, issue) ||
-        check_nv(job, issue))
+    if (check_system(&job->system, issue) || check_model(&job->model, issue) ||
+        check_reference_arch(job, issue) || check_degrees(job, issue) || check_nv(job, issue))
         return MODEL_EINVAL;
     if (job->compat == MODEL_COMPAT_CORRECTED && model_i_training_check(job, issue))
         return MODEL_EINVAL;

@@ -164,8 +164,8 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
                 model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, edge_gb, g, dom) +
                 model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, edge_gb, g, dom);
     }
-    if (t->embedding && p->pp > 1) {
-        /* the word-embedding gradient: the output GEMM's copy on the last stage and the first's */
+    if (t->embedding && p->pp > 1 && !job->model.untied_embeddings) {
+        /* the tied word-embedding gradient: the output GEMM's copy on the last stage and the first's */
         double emb_gb = 0.0;
         for (int i = 0; i < blk->n_edges; i++)
             if (blk->edges[i].module == MODEL_MODULE_OUTPUT && blk->edges[i].tensor_core)

@@ -7,7 +7,13 @@
  * sequence parallelism off (all-reduces, whole-sequence LayerNorm and dropout), materialised
  * attention (four layers instead of fusedla), recomputation (a recomputed layer's backward pass
  * carries its forward pass) and the edge layers (embedding, output GEMM, loss). With a zeroed
- * model_training_t every number is exactly the one the model gave before these options. */
+ * model_training_t every number is exactly the one the model gave before these options.
+ *
+ * The architecture fields of model_transformer_t (docs/model-formulas.md, section 15) change the
+ * table too: grouped-query attention (K and V of kv_heads heads), the feed-forward activation
+ * (GeLU; SwiGLU with fc1 twice as wide; squared ReLU), RMSNorm, rotary embeddings (a "rope" layer,
+ * no position table) and an untied output matrix. At their defaults (zero) every number is
+ * unchanged. */
 #include <math.h>
 #include <string.h>
 
@@ -132,6 +138,51 @@ static void gelu(const ctx_t *c, model_layer_t *ly, double m) {
     ly->bwd.hbm_gb = 3.0 * m * c->s_gb;
 }
 
+/* SwiGLU on m local outputs: silu(a) x b of the two halves a (gate) and b (up) of fc1's output.
+ * Forward per output: sigmoid (negate, exp, add 1, divide: 4), times a, times b = 6 FLOPs; read a
+ * and b, write the output. Backward: the sigmoid and silu again (5), silu's derivative s + silu
+ * (1 - s) (3), da = dy b silu' (2), db = dy silu (1) = 11 FLOPs; read dy, a, b, write da and db.
+ * a and b are kept (Megatron-Core keeps fc1's output for the activation's backward). */
+static void swiglu(const ctx_t *c, model_layer_t *ly, double m) {
+    ly->fwd.flops_tflop = 6.0 * m * TFLOP;
+    ly->fwd.hbm_gb = 3.0 * m * c->s_gb;
+    ly->activations_gb = 2.0 * m * c->s_gb;
+    ly->bwd.flops_tflop = 11.0 * m * TFLOP;
+    ly->bwd.hbm_gb = 5.0 * m * c->s_gb;
+}
+
+/* Squared ReLU (Nemotron) on m local elements: max(x, 0)^2, 2 FLOPs; backward dy 2 max(x, 0), 3
+ * FLOPs. Traffic and kept input as GeLU. */
+static void relu2(const ctx_t *c, model_layer_t *ly, double m) {
+    ly->fwd.flops_tflop = 2.0 * m * TFLOP;
+    ly->fwd.hbm_gb = 2.0 * m * c->s_gb;
+    ly->activations_gb = m * c->s_gb;
+    ly->bwd.flops_tflop = 3.0 * m * TFLOP;
+    ly->bwd.hbm_gb = 3.0 * m * c->s_gb;
+}
+
+/* The feed-forward activation of the model on m local outputs. */
+static void ffn_activation(const ctx_t *c, model_layer_t *ly, double m) {
+    if (c->job->model.ffn_act == MODEL_FFN_SWIGLU)
+        swiglu(c, ly, m);
+    else if (c->job->model.ffn_act == MODEL_FFN_RELU2)
+        relu2(c, ly, m);
+    else
+        gelu(c, ly, m);
+}
+
+/* fc1's output width: 2f for SwiGLU (gate and up in one GEMM), else f. */
+static int64_t fc1_width(const ctx_t *c) {
+    const model_transformer_t *m = &c->job->model;
+    return m->ffn_act == MODEL_FFN_SWIGLU ? 2 * m->ffn_hidden : m->ffn_hidden;
+}
+
+/* The QKV projection's output width: (h + 2 kv) head dimensions; 3e with multi-head attention. */
+static int64_t qkv_width(const ctx_t *c) {
+    const model_transformer_t *m = &c->job->model;
+    return (m->heads + 2 * model_kv_heads(m)) * (m->hidden / m->heads);
+}
+
 /* Dropout (5.6) on m local elements: only the 1-byte mask is kept. */
 static void dropout(const ctx_t *c, model_layer_t *ly, double m) {
     ly->fwd.flops_tflop = ly->bwd.flops_tflop = m * TFLOP;
@@ -139,8 +190,28 @@ static void dropout(const ctx_t *c, model_layer_t *ly, double m) {
     ly->activations_gb = m * c->sm_gb;
 }
 
-/* LayerNorm statistics on a (b, ll, el) tile: FLOPs, traffic, activations, weights. */
+/* RMSNorm on a (b, ll, el) tile of n elements: LayerNorm's counts without what RMSNorm does not
+ * compute, the mean (a row sum and a subtraction per element), the bias and its gradient. Forward
+ * 9n - 3n FLOPs; one statistic per row and one gain vector in HBM. Backward: the gain gradient
+ * (2n), the input gradient (4n: LayerNorm's 5n less the mean-gradient term) and one row reduction
+ * (2 b ll (el - 1)) instead of two; traffic as LayerNorm's less the bias gradient. */
+static void rmsnorm_costs(const ctx_t *c, model_layer_t *ly, double ll, double el) {
+    const double s = c->s_gb, b = (double)c->job->par.mbs, n = b * ll * el;
+    ly->fwd.flops_tflop = 6.0 * n * TFLOP;
+    ly->fwd.hbm_gb = (n + b * ll + n + el) * s;
+    ly->activations_gb = n * s;
+    ly->weights_gb = ly->weight_grads_gb = el * s;
+    ly->bwd.flops_tflop = (2.0 * n + 4.0 * n + 2.0 * b * ll * (el - 1.0)) * TFLOP;
+    ly->bwd.hbm_gb = (4.0 * n + el + n) * s;
+}
+
+/* LayerNorm statistics on a (b, ll, el) tile: FLOPs, traffic, activations, weights (RMSNorm when
+ * the model asks for it). */
 static void norm_costs(const ctx_t *c, model_layer_t *ly, double ll, double el) {
+    if (c->job->model.norm == MODEL_NORM_RMSNORM) {
+        rmsnorm_costs(c, ly, ll, el);
+        return;
+    }
     const double s = c->s_gb, b = (double)c->job->par.mbs;
     ly->fwd.flops_tflop = 9.0 * b * ll * el * TFLOP;
     ly->fwd.hbm_gb = (b * ll * el + 2.0 * b * ll + b * ll * el + 2.0 * el) * s;
@@ -170,6 +241,12 @@ static void layernorm_2d(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2) 
     const int64_t width = c->job->compat == MODEL_COMPAT_REFERENCE ? l : e;
     const double ll = (double)(l / g2.size);
     norm_costs(c, ly, ll, (double)(width / g1.size));
+    if (c->job->model.norm == MODEL_NORM_RMSNORM) { /* one statistic per row, gain only */
+        add_coll(&ly->fwd, MODEL_COLL_ALLREDUCE, b * ll * s, g1);
+        const double stats = (double)(e / g1.size) + floor(b * (double)l / (double)g2.size);
+        add_coll(&ly->bwd, MODEL_COLL_ALLREDUCE, stats * s, g1);
+        return;
+    }
     add_coll(&ly->fwd, MODEL_COLL_ALLREDUCE, 2.0 * b * ll * s, g1);
     const double stats = (double)((2 * e) / g1.size) + floor(2.0 * b * (double)l / (double)g2.size);
     add_coll(&ly->bwd, MODEL_COLL_ALLREDUCE, stats * s, g1);
@@ -187,19 +264,20 @@ static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g
     const double s = c->s_gb, b = (double)c->job->par.mbs;
     const double l = (double)m->seq_len, q = (double)(m->hidden / m->heads);
     const double ll = (double)(m->seq_len / g2.size), bh = b * (double)(m->heads / g1.size);
+    const double bkv = b * (double)(model_kv_heads(m) / g1.size); /* K and V heads (GQA) */
     const double fwd_core =
         bh * ll * l * (2.0 * q - 1.0) + softmax_flops(c, bh, ll, l) + bh * ll * q * (2.0 * l - 1.0);
     ly->fwd.flops_tflop = fwd_core * TFLOP;
-    ly->fwd.hbm_gb = (bh * ll * q + 2.0 * bh * l * q + bh * ll + bh * ll * q) * s;
-    ly->activations_gb = (3.0 * bh * ll * q + bh * ll + bh * ll + bh * ll * q) * s;
+    ly->fwd.hbm_gb = (bh * ll * q + 2.0 * bkv * l * q + bh * ll + bh * ll * q) * s;
+    ly->activations_gb = ((bh + 2.0 * bkv) * ll * q + bh * ll + bh * ll + bh * ll * q) * s;
     const double softmax_bwd =
         c->tcf * (2.0 * bh * ll * l + bh * ll * (l - 1.0) + bh * ll * l) + c->tcf * bh * ll * l;
     const double recompute = bh * ll * l * (2.0 * q - 1.0) + softmax_flops(c, bh, ll, l);
     ly->bwd.flops_tflop = (bh * ll * q * (2.0 * l - 1.0) + bh * l * q * (2.0 * ll - 1.0) + softmax_bwd +
                            bh * ll * l * (2.0 * q - 1.0) + bh * l * q * (2.0 * ll - 1.0) + recompute) *
                           TFLOP;
-    ly->bwd.hbm_gb = (2.0 * bh * l * q + 2.0 * bh * ll * q) * s + ly->activations_gb;
-    const double kv_gb = 2.0 * bh * l * q * s;
+    ly->bwd.hbm_gb = (2.0 * bkv * l * q + 2.0 * bh * ll * q) * s + ly->activations_gb;
+    const double kv_gb = 2.0 * bkv * l * q * s;
     add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_REDUCESCATTER, kv_gb, g2);
@@ -215,15 +293,15 @@ static void attention_scores(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t 
     const double s = c->s_gb, b = (double)c->job->par.mbs;
     const double l = (double)m->seq_len, q = (double)(m->hidden / m->heads);
     const double ll = (double)(m->seq_len / g2.size), bh = b * (double)(m->heads / g1.size);
-    const double n = bh * ll * l;
+    const double n = bh * ll * l, bkv = b * (double)(model_kv_heads(m) / g1.size);
     /* S = Q K^T: read Q and the gathered K, write the scores. Q, K and V are kept. */
     ly->fwd.flops_tflop = bh * ll * l * (2.0 * q - 1.0) * TFLOP;
-    ly->fwd.hbm_gb = (bh * ll * q + bh * l * q + n) * s;
-    ly->activations_gb = 3.0 * bh * ll * q * s;
+    ly->fwd.hbm_gb = (bh * ll * q + bkv * l * q + n) * s;
+    ly->activations_gb = (bh + 2.0 * bkv) * ll * q * s;
     /* dQ = dS K and dK = dS^T Q: read dS twice, read Q and K, write dQ and dK. */
     ly->bwd.flops_tflop = (bh * ll * q * (2.0 * l - 1.0) + bh * l * q * (2.0 * ll - 1.0)) * TFLOP;
-    ly->bwd.hbm_gb = (2.0 * n + 2.0 * bh * ll * q + 2.0 * bh * l * q) * s;
-    const double kv_gb = 2.0 * bh * l * q * s;
+    ly->bwd.hbm_gb = (2.0 * n + 2.0 * bh * ll * q + 2.0 * bkv * l * q) * s;
+    const double kv_gb = 2.0 * bkv * l * q * s;
     add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_REDUCESCATTER, kv_gb, g2);
@@ -248,16 +326,32 @@ static void attention_values(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t 
     const double s = c->s_gb, b = (double)c->job->par.mbs;
     const double l = (double)m->seq_len, q = (double)(m->hidden / m->heads);
     const double ll = (double)(m->seq_len / g2.size), bh = b * (double)(m->heads / g1.size);
-    const double n = bh * ll * l;
+    const double n = bh * ll * l, bkv = b * (double)(model_kv_heads(m) / g1.size);
     ly->fwd.flops_tflop = bh * ll * q * (2.0 * l - 1.0) * TFLOP;
-    ly->fwd.hbm_gb = (n + bh * l * q + bh * ll * q) * s;
+    ly->fwd.hbm_gb = (n + bkv * l * q + bh * ll * q) * s;
     ly->activations_gb = n * s;
     ly->bwd.flops_tflop = (bh * ll * l * (2.0 * q - 1.0) + bh * l * q * (2.0 * ll - 1.0)) * TFLOP;
-    ly->bwd.hbm_gb = (2.0 * n + bh * ll * q + 2.0 * bh * l * q) * s;
+    ly->bwd.hbm_gb = (2.0 * n + bh * ll * q + 2.0 * bkv * l * q) * s;
+}
+
+/* Rotary embeddings (Megatron-Core's fused RoPE kernel): Q and K of the local heads rotated in
+ * place, x cos + rotate(x) sin, 3 FLOPs per element; read and write each element. The backward
+ * rotates the gradients back the same way. Nothing is kept (the angles depend on positions only). */
+static void rope(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
+    const model_transformer_t *m = &c->job->model;
+    if (m->position != MODEL_POSITION_ROTARY)
+        return;
+    model_layer_t *ly = new_layer(blk, "rope", MODEL_MODULE_SA, 0);
+    const double heads = (double)(m->heads / g1.size) + (double)(model_kv_heads(m) / g1.size);
+    const double n =
+        (double)c->job->par.mbs * (double)(m->seq_len / g2.size) * heads * (double)(m->hidden / m->heads);
+    ly->fwd.flops_tflop = ly->bwd.flops_tflop = 3.0 * n * TFLOP;
+    ly->fwd.hbm_gb = ly->bwd.hbm_gb = 2.0 * n * c->s_gb;
 }
 
 /* The attention core: fusedla, or the four layers of materialised attention. */
 static void attention(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
+    rope(c, blk, g1, g2);
     if (c->tr.attention != MODEL_ATTENTION_MATERIALIZED) {
         fused_attention(c, new_layer(blk, "fusedla", MODEL_MODULE_SA, 1), g1, g2);
         return;
@@ -295,23 +389,31 @@ static int io_sharded(const ctx_t *c) {
     return c->tr.sequence_parallel != MODEL_SEQPAR_OFF;
 }
 
-/* Vocab-parallel word embedding (V/T rows per rank) plus replicated position embedding and dropout,
- * first stage. Every rank writes the whole (b, l, e) lookup, zero outside its rows; the ranks then
- * reduce it: a reduce-scatter to sequence shards, or an all-reduce without sequence parallelism.
- * Backward: dropout, the all-gather of the gradient (sequence parallel), and the scatter-add of
- * b*l rows into the table (read the gradient, read and write the rows). */
+/* Vocab-parallel word embedding (V/T rows per rank) plus replicated position embedding (learned
+ * positions only; rotary embeddings have no table and no add) and dropout, first stage. Every rank writes the
+ * whole (b, l, e) lookup, zero outside its rows; the ranks then reduce it: a reduce-scatter to sequence
+ * shards, or an all-reduce without sequence parallelism. Backward: dropout, the all-gather of the gradient
+ * (sequence parallel), and the scatter-add of b*l rows into the table (read the gradient, read and write the
+ * rows). */
 static void embedding(const ctx_t *c, model_layer_t *ly, grp_t tp) {
     const model_job_t *job = c->job;
     const double s = c->s_gb, b = (double)job->par.mbs;
     const double l = (double)job->model.seq_len, e = (double)job->model.hidden;
     const double v_local = (double)vocab_local(job, tp.size);
     const double full = b * l * e, local = io_sharded(c) ? full / (double)tp.size : full;
-    ly->fwd.flops_tflop = (local + local) * TFLOP; /* position add, dropout */
-    ly->fwd.hbm_gb = (2.0 * full + 3.0 * local) * s + local * (2.0 * s + c->sm_gb);
-    ly->bwd.flops_tflop = (local + local) * TFLOP;
-    ly->bwd.hbm_gb = (3.0 * full + 2.0 * local) * s + local * (2.0 * s + c->sm_gb);
+    if (job->model.position == MODEL_POSITION_ROTARY) { /* dropout only; the word table only */
+        ly->fwd.flops_tflop = ly->bwd.flops_tflop = local * TFLOP;
+        ly->fwd.hbm_gb = 2.0 * full * s + local * (2.0 * s + c->sm_gb);
+        ly->bwd.hbm_gb = 3.0 * full * s + local * (2.0 * s + c->sm_gb);
+        ly->weights_gb = ly->weight_grads_gb = v_local * e * s;
+    } else {
+        ly->fwd.flops_tflop = (local + local) * TFLOP; /* position add, dropout */
+        ly->fwd.hbm_gb = (2.0 * full + 3.0 * local) * s + local * (2.0 * s + c->sm_gb);
+        ly->bwd.flops_tflop = (local + local) * TFLOP;
+        ly->bwd.hbm_gb = (3.0 * full + 2.0 * local) * s + local * (2.0 * s + c->sm_gb);
+        ly->weights_gb = ly->weight_grads_gb = (v_local * e + l * e) * s;
+    }
     ly->activations_gb = local * c->sm_gb;
-    ly->weights_gb = ly->weight_grads_gb = (v_local * e + l * e) * s;
     /* the dense table gradient is zero-filled before the scatter-add; unfused accumulation adds it */
     ly->bwd.hbm_gb += v_local * e * s;
     if (c->tr.grad_accumulation == MODEL_GRAD_ACCUM_ADD)
@@ -326,8 +428,9 @@ static void embedding(const ctx_t *c, model_layer_t *ly, grp_t tp) {
 
 /* Last stage: final LayerNorm (on the local shard), the all-gather of its output over the tensor
  * group (sequence parallel) for the vocab-parallel GEMM Y = X E^T (E: the V/T x e rows of the tied
- * word embedding; without sequence parallelism its input-gradient all-reduce), and the fp32
- * vocab-parallel cross-entropy. With one pipeline stage E is the embedding's own matrix. */
+ * word embedding, or of the output layer's own matrix when untied; without sequence parallelism its
+ * input-gradient all-reduce), and the fp32 vocab-parallel cross-entropy. Tied with one pipeline
+ * stage, E is the embedding's own matrix (its weights counted once). */
 static void output_layers(const ctx_t *c, model_block_t *blk, grp_t tp) {
     const model_job_t *job = c->job;
     const double s = c->s_gb, b = (double)job->par.mbs;
@@ -353,7 +456,7 @@ static void output_layers(const ctx_t *c, model_block_t *blk, grp_t tp) {
     linear(c, gemm, e, vocab_local(job, tp.size), 1, 1, 1, none);
     if (c->tr.grad_accumulation == MODEL_GRAD_ACCUM_ADD) /* tied or not, its own add */
         gemm->bwd.hbm_gb += 3.0 * gemm->weights_gb;
-    if (job->par.pp == 1)
+    if (job->par.pp == 1 && !job->model.untied_embeddings)
         gemm->weights_gb = gemm->weight_grads_gb = 0.0; /* tied: the embedding's matrix */
     if (!io_sharded(c))
         add_coll(&gemm->bwd, MODEL_COLL_ALLREDUCE, full * s, tp);
@@ -404,15 +507,15 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     const grp_t none = {1, 1, MODEL_GROUP_TP2};
     /* rows of the (l, e) activations each rank holds between the modules */
     const int64_t l_io = c->tr.sequence_parallel == MODEL_SEQPAR_OFF ? l : l / m;
-    linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, 1, m, 1, tp);
+    linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, qkv_width(c), 1, m, 1, tp);
     attention(c, blk, tp, none);
     linear(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, 1, 1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * l_io * e));
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
-    linear(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, f, 1, m, 1, tp);
-    bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, f, 1, m);
-    gelu(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
+    linear(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, fc1_width(c), 1, m, 1, tp);
+    bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
+    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
     dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
     linear(c, new_layer(blk, "fc2", MODEL_MODULE_MLP, 1), f, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, 1, 1);
@@ -424,15 +527,15 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
 static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
-    linear_summa(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, g1, g2);
+    linear_summa(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, qkv_width(c), g1, g2);
     attention(c, blk, g1, g2);
     linear_summa(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, g1, g2);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / m2) * (e / m1)));
     layernorm_2d(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), g1, g2);
-    linear_summa(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, f, g1, g2);
-    bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, f, m2, m1);
-    gelu(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
+    linear_summa(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, fc1_width(c), g1, g2);
+    bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
+    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     linear_summa(c, new_layer(blk, "fc2", MODEL_MODULE_MLP, 1), f, e, g1, g2);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, m2, m1);
@@ -444,15 +547,15 @@ static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
 static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
-    linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, 3 * e, 1, m1, m2, g1);
+    linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, qkv_width(c), 1, m1, m2, g1);
     attention(c, blk, g1, g2);
     linear(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / (m1 * m2)) * e));
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l / m2, g1);
-    linear(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, f, 1, m1, m2, g1);
-    bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, f, m2, m1);
-    gelu(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
+    linear(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, fc1_width(c), 1, m1, m2, g1);
+    bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
+    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     linear(c, new_layer(blk, "fc2", MODEL_MODULE_MLP, 1), f, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l / m2, e, m1, 1);
@@ -506,8 +609,9 @@ static void recompute(const ctx_t *c, model_block_t *blk) {
                 const int64_t g1 = p->strategy == MODEL_STRATEGY_1D ? p->tp : p->tp1;
                 const int64_t g2 = p->strategy == MODEL_STRATEGY_1D ? 1 : p->tp2;
                 const double bh = (double)p->mbs * (double)(m->heads / g1);
+                const double bkv = (double)p->mbs * (double)(model_kv_heads(m) / g1);
                 ly->activations_gb =
-                    3.0 * bh * (double)(m->seq_len / g2) * (double)(m->hidden / m->heads) * c->s_gb;
+                    (bh + 2.0 * bkv) * (double)(m->seq_len / g2) * (double)(m->hidden / m->heads) * c->s_gb;
             } else {
                 ly->activations_gb = 0.0;
             }

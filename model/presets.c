@@ -47,8 +47,16 @@ static const system_preset_t system_presets[] = {
      "DGX H100 node: 8 GPUs on NVSwitch (450 GB/s), 3350 GB/s HBM, 8 x 400 Gb/s NDR NICs"},
 };
 
+/* Fields: name, l, e, h, D, f, V, then the architecture (kv_heads, ffn_act, norm, position, untied).
+ * TF: GPT-style (multi-head attention, GeLU, LayerNorm, learned positions, tied). LLAMA: Llama's
+ * (grouped-query attention, SwiGLU, RMSNorm, rotary, untied). NEMOTRON: Nemotron's (grouped-query
+ * or multi-head attention, squared ReLU, LayerNorm, rotary, untied). Sources in docs/model.md. */
 #define TF(n, l, e, h, d, f, v)                                                                              \
-    { n, l, e, h, d, f, v }
+    { n, l, e, h, d, f, v, 0, MODEL_FFN_GELU, MODEL_NORM_LAYERNORM, MODEL_POSITION_LEARNED, 0 }
+#define LLAMA(n, l, e, h, kv, d, f, v)                                                                       \
+    { n, l, e, h, d, f, v, kv, MODEL_FFN_SWIGLU, MODEL_NORM_RMSNORM, MODEL_POSITION_ROTARY, 1 }
+#define NEMOTRON(n, l, e, h, kv, d, f, v)                                                                    \
+    { n, l, e, h, d, f, v, kv, MODEL_FFN_RELU2, MODEL_NORM_LAYERNORM, MODEL_POSITION_ROTARY, 1 }
 
 static const transformer_preset_t transformer_presets[] = {
     {TF("gpt3", 2048, 12288, 96, 96, 49152, 50257), "GPT-3 175B: l 2048, e 12288, 96 heads, 96 layers"},
@@ -64,6 +72,30 @@ static const transformer_preset_t transformer_presets[] = {
     {TF("GPT-310B", 2048, 16384, 128, 96, 65536, 51200), "Megatron GPT 310B (Narayanan 2021 Table 1)"},
     {TF("GPT-530B", 2048, 20480, 128, 105, 81920, 51200), "Megatron GPT 530B (Narayanan 2021 Table 1)"},
     {TF("GPT-1T", 2048, 25600, 160, 128, 102400, 51200), "Megatron GPT 1T (Narayanan 2021 Table 1)"},
+    {TF("GPT3-5B", 2048, 4096, 32, 24, 16384, 50257), "NeMo GPT-3 5B: l 2048, e 4096, 32 heads, 24 layers"},
+    {TF("GPT3-20B", 2048, 6144, 48, 44, 24576, 50257), "NeMo GPT-3 20B: l 2048, e 6144, 48 heads, 44 layers"},
+    {TF("GPT3-175B", 2048, 12288, 96, 96, 49152, 50257),
+     "NeMo GPT-3 175B: l 2048, e 12288, 96 heads, 96 layers"},
+    {LLAMA("Llama2-7B", 4096, 4096, 32, 32, 32, 11008, 32000),
+     "Llama 2 7B: l 4096, e 4096, 32 heads, 32 layers, SwiGLU f 11008, RMSNorm, rotary, untied"},
+    {LLAMA("Llama2-13B", 4096, 5120, 40, 40, 40, 13824, 32000),
+     "Llama 2 13B: l 4096, e 5120, 40 heads, 40 layers, SwiGLU f 13824, RMSNorm, rotary, untied"},
+    {LLAMA("Llama2-70B", 4096, 8192, 64, 8, 80, 28672, 32000),
+     "Llama 2 70B: l 4096, e 8192, 64 heads (8 K/V), 80 layers, SwiGLU f 28672"},
+    {LLAMA("Llama3-8B", 8192, 4096, 32, 8, 32, 14336, 128256),
+     "Llama 3 8B: l 8192, e 4096, 32 heads (8 K/V), 32 layers, SwiGLU f 14336, V 128256"},
+    {LLAMA("Llama3-70B", 8192, 8192, 64, 8, 80, 28672, 128256),
+     "Llama 3 70B: l 8192, e 8192, 64 heads (8 K/V), 80 layers, SwiGLU f 28672, V 128256"},
+    {LLAMA("Llama3.1-405B", 8192, 16384, 128, 8, 126, 53248, 128256),
+     "Llama 3.1 405B: l 8192, e 16384, 128 heads (8 K/V), 126 layers, SwiGLU f 53248"},
+    {NEMOTRON("Nemotron-8B", 4096, 4096, 32, 32, 32, 16384, 256000),
+     "NeMo Nemotron 8B: l 4096, e 4096, 32 heads, 32 layers, squared ReLU, rotary, untied"},
+    {NEMOTRON("Nemotron-22B", 4096, 6144, 48, 48, 40, 24576, 256000),
+     "NeMo Nemotron 22B: l 4096, e 6144, 48 heads, 40 layers, squared ReLU, rotary, untied"},
+    {NEMOTRON("Nemotron4-15B", 4096, 6144, 48, 8, 32, 24576, 256000),
+     "Nemotron-4 15B: l 4096, e 6144, 48 heads (8 K/V), 32 layers, squared ReLU, V 256000"},
+    {NEMOTRON("Nemotron4-340B", 4096, 18432, 96, 8, 96, 73728, 256000),
+     "Nemotron-4 340B: l 4096, e 18432, 96 heads (8 K/V), 96 layers, squared ReLU, V 256000"},
 };
 
 #define N_SYSTEMS (sizeof system_presets / sizeof system_presets[0])

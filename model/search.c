@@ -166,7 +166,8 @@ static void search_1d(search_t *s) {
     divisors(s->job.gpus, &dt);
     for (int i = 0; i < dt.n; i++) {
         const int64_t tp = dt.v[i];
-        if (m->heads % tp != 0 || m->hidden % tp != 0 || (3 * m->hidden) / tp < 128)
+        /* kv_heads divides heads: dividing it is dividing both (model_job_check's rule) */
+        if (model_kv_heads(m) % tp != 0 || m->hidden % tp != 0 || (3 * m->hidden) / tp < 128)
             continue;
         p->tp = p->tp1 = tp;
         p->tp2 = 1;
@@ -181,7 +182,7 @@ static void search_2d(search_t *s, int seqp) {
     divisors(s->job.gpus, &d1);
     for (int i = 0; i < d1.n; i++) {
         const int64_t tp1 = d1.v[i];
-        if (m->heads % tp1 != 0 || m->hidden % tp1 != 0)
+        if (model_kv_heads(m) % tp1 != 0 || m->hidden % tp1 != 0)
             continue;
         divisors(s->job.gpus / tp1, &d2);
         for (int j = 0; j < d2.n; j++) {

@@ -71,8 +71,31 @@ typedef struct model_system {
     double kernel_overhead_s;       /* fixed per-kernel launch cost (20e-6) */
 } model_system_t;
 
+/* The feed-forward activation (docs/model.md, "Architectures"). */
+typedef enum model_ffn_act {
+    MODEL_FFN_GELU = 0,   /* GPT: fc1 (e x f), GeLU, fc2 (f x e) (default) */
+    MODEL_FFN_SWIGLU = 1, /* Llama: gate and up (two e x f, one fused GEMM as Megatron-Core's
+                             linear_fc1 of width 2f), silu(gate) x up, down (f x e) */
+    MODEL_FFN_RELU2 = 2   /* Nemotron: fc1, squared ReLU, fc2 (not gated) */
+} model_ffn_act_t;
+
+/* The normalisation of the two norms of each block and the final norm. */
+typedef enum model_norm {
+    MODEL_NORM_LAYERNORM = 0, /* mean and variance, gain and bias (default) */
+    MODEL_NORM_RMSNORM = 1    /* root mean square only, gain only */
+} model_norm_t;
+
+/* Position information. */
+typedef enum model_position {
+    MODEL_POSITION_LEARNED = 0, /* a learned l x e table added to the embedding (default) */
+    MODEL_POSITION_ROTARY = 1   /* rotary embeddings: Q and K rotated in every block, no table */
+} model_position_t;
+
 /* Transformer (docs/model-formulas.md, section 3). The blocks are always modeled; the embedding and the
- * output layer only in the corrected model with job->training.embedding set (they need vocab > 0). */
+ * output layer only in the corrected model with job->training.embedding set (they need vocab > 0).
+ * The architecture fields after vocab are zero for a GPT-style model (multi-head attention, GeLU,
+ * LayerNorm, learned positions, tied embedding and output weights), which is the only architecture
+ * of the reference: MODEL_COMPAT_REFERENCE refuses any other (model_job_check). */
 typedef struct model_transformer {
     char name[32];
     int64_t seq_len;    /* l */
@@ -81,7 +104,31 @@ typedef struct model_transformer {
     int64_t layers;     /* D, transformer blocks */
     int64_t ffn_hidden; /* f, 4e unless given */
     int64_t vocab;      /* V: embedding and output layer (training.embedding); 0 if unknown */
+    int64_t kv_heads;   /* grouped-query attention: K and V heads (dividing h); 0 means h */
+    model_ffn_act_t ffn_act;
+    model_norm_t norm;
+    model_position_t position;
+    int untied_embeddings; /* 1: the output layer has its own V x e matrix; 0: tied (default) */
 } model_transformer_t;
+
+/* The K/V head count in effect: kv_heads, or heads when kv_heads is 0. */
+int64_t model_kv_heads(const model_transformer_t *m);
+/* Whether m is the GPT-style architecture (every architecture field at its default; kv_heads 0
+ * or equal to heads). */
+int model_arch_is_default(const model_transformer_t *m);
+/* The parameter count of the whole model (not of one GPU): D blocks (Q, K, V and output
+ * projections, the feed-forward matrices, the two norms' gains and biases) plus the V x e word
+ * embedding, the l x e position table (learned positions), the final norm and, untied, the V x e
+ * output matrix. Linear-layer biases are not counted (Llama and Nemotron have none); the
+ * vocabulary is not padded. Closed form in docs/model-formulas.md, section 15. */
+double model_param_count(const model_transformer_t *m);
+
+const char *model_ffn_act_name(model_ffn_act_t a); /* "gelu", "swiglu", "relu2" */
+int model_ffn_act_parse(const char *name, model_ffn_act_t *out);
+const char *model_norm_name(model_norm_t n); /* "layernorm", "rmsnorm" */
+int model_norm_parse(const char *name, model_norm_t *out);
+const char *model_position_name(model_position_t p); /* "learned", "rotary" */
+int model_position_parse(const char *name, model_position_t *out);
 
 /* A parallel layout. For 1d, tp1 == tp, tp2 == 1, nv_tp1 is the TP group's count per domain
  * and nv_tp2 == 1. nb is used by 2d only (set it to 1 otherwise). nv_* say how many members of
@@ -251,8 +298,9 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
 /* ---- the layer table -------------------------------------------------------------------- */
 
 #define MODEL_MAX_COLLS 8
-#define MODEL_BLOCK_LAYERS 18 /* 14; +3 with materialised attention (fusedla split in four); +1 wgrad-add */
-#define MODEL_EDGE_LAYERS 4   /* embedding; final LayerNorm, output GEMM, loss */
+#define MODEL_BLOCK_LAYERS                                                                                   \
+    19 /* 14; +3 with materialised attention (fusedla split in four); +1 rope; +1 wgrad-add */
+#define MODEL_EDGE_LAYERS 4 /* embedding; final LayerNorm, output GEMM, loss */
 
 typedef struct model_coll {
     model_coll_op_t op;

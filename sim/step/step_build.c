@@ -598,7 +598,7 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
  * either runs its optimizer step. */
 static int embedding_sync(builder_t *b) {
     step_t *s = b->s;
-    if (!s->emb || s->pp < 2)
+    if (!s->emb || s->pp < 2 || s->job.model.untied_embeddings) /* untied: nothing shared */
         return SIM_OK;
     double emb_gb = 0.0;
     const model_block_t *blk = &s->est.block;

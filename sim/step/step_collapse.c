@@ -211,7 +211,7 @@ static int pipeline_pairs(check_t *c) {
  * counterpart. */
 static int embedding_pairs(check_t *c) {
     step_t *s = c->s;
-    if (!s->emb || s->pp <= 1)
+    if (!s->emb || s->pp <= 1 || s->job.model.untied_embeddings)
         return 0;
     for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
         int64_t x[STEP_DIM_COUNT];

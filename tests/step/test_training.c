@@ -35,7 +35,18 @@ static model_job_t job_of(const spec_t *sp) {
     memset(&job, 0, sizeof job);
     assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
     job.system.nvlink_size = 4;
-    const model_transformer_t t = {"small", 1024, 1024, 16, 8, 4096, 50257};
+    const model_transformer_t t = {"small",
+                                   1024,
+                                   1024,
+                                   16,
+                                   8,
+                                   4096,
+                                   50257,
+                                   0,
+                                   MODEL_FFN_GELU,
+                                   MODEL_NORM_LAYERNORM,
+                                   MODEL_POSITION_LEARNED,
+                                   0};
     job.model = t;
     const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 2, 2, 1, sp->pp, 1, 1, 2, 1, 2, 1};
     job.par = par;
@@ -182,6 +193,56 @@ static void test_closed_form(void **state) {
             }
 }
 
+/* A Llama-style block (grouped-query attention, SwiGLU, RMSNorm, untied output layer; rotary or
+ * learned positions): the simulated step is the closed form less the same m + 1 hops, and with
+ * pp > 1 the untied output layer shares no gradient with the embedding (no embedding sync, in the
+ * model or the step). The closed form adds the heavier stage's data-parallel all-reduce after the
+ * pipeline, and its optimizer step; the step ends with the first stage's. With rotary positions the
+ * first stage has no position table and the last stage (output matrix and final norm) is the
+ * heavier, so the closed form exceeds the step by the difference of the two stages' all-reduces and
+ * optimizer steps, and by nothing else. */
+static void test_architecture(void **state) {
+    (void)state;
+    for (int64_t pp = 1; pp <= 2; pp++)
+        for (int rotary = 0; rotary < 2; rotary++) {
+            const spec_t sp = {pp, 1, 0, 0, MODEL_DP_ALLREDUCE};
+            model_job_t job = job_of(&sp);
+            job.model.kv_heads = 4;
+            job.model.ffn_act = MODEL_FFN_SWIGLU;
+            job.model.norm = MODEL_NORM_RMSNORM;
+            job.model.position = rotary ? MODEL_POSITION_ROTARY : MODEL_POSITION_LEARNED;
+            job.model.untied_embeddings = 1;
+            model_estimate_t *e = estimated(&job);
+            const model_summary_t *su = &e->summary;
+            const model_block_t *blk = &e->block;
+            const outcome_t o = simulate(&job, 1, SIM_COMM_ANALYTIC, STEP_COLLAPSE_AUTO);
+            const double m = (double)su->n_microbatches;
+            double want = su->iteration_time_s - (pp > 1 ? (m + 1.0) * su->p2p_one_s : 0.0);
+            const double n_l = (double)su->layers_per_stage;
+            const double w_first = blk->weights_gb * n_l + blk->first_weights_gb;
+            const double w_last = blk->weights_gb * n_l + blk->last_weights_gb;
+            double dp_first_s = su->dp_comm_s;
+            if (pp > 1 && w_last > w_first) {
+                assert_true(rotary);
+                dp_first_s = model_collective_time_s(&job.system, job.compat, MODEL_COLL_ALLREDUCE, w_first,
+                                                     job.par.dp, job.par.nv_dp);
+                want -= su->dp_comm_s - dp_first_s;
+                /* and the optimizer step, linear in the stage's parameters */
+                want -= su->optimizer_s * (1.0 - w_first / w_last);
+            }
+            const double tol = 1e-12 * (double)o.r.operations;
+            if (fabs(o.r.step_time_s - want) > tol)
+                fail_msg("pp %lld rotary %d: simulated %.12f s, want %.12f s", (long long)pp, rotary,
+                         o.r.step_time_s, want);
+            assert_true(su->embedding_sync_s == 0.0);
+            if (fabs(o.r.breakdown.exposed_dp_comm_s - dp_first_s) > tol)
+                fail_msg("pp %lld: exposed dp %.12f s, the first stage's all-reduce %.12f s", (long long)pp,
+                         o.r.breakdown.exposed_dp_comm_s, dp_first_s);
+            breakdown_adds_up("architecture", &o.r);
+            free(e);
+        }
+}
+
 /* Interleaved: the closed form, less the same m + 1 hops, is a lower bound, and the difference is at
  * most the edge layers' share of the bubble that the closed form divides by v, (1 - 1/v) (E_first +
  * E_last): its bubble (sum_i T_i - max_i T_i) / v divides the whole of the other stages' work by v,
@@ -304,11 +365,9 @@ static void test_refusal(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_closed_form),
-        cmocka_unit_test(test_interleaved),
-        cmocka_unit_test(test_overlap_and_sharded),
-        cmocka_unit_test(test_network),
-        cmocka_unit_test(test_refusal),
+        cmocka_unit_test(test_closed_form), cmocka_unit_test(test_architecture),
+        cmocka_unit_test(test_interleaved), cmocka_unit_test(test_overlap_and_sharded),
+        cmocka_unit_test(test_network),     cmocka_unit_test(test_refusal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,10 @@
 
 static const cli_option_t OPTIONS[] = {
     /* the scenario: one entry each, the same meaning in every command that takes it */
-    {"--model", "NAME|JSON", JOB, "gpt3_1T", "model preset or inline JSON object (scenario: model)", SCN},
+    {"--model", "NAME|JSON", JOB, "gpt3_1T",
+     "model preset, Hugging Face config.json (a path ending in .json) or inline JSON object (scenario: "
+     "model)",
+     SCN},
     {"--system", "NAME|JSON", JOB | C, "A100", "system preset or inline JSON object (scenario: system)", SCN},
     {"--nvs", "N", JOB, "8", "GPUs per NVLink domain (scenario: nvlink_size)", SCN},
     {"--gpus", "N", JOB | T, "4096; topo: the topology's size",
@@ -385,8 +388,10 @@ static void tail_job(FILE *out) {
     fprintf(
         out,
         "\nscenario file (all keys optional; options override them):\n"
-        "  {\"name\": \"..\", \"description\": \"..\", \"model\": PRESET | {seq_len, hidden, heads, layers,\n"
-        "   ffn_hidden (4*hidden), vocab, base: PRESET}, \"system\": PRESET | {base: PRESET,\n"
+        "  {\"name\": \"..\", \"description\": \"..\", \"model\": PRESET | CONFIG.json | {seq_len, hidden,\n"
+        "   heads, layers, ffn_hidden (4*hidden), vocab, kv_heads (heads), ffn_act (gelu|swiglu|relu2),\n"
+        "   norm (layernorm|rmsnorm), position (learned|rotary), tied_embeddings (true),\n"
+        "   base: PRESET|CONFIG.json}, \"system\": PRESET | {base: PRESET,\n"
         "   matrix_flops_fp16, vector_flops_fp16, vector_flops_fp32, hbm_bandwidth, hbm_capacity,\n"
         "   nvlink_bandwidth, nvlink_eff, nvlink_latency, ib_bandwidth, ib_eff, ib_latency,\n"
         "   nvlink_size, nic_factor, element_size (GB, 2e-9), mask_element_size (GB, 1e-9),\n"

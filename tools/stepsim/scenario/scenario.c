@@ -261,7 +261,7 @@ int scn_check_keys(const scn_src_t *src, const cJSON *obj, const char *path, con
             known = strcmp(it->string, keys[i]) == 0;
         if (known)
             continue;
-        char hint[96], list[320] = "";
+        char hint[96], list[768] = "";
         scn_hint(hint, sizeof hint, it->string, keys, n);
         for (size_t i = 0; i < n; i++) {
             size_t used = strlen(list);
@@ -303,7 +303,7 @@ int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const 
         return CLI_OK;
     const char *names[64];
     size_t count = preset_names(system, names, 64);
-    char hint[96], list[320];
+    char hint[96], list[768];
     scn_hint(hint, sizeof hint, name, names, count);
     scn_preset_list(system, list, sizeof list);
     return cli_fail(src->diag, CLI_EUSAGE, "%s%s: unknown %s preset \"%.60s\"%s; allowed: %s%s", src->prefix,
@@ -338,8 +338,9 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
                          cli_diag_t *diag) {
     if (value[0] != '{') {
         scn_src_t psrc = {diag, "", SCN_FROM_OPTION};
-        void *dst = f == SCN_MODEL ? (void *)&scn->model : (void *)&scn->system;
-        return scn_preset_lookup(&psrc, f == SCN_SYSTEM, value, option, dst);
+        if (f == SCN_MODEL)
+            return scn_model_named(&psrc, value, option, &scn->model);
+        return scn_preset_lookup(&psrc, 1, value, option, &scn->system);
     }
     char prefix[48];
     snprintf(prefix, sizeof prefix, "%s: ", option);

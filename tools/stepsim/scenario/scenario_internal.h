@@ -37,6 +37,15 @@ void scn_preset_list(int system, char *buf, size_t n);
 /* out is a model_system_t (system != 0) or a model_transformer_t. */
 int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const char *path, void *out);
 int scn_parse_model(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path);
+/* model_hf.c: a model name is a preset, or a Hugging Face config.json when it ends with ".json"
+ * (read from that path); path names the JSON path or option for the preset's error. */
+int scn_model_is_file(const char *name);
+int scn_model_hf_file(const scn_src_t *src, const char *file, model_transformer_t *out);
+int scn_model_named(const scn_src_t *src, const char *name, const char *path, model_transformer_t *out);
+/* The model object's kv_heads, ffn_act, norm, position and tied_embeddings keys over *m; *changed
+ * is set when one is given. */
+int scn_model_arch_keys(const scn_src_t *src, const cJSON *obj, const char *path, model_transformer_t *m,
+                        int *changed);
 int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path);
 int scn_bad_strategy(cli_diag_t *diag, const char *where, const char *value);
 int scn_bad_compat(cli_diag_t *diag, const char *where, const char *value);

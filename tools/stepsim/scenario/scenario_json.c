@@ -28,8 +28,9 @@ static const char *join(char *buf, size_t n, const char *path, const char *key) 
 
 /* ---- model ----------------------------------------------------------------------------------- */
 
-static const char *const MODEL_KEYS[] = {"name",  "base",   "seq_len",    "hidden",
-                                         "heads", "layers", "ffn_hidden", "vocab"};
+static const char *const MODEL_KEYS[] = {"name",   "base",       "seq_len",        "hidden",   "heads",
+                                         "layers", "ffn_hidden", "vocab",          "kv_heads", "ffn_act",
+                                         "norm",   "position",   "tied_embeddings"};
 
 static int model_field(const scn_src_t *src, const cJSON *obj, const char *path, const char *key, int64_t min,
                        int64_t *dst, int *seen) {
@@ -42,13 +43,13 @@ static int model_field(const scn_src_t *src, const cJSON *obj, const char *path,
 }
 
 static int model_wrong_type(const scn_src_t *src, const cJSON *v, const char *path) {
-    char what[96], list[320];
+    char what[96], list[768];
     scn_describe(v, what, sizeof what);
     scn_preset_list(0, list, sizeof list);
     return cli_fail(
         src->diag, CLI_EUSAGE,
-        "%s%s: %s is not a preset name or an object; allowed: %s, or {seq_len, hidden, heads, layers, "
-        "ffn_hidden, vocab}",
+        "%s%s: %s is not a preset name or an object; allowed: %s, a config.json path, or {seq_len, "
+        "hidden, heads, layers, ffn_hidden, vocab, kv_heads, ffn_act, norm, position, tied_embeddings}",
         src->prefix, path, what, list);
 }
 
@@ -62,15 +63,15 @@ static int model_base(const scn_src_t *src, const cJSON *obj, const char *path, 
     if (!b)
         return CLI_OK;
     join(p, sizeof p, path, "base");
-    int rc = scn_json_string(src, b, p, "a model preset name", &name);
-    return rc ? rc : scn_preset_lookup(src, 0, name, p, m);
+    int rc = scn_json_string(src, b, p, "a model preset name or a config.json path", &name);
+    return rc ? rc : scn_model_named(src, name, p, m);
 }
 
 int scn_parse_model(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path) {
     model_transformer_t m;
     memset(&m, 0, sizeof m);
     if (cJSON_IsString(v))
-        return scn_preset_lookup(src, 0, v->valuestring, path, &scn->model);
+        return scn_model_named(src, v->valuestring, path, &scn->model);
     if (!cJSON_IsObject(v))
         return model_wrong_type(src, v, path);
     int rc = scn_check_keys(src, v, path, MODEL_KEYS, COUNT(MODEL_KEYS));
@@ -89,6 +90,8 @@ int scn_parse_model(scenario_t *scn, const scn_src_t *src, const cJSON *v, const
         rc = model_field(src, v, path, "vocab", 0, &m.vocab, &changed);
     if (!rc)
         rc = model_field(src, v, path, "ffn_hidden", 1, &m.ffn_hidden, &ffn_seen);
+    if (!rc)
+        rc = scn_model_arch_keys(src, v, path, &m, &changed);
     if (rc)
         return rc;
     static const char *const required[] = {"seq_len", "hidden", "heads", "layers"};
@@ -255,7 +258,7 @@ int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, cons
     if (cJSON_IsString(v))
         return scn_preset_lookup(src, 1, v->valuestring, path, &scn->system);
     if (!cJSON_IsObject(v)) {
-        char what[96], list[320];
+        char what[96], list[768];
         scn_describe(v, what, sizeof what);
         scn_preset_list(1, list, sizeof list);
         return cli_fail(

@@ -150,8 +150,8 @@ static int tensor_degree(scenario_t *s, cli_diag_t *d) {
     if (s->given[SCN_DP] && s->given[SCN_PP] && gpus % rest == 0)
         T = gpus / rest;
     else
-        T = largest_divisor(gpus % rest == 0 ? gpus / rest : gpus, SCN_DEFAULT_TP_CAP, s->model.heads,
-                            s->model.hidden);
+        T = largest_divisor(gpus % rest == 0 ? gpus / rest : gpus, SCN_DEFAULT_TP_CAP,
+                            model_kv_heads(&s->model), s->model.hidden); /* kv_heads divides heads */
     scenario_origin_t o = s->given[SCN_DP] && s->given[SCN_PP] ? SCN_FROM_DERIVED : SCN_FROM_DEFAULT;
     derive(s, SCN_TP, T, o);
     derive(s, SCN_TP1, T, o);
@@ -265,7 +265,7 @@ static void allowed_values(const scenario_t *s, int f, char *buf, size_t n) {
     switch (f) {
     case SCN_TP:
     case SCN_TP1:
-        a = s->model.heads, b = s->model.hidden;
+        a = model_kv_heads(&s->model), b = s->model.hidden; /* kv_heads divides heads */
         break;
     case SCN_TP2:
         a = s->model.hidden;
