@@ -176,19 +176,20 @@ static void print_text(FILE *out, const validate_result_t *vr) {
 
 static void sim_text(FILE *out, const run_row_t *rows, size_t n, const sim_stats_t *s) {
     const sim_stats_t st = *s;
+    const int nw = name_width(rows, n);
     fprintf(out,
             "\nthrough the simulation (--sim): each run's step simulated as it is; the simulation has the\n"
             "embedding and output layer in 1d only, so a 2d or 2d-seqp run gets their analytic cost (column "
             "'added')\n\n");
-    fprintf(out, "  %-14s %-18s %10s %12s %9s %12s %9s %12s %9s\n", "run", "network", "added (s)",
+    fprintf(out, "  %-*s %-18s %10s %12s %9s %12s %9s %12s %9s\n", nw, "run", "network", "added (s)",
             "sim, an. (s)", "error %", "sim, net (s)", "error %", "measured (s)", "wall (s)");
     for (size_t i = 0; i < n; i++) {
         const run_row_t *r = &rows[i];
         if (r->sim_error[0]) {
-            fprintf(out, "  %-14.14s not simulated: %s\n", r->name, r->sim_error);
+            fprintf(out, "  %-*.*s not simulated: %s\n", nw, nw, r->name, r->sim_error);
             continue;
         }
-        fprintf(out, "  %-14.14s %-18.18s %10.4f %12.4f %+9.2f %12.4f %+9.2f %12.4f %9.2f\n", r->name,
+        fprintf(out, "  %-*.*s %-18.18s %10.4f %12.4f %+9.2f %12.4f %+9.2f %12.4f %9.2f\n", nw, nw, r->name,
                 r->sim_topology, r->sim_unmodeled_s, r->sim_analytic_s, r->sim_analytic_error_pct,
                 r->sim_network_s, r->sim_network_error_pct, r->measured_s, r->sim_wall_s);
     }
