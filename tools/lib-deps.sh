@@ -10,7 +10,8 @@
 #   STEPSIM_SKIP_DEPS=1   skip the check entirely (a non-Debian machine with the libraries at hand).
 
 # Debian packages the build, the tests and the tools need (libigraph-dev for topo/,
-# gnuplot-nox for plots, Open MPI for distributed sweeps).
+# gnuplot-nox for plots, Open MPI for distributed sweeps, python3 for tools/data/convert-nemo.py and
+# its test).
 STEPSIM_DEB_PACKAGES=(
     build-essential
     cmake
@@ -22,6 +23,7 @@ STEPSIM_DEB_PACKAGES=(
     gnuplot-nox
     libopenmpi-dev
     openmpi-bin
+    python3
 )
 
 stepsim_log() {

@@ -149,8 +149,8 @@ static int column(const reader_t *rd, const char *col, int required, int *idx) {
         return cli_fail(
             rd->d, CLI_EUSAGE,
             "%s: header: column %s is missing; allowed: a header with name, hidden, heads, layers, "
-            "seq_len, vocab, gpus, tp, pp, dp, gbs, recompute, sequence_parallel, system, "
-            "measured_iteration_s (see `stepsim validate --help`)",
+            "seq_len, vocab, gpus, tp, pp, dp, system and measured_iteration_s or "
+            "measured_tokens_per_s_per_gpu (see `stepsim validate --help`)",
             rd->file, col);
     return CLI_OK;
 }
@@ -185,17 +185,23 @@ static int int_cell(const reader_t *rd, const char *col, int required, int64_t d
     return CLI_OK;
 }
 
-static int num_cell(const reader_t *rd, const char *col, double *out) {
+/* A positive number; an empty cell of a present column gives 0 (and *given = 0) unless required. */
+static int num_cell(const reader_t *rd, const char *col, int required, const char *allowed, double *out,
+                    int *given) {
     int idx;
-    int rc = column(rd, col, 1, &idx);
+    int rc = column(rd, col, required, &idx);
     if (rc)
         return rc;
     const char *s = csv_cell(rd->t, rd->r, idx);
+    *given = s[0] != '\0';
+    *out = 0.0;
+    if (!s[0] && !required)
+        return CLI_OK;
     char *end = NULL;
     errno = 0;
     double v = s[0] ? strtod(s, &end) : 0.0;
     if (!s[0] || *end || errno || !(v > 0.0) || !isfinite(v))
-        return bad_cell(rd, col, s, "is not a positive number; allowed: seconds, e.g. 3.528");
+        return bad_cell(rd, col, s, allowed);
     *out = v;
     return CLI_OK;
 }
@@ -302,6 +308,205 @@ static int a100_era(const model_system_t *sys) {
     return strstr(sys->name, "A100") != NULL;
 }
 
+/* The defaults of the software generation of a run's GPU (docs/validation.md, "GPU generation"):
+ * Megatron-LM of the A100 era (fp16, no sequence parallelism, a plain data-parallel all-reduce after
+ * the backward, no overlap) or NeMo / Megatron-Core's recipes on Hopper and later (bf16, sequence
+ * parallelism, the distributed optimizer with overlapped gradient reduce-scatter and parameter
+ * all-gather, tensor-parallel communication overlap). */
+static void generation_defaults(int a100, run_settings_t *s, int *sequence_parallel) {
+    s->precision = a100 ? RUN_PRECISION_FP16 : RUN_PRECISION_BF16;
+    *sequence_parallel = !a100;
+    s->distributed_optimizer = s->overlap_grad_reduce = s->overlap_param_gather = !a100;
+    s->tp_comm_overlap = !a100;
+}
+
+static const char *const BITS[] = {"0", "1"};
+static const char *const PRECISIONS[] = {"fp16", "bf16", "fp8"};
+static const char *const FFN_ACTS[] = {"gelu", "swiglu", "relu2"};
+static const char *const NORMS[] = {"layernorm", "rmsnorm"};
+static const char *const POSITIONS[] = {"learned", "rotary"};
+
+/* An optional 0/1 column: *out keeps its default when the cell is empty; *given says whether it was. */
+static int bit_cell(const reader_t *rd, const char *col, int *out, int *given) {
+    int v = 0, g = 0;
+    int rc = enum_cell(rd, col, 0, BITS, 2, &v, &g);
+    if (!rc && g)
+        *out = v;
+    if (given)
+        *given = g;
+    return rc;
+}
+
+/* An optional enumerated column into an enum field (kept at its default when empty). */
+#define ENUM_INTO(rd, col, names, field)                                                                     \
+    do {                                                                                                     \
+        int v_ = 0, g_ = 0;                                                                                  \
+        if ((rc = enum_cell(rd, col, 0, names, (int)COUNT(names), &v_, &g_)) != CLI_OK)                      \
+            return rc;                                                                                       \
+        if (g_)                                                                                              \
+            (field) = v_;                                                                                    \
+    } while (0)
+
+static void note(run_row_t *row, const char *what) {
+    if (row->n_not_modelled < RUN_MAX_NOT_MODELLED)
+        snprintf(row->not_modelled[row->n_not_modelled++], sizeof row->not_modelled[0], "%s", what);
+}
+
+/* What the model does not honour yet: each such value of the row, named once. The prediction is
+ * made without it (fp16/bf16 rates, multi-head attention, a GeLU-sized MLP, LayerNorm, learned
+ * positions, tied embeddings, no FSDP, exposed tensor-parallel communication). A layer count that
+ * pp does not divide (Megatron-Core runs uneven first and last stages, e.g. 126 layers on 8) is
+ * predicted with the next multiple of pp and noted the same way (read_row). */
+static void not_modelled(run_row_t *row) {
+    const run_settings_t *s = &row->set;
+    char kv[32];
+    if (s->precision == RUN_PRECISION_FP8)
+        note(row, "fp8");
+    if (s->kv_heads != row->job.model.heads) {
+        snprintf(kv, sizeof kv, "kv_heads %" PRId64, s->kv_heads);
+        note(row, kv);
+    }
+    if (s->ffn_act != RUN_FFN_GELU)
+        note(row, FFN_ACTS[s->ffn_act]);
+    if (s->norm != RUN_NORM_LAYERNORM)
+        note(row, NORMS[s->norm]);
+    if (s->position != RUN_POSITION_LEARNED)
+        note(row, POSITIONS[s->position]);
+    if (s->untied_embeddings)
+        note(row, "untied_embeddings");
+    if (s->fsdp)
+        note(row, "fsdp");
+    if (s->tp_comm_overlap && row->job.par.tp1 > 1)
+        note(row, "tp_comm_overlap");
+    if (s->distributed_optimizer && !s->overlap_grad_reduce)
+        note(row, "overlap_grad_reduce 0");
+    if (s->distributed_optimizer && !s->overlap_param_gather)
+        note(row, "overlap_param_gather 0");
+}
+
+/* The data-parallel communication: the dp_comm column, or the distributed optimizer and its overlaps
+ * (one or the other). The distributed optimizer is modelled as `sharded`: reduce-scatter of the
+ * gradients and all-gather of the parameters, ZeRO-1 states, overlapped with compute. */
+static int dp_comm_of(const reader_t *rd, run_row_t *row) {
+    run_settings_t *s = &row->set;
+    int e = 0, g_opt = 0, g_grad = 0, g_param = 0;
+    int rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 3, &e, &row->dp_comm_recorded);
+    if (!rc)
+        rc = bit_cell(rd, "distributed_optimizer", &s->distributed_optimizer, &g_opt);
+    if (!rc)
+        rc = bit_cell(rd, "overlap_grad_reduce", &s->overlap_grad_reduce, &g_grad);
+    if (!rc)
+        rc = bit_cell(rd, "overlap_param_gather", &s->overlap_param_gather, &g_param);
+    if (rc)
+        return rc;
+    if (row->dp_comm_recorded && (g_opt || g_grad || g_param))
+        return bad_cell(rd, "dp_comm", text_of(rd, "dp_comm"),
+                        "is given with distributed_optimizer / overlap_grad_reduce / overlap_param_gather; "
+                        "allowed: one or the other");
+    if (row->dp_comm_recorded) {
+        row->job.training.dp_comm = (model_dp_comm_t)e;
+        s->distributed_optimizer = s->overlap_param_gather = e == MODEL_DP_SHARDED;
+        s->overlap_grad_reduce = e != MODEL_DP_ALLREDUCE;
+        return CLI_OK;
+    }
+    if (s->overlap_param_gather && !s->distributed_optimizer)
+        return bad_cell(rd, "overlap_param_gather", "1",
+                        "needs distributed_optimizer 1 (only the distributed optimizer gathers parameters)");
+    row->job.training.dp_comm = s->distributed_optimizer ? MODEL_DP_SHARDED
+                                : s->overlap_grad_reduce ? MODEL_DP_ALLREDUCE_OVERLAP
+                                                         : MODEL_DP_ALLREDUCE;
+    return CLI_OK;
+}
+
+/* The architecture columns beyond the reference's (kv_heads, ffn_act, norm, position,
+ * untied_embeddings) and the precision. */
+static int arch_of(const reader_t *rd, run_row_t *row) {
+    run_settings_t *s = &row->set;
+    const int64_t heads = row->job.model.heads;
+    int rc = int_cell(rd, "kv_heads", 0, heads, &s->kv_heads, NULL);
+    if (rc)
+        return rc;
+    if (heads % s->kv_heads != 0) {
+        char allowed[96];
+        snprintf(allowed, sizeof allowed, "does not divide heads (%" PRId64 ")", heads);
+        return bad_cell(rd, "kv_heads", text_of(rd, "kv_heads"), allowed);
+    }
+    ENUM_INTO(rd, "ffn_act", FFN_ACTS, s->ffn_act);
+    ENUM_INTO(rd, "norm", NORMS, s->norm);
+    ENUM_INTO(rd, "position", POSITIONS, s->position);
+    ENUM_INTO(rd, "precision", PRECISIONS, s->precision);
+    return bit_cell(rd, "untied_embeddings", &s->untied_embeddings, NULL);
+}
+
+/* gbs, mbs and ga (gbs = dp x mbs x ga): any two give the third; all three must agree. An empty gbs
+ * is dp x mbs x ga with an empty mbs 1 and an empty ga pp (the fewest microbatches that fill the
+ * pipeline), under both --unrecorded rules; such a row's measured figure must be a throughput. */
+static int batch_of(const reader_t *rd, run_row_t *row, int64_t dp) {
+    model_job_t *job = &row->job;
+    int ga_given = 0;
+    int rc = int_cell(rd, "gbs", 0, 0, &job->global_batch, &row->gbs_recorded);
+    if (!rc)
+        rc = int_cell(rd, "mbs", 0, 1, &job->par.mbs, &row->mbs_recorded);
+    if (!rc)
+        rc = int_cell(rd, "ga", 0, 0, &row->set.ga, &ga_given);
+    if (rc)
+        return rc;
+    if (!row->gbs_recorded) {
+        if (!ga_given)
+            row->set.ga = job->par.pp;
+        job->global_batch = dp * job->par.mbs * row->set.ga;
+        return CLI_OK;
+    }
+    if (!ga_given) {
+        row->set.ga = job->global_batch % (dp * job->par.mbs) ? 0 : job->global_batch / (dp * job->par.mbs);
+        return CLI_OK;
+    }
+    if (!row->mbs_recorded && job->global_batch % (dp * row->set.ga) == 0) {
+        job->par.mbs = job->global_batch / (dp * row->set.ga);
+        row->mbs_recorded = 1;
+    }
+    if (dp * job->par.mbs * row->set.ga != job->global_batch) {
+        char allowed[160];
+        snprintf(allowed, sizeof allowed,
+                 "is not gbs / (dp x mbs) (%" PRId64 " / (%" PRId64 " x %" PRId64 ")); allowed: a ga with "
+                 "gbs = dp x mbs x ga",
+                 job->global_batch, dp, job->par.mbs);
+        return bad_cell(rd, "ga", text_of(rd, "ga"), allowed);
+    }
+    return CLI_OK;
+}
+
+/* The measured figure: measured_iteration_s, or measured_tokens_per_s_per_gpu turned into seconds
+ * per iteration, gbs x seq_len / (tokens/s per GPU x gpus). Exactly one of the two. */
+static int measured_of(const reader_t *rd, run_row_t *row) {
+    int it_given = 0, tok_given = 0;
+    double tokens = 0.0;
+    int rc = num_cell(rd, "measured_tokens_per_s_per_gpu", 0,
+                      "is not a positive number; allowed: tokens per second per GPU, e.g. 12036", &tokens,
+                      &tok_given);
+    if (!rc)
+        rc = num_cell(rd, "measured_iteration_s",
+                      !tok_given && csv_column(rd->t, "measured_tokens_per_s_per_gpu") < 0,
+                      "is not a positive number; allowed: seconds, e.g. 3.528", &row->measured_s, &it_given);
+    if (rc)
+        return rc;
+    if (it_given && tok_given)
+        return bad_cell(rd, "measured_iteration_s", text_of(rd, "measured_iteration_s"),
+                        "is given with measured_tokens_per_s_per_gpu; allowed: one of the two");
+    if (!it_given && !tok_given)
+        return bad_cell(rd, "measured_iteration_s", "",
+                        "is empty; allowed: seconds, or a measured_tokens_per_s_per_gpu");
+    if (it_given && !row->gbs_recorded)
+        return bad_cell(rd, "gbs", "",
+                        "is empty; allowed: a positive integer (an empty gbs needs a measured throughput, "
+                        "measured_tokens_per_s_per_gpu)");
+    row->set.measured_tokens_per_s_per_gpu = tokens;
+    if (tok_given)
+        row->measured_s =
+            (double)row->job.global_batch * (double)row->job.model.seq_len / (tokens * (double)row->job.gpus);
+    return CLI_OK;
+}
+
 static int read_row(const reader_t *rd, run_row_t *row) {
     int64_t tp = 0, pp = 0, dp = 0, cp = 1, gpus = 0, v = 1;
     int given = 0, e = 0;
@@ -333,36 +538,46 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (!rc)
         rc = int_cell(rd, "cp", 0, 1, &cp, NULL);
     if (!rc)
-        rc = int_cell(rd, "gbs", 1, 0, &job->global_batch, NULL);
+        rc = int_cell(rd, "ep", 0, 1, &row->set.ep, NULL);
+    if (!rc && row->set.ep != 1)
+        return bad_cell(rd, "ep", text_of(rd, "ep"),
+                        "must be 1 (dense models; mixture of experts is not in the measured-runs schema)");
+    job->par.pp = pp;
     if (!rc)
-        rc = int_cell(rd, "mbs", 0, 1, &job->par.mbs, &row->mbs_recorded);
+        rc = batch_of(rd, row, dp);
     if (!rc)
         rc = int_cell(rd, "interleave", 0, 1, &v, &row->interleave_recorded);
     if (!rc)
-        rc = enum_cell(rd, "recompute", 1, RECOMPUTE, 3, &e, &given);
+        rc = enum_cell(rd, "recompute", 0, RECOMPUTE, 3, &e, &given);
     if (rc)
         return rc;
-    job->training.recompute = (model_recompute_t)e;
-    static const char *const BITS[] = {"0", "1"};
+    job->training.recompute = given ? (model_recompute_t)e : MODEL_RECOMPUTE_NONE;
+    const int a100 = a100_era(&job->system);
     int sp = 0;
-    if ((rc = enum_cell(rd, "sequence_parallel", 1, BITS, 2, &sp, &given)))
+    generation_defaults(a100, &row->set, &sp);
+    if ((rc = enum_cell(rd, "sequence_parallel", 0, BITS, 2, &e, &given)))
         return rc;
-    job->training.attention = a100_era(&job->system) ? MODEL_ATTENTION_MATERIALIZED : MODEL_ATTENTION_FLASH;
+    if (given)
+        sp = e;
+    job->training.attention = a100 ? MODEL_ATTENTION_MATERIALIZED : MODEL_ATTENTION_FLASH;
     if ((rc = enum_cell(rd, "attention", 0, ATTENTION, 2, &e, &row->attention_recorded)))
         return rc;
     if (row->attention_recorded)
         job->training.attention = (model_attention_t)e;
-    job->training.dp_comm = MODEL_DP_ALLREDUCE;
-    if ((rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 3, &e, &row->dp_comm_recorded)))
+    if ((rc = dp_comm_of(rd, row)))
         return rc;
-    if (row->dp_comm_recorded)
-        job->training.dp_comm = (model_dp_comm_t)e;
-    job->training.grad_accumulation = a100_era(&job->system) ? MODEL_GRAD_ACCUM_ADD : MODEL_GRAD_ACCUM_FUSED;
+    job->training.grad_accumulation = a100 ? MODEL_GRAD_ACCUM_ADD : MODEL_GRAD_ACCUM_FUSED;
     if ((rc = enum_cell(rd, "grad_accumulation", 0, GRAD_ACCUM, 2, &e, &row->grad_accum_recorded)))
         return rc;
     if (row->grad_accum_recorded)
         job->training.grad_accumulation = (model_grad_accum_t)e;
-    if ((rc = num_cell(rd, "measured_iteration_s", &row->measured_s)))
+    if (!rc)
+        rc = arch_of(rd, row);
+    if (!rc)
+        rc = bit_cell(rd, "fsdp", &row->set.fsdp, NULL);
+    if (!rc)
+        rc = bit_cell(rd, "tp_comm_overlap", &row->set.tp_comm_overlap, NULL);
+    if (rc)
         return rc;
 
     if (tp * pp * dp * cp != gpus) {
@@ -380,6 +595,8 @@ static int read_row(const reader_t *rd, run_row_t *row) {
                         "with cp > 1 is not modeled; allowed: 1 (context parallelism runs as 2d-seqp, whose "
                         "tensor group is sequence parallel)");
     job->gpus = gpus;
+    if ((rc = measured_of(rd, row)))
+        return rc;
     job->compat = MODEL_COMPAT_CORRECTED;
     job->par.strategy = cp > 1 ? MODEL_STRATEGY_2D_SEQP : MODEL_STRATEGY_1D;
     job->par.dp = dp;
@@ -394,6 +611,14 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     job->training.interleave = v;
     row->cp = cp;
     nvlink_counts(job);
+    not_modelled(row);
+    if (m->layers % pp != 0) { /* Megatron's uneven first and last stages: not modelled */
+        char what[32];
+        const int64_t even = (m->layers + pp - 1) / pp * pp;
+        snprintf(what, sizeof what, "layers %" PRId64 " as %" PRId64, m->layers, even);
+        note(row, what);
+        m->layers = even;
+    }
     model_issue_t is;
     memset(&is, 0, sizeof is);
     if (model_job_check(job, &is) != MODEL_OK)
@@ -466,6 +691,8 @@ static int load_rows(const validate_args_t *a, const csv_table_t *t, run_row_t *
             rc = choose_unrecorded(&rows[r - 1], d);
         if (rc)
             return rc;
+        const model_job_t *j = &rows[r - 1].job;
+        rows[r - 1].set.ga = j->global_batch / (j->par.dp * j->par.mbs); /* as predicted */
     }
     return CLI_OK;
 }

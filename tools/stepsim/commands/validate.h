@@ -7,6 +7,40 @@
 
 #include "model.h"
 
+/* The run's numeric precision (fp16 and bf16 are modelled alike: 2-byte elements, the dense 16-bit
+ * tensor rate). */
+typedef enum run_precision {
+    RUN_PRECISION_FP16 = 0,
+    RUN_PRECISION_BF16 = 1,
+    RUN_PRECISION_FP8 = 2
+} run_precision_t;
+
+/* The feed-forward activation, norm and positions of the run's architecture. */
+typedef enum run_ffn_act { RUN_FFN_GELU = 0, RUN_FFN_SWIGLU = 1, RUN_FFN_RELU2 = 2 } run_ffn_act_t;
+typedef enum run_norm { RUN_NORM_LAYERNORM = 0, RUN_NORM_RMSNORM = 1 } run_norm_t;
+typedef enum run_position { RUN_POSITION_LEARNED = 0, RUN_POSITION_ROTARY = 1 } run_position_t;
+
+/* What a row says beyond the job's fields, typed and checked as read, or filled by the defaults of
+ * the software generation of the run's GPU (docs/validation.md, "GPU generation"). Each value the
+ * model does not honour yet is named in the row's not_modelled list. */
+typedef struct run_settings {
+    run_precision_t precision;
+    int64_t kv_heads; /* the row's heads when empty */
+    run_ffn_act_t ffn_act;
+    run_norm_t norm;
+    run_position_t position;
+    int untied_embeddings;
+    int fsdp;                  /* Megatron-FSDP / ZeRO-3 */
+    int tp_comm_overlap;       /* as set; it acts only with tp > 1 */
+    int distributed_optimizer; /* optimizer states sharded over dp */
+    int overlap_grad_reduce, overlap_param_gather;
+    int64_t ep;                           /* 1: dense */
+    int64_t ga;                           /* microbatches per iteration and replica: gbs / (dp mbs) */
+    double measured_tokens_per_s_per_gpu; /* 0: the row gives measured_iteration_s */
+} run_settings_t;
+
+#define RUN_MAX_NOT_MODELLED 12
+
 /* One measured run and its predictions. */
 typedef struct run_row {
     char name[64];
@@ -15,6 +49,10 @@ typedef struct run_row {
     double measured_s;
     int64_t cp;
     int mbs_recorded, interleave_recorded, attention_recorded, dp_comm_recorded, grad_accum_recorded;
+    int gbs_recorded; /* 0: gbs = dp x mbs x ga by the rule of an empty gbs */
+    run_settings_t set;
+    char not_modelled[RUN_MAX_NOT_MODELLED][32]; /* what the prediction leaves out, e.g. "fp8" */
+    int n_not_modelled;
     model_summary_t pred, ref;
     double error_pct, ref_error_pct;
     /* --sim: the simulation with analytic communication and with the network (0: not simulated) */

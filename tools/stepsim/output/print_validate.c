@@ -2,6 +2,7 @@
  * predictions, the --sim table and the --calibrate fits, as text or as one JSON object. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -9,6 +10,9 @@
 #include "output.h"
 #include "print.h"
 #include "validate.h"
+
+static const char *const PRECISIONS[] = {"fp16", "bf16", "fp8"};
+static const char *const FFN_ACTS[] = {"gelu", "swiglu", "relu2"};
 
 static void breakdown_json(json_writer_t *w, const model_summary_t *s) {
     output_breakdown_json(w, s);
@@ -55,6 +59,26 @@ static int print_json(FILE *out, const validate_result_t *vr, cJSON *sim, cJSON 
         json_bool(&w, "attention_recorded", r->attention_recorded);
         json_string(&w, "dp_comm", model_dp_comm_name(j->training.dp_comm));
         json_string(&w, "grad_accumulation", model_grad_accum_name(j->training.grad_accumulation));
+        json_int(&w, "gbs", j->global_batch);
+        json_bool(&w, "gbs_recorded", r->gbs_recorded);
+        json_int(&w, "ga", r->set.ga);
+        json_string(&w, "precision", PRECISIONS[r->set.precision]);
+        json_int(&w, "kv_heads", r->set.kv_heads);
+        json_string(&w, "ffn_act", FFN_ACTS[r->set.ffn_act]);
+        json_string(&w, "norm", r->set.norm == RUN_NORM_RMSNORM ? "rmsnorm" : "layernorm");
+        json_string(&w, "position", r->set.position == RUN_POSITION_ROTARY ? "rotary" : "learned");
+        json_bool(&w, "untied_embeddings", r->set.untied_embeddings);
+        json_bool(&w, "fsdp", r->set.fsdp);
+        json_bool(&w, "tp_comm_overlap", r->set.tp_comm_overlap);
+        json_bool(&w, "distributed_optimizer", r->set.distributed_optimizer);
+        json_bool(&w, "overlap_grad_reduce", r->set.overlap_grad_reduce);
+        json_bool(&w, "overlap_param_gather", r->set.overlap_param_gather);
+        if (r->set.measured_tokens_per_s_per_gpu > 0.0)
+            json_number(&w, "measured_tokens_per_s_per_gpu", r->set.measured_tokens_per_s_per_gpu);
+        json_open_array(&w, "not_modelled");
+        for (int k = 0; k < r->n_not_modelled; k++)
+            json_string(&w, NULL, r->not_modelled[k]);
+        json_close_array(&w);
         json_number(&w, "memory_gb", r->pred.memory_gb);
         json_bool(&w, "fits", r->pred.fits);
         breakdown_json(&w, &r->pred);
@@ -83,18 +107,40 @@ static int print_json(FILE *out, const validate_result_t *vr, cJSON *sim, cJSON 
     return json_finish(&w);
 }
 
+/* The run names' column width: 14, or the longest name up to 40. */
+static int name_width(const run_row_t *rows, size_t n) {
+    int w = 14;
+    for (size_t i = 0; i < n; i++) {
+        const int len = (int)strlen(rows[i].name);
+        w = len > w ? (len < 40 ? len : 40) : w;
+    }
+    return w;
+}
+
 static void print_text(FILE *out, const validate_result_t *vr) {
     const run_row_t *rows = vr->rows;
     const size_t n = vr->n;
     const summary_stats_t *st = &vr->stats;
+    const int nw = name_width(rows, n);
+    size_t gbs_ruled = 0, noted = 0;
+    for (size_t i = 0; i < n; i++) {
+        gbs_ruled += !rows[i].gbs_recorded;
+        noted += rows[i].n_not_modelled > 0;
+    }
     fprintf(out, "stepsim validate: %s: %zu measured runs\n", vr->file, n);
     fprintf(out, "prediction source: %s (%s); reference: the published model on the same layout\n",
             vr->source, vr->source_describe);
-    fprintf(out, "unrecorded mbs / interleave (marked *): %s\n\n",
+    fprintf(out, "unrecorded mbs / interleave (marked *): %s\n",
             vr->unrecorded_search ? "search (fastest predicted setting that fits, for the run's degrees)"
                                   : "fixed (mbs 1, interleave 1)");
-    fprintf(out, "  %-14s %5s %3s %3s %3s %3s %4s %3s %-9s %2s %-12s %12s %12s %9s %13s %9s\n", "run", "gpus",
-            "tp", "pp", "dp", "cp", "mbs", "v", "recompute", "sp", "attention", "analytic (s)",
+    if (gbs_ruled)
+        fprintf(out,
+                "unrecorded gbs (%zu runs): dp x mbs x ga, ga = pp unless given; their measured time is "
+                "the measured throughput at that gbs\n",
+                gbs_ruled);
+    fprintf(out, "\n");
+    fprintf(out, "  %-*s %5s %3s %3s %3s %3s %4s %3s %-9s %2s %-12s %12s %12s %9s %13s %9s\n", nw, "run",
+            "gpus", "tp", "pp", "dp", "cp", "mbs", "v", "recompute", "sp", "attention", "analytic (s)",
             "measured (s)", "error %", "reference (s)", "error %");
     for (size_t i = 0; i < n; i++) {
         const run_row_t *r = &rows[i];
@@ -103,9 +149,9 @@ static void print_text(FILE *out, const validate_result_t *vr) {
         snprintf(mbs, sizeof mbs, "%" PRId64 "%s", j->par.mbs, r->mbs_recorded ? "" : "*");
         snprintf(v, sizeof v, "%" PRId64 "%s", r->pred.interleave, r->interleave_recorded ? "" : "*");
         fprintf(out,
-                "  %-14.14s %5" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64
+                "  %-*.*s %5" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64
                 " %4s %3s %-9s %2d %-12s %12.4f %12.4f %+9.2f %13.4f %+9.2f%s\n",
-                r->name, j->gpus, j->par.tp1, j->par.pp, j->par.dp, r->cp, mbs, v,
+                nw, nw, r->name, j->gpus, j->par.tp1, j->par.pp, j->par.dp, r->cp, mbs, v,
                 model_recompute_name(j->training.recompute), j->training.sequence_parallel == MODEL_SEQPAR_ON,
                 model_attention_name(j->training.attention), r->pred.iteration_time_s, r->measured_s,
                 r->error_pct, r->ref.iteration_time_s, r->ref_error_pct,
@@ -115,23 +161,35 @@ static void print_text(FILE *out, const validate_result_t *vr) {
             st->ref_mean_abs);
     fprintf(out, "  %-30s %9.2f %%   (reference %.2f %%)\n", "max absolute error", st->max_abs,
             st->ref_max_abs);
+    if (!noted)
+        return;
+    fprintf(out, "\nnot modelled (%zu of %zu runs; each is predicted without what is listed):\n", noted, n);
+    for (size_t i = 0; i < n; i++) {
+        if (!rows[i].n_not_modelled)
+            continue;
+        fprintf(out, "  %-*.*s ", nw, nw, rows[i].name);
+        for (int k = 0; k < rows[i].n_not_modelled; k++)
+            fprintf(out, "%s%s", k ? ", " : "", rows[i].not_modelled[k]);
+        fprintf(out, "\n");
+    }
 }
 
 static void sim_text(FILE *out, const run_row_t *rows, size_t n, const sim_stats_t *s) {
     const sim_stats_t st = *s;
+    const int nw = name_width(rows, n);
     fprintf(out,
             "\nthrough the simulation (--sim): each run's step simulated as it is; the simulation has the\n"
             "embedding and output layer in 1d only, so a 2d or 2d-seqp run gets their analytic cost (column "
             "'added')\n\n");
-    fprintf(out, "  %-14s %-18s %10s %12s %9s %12s %9s %12s %9s\n", "run", "network", "added (s)",
+    fprintf(out, "  %-*s %-18s %10s %12s %9s %12s %9s %12s %9s\n", nw, "run", "network", "added (s)",
             "sim, an. (s)", "error %", "sim, net (s)", "error %", "measured (s)", "wall (s)");
     for (size_t i = 0; i < n; i++) {
         const run_row_t *r = &rows[i];
         if (r->sim_error[0]) {
-            fprintf(out, "  %-14.14s not simulated: %s\n", r->name, r->sim_error);
+            fprintf(out, "  %-*.*s not simulated: %s\n", nw, nw, r->name, r->sim_error);
             continue;
         }
-        fprintf(out, "  %-14.14s %-18.18s %10.4f %12.4f %+9.2f %12.4f %+9.2f %12.4f %9.2f\n", r->name,
+        fprintf(out, "  %-*.*s %-18.18s %10.4f %12.4f %+9.2f %12.4f %+9.2f %12.4f %9.2f\n", nw, nw, r->name,
                 r->sim_topology, r->sim_unmodeled_s, r->sim_analytic_s, r->sim_analytic_error_pct,
                 r->sim_network_s, r->sim_network_error_pct, r->measured_s, r->sim_wall_s);
     }
