@@ -97,7 +97,13 @@ static model_job_t small_job(const char *system, int64_t tp, int64_t pp, int64_t
                              int64_t gbs) {
     model_job_t j;
     memset(&j, 0, sizeof j);
-    j.model = (model_transformer_t){"x", 2048, 2304, 24, 24, 9216, 51200};
+    j.model = (model_transformer_t){.name = "x",
+                                    .seq_len = 2048,
+                                    .hidden = 2304,
+                                    .heads = 24,
+                                    .layers = 24,
+                                    .ffn_hidden = 9216,
+                                    .vocab = 51200};
     assert_int_equal(model_system_preset(system, &j.system), MODEL_OK);
     j.gpus = tp * pp * dp;
     j.global_batch = gbs;
