@@ -352,28 +352,25 @@ static void note(run_row_t *row, const char *what) {
         snprintf(row->not_modelled[row->n_not_modelled++], sizeof row->not_modelled[0], "%s", what);
 }
 
+/* The row's architecture columns into the model (the enums of validate.h follow model.h's). */
+static void arch_into_model(const run_settings_t *s, model_transformer_t *m) {
+    m->kv_heads = s->kv_heads == m->heads ? 0 : s->kv_heads;
+    m->ffn_act = (model_ffn_act_t)s->ffn_act;
+    m->norm = (model_norm_t)s->norm;
+    m->position = (model_position_t)s->position;
+    m->untied_embeddings = s->untied_embeddings;
+}
+
 /* What the model does not honour yet: each such value of the row, named once. The prediction is
- * made without it (fp16/bf16 rates, multi-head attention, a GeLU-sized MLP, LayerNorm, learned
- * positions, tied embeddings, no FSDP, exposed tensor-parallel communication). A layer count that
+ * made without it (fp16/bf16 rates, no FSDP, exposed tensor-parallel communication). The
+ * architecture columns (kv_heads, ffn_act, norm, position, untied_embeddings) are the model's
+ * (model_transformer_t, arch_into_model). A layer count that
  * pp does not divide (Megatron-Core runs uneven first and last stages, e.g. 126 layers on 8) is
  * predicted with the next multiple of pp and noted the same way (read_row). */
 static void not_modelled(run_row_t *row) {
     const run_settings_t *s = &row->set;
-    char kv[32];
     if (s->precision == RUN_PRECISION_FP8)
         note(row, "fp8");
-    if (s->kv_heads != row->job.model.heads) {
-        snprintf(kv, sizeof kv, "kv_heads %" PRId64, s->kv_heads);
-        note(row, kv);
-    }
-    if (s->ffn_act != RUN_FFN_GELU)
-        note(row, FFN_ACTS[s->ffn_act]);
-    if (s->norm != RUN_NORM_LAYERNORM)
-        note(row, NORMS[s->norm]);
-    if (s->position != RUN_POSITION_LEARNED)
-        note(row, POSITIONS[s->position]);
-    if (s->untied_embeddings)
-        note(row, "untied_embeddings");
     if (s->fsdp)
         note(row, "fsdp");
     if (s->tp_comm_overlap && row->job.par.tp1 > 1)
@@ -610,6 +607,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     job->training.optimizer_step = 1;
     job->training.interleave = v;
     row->cp = cp;
+    arch_into_model(&row->set, m);
     nvlink_counts(job);
     not_modelled(row);
     if (m->layers % pp != 0) { /* Megatron's uneven first and last stages: not modelled */

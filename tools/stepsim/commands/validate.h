@@ -16,9 +16,20 @@ typedef enum run_precision {
 } run_precision_t;
 
 /* The feed-forward activation, norm and positions of the run's architecture. */
-typedef enum run_ffn_act { RUN_FFN_GELU = 0, RUN_FFN_SWIGLU = 1, RUN_FFN_RELU2 = 2 } run_ffn_act_t;
-typedef enum run_norm { RUN_NORM_LAYERNORM = 0, RUN_NORM_RMSNORM = 1 } run_norm_t;
-typedef enum run_position { RUN_POSITION_LEARNED = 0, RUN_POSITION_ROTARY = 1 } run_position_t;
+/* The architecture enums take model.h's values (model_ffn_act_t, model_norm_t, model_position_t). */
+typedef enum run_ffn_act {
+    RUN_FFN_GELU = MODEL_FFN_GELU,
+    RUN_FFN_SWIGLU = MODEL_FFN_SWIGLU,
+    RUN_FFN_RELU2 = MODEL_FFN_RELU2
+} run_ffn_act_t;
+typedef enum run_norm {
+    RUN_NORM_LAYERNORM = MODEL_NORM_LAYERNORM,
+    RUN_NORM_RMSNORM = MODEL_NORM_RMSNORM
+} run_norm_t;
+typedef enum run_position {
+    RUN_POSITION_LEARNED = MODEL_POSITION_LEARNED,
+    RUN_POSITION_ROTARY = MODEL_POSITION_ROTARY
+} run_position_t;
 
 /* What a row says beyond the job's fields, typed and checked as read, or filled by the defaults of
  * the software generation of the run's GPU (docs/validation.md, "GPU generation"). Each value the
