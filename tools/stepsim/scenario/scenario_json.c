@@ -140,6 +140,7 @@ static const struct {
     {"mask_element_size", offsetof(model_system_t, mask_element_gb), 0, 0, 0},
     {"flop_efficiency", offsetof(model_system_t, flop_efficiency), 0, 0, 1},
     {"kernel_overhead", offsetof(model_system_t, kernel_overhead_s), 0, 1, 0},
+    {"fp8_matrix_flops", offsetof(model_system_t, fp8_matrix_tflop_per_s), 0, 1, 0},
 };
 
 static const char *const SYSTEM_KEYS[] = {"name",
@@ -161,6 +162,7 @@ static const char *const SYSTEM_KEYS[] = {"name",
                                           "mask_element_size",
                                           "flop_efficiency",
                                           "kernel_overhead",
+                                          "fp8_matrix_flops",
                                           "empirical",
                                           "summa_nb",
                                           "flops_units"};
