@@ -186,7 +186,9 @@ static void test_text_report(void **state) {
     assert_non_null(strstr(r.out, "mean absolute error"));
     assert_non_null(strstr(r.out, "max absolute error"));
     assert_non_null(strstr(r.out, "h100-cp"));
-    assert_int_equal(cli_run_lines(r.out), 3 + 2 + 3 + 3);
+    assert_non_null(strstr(r.out, "MFU meas. %"));
+    /* header, table, errors, and the per-GPU table: blank, title, header, one line per run */
+    assert_int_equal(cli_run_lines(r.out), 3 + 2 + 3 + 3 + 3 + 3);
     cli_run_free(&r);
     r = cli_run("validate", "--help", NULL);
     assert_int_equal(r.rc, 0);
