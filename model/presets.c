@@ -121,6 +121,16 @@ const char *model_transformer_preset_name(size_t index) {
     return index < N_TRANSFORMERS ? transformer_presets[index].tf.name : NULL;
 }
 
+int64_t model_system_preset_domain(const char *name) {
+    static const char *const own_domain[] = {"H100",     "DGX-H100",    "DGX-H200",
+                                             "DGX-B200", "GB200-NVL72", "GB300-NVL72"};
+    const system_preset_t *p = find_system(name);
+    for (size_t i = 0; p && i < sizeof own_domain / sizeof own_domain[0]; i++)
+        if (strcmp(own_domain[i], name) == 0)
+            return p->sys.nvlink_size;
+    return 0;
+}
+
 const char *model_system_preset_summary(const char *name) {
     const system_preset_t *p = find_system(name);
     return p ? p->summary : NULL;

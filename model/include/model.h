@@ -176,6 +176,12 @@ int model_transformer_preset(const char *name, model_transformer_t *out);
 /* Preset names, for help text and did-you-mean: index 0..count-1, NULL past the end. */
 const char *model_system_preset_name(size_t index);
 const char *model_transformer_preset_name(size_t index);
+/* The NVLink domain of a preset's machine, which the command line takes as nvlink_size unless one is
+ * given later: the preset's nvlink_size for the systems of today's datasheets (H100, DGX-H100,
+ * DGX-H200, DGX-B200, GB200-NVL72: 72, GB300-NVL72: 72); 0 for the reference's systems (A100, H200,
+ * B200, B200-next) and DGX-A100, whose domain stays the scenario's nvlink_size (8 by default, as
+ * in the reference), and for unknown names. */
+int64_t model_system_preset_domain(const char *name);
 /* One line describing a preset (static storage), NULL if unknown. */
 const char *model_system_preset_summary(const char *name);
 const char *model_transformer_preset_summary(const char *name);

@@ -339,8 +339,9 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
                          cli_diag_t *diag) {
     if (value[0] != '{') {
         scn_src_t psrc = {diag, "", SCN_FROM_OPTION};
-        void *dst = f == SCN_MODEL ? (void *)&scn->model : (void *)&scn->system;
-        return scn_preset_lookup(&psrc, f == SCN_SYSTEM, value, option, dst);
+        if (f == SCN_SYSTEM)
+            return scn_system_preset(scn, &psrc, value, option);
+        return scn_preset_lookup(&psrc, 0, value, option, &scn->model);
     }
     char prefix[48];
     snprintf(prefix, sizeof prefix, "%s: ", option);

@@ -38,6 +38,9 @@ void scn_preset_list(int system, char *buf, size_t n);
 int scn_preset_lookup(const scn_src_t *src, int system, const char *name, const char *path, void *out);
 int scn_parse_model(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path);
 int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path);
+/* A system preset by name; a machine's own NVLink domain (model_system_preset_domain) becomes
+ * nvlink_size, as a system object's nvlink_size does. */
+int scn_system_preset(scenario_t *scn, const scn_src_t *src, const char *name, const char *path);
 int scn_bad_strategy(cli_diag_t *diag, const char *where, const char *value);
 int scn_bad_compat(cli_diag_t *diag, const char *where, const char *value);
 

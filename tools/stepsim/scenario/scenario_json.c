@@ -249,13 +249,25 @@ static void system_blank(model_system_t *s) {
     s->kernel_overhead_s = 20e-6;
 }
 
+int scn_system_preset(scenario_t *scn, const scn_src_t *src, const char *name, const char *path) {
+    const int rc = scn_preset_lookup(src, 1, name, path, &scn->system);
+    const int64_t domain = rc ? 0 : model_system_preset_domain(name);
+    /* A machine's own NVLink domain (the racks' 72) applies like a system object's nvlink_size: unless
+     * a top-level nvlink_size / --nvs comes later. */
+    if (domain > 0 && domain != scn->value[SCN_NVS]) {
+        scn->value[SCN_NVS] = domain;
+        set_given(scn, src, SCN_NVS);
+    }
+    return rc;
+}
+
 int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path) {
     model_system_t s;
     char p[96];
     const char *name = NULL;
     int rc;
     if (cJSON_IsString(v))
-        return scn_preset_lookup(src, 1, v->valuestring, path, &scn->system);
+        return scn_system_preset(scn, src, v->valuestring, path);
     if (!cJSON_IsObject(v)) {
         char what[96], list[320];
         scn_describe(v, what, sizeof what);
