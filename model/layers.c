@@ -104,12 +104,21 @@ static model_layer_t *gemm_layer(const ctx_t *c, model_block_t *blk, const char 
     return ly;
 }
 
-/* The cast layer of an FP8 GEMM: in_elems of its input in the forward, out_elems of its output
- * gradient in the backward; the GEMM keeps its input in FP8 for the backward. */
+/* qkv and fc1 read a LayerNorm's output: Transformer Engine's LayerNormLinear and LayerNormMLP
+ * write it in FP8 (and its transpose) from the norm kernel itself, so their forward cast is no
+ * kernel of its own and costs nothing (1 + 1 bytes written instead of 2). */
+static int cast_fused_forward(const model_layer_t *cast) {
+    return strcmp(cast->name, "qkv-cast") == 0 || strcmp(cast->name, "fc1-cast") == 0;
+}
+
+/* The cast layer of an FP8 GEMM: in_elems of its input in the forward (unless fused into the
+ * LayerNorm), out_elems of its output gradient in the backward; the GEMM keeps its input in FP8 for
+ * the backward. */
 static void fp8_cast(model_layer_t *gemm, double in_elems, double out_elems) {
     model_layer_t *cast = gemm - 1;
-    cast->fwd.flops_tflop = FP8_CAST_FLOPS * in_elems * TFLOP;
-    cast->fwd.hbm_gb = FP8_CAST_BYTES * in_elems * BYTE_GB;
+    const double fwd_elems = cast_fused_forward(cast) ? 0.0 : in_elems;
+    cast->fwd.flops_tflop = FP8_CAST_FLOPS * fwd_elems * TFLOP;
+    cast->fwd.hbm_gb = FP8_CAST_BYTES * fwd_elems * BYTE_GB;
     cast->bwd.flops_tflop = FP8_CAST_FLOPS * out_elems * TFLOP;
     cast->bwd.hbm_gb = FP8_CAST_BYTES * out_elems * BYTE_GB;
     gemm->activations_gb = FP8_ELEMENT_BYTES * in_elems * BYTE_GB;
@@ -438,6 +447,10 @@ static void finish_pass(const ctx_t *c, const model_layer_t *ly, model_pass_t *p
     const model_system_t *sys = &c->job->system;
     const int summa = ly->summa_overlap;
     const double rate = layer_peak_tflop_per_s(sys, ly);
+    if (p == &ly->fwd && ly->name && cast_fused_forward(ly)) {
+        p->comp_s = p->mem_s = p->mem_exposed_s = p->comm_s = p->time_s = 0.0; /* no kernel */
+        return;
+    }
     p->comp_s = sys->kernel_overhead_s + p->flops_tflop / (sys->flop_efficiency * rate);
     const double hbm_eff = c->job->compat == MODEL_COMPAT_CORRECTED ? MODEL_I_HBM_EFFICIENCY : 1.0;
     p->mem_s = p->hbm_gb / (hbm_eff * sys->hbm_gb_per_s);

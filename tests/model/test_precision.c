@@ -119,10 +119,15 @@ static void test_fp8_gemm_ratio_and_casts(void **state) {
     assert_int_equal(f8.block.n_layers, bf.block.n_layers + 4);
     const model_layer_t *cast = layer(&f8.block, "fc1-cast");
     assert_true(cast[1].fp8_gemm && strcmp(cast[1].name, "fc1") == 0 && !cast->tensor_core);
-    const double in = 2048.0 * 12288.0, dout = 2048.0 * 6144.0; /* b l e and b l f/tp */
-    assert_close(cast->fwd.hbm_gb, 4.0 * in * 1e-9, 1e-14);
+    const double dout = 2048.0 * 6144.0;                             /* fc1's output gradient: b l f/tp */
+    assert_true(cast->fwd.hbm_gb == 0.0 && cast->fwd.time_s == 0.0); /* fused into ln2 */
     assert_close(cast->bwd.hbm_gb, 4.0 * dout * 1e-9, 1e-14);
-    assert_close(cast->fwd.mem_s, cast->fwd.hbm_gb / (0.9 * 3350.0), 1e-14);
+    assert_close(cast->bwd.mem_s, cast->bwd.hbm_gb / (0.9 * 3350.0), 1e-14);
+    /* fc2's input (b l f/tp) is cast by its own kernel; its output gradient is b l e */
+    cast = layer(&f8.block, "fc2-cast");
+    assert_close(cast->fwd.hbm_gb, 4.0 * 2048.0 * 6144.0 * 1e-9, 1e-14);
+    assert_close(cast->bwd.hbm_gb, 4.0 * 2048.0 * 12288.0 * 1e-9, 1e-14);
+    assert_close(cast->fwd.time_s, fmax(cast->fwd.comp_s, cast->fwd.mem_s), 1e-14);
     /* saved input in FP8 (1 byte), BF16 kept 2 */
     assert_close(layer(&f8.block, "fc1")->activations_gb, 0.5 * layer(&bf.block, "fc1")->activations_gb,
                  1e-14);
