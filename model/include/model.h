@@ -19,8 +19,9 @@
  *   90% of its bandwidth (the reference: 100%), and models what job->training asks for
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
- *   unfused gradient accumulation; docs/validation.md). A zeroed model_training_t asks for none of
- *   them: the block table and the iteration formula are then exactly the ones without options.
+ *   unfused gradient accumulation; docs/validation.md; FP8 GEMMs, docs/model.md "Precision"). A zeroed
+ * model_training_t asks for none of them: the block table and the iteration formula are then exactly the ones
+ * without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
  *   which allocates the result array that model_search_result_destroy frees, and
  *   model_calibrate_fit, whose per-run arrays model_calibrate_destroy frees.
