@@ -78,6 +78,10 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
         return fail(is, !(s->nvlink_latency_s >= 0.0) ? "system.nvlink_latency" : "system.ib_latency", buf,
                     "a latency must be >= 0 s");
     }
+    if (!(s->fp8_matrix_tflop_per_s >= 0.0 && s->fp8_matrix_tflop_per_s < 1e300)) {
+        snprintf(buf, sizeof buf, "%g", s->fp8_matrix_tflop_per_s);
+        return fail(is, "system.fp8_matrix_flops", buf, "must be a number >= 0 (0: no FP8)");
+    }
     if (s->nvlink_size < 1)
         return fail_int(is, "nvlink_size", s->nvlink_size,
                         "must be a positive integer (GPUs per NVLink domain)", 0);
@@ -229,6 +233,12 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
     const model_training_t *t = &job->training;
     const model_parallel_t *p = &job->par;
     char buf[32];
+    if ((unsigned)t->precision > MODEL_PRECISION_FP8)
+        return fail_text(is, "training.precision", (int64_t)t->precision, "one of bf16, fp8");
+    if (t->precision == MODEL_PRECISION_FP8 && !(job->system.fp8_matrix_tflop_per_s > 0.0))
+        return fail(is, "training.precision", "fp8",
+                    "system %s has no FP8 peak (system.fp8_matrix_flops); allowed: bf16",
+                    job->system.name[0] ? job->system.name : "(unnamed)");
     if ((unsigned)t->recompute > MODEL_RECOMPUTE_FULL)
         return fail_text(is, "training.recompute", (int64_t)t->recompute, "one of none, selective, full");
     if ((unsigned)t->attention > MODEL_ATTENTION_MATERIALIZED)

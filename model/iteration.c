@@ -77,7 +77,9 @@ static void memory(const model_job_t *job, const model_block_t *blk, model_summa
     out->grads_gb = out->weights_gb;
     out->optimizer_gb = 6.0 * out->weights_gb / (double)(p->dp * seqp);
     out->activations_gb = blk->activations_gb * n_l * (double)in_flight;
+    out->fp8_weights_gb = blk->fp8_weights_gb * n_l;
     out->memory_gb = out->weights_gb + out->grads_gb + out->optimizer_gb + out->activations_gb;
+    out->memory_gb += out->fp8_weights_gb; /* 0 in BF16: the sum above is unchanged */
     out->fits = out->memory_gb <= job->system.hbm_capacity_gb;
 }
 
@@ -192,7 +194,9 @@ static double stage_memory(const model_job_t *job, const model_block_t *blk, dou
         parts->activations_gb = (blk->checkpoint_gb * n_l + edge_acts_gb) * in_flight + blk->activations_gb;
     else
         parts->activations_gb = (blk->activations_gb * n_l + edge_acts_gb) * in_flight;
-    return parts->weights_gb + parts->grads_gb + parts->optimizer_gb + parts->activations_gb;
+    parts->fp8_weights_gb = blk->fp8_weights_gb * n_l;
+    return parts->weights_gb + parts->grads_gb + parts->optimizer_gb + parts->activations_gb +
+           parts->fp8_weights_gb;
 }
 
 static void summarize_training(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
@@ -279,6 +283,7 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     out->grads_gb = first.grads_gb;
     out->optimizer_gb = first.optimizer_gb;
     out->activations_gb = first.activations_gb;
+    out->fp8_weights_gb = first.fp8_weights_gb;
     out->memory_gb = mem;
     out->fits = out->memory_gb <= job->system.hbm_capacity_gb;
 

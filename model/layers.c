@@ -74,6 +74,62 @@ static model_layer_t *new_layer(model_block_t *blk, const char *name, model_modu
     return ly;
 }
 
+/* ---- FP8 (training.precision fp8; docs/model.md, "Precision") ------------------------------ */
+
+/* Transformer Engine's cast kernel before an FP8 GEMM, per element of the GEMM input it casts: read
+ * the BF16 element (2 bytes), write it in FP8 (1) and its FP8 transpose for the other GEMM of the
+ * backward (1); the amax of the tensor (the scaling statistic) is reduced in the same kernel.
+ * FLOPs: the scale multiply and the amax comparison. */
+#define FP8_CAST_BYTES 4.0
+#define FP8_CAST_FLOPS 2.0
+/* Bytes of one FP8 element: the GEMM inputs Transformer Engine saves for the backward. */
+#define FP8_ELEMENT_BYTES 1.0
+/* Bytes per parameter of the FP8 weight copies Transformer Engine keeps beside the BF16 weights:
+ * the FP8 weight and its FP8 transpose (Hopper's FP8 GEMMs take one operand layout, so the forward
+ * and the input-gradient GEMM each need their own). */
+#define FP8_WEIGHT_COPY_BYTES 2.0
+
+static const char *cast_name(const char *gemm) {
+    static const char *const names[][2] = {
+        {"qkv", "qkv-cast"}, {"vproj", "vproj-cast"}, {"fc1", "fc1-cast"}, {"fc2", "fc2-cast"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(gemm, names[i][0]) == 0)
+            return names[i][1];
+    return "cast";
+}
+
+/* One of the block's four Linear GEMMs. With FP8 its cast kernel comes first, as its own vector
+ * layer (filled by fp8_cast once the GEMM's shapes are known: the layer just before the GEMM). */
+static model_layer_t *gemm_layer(const ctx_t *c, model_block_t *blk, const char *name,
+                                 model_module_t module) {
+    const int fp8 = c->tr.precision == MODEL_PRECISION_FP8;
+    if (fp8)
+        new_layer(blk, cast_name(name), module, 0);
+    model_layer_t *ly = new_layer(blk, name, module, 1);
+    ly->fp8_gemm = fp8;
+    return ly;
+}
+
+/* qkv and fc1 read a LayerNorm's output: Transformer Engine's LayerNormLinear and LayerNormMLP
+ * write it in FP8 (and its transpose) from the norm kernel itself, so their forward cast is no
+ * kernel of its own and costs nothing (1 + 1 bytes written instead of 2). */
+static int cast_fused_forward(const model_layer_t *cast) {
+    return strcmp(cast->name, "qkv-cast") == 0 || strcmp(cast->name, "fc1-cast") == 0;
+}
+
+/* The cast layer of an FP8 GEMM: in_elems of its input in the forward (unless fused into the
+ * LayerNorm), out_elems of its output gradient in the backward; the GEMM keeps its input in FP8 for
+ * the backward. */
+static void fp8_cast(model_layer_t *gemm, double in_elems, double out_elems) {
+    model_layer_t *cast = gemm - 1;
+    const double fwd_elems = cast_fused_forward(cast) ? 0.0 : in_elems;
+    cast->fwd.flops_tflop = FP8_CAST_FLOPS * fwd_elems * TFLOP;
+    cast->fwd.hbm_gb = FP8_CAST_BYTES * fwd_elems * BYTE_GB;
+    cast->bwd.flops_tflop = FP8_CAST_FLOPS * out_elems * TFLOP;
+    cast->bwd.hbm_gb = FP8_CAST_BYTES * out_elems * BYTE_GB;
+    gemm->activations_gb = FP8_ELEMENT_BYTES * in_elems * BYTE_GB;
+}
+
 /* ---- layer classes ---------------------------------------------------------------------- */
 
 /* Linear / LinearSeqp (5.1, 5.2): Y = X W with W (e_in, f_out); m_row shards e_in, m_col shards
@@ -96,6 +152,8 @@ static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_ou
     ly->bwd.hbm_gb = (el * fl + b * l * el + 2.0 * b * l * fl + el * fl + b * l * el) * s;
     if (m_col > 1)
         add_coll(&ly->bwd, op, b * l * (double)e_in * s, tp);
+    if (ly->fp8_gemm)
+        fp8_cast(ly, b * l * el, b * l * fl);
 }
 
 /* LinearSumma (5.3): grid m2 (rows, group g2) x m1 (columns, group g1), nb panels. */
@@ -118,6 +176,8 @@ static void linear_summa(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_
     add_coll(&ly->bwd, MODEL_COLL_REDUCE, b * ll * ein * s, g1);
     add_coll(&ly->bwd, MODEL_COLL_BROADCAST, b * ll * ein * s, g1);
     add_coll(&ly->bwd, MODEL_COLL_REDUCE, ein * fl * s, g2);
+    if (ly->fp8_gemm)
+        fp8_cast(ly, b * ll * e1, b * ll * fl);
 }
 
 /* Bias (5.4) on a (b, l/m2, f/m1) tile. */
@@ -477,10 +537,23 @@ static void output_layers(const ctx_t *c, model_block_t *blk, grp_t tp) {
 
 /* ---- times ------------------------------------------------------------------------------ */
 
+/* The peak rate a layer's passes run at: the vector rate, or the tensor-core peak of its GEMMs'
+ * precision (FP8 for the block's Linear GEMMs with training.precision fp8, else BF16). */
+static double layer_peak_tflop_per_s(const model_system_t *sys, const model_layer_t *ly) {
+    if (!ly->tensor_core)
+        return sys->vector_tflop_per_s;
+    return model_peak_tflop_per_s(sys, ly->fp8_gemm ? MODEL_PRECISION_FP8 : MODEL_PRECISION_BF16);
+}
+
 /* Roofline plus collectives (4.1), or the SUMMA panel-pipelining rule (5.3). */
-static void finish_pass(const ctx_t *c, model_pass_t *p, int tensor_core, int summa) {
+static void finish_pass(const ctx_t *c, const model_layer_t *ly, model_pass_t *p) {
     const model_system_t *sys = &c->job->system;
-    const double rate = tensor_core ? sys->matrix_tflop_per_s : sys->vector_tflop_per_s;
+    const int summa = ly->summa_overlap;
+    const double rate = layer_peak_tflop_per_s(sys, ly);
+    if (p == &ly->fwd && ly->name && cast_fused_forward(ly)) {
+        p->comp_s = p->mem_s = p->mem_exposed_s = p->comm_s = p->time_s = 0.0; /* no kernel */
+        return;
+    }
     p->comp_s = sys->kernel_overhead_s + p->flops_tflop / (sys->flop_efficiency * rate);
     const double hbm_eff = c->job->compat == MODEL_COMPAT_CORRECTED ? MODEL_I_HBM_EFFICIENCY : 1.0;
     p->mem_s = p->hbm_gb / (hbm_eff * sys->hbm_gb_per_s);
@@ -507,17 +580,17 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     const grp_t none = {1, 1, MODEL_GROUP_TP2};
     /* rows of the (l, e) activations each rank holds between the modules */
     const int64_t l_io = c->tr.sequence_parallel == MODEL_SEQPAR_OFF ? l : l / m;
-    linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, qkv_width(c), 1, m, 1, tp);
+    linear(c, gemm_layer(c, blk, "qkv", MODEL_MODULE_SA), e, qkv_width(c), 1, m, 1, tp);
     attention(c, blk, tp, none);
-    linear(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, m, 1, 1, tp);
+    linear(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, 1, 1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * l_io * e));
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
-    linear(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, fc1_width(c), 1, m, 1, tp);
+    linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m, 1, tp);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
     ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
     dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
-    linear(c, new_layer(blk, "fc2", MODEL_MODULE_MLP, 1), f, e, m, 1, 1, tp);
+    linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, 1, 1);
     dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * l_io * e));
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l, tp);
@@ -527,17 +600,17 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
 static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
-    linear_summa(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, qkv_width(c), g1, g2);
+    linear_summa(c, gemm_layer(c, blk, "qkv", MODEL_MODULE_SA), e, qkv_width(c), g1, g2);
     attention(c, blk, g1, g2);
-    linear_summa(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, g1, g2);
+    linear_summa(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, g1, g2);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / m2) * (e / m1)));
     layernorm_2d(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), g1, g2);
-    linear_summa(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, fc1_width(c), g1, g2);
+    linear_summa(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), g1, g2);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
     ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
-    linear_summa(c, new_layer(blk, "fc2", MODEL_MODULE_MLP, 1), f, e, g1, g2);
+    linear_summa(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, g1, g2);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (e / m1)));
     layernorm_2d(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), g1, g2);
@@ -547,17 +620,17 @@ static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
 static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     const int64_t l = c->job->model.seq_len, e = c->job->model.hidden, f = c->job->model.ffn_hidden;
     const int64_t m1 = g1.size, m2 = g2.size, b = c->job->par.mbs;
-    linear(c, new_layer(blk, "qkv", MODEL_MODULE_SA, 1), e, qkv_width(c), 1, m1, m2, g1);
+    linear(c, gemm_layer(c, blk, "qkv", MODEL_MODULE_SA), e, qkv_width(c), 1, m1, m2, g1);
     attention(c, blk, g1, g2);
-    linear(c, new_layer(blk, "vproj", MODEL_MODULE_SA, 1), e, e, m1, 1, m2, g1);
+    linear(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / (m1 * m2)) * e));
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l / m2, g1);
-    linear(c, new_layer(blk, "fc1", MODEL_MODULE_MLP, 1), e, fc1_width(c), 1, m1, m2, g1);
+    linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m1, m2, g1);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
     ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
-    linear(c, new_layer(blk, "fc2", MODEL_MODULE_MLP, 1), f, e, m1, 1, m2, g1);
+    linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l / m2, e, m1, 1);
     dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * (l / (m1 * m2)) * e));
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l / m2, g1);
@@ -640,8 +713,8 @@ static void edges_build(const ctx_t *c, model_block_t *blk) {
     output_layers(c, blk, tp);
     for (int i = 0; i < blk->n_edges; i++) {
         model_layer_t *ly = &blk->edges[i];
-        finish_pass(c, &ly->fwd, ly->tensor_core, 0);
-        finish_pass(c, &ly->bwd, ly->tensor_core, 0);
+        finish_pass(c, ly, &ly->fwd);
+        finish_pass(c, ly, &ly->bwd);
         const int first = ly->module == MODEL_MODULE_EMBEDDING;
         *(first ? &blk->first_t_fwd_s : &blk->last_t_fwd_s) += ly->fwd.time_s;
         *(first ? &blk->first_t_bwd_s : &blk->last_t_bwd_s) += ly->bwd.time_s;
@@ -673,10 +746,11 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
     }
 
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
+    blk->fp8_weights_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {
         model_layer_t *ly = &blk->layers[i];
-        finish_pass(&c, &ly->fwd, ly->tensor_core, ly->summa_overlap);
-        finish_pass(&c, &ly->bwd, ly->tensor_core, ly->summa_overlap);
+        finish_pass(&c, ly, &ly->fwd);
+        finish_pass(&c, ly, &ly->bwd);
     }
     blk->checkpoint_gb = 0.0;
     if (c.tr.recompute != MODEL_RECOMPUTE_NONE)
@@ -688,6 +762,8 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         blk->flops_tflop += ly->fwd.flops_tflop + ly->bwd.flops_tflop;
         blk->activations_gb += ly->activations_gb;
         blk->weights_gb += ly->weights_gb;
+        if (ly->fp8_gemm)
+            blk->fp8_weights_gb += ly->weights_gb / c.s_gb * FP8_WEIGHT_COPY_BYTES * BYTE_GB;
     }
 
     blk->n_edges = 0;

@@ -19,9 +19,15 @@ typedef struct {
  * latency s, IB GB/s, eff, latency s, NVLink domain, NICs per GPU, element GB, mask GB, FLOP
  * efficiency, kernel overhead s. */
 #define SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, eff)                        \
-    { n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6 }
+    { n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6, 0 }
 #define SYS(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs)                                 \
     SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 0.8)
+/* The systems of today's datasheets (docs/model.md, "System presets", cites each figure): dense BF16
+ * and dense FP8 peaks (TFLOP/s; the datasheets print twice these "with sparsity"), non-tensor FP16
+ * and FP32, HBM GB/s and GB, NVLink GB/s per direction, NIC GB/s per GPU, GPUs per NVLink domain.
+ * Efficiencies and latencies as the DGX H100's; the reference's 0.8 FLOP efficiency. */
+#define SYS_DS(n, mx, fp8, vf16, vf32, hbm, cap, nvl, ib, nvs)                                               \
+    { n, mx, vf16, vf32, hbm, cap, nvl, 0.7, 2.5e-6, ib, 0.7, 5e-6, nvs, 1, 2e-9, 1e-9, 0.8, 20e-6, fp8 }
 
 /* The DGX A100's FLOP efficiency is the one constant fitted to measured runs: least squares over
  * Narayanan et al. 2021, Table 1 (`stepsim validate --measured megatron-narayanan2021-runs.csv
@@ -38,13 +44,21 @@ static const system_preset_t system_presets[] = {
      "B200 of arXiv 2410.00273: 2500 TFLOP/s, 8000 GB/s HBM, 192 GB, NVLink 900 GB/s, IB 100 GB/s"},
     {SYS("B200-next", 3750, 508.5, 253.5, 16000, 384, 3600, 0.8, 5e-6, 200, 0.8, 1e-5, 64),
      "extrapolated future GPU of arXiv 2410.00273: 3750 TFLOP/s, 16 TB/s HBM, 384 GB, NVLink 3.6 TB/s"},
-    {SYS("H100", 989.4, 133.8, 66.9, 3350, 80, 450, 0.7, 2.5e-6, 50, 0.7, 5e-6, 8),
-     "H100 SXM: 989.4 TFLOP/s, 3350 GB/s HBM, 80 GB, NVLink 450 GB/s, one 400 Gb/s NIC per GPU"},
+    {SYS_DS("H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8),
+     "H100 SXM: 989.4 TFLOP/s BF16, 1978.9 FP8, 3350 GB/s HBM, 80 GB, NVLink 450 GB/s, 400 Gb/s NIC"},
     {SYS_EFF("DGX-A100", 312, 78, 19.5, 2039, 80, 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 8,
              DGX_A100_FLOP_EFFICIENCY),
      "DGX A100 80GB node: 8 GPUs on NVSwitch (300 GB/s), 2039 GB/s HBM, 8 x 200 Gb/s HDR NICs"},
-    {SYS("DGX-H100", 989.4, 133.8, 66.9, 3350, 80, 450, 0.7, 2.5e-6, 50, 0.7, 5e-6, 8),
-     "DGX H100 node: 8 GPUs on NVSwitch (450 GB/s), 3350 GB/s HBM, 8 x 400 Gb/s NDR NICs"},
+    {SYS_DS("DGX-H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8),
+     "DGX H100 node: 8 GPUs on NVSwitch (450 GB/s), 1978.9 TFLOP/s FP8, 8 x 400 Gb/s NDR NICs"},
+    {SYS_DS("DGX-H200", 989.4, 1978.9, 133.8, 66.9, 4800, 141, 450, 50, 8),
+     "DGX H200 node: 8 GPUs on NVSwitch (450 GB/s), 141 GB HBM3e at 4800 GB/s, 8 x 400 Gb/s NICs"},
+    {SYS_DS("DGX-B200", 2250, 4500, 150, 75, 8000, 180, 900, 50, 8),
+     "DGX B200 node: 2250 TFLOP/s BF16, 4500 FP8, 180 GB at 8000 GB/s, NVLink 900 GB/s, 400 Gb/s NICs"},
+    {SYS_DS("GB200-NVL72", 2500, 5000, 160, 80, 8000, 186, 900, 50, 72),
+     "GB200 NVL72 rack: 72 GPUs on NVLink 5 (900 GB/s), 2500 TFLOP/s BF16, 5000 FP8, 186 GB HBM3e"},
+    {SYS_DS("GB300-NVL72", 2500, 5000, 160, 80, 8000, 288, 900, 100, 72),
+     "GB300 NVL72 rack: 72 GPUs on NVLink 5 (900 GB/s), 2500 TFLOP/s BF16, 5000 FP8, 288 GB, 800 Gb/s"},
 };
 
 /* Fields: name, l, e, h, D, f, V, then the architecture (kv_heads, ffn_act, norm, position, untied).
@@ -139,6 +153,16 @@ const char *model_transformer_preset_name(size_t index) {
     return index < N_TRANSFORMERS ? transformer_presets[index].tf.name : NULL;
 }
 
+int64_t model_system_preset_domain(const char *name) {
+    static const char *const own_domain[] = {"H100",     "DGX-H100",    "DGX-H200",
+                                             "DGX-B200", "GB200-NVL72", "GB300-NVL72"};
+    const system_preset_t *p = find_system(name);
+    for (size_t i = 0; p && i < sizeof own_domain / sizeof own_domain[0]; i++)
+        if (strcmp(own_domain[i], name) == 0)
+            return p->sys.nvlink_size;
+    return 0;
+}
+
 const char *model_system_preset_summary(const char *name) {
     const system_preset_t *p = find_system(name);
     return p ? p->summary : NULL;
@@ -231,6 +255,19 @@ int model_dp_comm_parse(const char *name, model_dp_comm_t *out) {
 }
 
 static const char *const grad_accum_names[] = {"fused", "add"};
+static const char *const precision_names[] = {"bf16", "fp8"};
+
+const char *model_precision_name(model_precision_t p) {
+    return (unsigned)p < 2 ? precision_names[p] : "?";
+}
+
+int model_precision_parse(const char *name, model_precision_t *out) {
+    int v = 0;
+    if (parse_name(name, precision_names, 2, &v))
+        return MODEL_EINVAL;
+    *out = (model_precision_t)v;
+    return MODEL_OK;
+}
 
 const char *model_grad_accum_name(model_grad_accum_t g) {
     return (unsigned)g < 2 ? grad_accum_names[g] : "?";

@@ -19,8 +19,9 @@
  *   90% of its bandwidth (the reference: 100%), and models what job->training asks for
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
- *   unfused gradient accumulation; docs/validation.md). A zeroed model_training_t asks for none of
- *   them: the block table and the iteration formula are then exactly the ones without options.
+ *   unfused gradient accumulation; docs/validation.md; FP8 GEMMs, docs/model.md "Precision"). A zeroed
+ * model_training_t asks for none of them: the block table and the iteration formula are then exactly the ones
+ * without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
  *   which allocates the result array that model_search_result_destroy frees, and
  *   model_calibrate_fit, whose per-run arrays model_calibrate_destroy frees.
@@ -69,6 +70,7 @@ typedef struct model_system {
     double mask_element_gb;         /* bytes of one dropout-mask element, in GB (1e-9) */
     double flop_efficiency;         /* fraction of peak reached by kernels (0.8) */
     double kernel_overhead_s;       /* fixed per-kernel launch cost (20e-6) */
+    double fp8_matrix_tflop_per_s;  /* peak dense FP8 tensor-core rate per GPU; 0: no FP8 (A100) */
 } model_system_t;
 
 /* The feed-forward activation (docs/model.md, "Architectures"). */
@@ -179,6 +181,15 @@ typedef enum model_grad_accum {
                                    main_grad hook before the fusion): read both, write the sum */
 } model_grad_accum_t;
 
+/* The precision of the block's GEMMs. */
+typedef enum model_precision {
+    MODEL_PRECISION_BF16 = 0, /* every GEMM in BF16 (default) */
+    MODEL_PRECISION_FP8 = 1   /* Transformer Engine: the block's four Linear GEMMs (qkv, vproj, fc1, fc2)
+                                 in FP8 at the system's FP8 peak, a cast kernel before each, FP8
+                                 copies of their weights and FP8 copies of their saved inputs
+                                 (docs/model.md, "Precision") */
+} model_precision_t;
+
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
  * ignores it. Every field's zero value is the default and reproduces the model without it. */
 typedef struct model_training {
@@ -191,6 +202,7 @@ typedef struct model_training {
     int optimizer_step; /* 1: the Adam step, HBM-bound over the local parameters */
     int64_t interleave; /* virtual pipeline stages per GPU; 0 or 1: plain 1F1B */
     model_grad_accum_t grad_accumulation;
+    model_precision_t precision; /* MODEL_PRECISION_FP8 needs system.fp8_matrix_tflop_per_s > 0 */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -212,6 +224,12 @@ int model_transformer_preset(const char *name, model_transformer_t *out);
 /* Preset names, for help text and did-you-mean: index 0..count-1, NULL past the end. */
 const char *model_system_preset_name(size_t index);
 const char *model_transformer_preset_name(size_t index);
+/* The NVLink domain of a preset's machine, which the command line takes as nvlink_size unless one is
+ * given later: the preset's nvlink_size for the systems of today's datasheets (H100, DGX-H100,
+ * DGX-H200, DGX-B200, GB200-NVL72: 72, GB300-NVL72: 72); 0 for the reference's systems (A100, H200,
+ * B200, B200-next) and DGX-A100, whose domain stays the scenario's nvlink_size (8 by default, as
+ * in the reference), and for unknown names. */
+int64_t model_system_preset_domain(const char *name);
 /* One line describing a preset (static storage), NULL if unknown. */
 const char *model_system_preset_summary(const char *name);
 const char *model_transformer_preset_summary(const char *name);
@@ -228,6 +246,8 @@ const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "a
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
 const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
 int model_grad_accum_parse(const char *name, model_grad_accum_t *out);
+const char *model_precision_name(model_precision_t p); /* "bf16", "fp8" */
+int model_precision_parse(const char *name, model_precision_t *out);
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -299,7 +319,8 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
 
 #define MODEL_MAX_COLLS 8
 #define MODEL_BLOCK_LAYERS                                                                                   \
-    19 /* 14; +3 with materialised attention (fusedla split in four); +1 rope; +1 wgrad-add */
+    23 /* 14; +3 with materialised attention (fusedla split in four); +1 rope; +1 wgrad-add;                 \
+          +4 FP8 casts (qkv-cast, vproj-cast, fc1-cast, fc2-cast) */
 #define MODEL_EDGE_LAYERS 4 /* embedding; final LayerNorm, output GEMM, loss */
 
 typedef struct model_coll {
@@ -341,6 +362,7 @@ typedef struct model_layer {
     model_module_t module;
     int tensor_core;   /* 1: matrix rate; 0: vector rate */
     int summa_overlap; /* 1: SUMMA panel pipelining rule for comm (5.3) */
+    int fp8_gemm;      /* 1: a GEMM at the FP8 peak (training.precision fp8; its cast is the layer before) */
     double weights_gb;
     double weight_grads_gb;
     double activations_gb; /* kept for the backward pass, per microbatch */
@@ -354,6 +376,7 @@ typedef struct model_block {
     double flops_tflop;      /* fwd + bwd (+ recomputation) */
     double activations_gb;   /* A_blk: kept for the backward, after selective recomputation */
     double weights_gb;       /* W_blk */
+    double fp8_weights_gb;   /* precision fp8: Transformer Engine's FP8 copies of the GEMM weights; else 0 */
     double checkpoint_gb;    /* full recomputation: the block input kept per microbatch; else 0 */
     double output_gb;        /* the block output one rank holds (its last LayerNorm's input): what a
                                 pipeline stage sends and what full recomputation keeps */
@@ -390,6 +413,7 @@ typedef struct model_summary {
     double p2p_volume_gb, p2p_one_s, pp_fwd_s, pp_bwd_s;
     /* memory per GPU */
     double weights_gb, grads_gb, optimizer_gb, activations_gb, memory_gb;
+    double fp8_weights_gb; /* precision fp8: the FP8 weight copies (in memory_gb); else 0 */
     int fits;
     /* block summary */
     double block_t_fwd_s, block_t_bwd_s, block_flops_tflop, block_activations_gb, block_weights_gb;
@@ -413,6 +437,28 @@ typedef struct model_estimate {
  * nmb max_i T_i + (sum_i T_i - max_i T_i) / v + the data-parallel communication + the optimizer
  * step. With equal stages and v = 1 this is the reference's nmb T + (pp-1) T. */
 int model_estimate(const model_job_t *job, model_estimate_t *out);
+
+/* ---- throughput as people read it: model FLOPs, MFU, tokens ------------------------------ */
+
+/* Model FLOPs of one token of training (forward and backward, no recomputation), as Megatron-LM's
+ * num_floating_point_operations and NeMo's GPT-3 formula count them (docs/model.md, "MFU"):
+ * 12 L h^2 (2 + s/h + f/h) + 6 h V for L layers, hidden h, sequence s, feed-forward f, vocab V.
+ * The attention scores count the full s x s square (no causal halving). */
+double model_flops_per_token(const model_transformer_t *m);
+
+/* The dense tensor-core peak of a precision, TFLOP/s per GPU: matrix_tflop_per_s for BF16,
+ * fp8_matrix_tflop_per_s for FP8 (0 if the system has none). */
+double model_peak_tflop_per_s(const model_system_t *sys, model_precision_t precision);
+
+typedef struct model_throughput {
+    double model_tflops_per_gpu; /* model FLOPs of the iteration / iteration time / GPUs, in TFLOP/s */
+    double tokens_per_s_per_gpu; /* global_batch x seq_len / iteration time / GPUs */
+    double mfu;                  /* model_tflops_per_gpu / the dense peak of the precision in effect */
+} model_throughput_t;
+
+/* The throughput of a job whose iteration takes iteration_time_s (> 0; else all zero). The
+ * precision in effect is job->training.precision in the corrected model, BF16 in the reference. */
+void model_throughput(const model_job_t *job, double iteration_time_s, model_throughput_t *out);
 
 /* ---- search ----------------------------------------------------------------------------- */
 

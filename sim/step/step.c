@@ -682,7 +682,8 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
         const int opt =
             s->cfg.optimizer_step < 0 ? job->compat == MODEL_COMPAT_CORRECTED : s->cfg.optimizer_step;
         s->optimizer_s = opt ? optimizer_s(s) : 0.0;
-        s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb;
+        s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb +
+                       s->est.summary.fp8_weights_gb; /* 0 in BF16 */
         rc = decide(s);
     }
     if (!rc && shared)

@@ -220,10 +220,12 @@ static void test_text_report(void **state) {
     assert_non_null(strstr(r.out, "mean absolute error"));
     assert_non_null(strstr(r.out, "max absolute error"));
     assert_non_null(strstr(r.out, "h100-cp"));
-    /* header, table, summary, and the one run with something not modelled (tp 4: the overlap) */
+    assert_non_null(strstr(r.out, "MFU meas. %"));
+    /* header, table, errors, the per-GPU table (blank, title, header, one line per run) and the one
+     * run with something not modelled (tp 4: the overlap) */
     assert_non_null(strstr(r.out, "not modelled (1 of 3 runs; each is predicted without what is listed):\n"
                                   "  h100-cp        tp_comm_overlap\n"));
-    assert_int_equal(cli_run_lines(r.out), 3 + 2 + 3 + 3 + 3);
+    assert_int_equal(cli_run_lines(r.out), 3 + 2 + 3 + 3 + 3 + 3 + 3);
     cli_run_free(&r);
     r = cli_run("validate", "--help", NULL);
     assert_int_equal(r.rc, 0);

@@ -71,6 +71,10 @@ static const cli_option_t OPTIONS[] = {
      SCN},
     {"--dp-comm", "M", JOB, "sharded", "corrected: sharded, allreduce or allreduce-overlap", SCN},
     {"--grad-accumulation", "G", JOB, "fused", "corrected: fused, or add (a separate kernel)", SCN},
+    {"--precision", "P", JOB, "bf16",
+     "corrected: bf16, or fp8 (Transformer Engine: the block's GEMMs at the system's FP8 peak, cast "
+     "kernels, FP8 weight copies; needs a system with an FP8 peak)",
+     SCN},
     {"--topology", "NAME|FILE|JSON", JOB | T | C, "the scenario's, else ideal",
      "network (scenario: topology): a preset; a shortcut sized to the job (fat-tree, fat-tree-2:1, "
      "rail, dragonfly, dragonfly-ugal); a kind with its defaults (ideal, rail-optimized, torus); a "
@@ -395,11 +399,12 @@ static void tail_job(FILE *out) {
         "   matrix_flops_fp16, vector_flops_fp16, vector_flops_fp32, hbm_bandwidth, hbm_capacity,\n"
         "   nvlink_bandwidth, nvlink_eff, nvlink_latency, ib_bandwidth, ib_eff, ib_latency,\n"
         "   nvlink_size, nic_factor, element_size (GB, 2e-9), mask_element_size (GB, 1e-9),\n"
-        "   flop_efficiency (0.8), kernel_overhead (s, 20e-6)}, \"nvlink_size\": N, \"gpus\": N,\n"
+        "   flop_efficiency (0.8), kernel_overhead (s, 20e-6), fp8_matrix_flops (0: none)},\n"
+        "   \"nvlink_size\": N, \"gpus\": N,\n"
         "   \"global_batch\": N, \"parallel\": {strategy, dp, tp, tp1, tp2, pp, mbs, nb,\n"
         "   nv: {tp, tp1, tp2, dp, pp}}, \"compat\": \"reference\"|\"corrected\", \"training\":\n"
         "   {recompute, sequence_parallel (bool), attention, embedding (bool), optimizer_step (bool),\n"
-        "   interleave, dp_comm, grad_accumulation} (corrected only), \"topology\": ..}\n"
+        "   interleave, dp_comm, grad_accumulation, precision} (corrected only), \"topology\": ..}\n"
         "  Units: TFLOP/s, GB/s, GB, seconds.\n");
     print_presets(out);
 }

@@ -362,15 +362,13 @@ static void arch_into_model(const run_settings_t *s, model_transformer_t *m) {
 }
 
 /* What the model does not honour yet: each such value of the row, named once. The prediction is
- * made without it (fp16/bf16 rates, no FSDP, exposed tensor-parallel communication). The
+ * made without it (no FSDP, exposed tensor-parallel communication). The
  * architecture columns (kv_heads, ffn_act, norm, position, untied_embeddings) are the model's
  * (model_transformer_t, arch_into_model). A layer count that
  * pp does not divide (Megatron-Core runs uneven first and last stages, e.g. 126 layers on 8) is
  * predicted with the next multiple of pp and noted the same way (read_row). */
 static void not_modelled(run_row_t *row) {
     const run_settings_t *s = &row->set;
-    if (s->precision == RUN_PRECISION_FP8)
-        note(row, "fp8");
     if (s->fsdp)
         note(row, "fsdp");
     if (s->tp_comm_overlap && row->job.par.tp1 > 1)
@@ -608,6 +606,9 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     job->training.interleave = v;
     row->cp = cp;
     arch_into_model(&row->set, m);
+    /* FP8 (Transformer Engine) at the system's FP8 peak; FP16 and BF16 run at the same peak */
+    job->training.precision =
+        row->set.precision == RUN_PRECISION_FP8 ? MODEL_PRECISION_FP8 : MODEL_PRECISION_BF16;
     nvlink_counts(job);
     not_modelled(row);
     if (m->layers % pp != 0) { /* Megatron's uneven first and last stages: not modelled */
@@ -701,6 +702,13 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
         int rc = pr->predict(&r->job, &r->pred, d);
         model_job_t ref = r->job;
         ref.compat = MODEL_COMPAT_REFERENCE;
+        /* the published model knows GPT's block only: it predicts the run as that */
+        ref.model.kv_heads = 0;
+        ref.model.ffn_act = MODEL_FFN_GELU;
+        ref.model.norm = MODEL_NORM_LAYERNORM;
+        ref.model.position = MODEL_POSITION_LEARNED;
+        ref.model.untied_embeddings = 0;
+        ref.training.precision = MODEL_PRECISION_BF16;
         if (!rc)
             rc = ANALYTIC.predict(&ref, &r->ref, d);
         if (rc)

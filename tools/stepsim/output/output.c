@@ -131,7 +131,35 @@ void output_memory_json(json_writer_t *w, const model_summary_t *s) {
     json_number(w, "gradients", s->grads_gb);
     json_number(w, "optimizer", s->optimizer_gb);
     json_number(w, "activations", s->activations_gb);
+    json_number(w, "fp8_weights", s->fp8_weights_gb);
     json_close_object(w);
+}
+
+model_precision_t output_precision(const model_job_t *job) {
+    return job->compat == MODEL_COMPAT_CORRECTED ? job->training.precision : MODEL_PRECISION_BF16;
+}
+
+void output_throughput_json(json_writer_t *w, const char *prefix, const model_job_t *job,
+                            double iteration_time_s) {
+    model_throughput_t t;
+    model_throughput(job, iteration_time_s, &t);
+    char key[64];
+    snprintf(key, sizeof key, "%smodel_tflops_per_gpu", prefix);
+    json_number(w, key, t.model_tflops_per_gpu);
+    snprintf(key, sizeof key, "%stokens_per_s_per_gpu", prefix);
+    json_number(w, key, t.tokens_per_s_per_gpu);
+    snprintf(key, sizeof key, "%smfu", prefix);
+    json_number(w, key, t.mfu);
+}
+
+void output_throughput_text(FILE *f, int label_width, const model_job_t *job, double iteration_time_s) {
+    model_throughput_t t;
+    model_throughput(job, iteration_time_s, &t);
+    const model_precision_t p = output_precision(job);
+    fprintf(f, "  %-*s %.1f (MFU %.2f%% of the %s peak %.6g)\n", label_width, "model TFLOP/s per GPU",
+            t.model_tflops_per_gpu, 100.0 * t.mfu, model_precision_name(p),
+            model_peak_tflop_per_s(&job->system, p));
+    fprintf(f, "  %-*s %.1f\n", label_width, "tokens/s per GPU", t.tokens_per_s_per_gpu);
 }
 
 /* Whether a corrected job uses any training option (the reference has none). */
@@ -139,7 +167,7 @@ static int has_training(const model_job_t *job) {
     const model_training_t *t = &job->training;
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (t->recompute || t->sequence_parallel || t->attention || t->embedding || t->optimizer_step ||
-            t->interleave > 1 || t->dp_comm || t->grad_accumulation);
+            t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision);
 }
 
 /* "training": every field, when any is set. */
@@ -156,6 +184,7 @@ static void training_json(json_writer_t *w, const model_job_t *job) {
     json_int(w, "interleave", t->interleave > 1 ? t->interleave : 1);
     json_string(w, "dp_comm", model_dp_comm_name(t->dp_comm));
     json_string(w, "grad_accumulation", model_grad_accum_name(t->grad_accumulation));
+    json_string(w, "precision", model_precision_name(t->precision));
     json_close_object(w);
 }
 
@@ -231,6 +260,9 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
                 model_attention_name(t->attention), t->embedding ? "on" : "off",
                 t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
                 model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
+    if (has_training(job) && t->precision != MODEL_PRECISION_BF16)
+        fprintf(f, "precision: %s (Transformer Engine: the block's GEMMs at %.6g TFLOP/s)\n",
+                model_precision_name(t->precision), model_peak_tflop_per_s(&job->system, t->precision));
 }
 
 void output_trace_json(json_writer_t *w, const char *file, const trace_writer_stats_t *st) {

@@ -56,8 +56,19 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
 /* "trace": file, complete_events, flow_arrows, counter_events (a written trace). */
 struct trace_writer_stats;
 void output_trace_json(json_writer_t *w, const char *file, const struct trace_writer_stats *st);
-/* "memory_gb_parts": weights, gradients, optimizer, activations (GB per GPU). */
+/* "memory_gb_parts": weights, gradients, optimizer, activations, fp8_weights (GB per GPU). */
 void output_memory_json(json_writer_t *w, const model_summary_t *s);
+
+/* Throughput as people read it for a job whose iteration takes iteration_time_s (model_throughput):
+ * the keys model_tflops_per_gpu (TFLOP/s), tokens_per_s_per_gpu and mfu (a fraction), with prefix
+ * before each key ("" or e.g. "sim_"). */
+void output_throughput_json(json_writer_t *w, const char *prefix, const model_job_t *job,
+                            double iteration_time_s);
+/* Two text lines, indented by two, labels padded to label_width: "model TFLOP/s per GPU  412.3 (MFU
+ * 41.67% of the bf16 peak 989.4)" and "tokens/s per GPU  ...". */
+void output_throughput_text(FILE *f, int label_width, const model_job_t *job, double iteration_time_s);
+/* The precision in effect: the training field in the corrected model, bf16 in the reference. */
+model_precision_t output_precision(const model_job_t *job);
 
 /* "1d dp 16 tp 8 pp 32 ..." style text of a layout: "tp 8" or "tp 4x2 (tp1 x tp2)". */
 void output_layout_text(FILE *f, const model_parallel_t *p);

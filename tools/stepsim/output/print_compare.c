@@ -43,6 +43,13 @@ static void compare_text(FILE *out, const cmp_run_t *r) {
                 w->p.exposed_pp_s, w->p.exposed_dp_s, w->p.bubble_idle_s, 100.0 * w->p.max_link_utilization,
                 w->cost_units, w->perf_per_kcost);
     }
+    fprintf(out, "\n  %-16s %18s %9s %14s\n", "topology", "model TFLOP/s/GPU", "MFU (%)", "tokens/s/GPU");
+    for (int i = 0; i < r->n_topo; i++) {
+        model_throughput_t t;
+        model_throughput(&r->job, r->row[i].p.step_time_s, &t);
+        fprintf(out, "  %-16.16s %18.1f %9.2f %14.1f\n", r->topo[i].label, t.model_tflops_per_gpu,
+                100.0 * t.mfu, t.tokens_per_s_per_gpu);
+    }
     if (r->approximate)
         fprintf(out, "\n  warning: %s\n", STEP_APPROX_WARNING);
     if (!r->perturbed)
@@ -157,6 +164,7 @@ static cJSON *compare_json(const cmp_run_t *r) {
         json_string(&w, "name", x->p.topology);
         json_number(&w, "step_time_s", x->p.step_time_s);
         json_number(&w, "throughput_samples_per_s", x->throughput);
+        output_throughput_json(&w, "", &r->job, x->p.step_time_s);
         json_number(&w, "slowdown_vs_ideal", x->slowdown);
         if (x->has_baseline) {
             const double c = x->p.step_time_s - x->baseline_step_s;
@@ -273,6 +281,7 @@ static void waterfall_text(FILE *out, const waterfall_t *w) {
     const double gap = w->total[WF_SIM_TOPO] - a;
     fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%  the sum of the changes\n", "simulated step (total)",
             w->total[WF_SIM_TOPO], gap, a > 0 ? 100.0 * gap / a : 0.0);
+    output_throughput_text(out, 36, &w->job, w->total[WF_SIM_TOPO]);
     fprintf(out, "\n  busiest link: %.2f%% on ideal, %.2f%% on %s\n", 100.0 * w->max_link[WF_SIM_IDEAL],
             100.0 * w->max_link[WF_SIM_TOPO], w->topology);
     fprintf(out,
@@ -285,6 +294,7 @@ static cJSON *waterfall_json(const waterfall_t *w) {
     json_start(&j, NULL);
     json_number(&j, "analytic_iteration_time_s", w->total[WF_ANALYTIC]);
     json_number(&j, "simulated_step_time_s", w->total[WF_SIM_TOPO]);
+    output_throughput_json(&j, "", &w->job, w->total[WF_SIM_TOPO]);
     if (w->approximate)
         json_string(&j, "warning", STEP_APPROX_WARNING);
     json_string(&j, "topology", w->topology);

@@ -90,6 +90,7 @@ static cJSON *estimate_json(const model_estimate_t *e, const model_job_t *job, c
     json_start(&w, NULL);
     json_number(&w, "iteration_time_s", s->iteration_time_s);
     json_number(&w, "throughput_samples_per_s", s->throughput_samples_per_s);
+    output_throughput_json(&w, "", job, s->iteration_time_s);
     json_number(&w, "memory_gb", s->memory_gb);
     json_bool(&w, "fits", s->fits);
     output_breakdown_json(&w, s);
@@ -114,6 +115,7 @@ static void summary_text(FILE *out, const model_summary_t *s, const model_job_t 
     double t = s->iteration_time_s;
     fprintf(out, "\n  %-30s %.6f s\n", "iteration time", t);
     fprintf(out, "  %-30s %.4f samples/s\n", "throughput", s->throughput_samples_per_s);
+    output_throughput_text(out, 30, job, t);
     fprintf(out, "  %-30s %.3f GB of %.6g GB: %s\n", "memory per GPU", s->memory_gb,
             job->system.hbm_capacity_gb, s->fits ? "fits" : "DOES NOT FIT");
     fprintf(out, "  %-30s %.6g TFLOP\n", "FLOPs per GPU per iteration", s->flops_per_gpu_tflop);
@@ -129,6 +131,8 @@ static void summary_text(FILE *out, const model_summary_t *s, const model_job_t 
     fprintf(out, "    %-26s %14.6f\n", "gradients", s->grads_gb);
     fprintf(out, "    %-26s %14.6f\n", "optimizer states", s->optimizer_gb);
     fprintf(out, "    %-26s %14.6f\n", "activations", s->activations_gb);
+    if (s->fp8_weights_gb > 0.0)
+        fprintf(out, "    %-26s %14.6f\n", "FP8 weight copies", s->fp8_weights_gb);
 }
 
 static void block_text(FILE *out, const model_summary_t *s) {

@@ -129,6 +129,7 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
     json_number(&w, "analytic_iteration_time_s", su->iteration_time_s);
     json_number(&w, "throughput_samples_per_s",
                 s->step_time_s > 0 ? (double)r->job.global_batch / s->step_time_s : 0);
+    output_throughput_json(&w, "", &r->job, s->step_time_s);
     if (r->perturbed)
         what_if_json(&w, r, scn, o);
     json_open_object(&w, "breakdown_s");
@@ -242,6 +243,7 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
     fprintf(out, "  %-34s %.6f s (simulated %+.3f%%)\n", "iteration time (analytic estimate)", a,
             a > 0 ? 100.0 * (t / a - 1.0) : 0.0);
     fprintf(out, "  %-34s %.4f samples/s\n", "throughput", t > 0 ? (double)r->job.global_batch / t : 0.0);
+    output_throughput_text(out, 34, &r->job, t);
     if (r->perturbed)
         what_if_text(out, r, scn);
     fprintf(out, "\n  %-34s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
@@ -255,7 +257,7 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
         fprintf(out, "    (compute includes the optimizer step, %.6f s)\n", s->optimizer_s);
     fprintf(out, "\n  %-34s %14s %14s\n", "memory per GPU (GB)", "simulated", "analytic");
     fprintf(out, "    %-32s %14.3f %14.3f\n", "weights, gradients, optimizer", s->static_memory_gb,
-            su->weights_gb + su->grads_gb + su->optimizer_gb);
+            su->weights_gb + su->grads_gb + su->optimizer_gb + su->fp8_weights_gb);
     fprintf(out, "    %-32s %14.3f %14.3f\n", "activations (peak)", s->peak_activations_gb,
             su->activations_gb);
     fprintf(out, "    %-32s %14.3f %14.3f   of %.6g: %s\n", "total (peak)", s->peak_memory_gb, su->memory_gb,

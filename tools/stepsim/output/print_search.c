@@ -31,6 +31,7 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
         json_int(&w, "rank", i);
         json_number(&w, "throughput_samples_per_s", s->throughput_samples_per_s);
         json_number(&w, "iteration_time_s", s->iteration_time_s);
+        output_throughput_json(&w, "", job, s->iteration_time_s);
         json_number(&w, "memory_gb", s->memory_gb);
         output_config_json(&w, s, NULL, scn);
         output_breakdown_json(&w, s);
@@ -70,6 +71,8 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
             "nv (tp1,tp2,dp,pp)");
     for (int i = 0; i < r->n_results; i++)
         result_row(out, i, &r->results[i]);
+    fprintf(out, "\nrank 0:\n");
+    output_throughput_text(out, 30, job, r->results[0].iteration_time_s);
 }
 
 cJSON *print_search_json(const search_result_t *r) {

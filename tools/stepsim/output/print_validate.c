@@ -40,6 +40,8 @@ static int print_json(FILE *out, const validate_result_t *vr, cJSON *sim, cJSON 
         json_number(&w, "predicted_s", r->pred.iteration_time_s);
         json_number(&w, "measured_s", r->measured_s);
         json_number(&w, "error_pct", r->error_pct);
+        output_throughput_json(&w, "", j, r->pred.iteration_time_s);
+        output_throughput_json(&w, "measured_", j, r->measured_s);
         json_string(&w, "source", vr->source);
         json_number(&w, "reference_predicted_s", r->ref.iteration_time_s);
         json_number(&w, "reference_error_pct", r->ref_error_pct);
@@ -161,6 +163,17 @@ static void print_text(FILE *out, const validate_result_t *vr) {
             st->ref_mean_abs);
     fprintf(out, "  %-30s %9.2f %%   (reference %.2f %%)\n", "max absolute error", st->max_abs,
             st->ref_max_abs);
+    fprintf(out, "\n  per GPU, predicted and measured (MFU against the dense peak of the run's precision)\n");
+    fprintf(out, "  %-14s %11s %11s %13s %13s %11s %11s\n", "run", "MFU an. %", "MFU meas. %", "TFLOP/s an.",
+            "TFLOP/s meas.", "tok/s an.", "tok/s meas.");
+    for (size_t i = 0; i < n; i++) {
+        model_throughput_t a, m;
+        model_throughput(&rows[i].job, rows[i].pred.iteration_time_s, &a);
+        model_throughput(&rows[i].job, rows[i].measured_s, &m);
+        fprintf(out, "  %-14.14s %11.2f %11.2f %13.1f %13.1f %11.1f %11.1f\n", rows[i].name, 100.0 * a.mfu,
+                100.0 * m.mfu, a.model_tflops_per_gpu, m.model_tflops_per_gpu, a.tokens_per_s_per_gpu,
+                m.tokens_per_s_per_gpu);
+    }
     if (!noted)
         return;
     fprintf(out, "\nnot modelled (%zu of %zu runs; each is predicted without what is listed):\n", noted, n);

@@ -120,6 +120,7 @@ static const struct {
     [SCN_INTERLEAVE] = {"training.interleave", "--interleave"},
     [SCN_DP_COMM] = {"training.dp_comm", "--dp-comm"},
     [SCN_GRAD_ACCUM] = {"training.grad_accumulation", "--grad-accumulation"},
+    [SCN_PRECISION] = {"training.precision", "--precision"},
     [SCN_TOPOLOGY] = {"topology", "--topology"},
 };
 
@@ -340,7 +341,7 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
         scn_src_t psrc = {diag, "", SCN_FROM_OPTION};
         if (f == SCN_MODEL)
             return scn_model_named(&psrc, value, option, &scn->model);
-        return scn_preset_lookup(&psrc, 1, value, option, &scn->system);
+        return scn_system_preset(scn, &psrc, value, option);
     }
     char prefix[48];
     snprintf(prefix, sizeof prefix, "%s: ", option);

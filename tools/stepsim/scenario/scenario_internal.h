@@ -47,6 +47,9 @@ int scn_model_named(const scn_src_t *src, const char *name, const char *path, mo
 int scn_model_arch_keys(const scn_src_t *src, const cJSON *obj, const char *path, model_transformer_t *m,
                         int *changed);
 int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path);
+/* A system preset by name; a machine's own NVLink domain (model_system_preset_domain) becomes
+ * nvlink_size, as a system object's nvlink_size does. */
+int scn_system_preset(scenario_t *scn, const scn_src_t *src, const char *name, const char *path);
 int scn_bad_strategy(cli_diag_t *diag, const char *where, const char *value);
 int scn_bad_compat(cli_diag_t *diag, const char *where, const char *value);
 

@@ -143,6 +143,7 @@ static const struct {
     {"mask_element_size", offsetof(model_system_t, mask_element_gb), 0, 0, 0},
     {"flop_efficiency", offsetof(model_system_t, flop_efficiency), 0, 0, 1},
     {"kernel_overhead", offsetof(model_system_t, kernel_overhead_s), 0, 1, 0},
+    {"fp8_matrix_flops", offsetof(model_system_t, fp8_matrix_tflop_per_s), 0, 1, 0},
 };
 
 static const char *const SYSTEM_KEYS[] = {"name",
@@ -164,6 +165,7 @@ static const char *const SYSTEM_KEYS[] = {"name",
                                           "mask_element_size",
                                           "flop_efficiency",
                                           "kernel_overhead",
+                                          "fp8_matrix_flops",
                                           "empirical",
                                           "summa_nb",
                                           "flops_units"};
@@ -250,13 +252,25 @@ static void system_blank(model_system_t *s) {
     s->kernel_overhead_s = 20e-6;
 }
 
+int scn_system_preset(scenario_t *scn, const scn_src_t *src, const char *name, const char *path) {
+    const int rc = scn_preset_lookup(src, 1, name, path, &scn->system);
+    const int64_t domain = rc ? 0 : model_system_preset_domain(name);
+    /* A machine's own NVLink domain (the racks' 72) applies like a system object's nvlink_size: unless
+     * a top-level nvlink_size / --nvs comes later. */
+    if (domain > 0 && domain != scn->value[SCN_NVS]) {
+        scn->value[SCN_NVS] = domain;
+        set_given(scn, src, SCN_NVS);
+    }
+    return rc;
+}
+
 int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, const char *path) {
     model_system_t s;
     char p[96];
     const char *name = NULL;
     int rc;
     if (cJSON_IsString(v))
-        return scn_preset_lookup(src, 1, v->valuestring, path, &scn->system);
+        return scn_system_preset(scn, src, v->valuestring, path);
     if (!cJSON_IsObject(v)) {
         char what[96], list[768];
         scn_describe(v, what, sizeof what);

@@ -24,6 +24,7 @@ static const struct {
     {SCN_INTERLEAVE, "interleave", "a positive integer (virtual stages per GPU)"},
     {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap"},
     {SCN_GRAD_ACCUM, "grad_accumulation", "fused, add"},
+    {SCN_PRECISION, "precision", "bf16, fp8"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -68,6 +69,8 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
         return model_dp_comm_parse(text, &t->dp_comm) == MODEL_OK;
     case SCN_GRAD_ACCUM:
         return model_grad_accum_parse(text, &t->grad_accumulation) == MODEL_OK;
+    case SCN_PRECISION:
+        return model_precision_parse(text, &t->precision) == MODEL_OK;
     case SCN_SEQPAR:
         if (b >= 0)
             t->sequence_parallel = b ? MODEL_SEQPAR_ON : MODEL_SEQPAR_OFF;
