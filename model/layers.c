@@ -392,6 +392,8 @@ static void finish_pass(const ctx_t *c, model_pass_t *p, int tensor_core, int su
     }
     if (summa)
         comm_s = comm_s + fmax(nb * comm_s - fmax(p->comp_s, p->mem_s), 0.0);
+    else if (p->overlap != MODEL_OVERLAP_NONE)
+        comm_s = model_overlap_exposed_s(p->overlap, p->chunks, comm_s, fmax(p->comp_s, p->mem_s));
     p->comm_s = comm_s;
     p->time_s = fmax(p->comp_s, p->mem_s) + comm_s;
 }
@@ -567,6 +569,9 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
             w_gb += blk->layers[i].weight_grads_gb;
         grad_add(&c, new_layer(blk, "wgrad-add", MODEL_MODULE_MLP, 0), w_gb);
     }
+
+    if (c.tr.tp_comm_overlap)
+        model_i_tp_overlap_plan(blk);
 
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {

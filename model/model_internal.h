@@ -25,6 +25,11 @@ int model_i_training_check(const model_job_t *job, model_issue_t *issue);
  * per candidate and the iteration is assembled per stage; iteration.c). */
 int model_i_training_active(const model_job_t *job);
 
+/* Tensor-parallel communication overlap (overlap.c): attach each tensor-parallel collective of the
+ * block's passes to the GEMM it feeds (ring exchange) or follows (pipelined chunks), setting the
+ * passes' overlap and chunks; before the passes' times are computed. */
+void model_i_tp_overlap_plan(model_block_t *blk);
+
 /* Fill the iteration summary of a job whose block table blk is built (iteration.c). */
 void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
 

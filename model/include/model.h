@@ -132,6 +132,24 @@ typedef enum model_grad_accum {
                                    main_grad hook before the fusion): read both, write the sum */
 } model_grad_accum_t;
 
+/* How a pass's collectives overlap its own compute (training.tp_comm_overlap; the closed forms are
+ * docs/model-formulas.md, section 15). The pass's compute C = max(comp_s, mem_s) runs in `chunks`
+ * equal pieces on one stream, its collective (whole time T) in pieces on another:
+ * - RING (Transformer Engine's ring exchange, the all-gather before a GEMM): piece 0 works on the
+ *   local shard, piece k after ring step k; chunks - 1 steps of T / (chunks - 1) each.
+ *   Exposed: max(0, T - C + C / chunks).
+ * - PIPELINE (the chunked reduce-scatter after a GEMM): piece k's collective, T / chunks, after
+ *   piece k. Exposed: max(T / chunks, T - C + C / chunks). */
+typedef enum model_overlap {
+    MODEL_OVERLAP_NONE = 0,
+    MODEL_OVERLAP_RING = 1,
+    MODEL_OVERLAP_PIPELINE = 2
+} model_overlap_t;
+
+/* The exposed communication of a pass that overlaps a collective of total time comm_s with its
+ * compute compute_s in chunks pieces (model_overlap_t); comm_s itself for MODEL_OVERLAP_NONE. */
+double model_overlap_exposed_s(model_overlap_t method, int64_t chunks, double comm_s, double compute_s);
+
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
  * ignores it. Every field's zero value is the default and reproduces the model without it. */
 typedef struct model_training {
@@ -144,6 +162,10 @@ typedef struct model_training {
     int optimizer_step; /* 1: the Adam step, HBM-bound over the local parameters */
     int64_t interleave; /* virtual pipeline stages per GPU; 0 or 1: plain 1F1B */
     model_grad_accum_t grad_accumulation;
+    int tp_comm_overlap; /* 1: Megatron-Core / Transformer Engine --tp-comm-overlap: each tensor-parallel
+                            all-gather and reduce-scatter of a block runs in chunks under the GEMM it
+                            feeds or follows (model_overlap_t; 1d and 2d-seqp, sequence parallelism on,
+                            no full recomputation) */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -181,6 +203,7 @@ const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "a
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
 const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
 int model_grad_accum_parse(const char *name, model_grad_accum_t *out);
+const char *model_overlap_name(model_overlap_t m); /* "none", "ring", "pipeline" */
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -268,11 +291,14 @@ typedef struct model_pass {
     double hbm_gb;
     model_coll_t colls[MODEL_MAX_COLLS];
     int n_colls;
-    double comp_s;        /* kernel_overhead + F / (eff * rate) */
-    double mem_s;         /* HBM time M / bandwidth (not only the exposed part) */
-    double mem_exposed_s; /* max(mem_s - comp_s, 0) */
-    double comm_s;        /* exposed communication time charged to this pass */
-    double time_s;        /* comp_s + mem_exposed_s + comm_s */
+    double comp_s;           /* kernel_overhead + F / (eff * rate) */
+    double mem_s;            /* HBM time M / bandwidth (not only the exposed part) */
+    double mem_exposed_s;    /* max(mem_s - comp_s, 0) */
+    double comm_s;           /* exposed communication time charged to this pass */
+    model_overlap_t overlap; /* NONE, or how its one collective runs under its compute (then comm_s is
+                                model_overlap_exposed_s of the collective's whole time) */
+    int64_t chunks;          /* pieces of the overlap (the tensor group's size) */
+    double time_s;           /* comp_s + mem_exposed_s + comm_s */
 } model_pass_t;
 /* With recomputation, a recomputed layer's backward pass also carries its forward pass: the
  * forward's FLOPs, HBM bytes, collectives, comp_s, mem_s, mem_exposed_s, comm_s and time_s are

@@ -395,6 +395,71 @@ static int summa_real(builder_t *b, const step_seg_t *seg, const model_pass_t *p
     return rc;
 }
 
+/* ---- tensor-parallel communication overlap --------------------------------------------------------- */
+
+/* One piece of an overlapped GEMM (1/n of its compute, FLOPs and bytes; the activations with the
+ * last piece) as a compute operation in the chain. */
+static int overlap_piece(builder_t *b, const step_seg_t *seg, int32_t block, int last) {
+    const double n = (double)seg->chunks;
+    acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s / n, 0.0, seg->flops_tflop / n, seg->hbm_gb / n,
+            last ? seg->act_gb : 0.0);
+    return flush(b);
+}
+
+/* A GEMM with its tensor-parallel collective in chunks under it (training.tp_comm_overlap; the
+ * closed form is model_overlap_exposed_s): the GEMM in n pieces on the compute stream, the collective
+ * in pieces on the TP stream, each 1/steps of its bytes (fixed groups: of its whole time). Ring
+ * exchange (the all-gather of the GEMM's input): piece 0 on the local shard at once, the n - 1 steps
+ * back to back from the segment's start (after the operation before it), piece k after step k.
+ * Pipelined (the reduce-scatter of its output): piece k's collective after piece k, in stream
+ * order; the next operation of the chain waits for the last one. At microbatch granularity with a
+ * fixed group the segment folds into one compute operation of its closed-form time. */
+static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
+                       const step_sched_item_t *it, double exposed_s, sim_op_id_t *ops, sim_op_id_t *prev) {
+    step_t *s = b->s;
+    const model_coll_t *c = &ps->colls[seg->coll];
+    const step_group_t g = step_group_of(c->group);
+    const int n = seg->chunks, ring = seg->overlap == MODEL_OVERLAP_RING, steps = ring ? n - 1 : n;
+    if (s->fixed_group[g] && s->granularity == STEP_GRANULARITY_MICROBATCH) {
+        acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, exposed_s, seg->flops_tflop, seg->hbm_gb,
+                seg->act_gb);
+        return SIM_OK;
+    }
+    const double bytes = c->volume_gb * 1e9 / steps;
+    double step_s = 0.0;
+    int rc = flush(b);
+    if (!rc && s->fixed_group[g]) {
+        rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &step_s);
+        step_s /= steps;
+    }
+    for (int32_t j = 0; j < b->n; j++)
+        prev[j] = b->tail[j]; /* it has waited for anything the chain had pending */
+    for (int k = 0; k < n && !rc; k++) {
+        if (!ring && (rc = overlap_piece(b, seg, block, k == n - 1)))
+            break;
+        if (!ring || k > 0) {
+            rc = s->fixed_group[g] ? fixed_ops(b, g, c->op, bytes, step_s, STEP_STREAM_TP, it->pass,
+                                               it->chunk, it->microbatch, ops)
+                                   : real_colls(b, g, c->op, bytes, 0, STEP_STREAM_TP, it->pass, it->chunk,
+                                                it->microbatch, ops);
+            for (int32_t j = 0; j < b->n && !rc; j++) {
+                if (ring) {
+                    if (k == 1)
+                        rc = depend(b, ops[j], prev[j]);
+                    b->tail2[j] = ops[j]; /* piece k waits for step k */
+                } else {
+                    rc = depend(b, ops[j], b->tail[j]);
+                }
+            }
+        }
+        if (!rc && ring)
+            rc = overlap_piece(b, seg, block, k == n - 1);
+    }
+    for (int32_t j = 0; j < b->n && !rc && !ring; j++)
+        b->tail2[j] = ops[j]; /* the last chunk's collective ends the segment */
+    return rc;
+}
+
 /* ---- data parallelism -------------------------------------------------------------------------------- */
 
 /* The all-gather of a part's weights (weights_gb) before its first forward (sharded). */
@@ -459,6 +524,9 @@ static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
                             ops);
             break;
         }
+        case STEP_SEG_OVERLAP:
+            rc = overlap_seg(b, seg, ps, block, it, fixed_s[k], ops, ops2);
+            break;
         case STEP_SEG_SUMMA: {
             const int fixed = s->fixed_group[STEP_GROUP_TP] && s->fixed_group[STEP_GROUP_CP];
             rc = fixed ? summa_fixed(b, seg, ps, block, it, fixed_s[k], ops)
@@ -858,11 +926,14 @@ static int precompute(step_t *s) {
                 const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
                 fixed_s[k] = 0.0;
                 int rc = SIM_OK;
-                if (seg->kind == STEP_SEG_COLL) {
+                if (seg->kind == STEP_SEG_COLL || seg->kind == STEP_SEG_OVERLAP) {
                     const model_coll_t *c = &ps->colls[seg->coll];
                     const step_group_t g = step_group_of(c->group);
                     if (s->fixed_group[g])
                         rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &fixed_s[k]);
+                    if (seg->kind == STEP_SEG_OVERLAP) /* the exposed part, for microbatch granularity */
+                        fixed_s[k] =
+                            model_overlap_exposed_s(seg->overlap, seg->chunks, fixed_s[k], seg->dur_s);
                 } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
                            s->fixed_group[STEP_GROUP_CP]) {
                     double p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
@@ -980,6 +1051,9 @@ static double block_ops(const step_t *s, step_part_t part, int pass, const int f
         } else if (seg->kind == STEP_SEG_COLL) {
             const int f = fixed[step_group_of(ps->colls[seg->coll].group)];
             ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : 1.0;
+        } else if (seg->kind == STEP_SEG_OVERLAP) {
+            const int f = fixed[step_group_of(ps->colls[seg->coll].group)];
+            ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : 2.0 * seg->chunks;
         } else {
             const int f = fixed[STEP_GROUP_TP] && fixed[STEP_GROUP_CP];
             ops += f ? 2.0 : (nb + 1.0) * ps->n_colls + nb;

@@ -421,7 +421,8 @@ static int count_plan(const step_t *s, step_part_t part, int pass, int64_t times
         const step_seg_t *seg = &plan->seg[k];
         const model_layer_t *ly = step_layer(s, seg->layer0);
         const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
-        if (seg->kind == STEP_SEG_COLL) {
+        if (seg->kind == STEP_SEG_COLL ||
+            seg->kind == STEP_SEG_OVERLAP) { /* overlap: in chunks, same bytes */
             const model_coll_t *c = &ps->colls[seg->coll];
             const step_group_t g = step_group_of(c->group);
             if (!s->fixed_group[g])

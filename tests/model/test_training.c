@@ -321,9 +321,15 @@ static void test_reference_ignores_training(void **state) {
     model_job_t j = megatron_job(MODEL_COMPAT_REFERENCE);
     static model_estimate_t plain, opts;
     estimate(&j, &plain);
-    j.training = (model_training_t){
-        MODEL_RECOMPUTE_FULL, MODEL_SEQPAR_OFF, MODEL_ATTENTION_MATERIALIZED, MODEL_DP_ALLREDUCE, 1, 1, 5,
-        MODEL_GRAD_ACCUM_ADD};
+    j.training = (model_training_t){MODEL_RECOMPUTE_FULL,
+                                    MODEL_SEQPAR_OFF,
+                                    MODEL_ATTENTION_MATERIALIZED,
+                                    MODEL_DP_ALLREDUCE,
+                                    1,
+                                    1,
+                                    5,
+                                    MODEL_GRAD_ACCUM_ADD,
+                                    1};
     j.model.vocab = 0; /* not even checked */
     estimate(&j, &opts);
     assert_true(plain.summary.iteration_time_s == opts.summary.iteration_time_s);
@@ -402,9 +408,15 @@ static void test_all_options_2d_seqp(void **state) {
     (void)state;
     model_job_t j = megatron_job(MODEL_COMPAT_CORRECTED);
     j.par = (model_parallel_t){MODEL_STRATEGY_2D_SEQP, 24, 8, 4, 2, 8, 1, 1, 4, 2, 1, 1};
-    j.training = (model_training_t){
-        MODEL_RECOMPUTE_SELECTIVE, MODEL_SEQPAR_ON, MODEL_ATTENTION_MATERIALIZED, MODEL_DP_ALLREDUCE, 1, 1, 2,
-        MODEL_GRAD_ACCUM_ADD};
+    j.training = (model_training_t){MODEL_RECOMPUTE_SELECTIVE,
+                                    MODEL_SEQPAR_ON,
+                                    MODEL_ATTENTION_MATERIALIZED,
+                                    MODEL_DP_ALLREDUCE,
+                                    1,
+                                    1,
+                                    2,
+                                    MODEL_GRAD_ACCUM_ADD,
+                                    1};
     static model_estimate_t e;
     estimate(&j, &e);
     assert_identity(&e.summary);

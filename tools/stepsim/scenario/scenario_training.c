@@ -24,6 +24,7 @@ static const struct {
     {SCN_INTERLEAVE, "interleave", "a positive integer (virtual stages per GPU)"},
     {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap"},
     {SCN_GRAD_ACCUM, "grad_accumulation", "fused, add"},
+    {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -77,6 +78,9 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
         return b >= 0;
     case SCN_OPTIMIZER_STEP:
         t->optimizer_step = b;
+        return b >= 0;
+    case SCN_TP_COMM_OVERLAP:
+        t->tp_comm_overlap = b;
         return b >= 0;
     case SCN_INTERLEAVE:
         return positive(text, &t->interleave);
