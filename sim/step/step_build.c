@@ -409,13 +409,14 @@ static int overlap_piece(builder_t *b, const step_seg_t *seg, int32_t block, int
 /* A GEMM with its tensor-parallel collective in chunks under it (training.tp_comm_overlap; the
  * closed form is model_overlap_exposed_s): the GEMM in n pieces on the compute stream, the collective
  * in pieces on the TP stream, each 1/steps of its bytes (fixed groups: of its whole time). Ring
- * exchange (the all-gather of the GEMM's input): piece 0 on the local shard at once, the n - 1 steps
- * back to back from the segment's start (after the operation before it), piece k after step k.
- * Pipelined (the reduce-scatter of its output): piece k's collective after piece k, in stream
- * order; the next operation of the chain waits for the last one. At microbatch granularity with a
- * fixed group the segment folds into one compute operation of its closed-form time. */
+ * exchange (the all-gather of the GEMM's input): the n - 1 steps back to back from the segment's
+ * start (after what the chain waits for there: the operation before, a pending data-parallel
+ * all-gather), piece 0 on the local shard at once, piece k after step k. Pipelined (the
+ * reduce-scatter of its output): piece k's collective after piece k, in stream order; the next
+ * operation of the chain waits for the last one. At microbatch granularity with a fixed group the
+ * segment folds into one compute operation of its closed-form time. */
 static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
-                       const step_sched_item_t *it, double exposed_s, sim_op_id_t *ops, sim_op_id_t *prev) {
+                       const step_sched_item_t *it, double exposed_s, sim_op_id_t *ops) {
     step_t *s = b->s;
     const model_coll_t *c = &ps->colls[seg->coll];
     const step_group_t g = step_group_of(c->group);
@@ -432,28 +433,30 @@ static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *
         rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &step_s);
         step_s /= steps;
     }
-    for (int32_t j = 0; j < b->n; j++)
-        prev[j] = b->tail[j]; /* it has waited for anything the chain had pending */
     for (int k = 0; k < n && !rc; k++) {
+        /* ring: step k + 1 is issued before piece k (it needs only the steps before it); pipelined:
+         * piece k, then its collective */
         if (!ring && (rc = overlap_piece(b, seg, block, k == n - 1)))
             break;
-        if (!ring || k > 0) {
+        if (!ring || k + 1 < n) {
             rc = s->fixed_group[g] ? fixed_ops(b, g, c->op, bytes, step_s, STEP_STREAM_TP, it->pass,
                                                it->chunk, it->microbatch, ops)
                                    : real_colls(b, g, c->op, bytes, 0, STEP_STREAM_TP, it->pass, it->chunk,
                                                 it->microbatch, ops);
-            for (int32_t j = 0; j < b->n && !rc; j++) {
-                if (ring) {
-                    if (k == 1)
-                        rc = depend(b, ops[j], prev[j]);
-                    b->tail2[j] = ops[j]; /* piece k waits for step k */
-                } else {
-                    rc = depend(b, ops[j], b->tail[j]);
-                }
+            for (int32_t j = 0; j < b->n && !rc && (!ring || k == 0); j++) {
+                rc = depend(b, ops[j], b->tail[j]);
+                if (!rc && ring)
+                    rc = depend(b, ops[j], b->pend[j]);
+                if (!rc && ring)
+                    rc = depend(b, ops[j], b->tail2[j]);
             }
         }
-        if (!rc && ring)
-            rc = overlap_piece(b, seg, block, k == n - 1);
+        if (!rc && ring) {
+            if ((rc = overlap_piece(b, seg, block, k == n - 1)))
+                break;
+            for (int32_t j = 0; j < b->n && k + 1 < n; j++)
+                b->tail2[j] = ops[j]; /* piece k + 1 waits for step k + 1 */
+        }
     }
     for (int32_t j = 0; j < b->n && !rc && !ring; j++)
         b->tail2[j] = ops[j]; /* the last chunk's collective ends the segment */
@@ -525,7 +528,7 @@ static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
             break;
         }
         case STEP_SEG_OVERLAP:
-            rc = overlap_seg(b, seg, ps, block, it, fixed_s[k], ops, ops2);
+            rc = overlap_seg(b, seg, ps, block, it, fixed_s[k], ops);
             break;
         case STEP_SEG_SUMMA: {
             const int fixed = s->fixed_group[STEP_GROUP_TP] && s->fixed_group[STEP_GROUP_CP];
