@@ -572,6 +572,8 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
 
     if (c.tr.tp_comm_overlap)
         model_i_tp_overlap_plan(blk);
+    if (c.tr.cp_comm == MODEL_CP_RING)
+        model_i_cp_ring_plan(blk);
 
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {
@@ -582,6 +584,8 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
     blk->checkpoint_gb = 0.0;
     if (c.tr.recompute != MODEL_RECOMPUTE_NONE)
         recompute(&c, blk);
+    if (c.tr.tp_comm_overlap || c.tr.cp_comm == MODEL_CP_RING)
+        model_i_overlap_refresh(blk);
     for (int i = 0; i < blk->n_layers; i++) {
         const model_layer_t *ly = &blk->layers[i];
         blk->t_fwd_s += ly->fwd.time_s;

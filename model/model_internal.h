@@ -30,6 +30,14 @@ int model_i_training_active(const model_job_t *job);
  * passes' overlap and chunks; before the passes' times are computed. */
 void model_i_tp_overlap_plan(model_block_t *blk);
 
+/* Context parallelism as a ring (overlap.c): the attention core's context-parallel collectives run
+ * as a ring exchange under it (MODEL_OVERLAP_RING over tp2). */
+void model_i_cp_ring_plan(model_block_t *blk);
+
+/* After recomputation added a forward pass to a backward one: the exposed communication of every
+ * overlapped pass again, over its collectives and its whole compute (overlap.c). */
+void model_i_overlap_refresh(model_block_t *blk);
+
 /* Fill the iteration summary of a job whose block table blk is built (iteration.c). */
 void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
 

@@ -34,6 +34,20 @@ double model_overlap_exposed_s(model_overlap_t method, int64_t chunks, double co
     return fmax(comm_s / (double)chunks, comm_s - compute_s + piece_s);
 }
 
+const char *model_cp_comm_name(model_cp_comm_t c) {
+    return c == MODEL_CP_RING ? "ring" : c == MODEL_CP_ALLGATHER ? "allgather" : "?";
+}
+
+int model_cp_comm_parse(const char *name, model_cp_comm_t *out) {
+    if (name && strcmp(name, "allgather") == 0)
+        *out = MODEL_CP_ALLGATHER;
+    else if (name && strcmp(name, "ring") == 0)
+        *out = MODEL_CP_RING;
+    else
+        return MODEL_EINVAL;
+    return MODEL_OK;
+}
+
 /* A GEMM of the block: a tensor-core layer with weights (not the attention core). */
 static int is_gemm(const model_layer_t *ly) {
     return ly->tensor_core && ly->weights_gb > 0.0;
@@ -91,4 +105,43 @@ void model_i_tp_overlap_plan(model_block_t *blk) {
             p->chunks = p->colls[0].group_size;
         }
     }
+}
+
+/* Megatron-Core's context parallelism: the attention core (a tensor-core layer without weights:
+ * fusedla, or materialised attention's score and value GEMMs) keeps its query shard and passes K and V
+ * around the tp2 ranks, one block per step, while it computes on the block it has (forward); the
+ * backward passes K and V and their gradients the same way. Its context-parallel collectives (the
+ * all-gather of K and V, and the backward's reduce-scatter of their gradients) become the steps of a
+ * ring exchange under it: their whole time T in tp2 - 1 steps, the attention C in tp2 pieces. */
+void model_i_cp_ring_plan(model_block_t *blk) {
+    for (int i = 0; i < blk->n_layers; i++) {
+        model_layer_t *ly = &blk->layers[i];
+        if (!ly->tensor_core || ly->weights_gb > 0.0)
+            continue;
+        for (int pass = 0; pass < 2; pass++) {
+            model_pass_t *p = pass ? &ly->bwd : &ly->fwd;
+            int ok = p->n_colls > 0;
+            for (int c = 0; c < p->n_colls; c++)
+                ok = ok && p->colls[c].group == MODEL_GROUP_TP2;
+            if (!ok)
+                continue;
+            p->overlap = MODEL_OVERLAP_RING;
+            p->chunks = p->colls[0].group_size;
+        }
+    }
+}
+
+void model_i_overlap_refresh(model_block_t *blk) {
+    for (int i = 0; i < blk->n_layers; i++)
+        for (int pass = 0; pass < 2; pass++) {
+            model_pass_t *p = pass ? &blk->layers[i].bwd : &blk->layers[i].fwd;
+            if (p->overlap == MODEL_OVERLAP_NONE)
+                continue;
+            double t = 0.0;
+            for (int c = 0; c < p->n_colls; c++)
+                t += p->colls[c].time_s;
+            const double compute_s = p->comp_s + p->mem_exposed_s;
+            p->comm_s = model_overlap_exposed_s(p->overlap, p->chunks, t, compute_s);
+            p->time_s = compute_s + p->comm_s;
+        }
 }

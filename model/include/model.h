@@ -150,6 +150,13 @@ typedef enum model_overlap {
  * compute compute_s in chunks pieces (model_overlap_t); comm_s itself for MODEL_OVERLAP_NONE. */
 double model_overlap_exposed_s(model_overlap_t method, int64_t chunks, double comm_s, double compute_s);
 
+/* How the context-parallel group (2d-seqp's tp2) exchanges K and V for the attention. */
+typedef enum model_cp_comm {
+    MODEL_CP_ALLGATHER = 0, /* the reference's: K and V all-gathered before the attention (default) */
+    MODEL_CP_RING = 1       /* Megatron-Core: K and V passed around the cp ranks in tp2 - 1 ring steps
+                               under the attention's tp2 pieces (MODEL_OVERLAP_RING) */
+} model_cp_comm_t;
+
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
  * ignores it. Every field's zero value is the default and reproduces the model without it. */
 typedef struct model_training {
@@ -162,10 +169,11 @@ typedef struct model_training {
     int optimizer_step; /* 1: the Adam step, HBM-bound over the local parameters */
     int64_t interleave; /* virtual pipeline stages per GPU; 0 or 1: plain 1F1B */
     model_grad_accum_t grad_accumulation;
-    int tp_comm_overlap; /* 1: Megatron-Core / Transformer Engine --tp-comm-overlap: each tensor-parallel
-                            all-gather and reduce-scatter of a block runs in chunks under the GEMM it
-                            feeds or follows (model_overlap_t; 1d and 2d-seqp, sequence parallelism on,
-                            no full recomputation) */
+    int tp_comm_overlap;     /* 1: Megatron-Core / Transformer Engine --tp-comm-overlap: each tensor-parallel
+                                all-gather and reduce-scatter of a block runs in chunks under the GEMM it
+                                feeds or follows (model_overlap_t; 1d and 2d-seqp, sequence parallelism on,
+                                no full recomputation) */
+    model_cp_comm_t cp_comm; /* strategy 2d-seqp: MODEL_CP_RING needs it */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -204,6 +212,8 @@ int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
 const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
 int model_grad_accum_parse(const char *name, model_grad_accum_t *out);
 const char *model_overlap_name(model_overlap_t m); /* "none", "ring", "pipeline" */
+const char *model_cp_comm_name(model_cp_comm_t c); /* "allgather", "ring" */
+int model_cp_comm_parse(const char *name, model_cp_comm_t *out);
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -295,8 +305,10 @@ typedef struct model_pass {
     double mem_s;            /* HBM time M / bandwidth (not only the exposed part) */
     double mem_exposed_s;    /* max(mem_s - comp_s, 0) */
     double comm_s;           /* exposed communication time charged to this pass */
-    model_overlap_t overlap; /* NONE, or how its one collective runs under its compute (then comm_s is
-                                model_overlap_exposed_s of the collective's whole time) */
+    model_overlap_t overlap; /* NONE, or how its collectives (one, or the context-parallel ring's
+                                K/V and gradient exchanges, all of one group) run under its compute;
+                                then comm_s is model_overlap_exposed_s of their summed whole times
+                                and of comp_s + mem_exposed_s */
     int64_t chunks;          /* pieces of the overlap (the tensor group's size) */
     double time_s;           /* comp_s + mem_exposed_s + comm_s */
 } model_pass_t;

@@ -332,7 +332,7 @@ static int prime_fixed(step_t *s) {
                 const model_layer_t *ly = step_layer(s, seg->layer0);
                 const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
                 for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
-                    if ((seg->kind == STEP_SEG_COLL || seg->kind == STEP_SEG_OVERLAP) && c != seg->coll)
+                    if (seg->kind == STEP_SEG_COLL && c != seg->coll)
                         continue;
                     if (seg->kind == STEP_SEG_COMPUTE)
                         continue;

@@ -418,32 +418,35 @@ static int overlap_piece(builder_t *b, const step_seg_t *seg, int32_t block, int
 static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
                        const step_sched_item_t *it, double exposed_s, sim_op_id_t *ops) {
     step_t *s = b->s;
-    const model_coll_t *c = &ps->colls[seg->coll];
-    const step_group_t g = step_group_of(c->group);
+    const step_group_t g = step_group_of(ps->colls[seg->coll].group); /* every collective's */
     const int n = seg->chunks, ring = seg->overlap == MODEL_OVERLAP_RING, steps = ring ? n - 1 : n;
+    const int nc = ps->n_colls < MODEL_MAX_COLLS ? ps->n_colls : MODEL_MAX_COLLS;
     if (s->fixed_group[g] && s->granularity == STEP_GRANULARITY_MICROBATCH) {
         acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, exposed_s, seg->flops_tflop, seg->hbm_gb,
                 seg->act_gb);
         return SIM_OK;
     }
-    const double bytes = c->volume_gb * 1e9 / steps;
-    double step_s = 0.0;
+    double step_s[MODEL_MAX_COLLS] = {0.0};
     int rc = flush(b);
-    if (!rc && s->fixed_group[g]) {
-        rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &step_s);
-        step_s /= steps;
+    for (int c = 0; c < nc && !rc && s->fixed_group[g]; c++) {
+        const model_coll_t *mc = &ps->colls[c];
+        rc = step_fixed_time(s, g, mc->op, mc->volume_gb * 1e9, 0, &step_s[c]);
+        step_s[c] /= steps;
     }
     for (int k = 0; k < n && !rc; k++) {
         /* ring: step k + 1 is issued before piece k (it needs only the steps before it); pipelined:
-         * piece k, then its collective */
+         * piece k, then its chunk */
         if (!ring && (rc = overlap_piece(b, seg, block, k == n - 1)))
             break;
-        if (!ring || k + 1 < n) {
-            rc = s->fixed_group[g] ? fixed_ops(b, g, c->op, bytes, step_s, STEP_STREAM_TP, it->pass,
+        for (int c = 0; c < nc && !rc && (!ring || k + 1 < n); c++) {
+            const model_coll_t *mc = &ps->colls[c];
+            const double bytes = mc->volume_gb * 1e9 / steps;
+            rc = s->fixed_group[g] ? fixed_ops(b, g, mc->op, bytes, step_s[c], STEP_STREAM_TP, it->pass,
                                                it->chunk, it->microbatch, ops)
-                                   : real_colls(b, g, c->op, bytes, 0, STEP_STREAM_TP, it->pass, it->chunk,
+                                   : real_colls(b, g, mc->op, bytes, 0, STEP_STREAM_TP, it->pass, it->chunk,
                                                 it->microbatch, ops);
-            for (int32_t j = 0; j < b->n && !rc && (!ring || k == 0); j++) {
+            /* the first of a step or chunk waits for what starts it; the rest follow in stream order */
+            for (int32_t j = 0; j < b->n && !rc && c == 0 && (!ring || k == 0); j++) {
                 rc = depend(b, ops[j], b->tail[j]);
                 if (!rc && ring)
                     rc = depend(b, ops[j], b->pend[j]);
@@ -459,7 +462,7 @@ static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *
         }
     }
     for (int32_t j = 0; j < b->n && !rc && !ring; j++)
-        b->tail2[j] = ops[j]; /* the last chunk's collective ends the segment */
+        b->tail2[j] = ops[j]; /* the last chunk ends the segment */
     return rc;
 }
 
@@ -929,14 +932,22 @@ static int precompute(step_t *s) {
                 const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
                 fixed_s[k] = 0.0;
                 int rc = SIM_OK;
-                if (seg->kind == STEP_SEG_COLL || seg->kind == STEP_SEG_OVERLAP) {
+                if (seg->kind == STEP_SEG_COLL) {
                     const model_coll_t *c = &ps->colls[seg->coll];
                     const step_group_t g = step_group_of(c->group);
                     if (s->fixed_group[g])
                         rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &fixed_s[k]);
-                    if (seg->kind == STEP_SEG_OVERLAP) /* the exposed part, for microbatch granularity */
-                        fixed_s[k] =
-                            model_overlap_exposed_s(seg->overlap, seg->chunks, fixed_s[k], seg->dur_s);
+                } else if (seg->kind == STEP_SEG_OVERLAP) { /* the exposed part, for microbatch granularity */
+                    double t = 0.0;
+                    for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS && !rc; c++) {
+                        const model_coll_t *mc = &ps->colls[c];
+                        const step_group_t g = step_group_of(mc->group);
+                        double tc = 0.0;
+                        if (s->fixed_group[g])
+                            rc = step_fixed_time(s, g, mc->op, mc->volume_gb * 1e9, 0, &tc);
+                        t += tc;
+                    }
+                    fixed_s[k] = model_overlap_exposed_s(seg->overlap, seg->chunks, t, seg->dur_s);
                 } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
                            s->fixed_group[STEP_GROUP_CP]) {
                     double p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
@@ -1056,7 +1067,7 @@ static double block_ops(const step_t *s, step_part_t part, int pass, const int f
             ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : 1.0;
         } else if (seg->kind == STEP_SEG_OVERLAP) {
             const int f = fixed[step_group_of(ps->colls[seg->coll].group)];
-            ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : 2.0 * seg->chunks;
+            ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : (1.0 + ps->n_colls) * seg->chunks;
         } else {
             const int f = fixed[STEP_GROUP_TP] && fixed[STEP_GROUP_CP];
             ops += f ? 2.0 : (nb + 1.0) * ps->n_colls + nb;

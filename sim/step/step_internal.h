@@ -41,9 +41,10 @@ typedef enum step_seg_kind {
 /* One step of a block's forward or backward pass, in execution order. COMPUTE: layers
  * [layer0..layer1] (in pass order) merged; COLL: collective `coll` of layer `layer0`, after that
  * layer's compute; SUMMA: a SUMMA layer (its compute `dur_s` = max(comp, mem) and its collectives
- * per panel); OVERLAP: a GEMM layer whose one collective (`coll` 0) runs in chunks under it
- * (tensor-parallel communication overlap, model_overlap_t: the GEMM in `chunks` pieces, a ring
- * exchange's chunks - 1 steps before pieces 1.., or a pipelined collective after every piece). */
+ * per panel); OVERLAP: a layer whose collectives (all of one group; `coll` 0 is the first) run in
+ * chunks under it (tensor-parallel overlap, the context-parallel ring; model_overlap_t: its compute
+ * in `chunks` pieces, a ring exchange's chunks - 1 steps before pieces 1.., or a pipelined chunk after
+ * every piece; a step or chunk holds every collective's share, in order). */
 typedef struct step_seg {
     step_seg_kind_t kind;
     int layer0, layer1;

@@ -58,7 +58,7 @@ void step_plan_build(const model_layer_t *layers, int n_layers, int id0, double 
                     p->seg[p->n++] = seg;
                 continue;
             }
-            if (ps->overlap != MODEL_OVERLAP_NONE && ps->n_colls == 1 && ps->chunks > 1) {
+            if (ps->overlap != MODEL_OVERLAP_NONE && ps->n_colls >= 1 && ps->chunks > 1) {
                 flush(p, &acc, &open);
                 const step_seg_t seg = {
                     STEP_SEG_OVERLAP, i,          i, 0, dur, ps->flops_tflop, ps->hbm_gb, ly->activations_gb,

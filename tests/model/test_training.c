@@ -329,7 +329,8 @@ static void test_reference_ignores_training(void **state) {
                                     1,
                                     5,
                                     MODEL_GRAD_ACCUM_ADD,
-                                    1};
+                                    1,
+                                    MODEL_CP_RING};
     j.model.vocab = 0; /* not even checked */
     estimate(&j, &opts);
     assert_true(plain.summary.iteration_time_s == opts.summary.iteration_time_s);
@@ -416,7 +417,8 @@ static void test_all_options_2d_seqp(void **state) {
                                     1,
                                     2,
                                     MODEL_GRAD_ACCUM_ADD,
-                                    1};
+                                    1,
+                                    MODEL_CP_RING};
     static model_estimate_t e;
     estimate(&j, &e);
     assert_identity(&e.summary);

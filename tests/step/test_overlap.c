@@ -29,6 +29,8 @@ typedef struct spec {
     double nvlink_gb_per_s, ib_gb_per_s; /* 0: the A100 preset's */
     model_dp_comm_t dp_comm;
     model_recompute_t recompute;
+    int64_t cp; /* 0 or 1: 1d; else 2d-seqp with tp1 = tp, tp2 = cp */
+    model_cp_comm_t cp_comm;
 } spec_t;
 
 /* A small GPT on A100s, one pipeline stage: tp x dp GPUs, tp inside NVLink domains of tp GPUs, dp
@@ -37,16 +39,29 @@ static model_job_t job_of(const spec_t *sp) {
     model_job_t job;
     memset(&job, 0, sizeof job);
     assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
-    job.system.nvlink_size = sp->tp;
+    const int64_t cp = sp->cp > 1 ? sp->cp : 1;
+    job.system.nvlink_size = sp->tp * cp;
     if (sp->nvlink_gb_per_s > 0.0)
         job.system.nvlink_gb_per_s = sp->nvlink_gb_per_s;
     if (sp->ib_gb_per_s > 0.0)
         job.system.ib_gb_per_s = sp->ib_gb_per_s;
     const model_transformer_t t = {"small", 2048, 2048, 16, sp->layers, 8192, 50257};
     job.model = t;
-    const model_parallel_t par = {MODEL_STRATEGY_1D, sp->dp, sp->tp, sp->tp, 1, 1, 1, 1, sp->tp, 1, 1, 1};
+    const model_parallel_t par = {cp > 1 ? MODEL_STRATEGY_2D_SEQP : MODEL_STRATEGY_1D,
+                                  sp->dp,
+                                  sp->tp * cp,
+                                  sp->tp,
+                                  cp,
+                                  1,
+                                  1,
+                                  1,
+                                  sp->tp,
+                                  cp,
+                                  1,
+                                  1};
     job.par = par;
-    job.gpus = sp->tp * sp->dp;
+    job.gpus = sp->tp * cp * sp->dp;
+    job.training.cp_comm = sp->cp_comm;
     job.global_batch = sp->gbs;
     job.compat = MODEL_COMPAT_CORRECTED;
     job.training.optimizer_step = 1;
@@ -85,10 +100,11 @@ static void close_to(const char *what, const char *quantity, double sim, double 
 
 static const char *describe(const spec_t *sp, char *buf, size_t n) {
     snprintf(buf, n,
-             "tp %lld dp %lld layers %lld gbs %lld overlap %d nvlink %g ib %g dp_comm %s recompute %s",
-             (long long)sp->tp, (long long)sp->dp, (long long)sp->layers, (long long)sp->gbs, sp->overlap,
-             sp->nvlink_gb_per_s, sp->ib_gb_per_s, model_dp_comm_name(sp->dp_comm),
-             model_recompute_name(sp->recompute));
+             "tp %lld cp %lld (%s) dp %lld layers %lld gbs %lld overlap %d nvlink %g ib %g dp_comm %s "
+             "recompute %s",
+             (long long)sp->tp, (long long)sp->cp, model_cp_comm_name(sp->cp_comm), (long long)sp->dp,
+             (long long)sp->layers, (long long)sp->gbs, sp->overlap, sp->nvlink_gb_per_s, sp->ib_gb_per_s,
+             model_dp_comm_name(sp->dp_comm), model_recompute_name(sp->recompute));
     return buf;
 }
 
@@ -160,7 +176,17 @@ static void test_tp_overlap(void **state) {
     const int64_t tps[] = {2, 4, 8};
     for (size_t a = 0; a < sizeof nvlink / sizeof nvlink[0]; a++)
         for (size_t b = 0; b < sizeof tps / sizeof tps[0]; b++) {
-            const spec_t sp = {tps[b], 1, 2, 2, 1, nvlink[a], 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE};
+            const spec_t sp = {tps[b],
+                               1,
+                               2,
+                               2,
+                               1,
+                               nvlink[a],
+                               0.0,
+                               MODEL_DP_SHARDED,
+                               MODEL_RECOMPUTE_NONE,
+                               0,
+                               MODEL_CP_ALLGATHER};
             check_layer_table(&sp);
             check_against_model(&sp);
         }
@@ -169,7 +195,8 @@ static void test_tp_overlap(void **state) {
 /* Off, the step is what it was: the overlap changes only the jobs that ask for it. */
 static void test_tp_overlap_off_unchanged(void **state) {
     (void)state;
-    const spec_t sp = {4, 1, 2, 2, 0, 0.0, 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE};
+    const spec_t sp = {
+        4, 1, 2, 2, 0, 0.0, 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE, 0, MODEL_CP_ALLGATHER};
     check_against_model(&sp);
     const model_job_t job = job_of(&sp);
     static model_block_t blk;
@@ -186,11 +213,21 @@ static void test_distributed_optimizer(void **state) {
     const double ib[] = {0.0, 2.0};
     for (size_t a = 0; a < sizeof ib / sizeof ib[0]; a++)
         for (int overlap = 0; overlap < 2; overlap++) {
-            const spec_t sp = {2, 4, 3, 16, overlap, 0.0, ib[a], MODEL_DP_SHARDED, MODEL_RECOMPUTE_SELECTIVE};
+            const spec_t sp = {2,
+                               4,
+                               3,
+                               16,
+                               overlap,
+                               0.0,
+                               ib[a],
+                               MODEL_DP_SHARDED,
+                               MODEL_RECOMPUTE_SELECTIVE,
+                               0,
+                               MODEL_CP_ALLGATHER};
             check_against_model(&sp);
         }
     /* the optimizer states are sharded over dp (ZeRO-1), replicated with the all-reduce */
-    spec_t sp = {2, 4, 3, 16, 1, 0.0, 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE};
+    spec_t sp = {2, 4, 3, 16, 1, 0.0, 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE, 0, MODEL_CP_ALLGATHER};
     static model_estimate_t sharded, replicated;
     model_job_t job = job_of(&sp);
     assert_int_equal(model_estimate(&job, &sharded), MODEL_OK);
@@ -201,10 +238,62 @@ static void test_distributed_optimizer(void **state) {
                 1e-12 * replicated.summary.optimizer_gb);
 }
 
+/* Context parallelism as Megatron-Core runs it (training.cp_comm ring): K and V passed around the cp
+ * ranks in cp - 1 steps under the attention's cp pieces, forward and backward (the backward with
+ * their gradients, and with selective recomputation the recomputed forward's exchange too); with and
+ * without the tensor-parallel overlap, hidden and exposed (NVLink at 2 GB/s). */
+static void test_cp_ring(void **state) {
+    (void)state;
+    const double nvlink[] = {0.0, 2.0};
+    const model_recompute_t rec[] = {MODEL_RECOMPUTE_NONE, MODEL_RECOMPUTE_SELECTIVE};
+    for (size_t a = 0; a < sizeof nvlink / sizeof nvlink[0]; a++)
+        for (size_t r = 0; r < sizeof rec / sizeof rec[0]; r++)
+            for (int overlap = 0; overlap < 2; overlap++) {
+                const spec_t sp = {
+                    2, 2, 2, 4, overlap, nvlink[a], 0.0, MODEL_DP_SHARDED, rec[r], 4, MODEL_CP_RING};
+                check_against_model(&sp);
+                /* the attention's passes: one ring over its context-parallel collectives */
+                const model_job_t job = job_of(&sp);
+                static model_block_t blk;
+                model_block_build(&job, &blk);
+                const model_layer_t *fa = &blk.layers[1];
+                assert_string_equal(fa->name, "fusedla");
+                for (int pass = 0; pass < 2; pass++) {
+                    const model_pass_t *p = pass ? &fa->bwd : &fa->fwd;
+                    assert_int_equal(p->overlap, MODEL_OVERLAP_RING);
+                    assert_int_equal(p->chunks, 4);
+                    double t = 0.0;
+                    for (int c = 0; c < p->n_colls; c++)
+                        t += p->colls[c].time_s;
+                    const double g = p->comp_s + p->mem_exposed_s;
+                    assert_true(fabs(p->comm_s - fmax(0.0, t - g + g / 4.0)) <= 1e-15 + 1e-12 * t);
+                }
+            }
+    /* the ring exposes less than the all-gather it replaces */
+    spec_t sp = {2, 2, 2, 4, 0, 2.0, 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE, 4, MODEL_CP_RING};
+    static model_estimate_t ring, gather;
+    model_job_t job = job_of(&sp);
+    assert_int_equal(model_estimate(&job, &ring), MODEL_OK);
+    sp.cp_comm = MODEL_CP_ALLGATHER;
+    job = job_of(&sp);
+    assert_int_equal(model_estimate(&job, &gather), MODEL_OK);
+    assert_true(ring.summary.tp_comm_s < gather.summary.tp_comm_s);
+    /* and only with 2d-seqp */
+    job.par.strategy = MODEL_STRATEGY_1D;
+    job.par.tp2 = job.par.nv_tp2 = 1;
+    job.par.tp = job.par.tp1;
+    job.gpus = job.par.tp * job.par.dp;
+    job.training.cp_comm = MODEL_CP_RING;
+    model_issue_t issue;
+    assert_int_equal(model_job_check(&job, &issue), MODEL_EINVAL);
+    assert_string_equal(issue.field, "training.cp_comm");
+}
+
 /* The rules: SUMMA, sequence parallelism off and full recomputation are refused with the field named. */
 static void test_overlap_rules(void **state) {
     (void)state;
-    const spec_t sp = {2, 1, 2, 2, 1, 0.0, 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE};
+    const spec_t sp = {
+        2, 1, 2, 2, 1, 0.0, 0.0, MODEL_DP_SHARDED, MODEL_RECOMPUTE_NONE, 0, MODEL_CP_ALLGATHER};
     model_job_t job = job_of(&sp);
     model_issue_t issue;
     job.training.recompute = MODEL_RECOMPUTE_FULL;
@@ -233,6 +322,7 @@ int main(void) {
         cmocka_unit_test(test_tp_overlap),
         cmocka_unit_test(test_tp_overlap_off_unchanged),
         cmocka_unit_test(test_distributed_optimizer),
+        cmocka_unit_test(test_cp_ring),
         cmocka_unit_test(test_overlap_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
