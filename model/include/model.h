@@ -19,7 +19,8 @@
  *   90% of its bandwidth (the reference: 100%), and models what job->training asks for
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
- *   unfused gradient accumulation; docs/validation.md). A zeroed model_training_t asks for none of
+ *   unfused gradient accumulation; docs/validation.md; Megatron-Core's tensor-parallel
+ *   communication overlap and context-parallel ring, docs/model-formulas.md, section 15). A zeroed model_training_t asks for none of
  *   them: the block table and the iteration formula are then exactly the ones without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
  *   which allocates the result array that model_search_result_destroy frees, and
