@@ -2,7 +2,8 @@
  * section 15): Megatron-Core with Transformer Engine's userbuffers (--tp-comm-overlap) splits each
  * sequence-parallel all-gather and reduce-scatter of a block into chunks that run under the GEMM it
  * feeds or follows. Here each tensor-parallel collective of the block is attached to that GEMM's pass
- * with its method (ring exchange before the GEMM, pipelined chunks after it), and the pass's exposed
+ * with its method (ring exchange before the GEMM, pipelined chunks after it, or bulk beside the
+ * weight-gradient GEMM), and the pass's exposed
  * communication is the closed form of model_overlap_exposed_s. The sums over the block (volumes,
  * collective counts, FLOPs) are unchanged: only where a collective sits and how much of it shows. */
 #include <math.h>
@@ -16,6 +17,8 @@ const char *model_overlap_name(model_overlap_t m) {
         return "ring";
     case MODEL_OVERLAP_PIPELINE:
         return "pipeline";
+    case MODEL_OVERLAP_BULK:
+        return "bulk";
     case MODEL_OVERLAP_NONE:
         break;
     }
@@ -24,12 +27,13 @@ const char *model_overlap_name(model_overlap_t m) {
 
 /* C runs in n pieces of C/n. RING: n - 1 steps of T/(n-1), step k before piece k, piece 0 free:
  * the pieces end at max_k (k T/(n-1) + (n-k) C/n) = max(C, T + C/n). PIPELINE: n collectives of
- * T/n, collective k after piece k: the last ends at max(C + T/n, C/n + T). */
+ * T/n, collective k after piece k: the last ends at max(C + T/n, C/n + T). BULK: the collective after
+ * piece 0, beside the others: max(C, C/n + T), the ring's value. */
 double model_overlap_exposed_s(model_overlap_t method, int64_t chunks, double comm_s, double compute_s) {
     if (method == MODEL_OVERLAP_NONE || chunks < 2 || comm_s <= 0.0)
         return comm_s;
     const double piece_s = compute_s / (double)chunks;
-    if (method == MODEL_OVERLAP_RING)
+    if (method == MODEL_OVERLAP_RING || method == MODEL_OVERLAP_BULK)
         return fmax(0.0, comm_s - compute_s + piece_s);
     return fmax(comm_s / (double)chunks, comm_s - compute_s + piece_s);
 }
@@ -95,14 +99,16 @@ void model_i_tp_overlap_plan(model_block_t *blk) {
             memset(&src->colls[0], 0, sizeof src->colls[0]);
             src->n_colls = 0;
         }
-        /* then a GEMM's own collective (the reduce-scatter of its output): pipelined chunks */
+        /* then a GEMM's own collective: forward, the reduce-scatter of its output in pipelined chunks;
+         * backward, the input gradient's reduce-scatter beside the weight-gradient GEMM (bulk: the
+         * two GEMMs have the same FLOPs, 2 b l e_l f_l each up to the -1 terms, so two pieces) */
         for (int i = 0; i < blk->n_layers; i++) {
             model_layer_t *ly = &blk->layers[i];
             model_pass_t *p = pass ? &ly->bwd : &ly->fwd;
             if (!is_gemm(ly) || p->overlap != MODEL_OVERLAP_NONE || p->n_colls != 1 || !tp_colls_only(p))
                 continue;
-            p->overlap = MODEL_OVERLAP_PIPELINE;
-            p->chunks = p->colls[0].group_size;
+            p->overlap = pass ? MODEL_OVERLAP_BULK : MODEL_OVERLAP_PIPELINE;
+            p->chunks = pass ? 2 : p->colls[0].group_size;
         }
     }
 }

@@ -20,8 +20,9 @@
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
  *   unfused gradient accumulation; docs/validation.md; Megatron-Core's tensor-parallel
- *   communication overlap and context-parallel ring, docs/model-formulas.md, section 15). A zeroed model_training_t asks for none of
- *   them: the block table and the iteration formula are then exactly the ones without options.
+ *   communication overlap and context-parallel ring, docs/model-formulas.md, section 15). A zeroed
+ * model_training_t asks for none of them: the block table and the iteration formula are then exactly the ones
+ * without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
  *   which allocates the result array that model_search_result_destroy frees, and
  *   model_calibrate_fit, whose per-run arrays model_calibrate_destroy frees.
@@ -140,11 +141,15 @@ typedef enum model_grad_accum {
  *   local shard, piece k after ring step k; chunks - 1 steps of T / (chunks - 1) each.
  *   Exposed: max(0, T - C + C / chunks).
  * - PIPELINE (the chunked reduce-scatter after a GEMM): piece k's collective, T / chunks, after
- *   piece k. Exposed: max(T / chunks, T - C + C / chunks). */
+ *   piece k. Exposed: max(T / chunks, T - C + C / chunks).
+ * - BULK (the input-gradient reduce-scatter of a column-parallel GEMM's backward beside its
+ *   weight-gradient GEMM): chunks = 2, the whole collective after piece 0 (the input gradient) and
+ *   beside piece 1. Exposed: max(0, T - C + C / chunks). */
 typedef enum model_overlap {
     MODEL_OVERLAP_NONE = 0,
     MODEL_OVERLAP_RING = 1,
-    MODEL_OVERLAP_PIPELINE = 2
+    MODEL_OVERLAP_PIPELINE = 2,
+    MODEL_OVERLAP_BULK = 3
 } model_overlap_t;
 
 /* The exposed communication of a pass that overlaps a collective of total time comm_s with its

@@ -413,13 +413,17 @@ static int overlap_piece(builder_t *b, const step_seg_t *seg, int32_t block, int
  * start (after what the chain waits for there: the operation before, a pending data-parallel
  * all-gather), piece 0 on the local shard at once, piece k after step k. Pipelined (the
  * reduce-scatter of its output): piece k's collective after piece k, in stream order; the next
- * operation of the chain waits for the last one. At microbatch granularity with a fixed group the
- * segment folds into one compute operation of its closed-form time. */
+ * operation of the chain waits for the last one. Bulk (the input-gradient reduce-scatter beside the
+ * weight-gradient GEMM): the whole collective after piece 0, beside piece 1; the next waits for it. At
+ * microbatch granularity with a fixed group the segment folds into one compute operation of its closed-form
+ * time. */
 static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
                        const step_sched_item_t *it, double exposed_s, sim_op_id_t *ops) {
     step_t *s = b->s;
     const step_group_t g = step_group_of(ps->colls[seg->coll].group); /* every collective's */
-    const int n = seg->chunks, ring = seg->overlap == MODEL_OVERLAP_RING, steps = ring ? n - 1 : n;
+    const int n = seg->chunks, ring = seg->overlap == MODEL_OVERLAP_RING,
+              bulk = seg->overlap == MODEL_OVERLAP_BULK;
+    const int steps = ring ? n - 1 : bulk ? 1 : n;
     const int nc = ps->n_colls < MODEL_MAX_COLLS ? ps->n_colls : MODEL_MAX_COLLS;
     if (s->fixed_group[g] && s->granularity == STEP_GRANULARITY_MICROBATCH) {
         acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, exposed_s, seg->flops_tflop, seg->hbm_gb,
@@ -438,7 +442,7 @@ static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *
          * piece k, then its chunk */
         if (!ring && (rc = overlap_piece(b, seg, block, k == n - 1)))
             break;
-        for (int c = 0; c < nc && !rc && (!ring || k + 1 < n); c++) {
+        for (int c = 0; c < nc && !rc && (ring ? k + 1 < n : !bulk || k == 0); c++) {
             const model_coll_t *mc = &ps->colls[c];
             const double bytes = mc->volume_gb * 1e9 / steps;
             rc = s->fixed_group[g] ? fixed_ops(b, g, mc->op, bytes, step_s[c], STEP_STREAM_TP, it->pass,

@@ -151,10 +151,17 @@ static void check_layer_table(const spec_t *sp) {
                 continue;
             overlapped++;
             assert_int_equal(p->n_colls, 1);
-            assert_int_equal(p->chunks, sp->tp);
-            const double tc = p->colls[0].time_s, g = fmax(p->comp_s, p->mem_s), n = (double)sp->tp;
-            const double want =
-                p->overlap == MODEL_OVERLAP_RING ? fmax(0.0, tc - g + g / n) : fmax(tc / n, tc - g + g / n);
+            /* forward: the ring before qkv and fc1, pipelined after vproj and fc2; backward: the ring
+             * before vproj and fc2, bulk beside qkv's and fc1's weight-gradient GEMM */
+            const int col =
+                strcmp(with.layers[i].name, "qkv") == 0 || strcmp(with.layers[i].name, "fc1") == 0;
+            const model_overlap_t method = col ? (pass ? MODEL_OVERLAP_BULK : MODEL_OVERLAP_RING)
+                                               : (pass ? MODEL_OVERLAP_RING : MODEL_OVERLAP_PIPELINE);
+            assert_int_equal(p->overlap, method);
+            assert_int_equal(p->chunks, method == MODEL_OVERLAP_BULK ? 2 : sp->tp);
+            const double tc = p->colls[0].time_s, g = fmax(p->comp_s, p->mem_s), n = (double)p->chunks;
+            const double want = p->overlap == MODEL_OVERLAP_PIPELINE ? fmax(tc / n, tc - g + g / n)
+                                                                     : fmax(0.0, tc - g + g / n);
             if (fabs(p->comm_s - want) > 1e-15 + 1e-12 * want)
                 fail_msg("%s: %s %s exposed %.12g s, closed form %.12g s", what, with.layers[i].name,
                          pass ? "backward" : "forward", p->comm_s, want);
