@@ -260,6 +260,22 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.embedding", t->embedding, "0 or 1");
     if (t->optimizer_step != 0 && t->optimizer_step != 1)
         return fail_text(is, "training.optimizer_step", t->optimizer_step, "0 or 1");
+    if (t->tp_comm_overlap != 0 && t->tp_comm_overlap != 1)
+        return fail_text(is, "training.tp_comm_overlap", t->tp_comm_overlap, "0 or 1");
+    if (t->tp_comm_overlap && p->strategy == MODEL_STRATEGY_2D)
+        return fail(is, "training.tp_comm_overlap", "on",
+                    "tensor-parallel communication overlap needs strategy 1d or 2d-seqp (not SUMMA)");
+    if (t->tp_comm_overlap && t->sequence_parallel == MODEL_SEQPAR_OFF)
+        return fail(is, "training.tp_comm_overlap", "on",
+                    "tensor-parallel communication overlap needs sequence parallelism on, as Megatron does");
+    if (t->tp_comm_overlap && t->recompute == MODEL_RECOMPUTE_FULL)
+        return fail(is, "training.tp_comm_overlap", "on",
+                    "not modelled with full recomputation; allowed: recompute none or selective");
+    if ((unsigned)t->cp_comm > MODEL_CP_RING)
+        return fail_text(is, "training.cp_comm", (int64_t)t->cp_comm, "one of allgather, ring");
+    if (t->cp_comm == MODEL_CP_RING && p->strategy != MODEL_STRATEGY_2D_SEQP)
+        return fail(is, "training.cp_comm", "ring",
+                    "the context-parallel ring needs strategy 2d-seqp (context parallelism over tp2)");
     if (t->embedding && job->model.vocab < 1)
         return fail_text(is, "model.vocab", job->model.vocab,
                          "must be a positive integer with the embedding");

@@ -25,7 +25,8 @@ int model_i_training_active(const model_job_t *job) {
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (t->recompute != MODEL_RECOMPUTE_NONE || t->sequence_parallel != MODEL_SEQPAR_ON ||
             t->attention != MODEL_ATTENTION_FLASH || t->dp_comm != MODEL_DP_SHARDED || t->embedding ||
-            t->optimizer_step || t->interleave > 1 || t->grad_accumulation != MODEL_GRAD_ACCUM_FUSED);
+            t->optimizer_step || t->interleave > 1 || t->grad_accumulation != MODEL_GRAD_ACCUM_FUSED ||
+            t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER);
 }
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local

@@ -568,6 +568,8 @@ static void finish_pass(const ctx_t *c, const model_layer_t *ly, model_pass_t *p
     }
     if (summa)
         comm_s = comm_s + fmax(nb * comm_s - fmax(p->comp_s, p->mem_s), 0.0);
+    else if (p->overlap != MODEL_OVERLAP_NONE)
+        comm_s = model_overlap_exposed_s(p->overlap, p->chunks, comm_s, fmax(p->comp_s, p->mem_s));
     p->comm_s = comm_s;
     p->time_s = fmax(p->comp_s, p->mem_s) + comm_s;
 }
@@ -745,6 +747,11 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         grad_add(&c, new_layer(blk, "wgrad-add", MODEL_MODULE_MLP, 0), w_gb);
     }
 
+    if (c.tr.tp_comm_overlap)
+        model_i_tp_overlap_plan(blk);
+    if (c.tr.cp_comm == MODEL_CP_RING)
+        model_i_cp_ring_plan(blk);
+
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
     blk->fp8_weights_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {
@@ -755,6 +762,8 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
     blk->checkpoint_gb = 0.0;
     if (c.tr.recompute != MODEL_RECOMPUTE_NONE)
         recompute(&c, blk);
+    if (c.tr.tp_comm_overlap || c.tr.cp_comm == MODEL_CP_RING)
+        model_i_overlap_refresh(blk);
     for (int i = 0; i < blk->n_layers; i++) {
         const model_layer_t *ly = &blk->layers[i];
         blk->t_fwd_s += ly->fwd.time_s;

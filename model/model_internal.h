@@ -25,6 +25,19 @@ int model_i_training_check(const model_job_t *job, model_issue_t *issue);
  * per candidate and the iteration is assembled per stage; iteration.c). */
 int model_i_training_active(const model_job_t *job);
 
+/* Tensor-parallel communication overlap (overlap.c): attach each tensor-parallel collective of the
+ * block's passes to the GEMM it feeds (ring exchange) or follows (pipelined chunks), setting the
+ * passes' overlap and chunks; before the passes' times are computed. */
+void model_i_tp_overlap_plan(model_block_t *blk);
+
+/* Context parallelism as a ring (overlap.c): the attention core's context-parallel collectives run
+ * as a ring exchange under it (MODEL_OVERLAP_RING over tp2). */
+void model_i_cp_ring_plan(model_block_t *blk);
+
+/* After recomputation added a forward pass to a backward one: the exposed communication of every
+ * overlapped pass again, over its collectives and its whole compute (overlap.c). */
+void model_i_overlap_refresh(model_block_t *blk);
+
 /* Fill the iteration summary of a job whose block table blk is built (iteration.c). */
 void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
 

@@ -19,7 +19,9 @@
  *   90% of its bandwidth (the reference: 100%), and models what job->training asks for
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
- *   unfused gradient accumulation; docs/validation.md; FP8 GEMMs, docs/model.md "Precision"). A zeroed
+ *   unfused gradient accumulation; docs/validation.md; FP8 GEMMs, docs/model.md "Precision";
+ *   Megatron-Core's tensor-parallel communication overlap and context-parallel ring,
+ *   docs/model-formulas.md, section 16). A zeroed
  * model_training_t asks for none of them: the block table and the iteration formula are then exactly the ones
  * without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
@@ -189,6 +191,34 @@ typedef enum model_precision {
                                  copies of their weights and FP8 copies of their saved inputs
                                  (docs/model.md, "Precision") */
 } model_precision_t;
+/* How a pass's collectives overlap its own compute (training.tp_comm_overlap; the closed forms are
+ * docs/model-formulas.md, section 16). The pass's compute C = max(comp_s, mem_s) runs in `chunks`
+ * equal pieces on one stream, its collective (whole time T) in pieces on another:
+ * - RING (Transformer Engine's ring exchange, the all-gather before a GEMM): piece 0 works on the
+ *   local shard, piece k after ring step k; chunks - 1 steps of T / (chunks - 1) each.
+ *   Exposed: max(0, T - C + C / chunks).
+ * - PIPELINE (the chunked reduce-scatter after a GEMM): piece k's collective, T / chunks, after
+ *   piece k. Exposed: max(T / chunks, T - C + C / chunks).
+ * - BULK (the input-gradient reduce-scatter of a column-parallel GEMM's backward beside its
+ *   weight-gradient GEMM): chunks = 2, the whole collective after piece 0 (the input gradient) and
+ *   beside piece 1. Exposed: max(0, T - C + C / chunks). */
+typedef enum model_overlap {
+    MODEL_OVERLAP_NONE = 0,
+    MODEL_OVERLAP_RING = 1,
+    MODEL_OVERLAP_PIPELINE = 2,
+    MODEL_OVERLAP_BULK = 3
+} model_overlap_t;
+
+/* The exposed communication of a pass that overlaps a collective of total time comm_s with its
+ * compute compute_s in chunks pieces (model_overlap_t); comm_s itself for MODEL_OVERLAP_NONE. */
+double model_overlap_exposed_s(model_overlap_t method, int64_t chunks, double comm_s, double compute_s);
+
+/* How the context-parallel group (2d-seqp's tp2) exchanges K and V for the attention. */
+typedef enum model_cp_comm {
+    MODEL_CP_ALLGATHER = 0, /* the reference's: K and V all-gathered before the attention (default) */
+    MODEL_CP_RING = 1       /* Megatron-Core: K and V passed around the cp ranks in tp2 - 1 ring steps
+                               under the attention's tp2 pieces (MODEL_OVERLAP_RING) */
+} model_cp_comm_t;
 
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
  * ignores it. Every field's zero value is the default and reproduces the model without it. */
@@ -203,6 +233,11 @@ typedef struct model_training {
     int64_t interleave; /* virtual pipeline stages per GPU; 0 or 1: plain 1F1B */
     model_grad_accum_t grad_accumulation;
     model_precision_t precision; /* MODEL_PRECISION_FP8 needs system.fp8_matrix_tflop_per_s > 0 */
+    int tp_comm_overlap;     /* 1: Megatron-Core / Transformer Engine --tp-comm-overlap: each tensor-parallel
+                                all-gather and reduce-scatter of a block runs in chunks under the GEMM it
+                                feeds or follows (model_overlap_t; 1d and 2d-seqp, sequence parallelism on,
+                                no full recomputation) */
+    model_cp_comm_t cp_comm; /* strategy 2d-seqp: MODEL_CP_RING needs it */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -248,6 +283,9 @@ const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
 int model_grad_accum_parse(const char *name, model_grad_accum_t *out);
 const char *model_precision_name(model_precision_t p); /* "bf16", "fp8" */
 int model_precision_parse(const char *name, model_precision_t *out);
+const char *model_overlap_name(model_overlap_t m); /* "none", "ring", "pipeline" */
+const char *model_cp_comm_name(model_cp_comm_t c); /* "allgather", "ring" */
+int model_cp_comm_parse(const char *name, model_cp_comm_t *out);
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -337,11 +375,16 @@ typedef struct model_pass {
     double hbm_gb;
     model_coll_t colls[MODEL_MAX_COLLS];
     int n_colls;
-    double comp_s;        /* kernel_overhead + F / (eff * rate) */
-    double mem_s;         /* HBM time M / bandwidth (not only the exposed part) */
-    double mem_exposed_s; /* max(mem_s - comp_s, 0) */
-    double comm_s;        /* exposed communication time charged to this pass */
-    double time_s;        /* comp_s + mem_exposed_s + comm_s */
+    double comp_s;           /* kernel_overhead + F / (eff * rate) */
+    double mem_s;            /* HBM time M / bandwidth (not only the exposed part) */
+    double mem_exposed_s;    /* max(mem_s - comp_s, 0) */
+    double comm_s;           /* exposed communication time charged to this pass */
+    model_overlap_t overlap; /* NONE, or how its collectives (one, or the context-parallel ring's
+                                K/V and gradient exchanges, all of one group) run under its compute;
+                                then comm_s is model_overlap_exposed_s of their summed whole times
+                                and of comp_s + mem_exposed_s */
+    int64_t chunks;          /* pieces of the overlap (the tensor group's size) */
+    double time_s;           /* comp_s + mem_exposed_s + comm_s */
 } model_pass_t;
 /* With recomputation, a recomputed layer's backward pass also carries its forward pass: the
  * forward's FLOPs, HBM bytes, collectives, comp_s, mem_s, mem_exposed_s, comm_s and time_s are

@@ -395,6 +395,81 @@ static int summa_real(builder_t *b, const step_seg_t *seg, const model_pass_t *p
     return rc;
 }
 
+/* ---- tensor-parallel communication overlap --------------------------------------------------------- */
+
+/* One piece of an overlapped GEMM (1/n of its compute, FLOPs and bytes; the activations with the
+ * last piece) as a compute operation in the chain. */
+static int overlap_piece(builder_t *b, const step_seg_t *seg, int32_t block, int last) {
+    const double n = (double)seg->chunks;
+    acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s / n, 0.0, seg->flops_tflop / n, seg->hbm_gb / n,
+            last ? seg->act_gb : 0.0);
+    return flush(b);
+}
+
+/* A GEMM with its tensor-parallel collective in chunks under it (training.tp_comm_overlap; the
+ * closed form is model_overlap_exposed_s): the GEMM in n pieces on the compute stream, the collective
+ * in pieces on the TP stream, each 1/steps of its bytes (fixed groups: of its whole time). Ring
+ * exchange (the all-gather of the GEMM's input): the n - 1 steps back to back from the segment's
+ * start (after what the chain waits for there: the operation before, a pending data-parallel
+ * all-gather), piece 0 on the local shard at once, piece k after step k. Pipelined (the
+ * reduce-scatter of its output): piece k's collective after piece k, in stream order; the next
+ * operation of the chain waits for the last one. Bulk (the input-gradient reduce-scatter beside the
+ * weight-gradient GEMM): the whole collective after piece 0, beside piece 1; the next waits for it. At
+ * microbatch granularity with a fixed group the segment folds into one compute operation of its closed-form
+ * time. */
+static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *ps, int32_t block,
+                       const step_sched_item_t *it, double exposed_s, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    const step_group_t g = step_group_of(ps->colls[seg->coll].group); /* every collective's */
+    const int n = seg->chunks, ring = seg->overlap == MODEL_OVERLAP_RING,
+              bulk = seg->overlap == MODEL_OVERLAP_BULK;
+    const int steps = ring ? n - 1 : bulk ? 1 : n;
+    const int nc = ps->n_colls < MODEL_MAX_COLLS ? ps->n_colls : MODEL_MAX_COLLS;
+    if (s->fixed_group[g] && s->granularity == STEP_GRANULARITY_MICROBATCH) {
+        acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, exposed_s, seg->flops_tflop, seg->hbm_gb,
+                seg->act_gb);
+        return SIM_OK;
+    }
+    double step_s[MODEL_MAX_COLLS] = {0.0};
+    int rc = flush(b);
+    for (int c = 0; c < nc && !rc && s->fixed_group[g]; c++) {
+        const model_coll_t *mc = &ps->colls[c];
+        rc = step_fixed_time(s, g, mc->op, mc->volume_gb * 1e9, 0, &step_s[c]);
+        step_s[c] /= steps;
+    }
+    for (int k = 0; k < n && !rc; k++) {
+        /* ring: step k + 1 is issued before piece k (it needs only the steps before it); pipelined:
+         * piece k, then its chunk */
+        if (!ring && (rc = overlap_piece(b, seg, block, k == n - 1)))
+            break;
+        for (int c = 0; c < nc && !rc && (ring ? k + 1 < n : !bulk || k == 0); c++) {
+            const model_coll_t *mc = &ps->colls[c];
+            const double bytes = mc->volume_gb * 1e9 / steps;
+            rc = s->fixed_group[g] ? fixed_ops(b, g, mc->op, bytes, step_s[c], STEP_STREAM_TP, it->pass,
+                                               it->chunk, it->microbatch, ops)
+                                   : real_colls(b, g, mc->op, bytes, 0, STEP_STREAM_TP, it->pass, it->chunk,
+                                                it->microbatch, ops);
+            /* the first of a step or chunk waits for what starts it; the rest follow in stream order */
+            for (int32_t j = 0; j < b->n && !rc && c == 0 && (!ring || k == 0); j++) {
+                rc = depend(b, ops[j], b->tail[j]);
+                if (!rc && ring)
+                    rc = depend(b, ops[j], b->pend[j]);
+                if (!rc && ring)
+                    rc = depend(b, ops[j], b->tail2[j]);
+            }
+        }
+        if (!rc && ring) {
+            if ((rc = overlap_piece(b, seg, block, k == n - 1)))
+                break;
+            for (int32_t j = 0; j < b->n && k + 1 < n; j++)
+                b->tail2[j] = ops[j]; /* piece k + 1 waits for step k + 1 */
+        }
+    }
+    for (int32_t j = 0; j < b->n && !rc && !ring; j++)
+        b->tail2[j] = ops[j]; /* the last chunk ends the segment */
+    return rc;
+}
+
 /* ---- data parallelism -------------------------------------------------------------------------------- */
 
 /* The all-gather of a part's weights (weights_gb) before its first forward (sharded). */
@@ -459,6 +534,9 @@ static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
                             ops);
             break;
         }
+        case STEP_SEG_OVERLAP:
+            rc = overlap_seg(b, seg, ps, block, it, fixed_s[k], ops);
+            break;
         case STEP_SEG_SUMMA: {
             const int fixed = s->fixed_group[STEP_GROUP_TP] && s->fixed_group[STEP_GROUP_CP];
             rc = fixed ? summa_fixed(b, seg, ps, block, it, fixed_s[k], ops)
@@ -863,6 +941,17 @@ static int precompute(step_t *s) {
                     const step_group_t g = step_group_of(c->group);
                     if (s->fixed_group[g])
                         rc = step_fixed_time(s, g, c->op, c->volume_gb * 1e9, 0, &fixed_s[k]);
+                } else if (seg->kind == STEP_SEG_OVERLAP) { /* the exposed part, for microbatch granularity */
+                    double t = 0.0;
+                    for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS && !rc; c++) {
+                        const model_coll_t *mc = &ps->colls[c];
+                        const step_group_t g = step_group_of(mc->group);
+                        double tc = 0.0;
+                        if (s->fixed_group[g])
+                            rc = step_fixed_time(s, g, mc->op, mc->volume_gb * 1e9, 0, &tc);
+                        t += tc;
+                    }
+                    fixed_s[k] = model_overlap_exposed_s(seg->overlap, seg->chunks, t, seg->dur_s);
                 } else if (seg->kind == STEP_SEG_SUMMA && s->fixed_group[STEP_GROUP_TP] &&
                            s->fixed_group[STEP_GROUP_CP]) {
                     double p0 = 0.0, sum = 0.0, comm_end = 0.0, g_end = 0.0;
@@ -980,6 +1069,9 @@ static double block_ops(const step_t *s, step_part_t part, int pass, const int f
         } else if (seg->kind == STEP_SEG_COLL) {
             const int f = fixed[step_group_of(ps->colls[seg->coll].group)];
             ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : 1.0;
+        } else if (seg->kind == STEP_SEG_OVERLAP) {
+            const int f = fixed[step_group_of(ps->colls[seg->coll].group)];
+            ops += f && gran == STEP_GRANULARITY_MICROBATCH ? 0.0 : (1.0 + ps->n_colls) * seg->chunks;
         } else {
             const int f = fixed[STEP_GROUP_TP] && fixed[STEP_GROUP_CP];
             ops += f ? 2.0 : (nb + 1.0) * ps->n_colls + nb;

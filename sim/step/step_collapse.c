@@ -421,7 +421,18 @@ static int count_plan(const step_t *s, step_part_t part, int pass, int64_t times
         const step_seg_t *seg = &plan->seg[k];
         const model_layer_t *ly = step_layer(s, seg->layer0);
         const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
-        if (seg->kind == STEP_SEG_COLL) {
+        if (seg->kind == STEP_SEG_OVERLAP) { /* in chunks: the same bytes as the whole collectives */
+            for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
+                const model_coll_t *mc = &ps->colls[c];
+                const step_group_t g = step_group_of(mc->group);
+                if (!s->fixed_group[g])
+                    continue;
+                const int32_t key = key_find(s, g, mc->op, mc->volume_gb * 1e9, 0);
+                if (key < 0)
+                    return 1;
+                count[key] += times;
+            }
+        } else if (seg->kind == STEP_SEG_COLL) {
             const model_coll_t *c = &ps->colls[seg->coll];
             const step_group_t g = step_group_of(c->group);
             if (!s->fixed_group[g])

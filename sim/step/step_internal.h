@@ -31,17 +31,27 @@ typedef enum step_group {
 
 /* ---- plans ------------------------------------------------------------------------------------ */
 
-typedef enum step_seg_kind { STEP_SEG_COMPUTE, STEP_SEG_COLL, STEP_SEG_SUMMA } step_seg_kind_t;
+typedef enum step_seg_kind {
+    STEP_SEG_COMPUTE,
+    STEP_SEG_COLL,
+    STEP_SEG_SUMMA,
+    STEP_SEG_OVERLAP
+} step_seg_kind_t;
 
 /* One step of a block's forward or backward pass, in execution order. COMPUTE: layers
  * [layer0..layer1] (in pass order) merged; COLL: collective `coll` of layer `layer0`, after that
  * layer's compute; SUMMA: a SUMMA layer (its compute `dur_s` = max(comp, mem) and its collectives
- * per panel). */
+ * per panel); OVERLAP: a layer whose collectives (all of one group; `coll` 0 is the first) run in
+ * chunks under it (tensor-parallel overlap, the context-parallel ring; model_overlap_t: its compute
+ * in `chunks` pieces, a ring exchange's chunks - 1 steps before pieces 1.., or a pipelined chunk after
+ * every piece; a step or chunk holds every collective's share, in order). */
 typedef struct step_seg {
     step_seg_kind_t kind;
     int layer0, layer1;
-    int coll; /* COLL: index into the pass's colls */
+    int coll; /* COLL, OVERLAP: index into the pass's colls */
     double dur_s, flops_tflop, hbm_gb, act_gb;
+    int chunks;              /* OVERLAP: pieces of the GEMM */
+    model_overlap_t overlap; /* OVERLAP: MODEL_OVERLAP_RING or MODEL_OVERLAP_PIPELINE */
 } step_seg_t;
 
 #define STEP_MAX_SEGS 256

@@ -1,8 +1,9 @@
 /* step_plan.c - the forward and backward pass of a run of layers (a block, the embedding, the output
  * layers) as a plan: runs of layers without communication merged into one compute segment (comp_s +
  * mem_exposed_s each, the roofline time), each collective of a layer after that layer's compute, and
- * SUMMA layers (whose panel broadcasts overlap their GEMM) as segments of their own. The backward
- * pass visits the layers in reverse. */
+ * SUMMA layers (whose panel broadcasts overlap their GEMM) and GEMMs whose tensor-parallel collective
+ * runs in chunks under them (training.tp_comm_overlap) as segments of their own. The backward pass
+ * visits the layers in reverse. */
 #include "step_internal.h"
 
 step_group_t step_group_of(model_group_t g) {
@@ -50,14 +51,25 @@ void step_plan_build(const model_layer_t *layers, int n_layers, int id0, double 
             const double dur = ps->comp_s + ps->mem_exposed_s;
             if (ly->summa_overlap && ps->n_colls > 0) {
                 flush(p, &acc, &open);
-                const step_seg_t seg = {STEP_SEG_SUMMA,    i, i, -1, dur, ps->flops_tflop, ps->hbm_gb,
-                                        ly->activations_gb};
+                const step_seg_t seg = {
+                    STEP_SEG_SUMMA,    i, i, -1, dur, ps->flops_tflop, ps->hbm_gb, ly->activations_gb, 0,
+                    MODEL_OVERLAP_NONE};
+                if (p->n < STEP_MAX_SEGS)
+                    p->seg[p->n++] = seg;
+                continue;
+            }
+            if (ps->overlap != MODEL_OVERLAP_NONE && ps->n_colls >= 1 && ps->chunks > 1) {
+                flush(p, &acc, &open);
+                const step_seg_t seg = {
+                    STEP_SEG_OVERLAP, i,          i, 0, dur, ps->flops_tflop, ps->hbm_gb, ly->activations_gb,
+                    (int)ps->chunks,  ps->overlap};
                 if (p->n < STEP_MAX_SEGS)
                     p->seg[p->n++] = seg;
                 continue;
             }
             if (!open) {
-                const step_seg_t start = {STEP_SEG_COMPUTE, i, i, -1, 0.0, 0.0, 0.0, 0.0};
+                const step_seg_t start = {STEP_SEG_COMPUTE,  i, i, -1, 0.0, 0.0, 0.0, 0.0, 0,
+                                          MODEL_OVERLAP_NONE};
                 acc = start;
                 open = 1;
             }
@@ -70,7 +82,7 @@ void step_plan_build(const model_layer_t *layers, int n_layers, int id0, double 
                 continue;
             flush(p, &acc, &open);
             for (int c = 0; c < ps->n_colls && c < MODEL_MAX_COLLS; c++) {
-                const step_seg_t seg = {STEP_SEG_COLL, i, i, c, 0.0, 0.0, 0.0, 0.0};
+                const step_seg_t seg = {STEP_SEG_COLL, i, i, c, 0.0, 0.0, 0.0, 0.0, 0, MODEL_OVERLAP_NONE};
                 if (p->n < STEP_MAX_SEGS)
                     p->seg[p->n++] = seg;
             }

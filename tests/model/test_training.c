@@ -321,9 +321,17 @@ static void test_reference_ignores_training(void **state) {
     model_job_t j = megatron_job(MODEL_COMPAT_REFERENCE);
     static model_estimate_t plain, opts;
     estimate(&j, &plain);
-    j.training = (model_training_t){
-        MODEL_RECOMPUTE_FULL, MODEL_SEQPAR_OFF,   MODEL_ATTENTION_MATERIALIZED, MODEL_DP_ALLREDUCE, 1, 1, 5,
-        MODEL_GRAD_ACCUM_ADD, MODEL_PRECISION_FP8};
+    j.training = (model_training_t){MODEL_RECOMPUTE_FULL,
+                                    MODEL_SEQPAR_OFF,
+                                    MODEL_ATTENTION_MATERIALIZED,
+                                    MODEL_DP_ALLREDUCE,
+                                    1,
+                                    1,
+                                    5,
+                                    MODEL_GRAD_ACCUM_ADD,
+                                    MODEL_PRECISION_FP8,
+                                    1,
+                                    MODEL_CP_RING};
     j.model.vocab = 0; /* not even checked */
     estimate(&j, &opts);
     assert_true(plain.summary.iteration_time_s == opts.summary.iteration_time_s);
@@ -410,7 +418,9 @@ static void test_all_options_2d_seqp(void **state) {
                                     1,
                                     2,
                                     MODEL_GRAD_ACCUM_ADD,
-                                    MODEL_PRECISION_BF16};
+                                    MODEL_PRECISION_BF16,
+                                    1,
+                                    MODEL_CP_RING};
     static model_estimate_t e;
     estimate(&j, &e);
     assert_identity(&e.summary);

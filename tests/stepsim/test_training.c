@@ -207,11 +207,93 @@ static void test_errors(void **state) {
     cli_expect_error("reference file", a8, N(a8), 2, f_reff, N(f_reff));
 }
 
+/* --tp-comm-overlap and training.tp_comm_overlap: the file and the options give the hand-built job's
+ * time, faster than without the overlap; the config says so (text and JSON), off leaves no trace;
+ * run's simulated step stays within 1% of it; misuse is one line, exit 2. */
+static void test_tp_comm_overlap(void **state) {
+    (void)state;
+    model_job_t j;
+    memset(&j, 0, sizeof j);
+    assert_int_equal(model_transformer_preset("GPT-18B", &j.model), MODEL_OK);
+    assert_int_equal(model_system_preset("DGX-H100", &j.system), MODEL_OK);
+    j.gpus = 64;
+    j.global_batch = 64;
+    j.par = (model_parallel_t){MODEL_STRATEGY_1D, 4, 8, 8, 1, 2, 1, 1, 8, 1, 1, 1};
+    j.training.recompute = MODEL_RECOMPUTE_SELECTIVE;
+    j.training.embedding = 1;
+    j.training.optimizer_step = 1;
+    j.training.tp_comm_overlap = 1;
+    assert_int_equal(model_job_check(&j, NULL), MODEL_OK);
+    model_job_t off = j;
+    off.training.tp_comm_overlap = 0;
+    const double want = iteration_s(&j);
+    assert_true(want < iteration_s(&off));
+    char file[256];
+    snprintf(file, sizeof file, "%s/scenarios/tp_overlap_h100.json", STEPSIM_FIXTURE_DIR);
+    const char *const a[] = {"estimate", file, "--json"};
+    const char *const b[] = {"estimate",  "--model",
+                             "GPT-18B",   "--system",
+                             "DGX-H100",  "--gpus",
+                             "64",        "--gbs",
+                             "64",        "--tp",
+                             "8",         "--pp",
+                             "2",         "--recompute",
+                             "selective", "--embedding",
+                             "on",        "--optimizer-step",
+                             "on",        "--tp-comm-overlap",
+                             "on",        "--json"};
+    const char *const c[] = {"estimate", file, "--tp-comm-overlap", "off", "--json"};
+    cJSON *ja = cli_run_json(a, N(a)), *jb = cli_run_json(b, N(b)), *jc = cli_run_json(c, N(c));
+    assert_rel(cli_json_num(ja, "iteration_time_s"), want, 1e-12);
+    assert_rel(cli_json_num(jb, "iteration_time_s"), want, 1e-12);
+    assert_rel(cli_json_num(jc, "iteration_time_s"), iteration_s(&off), 1e-12);
+    const cJSON *ta =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ja, "config"), "training");
+    const cJSON *tc =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jc, "config"), "training");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ta, "tp_comm_overlap")));
+    assert_null(cJSON_GetObjectItemCaseSensitive(tc, "tp_comm_overlap"));
+    cJSON_Delete(ja);
+    cJSON_Delete(jb);
+    cJSON_Delete(jc);
+    const char *const t[] = {"estimate", file};
+    cli_run_t rt = cli_run_argv(N(t), t);
+    assert_int_equal(rt.rc, 0);
+    assert_non_null(strstr(rt.out, "tp comm overlap on (chunked under the GEMMs)"));
+    free(rt.out);
+    free(rt.err);
+    /* the simulated step, analytic communication */
+    const char *const r[] = {
+        "run", file, "--comm", "analytic", "--granularity", "layer", "--optimizer-step", "on", "--json"};
+    cJSON *jr = cli_run_json(r, N(r));
+    assert_rel(cli_json_num(jr, "step_time_s"), want, 0.01);
+    cJSON_Delete(jr);
+    static const char *const f_2d[] = {
+        "--tp-comm-overlap: on; tensor-parallel communication overlap needs strategy 1d or 2d-seqp"};
+    static const char *const f_sp[] = {
+        "--tp-comm-overlap: on; tensor-parallel communication overlap needs sequence parallelism on"};
+    static const char *const f_full[] = {"--tp-comm-overlap: on; not modelled with full recomputation",
+                                         "allowed: recompute none or selective"};
+    static const char *const f_ref[] = {"--tp-comm-overlap: the reference model has no training options"};
+    static const char *const f_val[] = {"--tp-comm-overlap: \"2\" is not a value of training.tp_comm_overlap",
+                                        "allowed: on, off"};
+    static const char *const e1[] = {"estimate", "--strategy",        "2d", "--tp1", "4", "--tp2",
+                                     "2",        "--tp-comm-overlap", "on"};
+    static const char *const e2[] = {"estimate", "--sequence-parallel", "off", "--tp-comm-overlap", "on"};
+    static const char *const e3[] = {"run", "--recompute", "full", "--tp-comm-overlap", "on"};
+    static const char *const e4[] = {"estimate", "--compat", "reference", "--tp-comm-overlap", "on"};
+    static const char *const e5[] = {"estimate", "--tp-comm-overlap", "2"};
+    cli_expect_error("2d", e1, N(e1), 2, f_2d, N(f_2d));
+    cli_expect_error("sequence parallelism", e2, N(e2), 2, f_sp, N(f_sp));
+    cli_expect_error("full recomputation", e3, N(e3), 2, f_full, N(f_full));
+    cli_expect_error("reference", e4, N(e4), 2, f_ref, N(f_ref));
+    cli_expect_error("value", e5, N(e5), 2, f_val, N(f_val));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_and_options),
-        cmocka_unit_test(test_search),
-        cmocka_unit_test(test_run_and_compare),
+        cmocka_unit_test(test_tp_comm_overlap), cmocka_unit_test(test_file_and_options),
+        cmocka_unit_test(test_search),          cmocka_unit_test(test_run_and_compare),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

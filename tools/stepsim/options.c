@@ -75,6 +75,14 @@ static const cli_option_t OPTIONS[] = {
      "corrected: bf16, or fp8 (Transformer Engine: the block's GEMMs at the system's FP8 peak, cast "
      "kernels, FP8 weight copies; needs a system with an FP8 peak)",
      SCN},
+    {"--tp-comm-overlap", "on|off", JOB, "off",
+     "corrected, 1d/2d-seqp: tensor-parallel all-gathers and reduce-scatters in chunks under the GEMMs "
+     "(Megatron-Core/Transformer Engine --tp-comm-overlap)",
+     SCN},
+    {"--cp-comm", "M", JOB, "allgather",
+     "corrected, 2d-seqp: K and V all-gathered before the attention, or ring (Megatron-Core: passed "
+     "around the context-parallel ranks under it)",
+     SCN},
     {"--topology", "NAME|FILE|JSON", JOB | T | C, "the scenario's, else ideal",
      "network (scenario: topology): a preset; a shortcut sized to the job (fat-tree, fat-tree-2:1, "
      "rail, dragonfly, dragonfly-ugal); a kind with its defaults (ideal, rail-optimized, torus); a "
@@ -404,7 +412,8 @@ static void tail_job(FILE *out) {
         "   \"global_batch\": N, \"parallel\": {strategy, dp, tp, tp1, tp2, pp, mbs, nb,\n"
         "   nv: {tp, tp1, tp2, dp, pp}}, \"compat\": \"reference\"|\"corrected\", \"training\":\n"
         "   {recompute, sequence_parallel (bool), attention, embedding (bool), optimizer_step (bool),\n"
-        "   interleave, dp_comm, grad_accumulation, precision} (corrected only), \"topology\": ..}\n"
+        "   interleave, dp_comm, grad_accumulation, precision, tp_comm_overlap (bool), cp_comm} (corrected\n"
+        "   only), \"topology\": ..}\n"
         "  Units: TFLOP/s, GB/s, GB, seconds.\n");
     print_presets(out);
 }

@@ -167,7 +167,8 @@ static int has_training(const model_job_t *job) {
     const model_training_t *t = &job->training;
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (t->recompute || t->sequence_parallel || t->attention || t->embedding || t->optimizer_step ||
-            t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision);
+            t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision || t->tp_comm_overlap ||
+            t->cp_comm);
 }
 
 /* "training": every field, when any is set. */
@@ -185,6 +186,10 @@ static void training_json(json_writer_t *w, const model_job_t *job) {
     json_string(w, "dp_comm", model_dp_comm_name(t->dp_comm));
     json_string(w, "grad_accumulation", model_grad_accum_name(t->grad_accumulation));
     json_string(w, "precision", model_precision_name(t->precision));
+    if (t->tp_comm_overlap) /* only when on, so that outputs without it stay as they were */
+        json_bool(w, "tp_comm_overlap", 1);
+    if (t->cp_comm != MODEL_CP_ALLGATHER) /* likewise */
+        json_string(w, "cp_comm", model_cp_comm_name(t->cp_comm));
     json_close_object(w);
 }
 
@@ -263,6 +268,11 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
     if (has_training(job) && t->precision != MODEL_PRECISION_BF16)
         fprintf(f, "precision: %s (Transformer Engine: the block's GEMMs at %.6g TFLOP/s)\n",
                 model_precision_name(t->precision), model_peak_tflop_per_s(&job->system, t->precision));
+    if (has_training(job) && t->tp_comm_overlap)
+        fprintf(f, "          tp comm overlap on (chunked under the GEMMs)\n");
+    if (has_training(job) && t->cp_comm != MODEL_CP_ALLGATHER)
+        fprintf(f, "          cp comm %s (K and V passed around the context-parallel ranks)\n",
+                model_cp_comm_name(t->cp_comm));
 }
 
 void output_trace_json(json_writer_t *w, const char *file, const trace_writer_stats_t *st) {

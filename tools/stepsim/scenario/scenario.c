@@ -121,6 +121,8 @@ static const struct {
     [SCN_DP_COMM] = {"training.dp_comm", "--dp-comm"},
     [SCN_GRAD_ACCUM] = {"training.grad_accumulation", "--grad-accumulation"},
     [SCN_PRECISION] = {"training.precision", "--precision"},
+    [SCN_TP_COMM_OVERLAP] = {"training.tp_comm_overlap", "--tp-comm-overlap"},
+    [SCN_CP_COMM] = {"training.cp_comm", "--cp-comm"},
     [SCN_TOPOLOGY] = {"topology", "--topology"},
 };
 

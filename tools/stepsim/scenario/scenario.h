@@ -89,6 +89,8 @@ typedef enum scenario_field {
     SCN_DP_COMM,
     SCN_GRAD_ACCUM,
     SCN_PRECISION,
+    SCN_TP_COMM_OVERLAP,
+    SCN_CP_COMM,
     SCN_TOPOLOGY,
     SCN_FIELD_COUNT
 } scenario_field_t;

@@ -25,6 +25,8 @@ static const struct {
     {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap"},
     {SCN_GRAD_ACCUM, "grad_accumulation", "fused, add"},
     {SCN_PRECISION, "precision", "bf16, fp8"},
+    {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
+    {SCN_CP_COMM, "cp_comm", "allgather, ring"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -67,6 +69,8 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
         return model_attention_parse(text, &t->attention) == MODEL_OK;
     case SCN_DP_COMM:
         return model_dp_comm_parse(text, &t->dp_comm) == MODEL_OK;
+    case SCN_CP_COMM:
+        return model_cp_comm_parse(text, &t->cp_comm) == MODEL_OK;
     case SCN_GRAD_ACCUM:
         return model_grad_accum_parse(text, &t->grad_accumulation) == MODEL_OK;
     case SCN_PRECISION:
@@ -80,6 +84,9 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
         return b >= 0;
     case SCN_OPTIMIZER_STEP:
         t->optimizer_step = b;
+        return b >= 0;
+    case SCN_TP_COMM_OVERLAP:
+        t->tp_comm_overlap = b;
         return b >= 0;
     case SCN_INTERLEAVE:
         return positive(text, &t->interleave);
