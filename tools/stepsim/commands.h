@@ -195,4 +195,10 @@ typedef struct collective_result {
 int cmd_compare(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 int cmd_waterfall(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 
+/* The trace arguments of one of step's operations (trace_writer's op_args callback): pass,
+ * microbatch, stage, collective, group, FLOPs and bytes, and for a compute operation a name such as
+ * "fwd mb 3 block 5 qkv..fc2" written into name[0..name_size). Returns 0. */
+int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args_t *out, char *name,
+                      size_t name_size);
+
 #endif

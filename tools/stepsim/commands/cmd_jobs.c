@@ -178,22 +178,7 @@ typedef struct jobs_trace {
 static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
     jobs_trace_t *c = ctx;
     const int32_t j = step_fabric_job_of_gpu(c->fabric, op->gpu);
-    step_op_t m;
-    if (j < 0 || step_op(step_fabric_step(c->fabric, j), op->op, &m) != SIM_OK)
-        return 0;
-    out->pass = m.pass;
-    out->microbatch = m.microbatch;
-    out->stage = m.stage;
-    out->collective = m.collective;
-    out->group = m.group;
-    if (m.kind == STEP_OP_COMPUTE || m.kind == STEP_OP_OPTIMIZER) {
-        out->flops = m.flops_tflop * 1e12;
-        out->bytes = m.hbm_gb * 1e9;
-        out->layer = m.first_layer;
-    } else {
-        out->bytes = m.comm_gb * 1e9;
-    }
-    return 0;
+    return j < 0 ? 0 : cmd_trace_op_args(step_fabric_step(c->fabric, j), op, out, c->name, sizeof c->name);
 }
 
 static void link_name(void *ctx, int32_t link, char *buf, size_t size) {

@@ -128,10 +128,10 @@ typedef struct trace_ctx {
     char name[160];
 } trace_ctx_t;
 
-static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
-    trace_ctx_t *c = ctx;
+int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args_t *out, char *name,
+                      size_t name_size) {
     step_op_t m;
-    if (step_op(c->step, op->op, &m) != SIM_OK)
+    if (step_op(step, op->op, &m) != SIM_OK)
         return 0;
     out->pass = m.pass;
     out->microbatch = m.microbatch;
@@ -144,20 +144,25 @@ static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
         out->layer = m.first_layer;
         if (m.kind == STEP_OP_COMPUTE) {
             if (m.n_blocks > 1)
-                snprintf(c->name, sizeof c->name, "%s mb %d blocks %d-%d", m.pass, m.microbatch,
-                         m.first_block, m.first_block + m.n_blocks - 1);
+                snprintf(name, name_size, "%s mb %d blocks %d-%d", m.pass, m.microbatch, m.first_block,
+                         m.first_block + m.n_blocks - 1);
             else if (m.first_layer && m.last_layer && strcmp(m.first_layer, m.last_layer) != 0)
-                snprintf(c->name, sizeof c->name, "%s mb %d block %d %s..%s", m.pass, m.microbatch,
-                         m.first_block, m.first_layer, m.last_layer);
+                snprintf(name, name_size, "%s mb %d block %d %s..%s", m.pass, m.microbatch, m.first_block,
+                         m.first_layer, m.last_layer);
             else
-                snprintf(c->name, sizeof c->name, "%s mb %d block %d %s", m.pass, m.microbatch, m.first_block,
+                snprintf(name, name_size, "%s mb %d block %d %s", m.pass, m.microbatch, m.first_block,
                          m.first_layer ? m.first_layer : "");
-            out->name = c->name;
+            out->name = name;
         }
     } else {
         out->bytes = m.comm_gb * 1e9;
     }
     return 0;
+}
+
+static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
+    trace_ctx_t *c = ctx;
+    return cmd_trace_op_args(c->step, op, out, c->name, sizeof c->name);
 }
 
 static void link_name(void *ctx, int32_t link, char *buf, size_t size) {
