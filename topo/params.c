@@ -222,6 +222,10 @@ static const topo_preset_t PRESETS[] = {
     {"dgx-b200-superpod", "DGX B200 SuperPOD: SUs of 32 nodes, 8 NDR rails, radix 64 (4096 GPUs)"},
     {"perlmutter", "Perlmutter GPU partition: Slingshot dragonfly, 14 groups of 128 4-GPU nodes"},
     {"frontier", "Frontier: Slingshot dragonfly, 74 groups of 128 nodes (8 GCDs, 4 NICs each)"},
+    {"gb200-nvl72-superpod", "GB200 NVL72 racks (72-GPU NVLink domains), a 400 Gb/s NDR NIC per GPU, "
+                             "non-blocking radix-64 fat-tree (576 GPUs)"},
+    {"gb300-nvl72-superpod", "GB300 NVL72 racks (72-GPU NVLink domains), an 800 Gb/s XDR NIC per GPU, "
+                             "non-blocking radix-144 fat-tree (576 GPUs)"},
 };
 
 const char *topo_preset_name(size_t index) {
@@ -265,6 +269,47 @@ static void slingshot_preset(topo_params_t *p, const char *node, int64_t gpus, i
     p->gpus = gpus;
 }
 
+/* The fewest d dividing n with count * (n / d) <= radix (n itself if none is smaller). */
+static int64_t fewest_dividing(int64_t n, int64_t count, int64_t radix) {
+    for (int64_t d = 1; d < n; d++)
+        if (n % d == 0 && count * (n / d) <= radix)
+            return d;
+    return n;
+}
+
+/* NVL72 racks: every rack is one 72-GPU NVLink domain (node preset nvl72) and each GPU has its own
+ * NIC into a non-blocking fat-tree of radix-port switches, half the ports down and half up, sized
+ * to the GPUs: 2 tiers while the leaves fit on one spine's ports, else pods of radix/2 leaves and
+ * radix/2 spines under core planes. Leaves and spines use the fewest switches whose ports suffice,
+ * each leaf (spine) with equally many cables to every spine (core) it reaches. Beyond radix pods
+ * the cores lack ports and the check names switch_radix. */
+static void nvl72_preset(topo_params_t *p, int64_t radix, topo_tech_t network, int64_t gpus) {
+    topo_params_init(p, TOPO_KIND_FAT_TREE);
+    topo_node_preset("nvl72", &p->node);
+    topo_params_set_network(p, network);
+    p->switch_radix = radix;
+    p->gpus = gpus;
+    int64_t half = radix / 2, endpoints = gpus / p->node.gpus_per_node * p->node.nics_per_node;
+    int64_t leaves = (endpoints + half - 1) / half;
+    topo_fat_tree_params_t *f = &p->fat_tree;
+    memset(f, 0, sizeof *f);
+    f->endpoints_per_leaf = half;
+    if (leaves <= radix) {
+        f->tiers = 2;
+        f->leaves = leaves < 1 ? 1 : leaves;
+        f->spines = fewest_dividing(half, f->leaves, radix);
+        f->links_per_leaf_spine = half / f->spines;
+        return;
+    }
+    f->tiers = 3;
+    f->leaves_per_pod = half;
+    f->spines_per_pod = half;
+    f->links_per_leaf_spine = 1;
+    f->pods = (leaves + half - 1) / half;
+    f->cores_per_spine = fewest_dividing(half, f->pods, radix);
+    f->links_per_spine_core = half / f->cores_per_spine;
+}
+
 int topo_params_preset(const char *name, int64_t gpus, topo_params_t *out) {
     if (!name)
         return TOPO_EINVAL;
@@ -282,6 +327,12 @@ int topo_params_preset(const char *name, int64_t gpus, topo_params_t *out) {
         slingshot_preset(out, "perlmutter-gpu", gpus ? gpus : 1792 * 4, 22);
     else if (strcmp(name, "frontier") == 0)
         slingshot_preset(out, "frontier-node", gpus ? gpus : 9408 * 8, 4);
+    else if (strcmp(name, "gb200-nvl72-superpod") == 0)
+        /* ConnectX-7 at 400 Gb/s on NDR InfiniBand, Quantum-2 switches of 64 ports */
+        nvl72_preset(out, 64, TOPO_TECH_IB_NDR, gpus ? gpus : 576);
+    else if (strcmp(name, "gb300-nvl72-superpod") == 0)
+        /* ConnectX-8 at 800 Gb/s on XDR InfiniBand, Quantum-X800 switches of 144 ports */
+        nvl72_preset(out, 144, TOPO_TECH_IB_XDR, gpus ? gpus : 576);
     else
         return TOPO_EINVAL;
     snprintf(out->name, sizeof out->name, "%s", name);
