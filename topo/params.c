@@ -222,10 +222,10 @@ static const topo_preset_t PRESETS[] = {
     {"dgx-b200-superpod", "DGX B200 SuperPOD: SUs of 32 nodes, 8 NDR rails, radix 64 (4096 GPUs)"},
     {"perlmutter", "Perlmutter GPU partition: Slingshot dragonfly, 14 groups of 128 4-GPU nodes"},
     {"frontier", "Frontier: Slingshot dragonfly, 74 groups of 128 nodes (8 GCDs, 4 NICs each)"},
-    {"gb200-nvl72-superpod", "GB200 NVL72 racks (72-GPU NVLink domains), a 400 Gb/s NDR NIC per GPU, "
-                             "non-blocking radix-64 fat-tree (576 GPUs)"},
-    {"gb300-nvl72-superpod", "GB300 NVL72 racks (72-GPU NVLink domains), an 800 Gb/s XDR NIC per GPU, "
-                             "non-blocking radix-144 fat-tree (576 GPUs)"},
+    {"gb200-nvl72-superpod",
+     "GB200 NVL72: racks of 72 NVLink GPUs, a 400 Gb/s NDR NIC per GPU, radix-64 fat-tree (576 GPUs)"},
+    {"gb300-nvl72-superpod",
+     "GB300 NVL72: racks of 72 NVLink GPUs, an 800 Gb/s XDR NIC per GPU, radix-144 fat-tree (576 GPUs)"},
 };
 
 const char *topo_preset_name(size_t index) {
