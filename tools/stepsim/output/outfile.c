@@ -176,9 +176,9 @@ int outfile_commit(outfile_t *of, cli_diag_t *d) {
     g_live[of->slot] = 0;
     unblock(&old);
     of->slot = -1;
-    if (!renamed)
-        return cli_fail(d, CLI_ERUNTIME, "%s %s: cannot rename into place: %s", of->option, of->path,
-                        strerror(e));
+    if (!renamed) /* a destination that is a directory is bad input; anything else a failure */
+        return cli_fail(d, e == EISDIR ? CLI_EUSAGE : CLI_ERUNTIME, "%s %s: cannot rename into place: %s",
+                        of->option, of->path, strerror(e));
     return CLI_OK;
 }
 

@@ -16,7 +16,8 @@
  *   output files are written by the main thread only.
  * - Errors (one line in d, naming the option and the destination): a temporary file that cannot be
  *   created (missing or unwritable directory, path too long, every slot in use) is CLI_EUSAGE (exit
- *   2); a failed write, sync or rename is CLI_ERUNTIME (exit 1).
+ *   2), and so is a destination that is a directory; a failed write, sync or rename is CLI_ERUNTIME
+ *   (exit 1).
  */
 #ifndef STEPSIM_OUTFILE_H
 #define STEPSIM_OUTFILE_H
