@@ -149,7 +149,8 @@ static void test_uncreatable_target(void **state) {
     snprintf(file, sizeof file, "%s/plain", dir);
     put(file, "x");
     snprintf(in_missing, sizeof in_missing, "%s/missing/out.png", dir);
-    snprintf(under_file, sizeof under_file, "%s/plain/out.png", dir); /* a file as the directory (even root) */
+    snprintf(under_file, sizeof under_file, "%s/plain/out.png",
+             dir); /* a file as the directory (even root) */
     const char *targets[] = {in_missing, under_file};
     for (int t = 0; t < 2; t++) {
         const char *p = targets[t];

@@ -8,12 +8,9 @@
  * and aborts by default; this command installs the silent one before building (topo/ converts igraph's
  * codes into messages, so nothing but our one line reaches stderr).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <igraph.h>
 

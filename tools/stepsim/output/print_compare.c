@@ -1,14 +1,12 @@
 /* print_compare.c - what `stepsim compare` and the waterfall of `stepsim validate` print: the tables
  * as text, or one JSON object (the results of commands/compare.h); compare's --csv table and the
  * --plot files of both (gnuplot scripts with inline data, run by gnuplot). */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
