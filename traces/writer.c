@@ -52,7 +52,7 @@ typedef struct pair_state {
 
 struct trace_writer {
     FILE *f;
-    char *path, *tmp_path;
+    char *path;
     int32_t n_gpus, gpn, streams, n_nodes;
     int exact_ps;
     trace_op_args_fn op_args;
@@ -285,7 +285,7 @@ static void end_event(trace_writer_t *w) {
     if (w->status)
         return;
     if (fwrite(w->line, 1, (size_t)w->line_len, w->f) != (size_t)w->line_len || ferror(w->f))
-        fail(w, TRACE_EIO, "%s: write failed: %s", w->tmp_path, strerror(errno));
+        fail(w, TRACE_EIO, "%s: write failed: %s", w->path, strerror(errno));
     w->line_len = 0;
 }
 
@@ -763,7 +763,6 @@ static void writer_free(trace_writer_t *w) {
     if (!w)
         return;
     free(w->path);
-    free(w->tmp_path);
     free(w->scenario);
     free(w->ranks_text);
     free(w->gpu_on);
@@ -901,7 +900,6 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
     w->links_all = o->n_links == TRACE_LINKS_ALL;
     w->n_links_sel = o->n_links;
     w->path = strdup(path);
-    w->tmp_path = malloc(strlen(path) + 5);
     w->ranks_text = ranks_text(o->ranks);
     w->gpu_on = malloc((size_t)w->n_gpus);
     w->thread_named = calloc((size_t)w->n_gpus * (size_t)w->streams, 1);
@@ -913,10 +911,9 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
             const int32_t k = o->gpu_group(o->ctx, g);
             w->group[g] = k >= 0 && k < w->n_groups ? k : -1;
         }
-    if (!w->path || !w->tmp_path || !w->ranks_text || !w->gpu_on || !w->thread_named || !w->node_named ||
+    if (!w->path || !w->ranks_text || !w->gpu_on || !w->thread_named || !w->node_named ||
         (w->n_groups > 0 && !w->group))
         goto oom;
-    sprintf(w->tmp_path, "%s.tmp", path);
     for (int32_t g = 0; g < w->n_gpus; g++)
         w->gpu_on[g] = (uint8_t)(!o->ranks || trace_ranks_contains(o->ranks, g));
     if (o->scenario_json && !(w->scenario = strdup(o->scenario_json)))
@@ -932,9 +929,9 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
         for (int32_t i = 0; i < o->n_links; i++)
             w->link_on[o->links[i]] = 1;
     }
-    w->f = fopen(w->tmp_path, "w");
+    w->f = fopen(w->path, "w");
     if (!w->f) {
-        SET_ERR("%s: cannot create: %s", w->tmp_path, strerror(errno));
+        SET_ERR("%s: cannot create: %s", w->path, strerror(errno));
         writer_free(w);
         return TRACE_EIO;
     }
@@ -942,7 +939,7 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
     /* displayTimeUnit first: some Perfetto versions only look for it at the start of the file. */
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", w->f);
     if (ferror(w->f)) {
-        SET_ERR("%s: write failed: %s", w->tmp_path, strerror(errno));
+        SET_ERR("%s: write failed: %s", w->path, strerror(errno));
         trace_writer_abort(w);
         return TRACE_EIO;
     }
@@ -988,20 +985,18 @@ int trace_writer_close(trace_writer_t *w, char *err, size_t err_size) {
         if (!w->status) {
             put_metadata(w);
             if (fflush(w->f) != 0 || ferror(w->f))
-                fail(w, TRACE_EIO, "%s: write failed: %s", w->tmp_path, strerror(errno));
+                fail(w, TRACE_EIO, "%s: write failed: %s", w->path, strerror(errno));
             else if (fsync(fileno(w->f)) != 0)
-                fail(w, TRACE_EIO, "%s: sync failed: %s", w->tmp_path, strerror(errno));
+                fail(w, TRACE_EIO, "%s: sync failed: %s", w->path, strerror(errno));
         }
     }
     const int closed = fclose(w->f);
     w->f = NULL;
     if (!w->status && closed != 0)
-        fail(w, TRACE_EIO, "%s: close failed: %s", w->tmp_path, strerror(errno));
-    if (!w->status && rename(w->tmp_path, w->path) != 0)
-        fail(w, TRACE_EIO, "cannot rename %s to %s: %s", w->tmp_path, w->path, strerror(errno));
+        fail(w, TRACE_EIO, "%s: close failed: %s", w->path, strerror(errno));
     const int rc = w->status;
     if (rc) {
-        remove(w->tmp_path);
+        remove(w->path);
         SET_ERR("%s", w->errmsg);
     }
     writer_free(w);
@@ -1013,6 +1008,6 @@ void trace_writer_abort(trace_writer_t *w) {
         return;
     if (w->f)
         fclose(w->f);
-    remove(w->tmp_path);
+    remove(w->path);
     writer_free(w);
 }

@@ -119,7 +119,7 @@ static const error_case_t CASES[] = {
     {"zero_gpus", {"topo", "--gpus", "0"}, 2, {"--gpus: 0"}},
     {"unwritable_export",
      {"topo", "--topology", "fat-tree", "--graphml", "/nonexistent-dir/x.graphml"},
-     1,
+     2,
      {"--graphml /nonexistent-dir/x.graphml: cannot create"}},
 };
 

@@ -200,9 +200,6 @@ static void test_full_trace(void **state) {
     tt_build(&st);
     const trace_options_t o = tt_options(&st);
     tt_run(&st, path, &o);
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    assert_false(tt_exists(tmp));
 
     seen_t v;
     read_trace(path, &v);
@@ -412,18 +409,17 @@ static void test_args_drop(void **state) {
     free(path);
 }
 
-/* An interrupted run: abort removes the temporary file and leaves an existing PATH untouched. */
+/* An interrupted run: abort removes the file the writer was writing (replacing a destination
+ * atomically is the caller's; stepsim's output/outfile.c hands the writer a temporary file). */
 static void test_abort_leaves_no_file(void **state) {
     (void)state;
     char *path = tt_temp_path("abort");
-    char tmp[512], err[256];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char err[256];
     tt_step_t st;
     tt_build(&st);
     trace_options_t o = tt_options(&st);
     assert_int_equal(trace_writer_open(path, &o, &st.w, err, sizeof err), TRACE_OK);
-    assert_true(tt_exists(tmp));
-    assert_false(tt_exists(path));
+    assert_true(tt_exists(path));
     trace_writer_observer(st.w, &st.inner);
     const sim_observer_t outer = {.ctx = &st, .op_start = tt_obs_start, .op_end = tt_obs_end};
     sim_engine_set_observer(st.e, &outer);
@@ -433,27 +429,7 @@ static void test_abort_leaves_no_file(void **state) {
     assert_true(stats.complete_events > 0);
     trace_writer_abort(st.w);
     st.w = NULL;
-    assert_false(tt_exists(tmp));
     assert_false(tt_exists(path));
-    tt_free(&st);
-
-    /* An older trace at PATH survives an aborted rewrite. */
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("old", f);
-    fclose(f);
-    tt_build(&st);
-    o = tt_options(&st);
-    assert_int_equal(trace_writer_open(path, &o, &st.w, err, sizeof err), TRACE_OK);
-    trace_writer_observer(st.w, &st.inner);
-    sim_engine_set_observer(st.e, &outer);
-    assert_int_equal(sim_engine_run(st.e), SIM_OK);
-    trace_writer_abort(st.w);
-    st.w = NULL;
-    char *text = tt_slurp(path, NULL);
-    assert_string_equal(text, "old");
-    free(text);
-    assert_false(tt_exists(tmp));
     tt_free(&st);
     trace_writer_abort(NULL);
     assert_int_equal(trace_writer_close(NULL, NULL, 0), TRACE_OK);
@@ -473,8 +449,6 @@ static void expect_open_error(const char *path, const trace_options_t *o, int st
 static void test_open_errors(void **state) {
     (void)state;
     char *path = tt_temp_path("errors");
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     trace_options_t o;
     memset(&o, 0, sizeof o);
     expect_open_error(path, &o, TRACE_EINVAL, "n_gpus: 0 is not a positive GPU count");
@@ -507,9 +481,8 @@ static void test_open_errors(void **state) {
     expect_open_error("", &o, TRACE_EINVAL, "path: empty");
     expect_open_error(path, NULL, TRACE_EINVAL, "options");
     expect_open_error("/nonexistent-dir/stepsim/t.json", &o, TRACE_EIO,
-                      "/nonexistent-dir/stepsim/t.json.tmp: cannot create");
+                      "/nonexistent-dir/stepsim/t.json: cannot create");
     assert_false(tt_exists(path));
-    assert_false(tt_exists(tmp));
     free(path);
 }
 
@@ -575,8 +548,7 @@ static void test_empty_trace(void **state) {
 static void test_close_reports_run_error(void **state) {
     (void)state;
     char *path = tt_temp_path("mismatch");
-    char tmp[512], err[512];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char err[512];
     tt_step_t st;
     tt_build(&st);
     trace_options_t o = tt_options(&st);
@@ -592,7 +564,6 @@ static void test_close_reports_run_error(void **state) {
     if (!strstr(err, "stream 2 is outside the trace options (8 GPUs, 2 streams)"))
         fail_msg("unexpected error: %s", err);
     assert_false(tt_exists(path));
-    assert_false(tt_exists(tmp));
     tt_free(&st);
     free(path);
 }

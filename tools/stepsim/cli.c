@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "options.h"
+#include "outfile.h"
 #include "scenario.h"
 
 #ifndef STEPSIM_VERSION
@@ -162,6 +163,10 @@ static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) 
     return cli_fail(d, CLI_EUSAGE, "%.60s: unknown command%s%s%s; allowed: %s, --version", c,
                     s ? " (did you mean \"" : "", s ? s : "", s ? "\"?)" : "",
                     command_list(list, sizeof list));
+}
+
+void cli_install_signal_handlers(void) {
+    outfile_install_signal_handlers();
 }
 
 int cli_main(int argc, char **argv, FILE *out, FILE *err) {

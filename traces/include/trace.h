@@ -10,9 +10,10 @@
  *   operation id (8 bytes), O(point-to-point collectives) for pairing sends with receives, O(GPUs x
  *   streams) for naming threads, O(traced links) for counters; arrays grow geometrically, never
  *   one allocation per event.
- * - Files: trace_writer_open writes to PATH.tmp; trace_writer_close completes the JSON, syncs and
- *   renames it onto PATH, so an interrupted run never leaves a truncated PATH; trace_writer_abort
- *   (and a failed close) removes PATH.tmp.
+ * - Files: trace_writer_open creates (or truncates) PATH and writes to it; trace_writer_close
+ *   completes the JSON and syncs it; trace_writer_abort (and a failed close) removes PATH. Replacing
+ *   a destination atomically is the caller's: stepsim hands the writer a unique temporary file
+ *   beside the destination and renames it into place after a successful close.
  * - Layout of the trace: one process per node (pid = node + 1: Perfetto treats pid 0 and tid 0 as
  *   the kernel's idle task; with process groups, one per group and node, trace_options_t.n_groups), one
  * thread per GPU stream (tid = gpu x streams_per_gpu + stream + 1, unique over the whole trace, as Perfetto
@@ -140,10 +141,10 @@ typedef struct trace_options {
 
 typedef struct trace_writer trace_writer_t;
 
-/* Create PATH.tmp and write the trace's header. opt is copied (ranks, links and scenario text too;
+/* Create PATH and write the trace's header. opt is copied (ranks, links and scenario text too;
  * ctx and the callbacks are borrowed and must stay valid until close or abort). Return TRACE_OK and
  * *out; TRACE_EINVAL (bad option: err names it, e.g. "scenario_json: not a JSON object"), TRACE_EIO
- * (err names PATH.tmp and the system's reason) or TRACE_ENOMEM, with *out NULL and nothing left on
+ * (err names PATH and the system's reason) or TRACE_ENOMEM, with *out NULL and nothing left on
  * disk. */
 int trace_writer_open(const char *path, const trace_options_t *opt, trace_writer_t **out, char *err,
                       size_t err_size);
@@ -171,12 +172,11 @@ typedef struct trace_writer_stats {
 void trace_writer_stats(const trace_writer_t *w, trace_writer_stats_t *out);
 
 /* Flush pending counter samples, write "metadata" (the options, the event counts and the scenario),
- * sync, close and rename PATH.tmp onto PATH; then free w. Return TRACE_OK; or the first error of the
- * run or of closing (TRACE_EIO, TRACE_ENOMEM) with err explaining it, PATH.tmp removed and PATH
- * untouched. Accepts NULL (TRACE_OK). */
+ * sync and close PATH; then free w. Return TRACE_OK; or the first error of the run or of closing
+ * (TRACE_EIO, TRACE_ENOMEM) with err explaining it and PATH removed. Accepts NULL (TRACE_OK). */
 int trace_writer_close(trace_writer_t *w, char *err, size_t err_size);
 
-/* Close and remove PATH.tmp without touching PATH; free w. Accepts NULL. */
+/* Close and remove PATH; free w. Accepts NULL. */
 void trace_writer_abort(trace_writer_t *w);
 
 #endif

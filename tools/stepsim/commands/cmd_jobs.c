@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "jobs.h"
+#include "outfile.h"
 #include "print.h"
 #include "progress.h"
 #include "scenario_jobs.h"
@@ -173,6 +174,7 @@ typedef struct jobs_trace {
     const run_opts_t *o;
     cli_diag_t *d;
     char name[160];
+    outfile_t out; /* the trace's temporary file (out.slot -1: none) */
 } jobs_trace_t;
 
 static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
@@ -224,8 +226,15 @@ static int attach_trace(void *ctx, step_fabric_t *f) {
                                  .gpu_group = gpu_group,
                                  .group_name = group_name,
                                  .ctx = c};
-    rc = trace_writer_open(c->o->trace, &opt, &c->w, err, sizeof err);
+    rc = outfile_reserve(&c->out, "--trace", c->o->trace, c->d);
+    if (rc) {
+        trace_ranks_destroy(&ranks);
+        return rc;
+    }
+    rc = trace_writer_open(outfile_tmp_path(&c->out), &opt, &c->w, err, sizeof err);
     trace_ranks_destroy(&ranks);
+    if (rc)
+        outfile_discard(&c->out);
     if (rc)
         return cli_fail(c->d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--trace %s: %s", c->o->trace,
                         rc == TRACE_ENOMEM ? "out of memory" : err);
@@ -371,7 +380,7 @@ static int run_on(const scenario_t *scn, const topo_spec_t *spec, const char *wh
     free(owner);
     for (int32_t i = 0; !rc && i < r->n; i++)
         fj[i] = (step_fabric_job_t){&r->job[i].job, r->job[i].gpus, r->job[i].cfg};
-    jobs_trace_t tc = {r, topo, NULL, NULL, o, d, ""};
+    jobs_trace_t tc = {r, topo, NULL, NULL, o, d, "", {NULL, NULL, -1, NULL}};
     step_sim_options_t so;
     memset(&so, 0, sizeof so);
     so.step = r->cfg;
@@ -393,9 +402,10 @@ static int run_on(const scenario_t *scn, const topo_spec_t *spec, const char *wh
             trace_writer_abort(tc.w);
         else if (trace_writer_close(tc.w, err, sizeof err) != TRACE_OK)
             rc = cli_fail(d, CLI_ERUNTIME, "--trace %s: %s", o->trace, err);
-        else
+        else if ((rc = outfile_commit(&tc.out, d)) == CLI_OK)
             r->traced = 1;
     }
+    outfile_discard(&tc.out);
     for (int32_t i = 0; !rc && i < r->n; i++)
         r->job[i].res = r->sim.jobs[i];
     /* the baseline: each job alone on the same GPUs of the same topology */

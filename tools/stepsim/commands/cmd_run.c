@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "jobs.h"
 #include "print.h"
 #include "progress.h"
@@ -125,6 +126,7 @@ typedef struct trace_ctx {
     const step_t *step;
     const topo_t *topo;
     trace_writer_t *w;
+    outfile_t out; /* the trace's temporary file (out.slot -1: none) */
     char name[160];
 } trace_ctx_t;
 
@@ -232,13 +234,18 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
         .link_name = link_name,
         .op_args = op_args,
         .ctx = tc};
+    int reserved = CLI_OK;
     if ((topo && !links) || !scen)
         rc = TRACE_ENOMEM;
-    else
-        rc = trace_writer_open(path, &opt, &tc->w, err, sizeof err);
+    else if ((reserved = outfile_reserve(&tc->out, "--trace", path, d)) == CLI_OK)
+        rc = trace_writer_open(outfile_tmp_path(&tc->out), &opt, &tc->w, err, sizeof err);
     free(links);
     free(scen);
     trace_ranks_destroy(&ranks);
+    if (reserved)
+        return reserved; /* outfile_reserve said why */
+    if (rc)
+        outfile_discard(&tc->out);
     if (rc)
         return cli_fail(d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--trace %s: %s", path,
                         rc == TRACE_ENOMEM ? "out of memory" : err);
@@ -343,6 +350,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     r->seed = scn->perturb.seed_given ? scn->perturb.seed : 1;
     trace_ctx_t tc;
     memset(&tc, 0, sizeof tc);
+    tc.out.slot = -1;
     run_hook_t hook = {o, topo, r, scn, &tc, d};
     step_sim_options_t so;
     memset(&so, 0, sizeof so);
@@ -377,9 +385,10 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
             trace_writer_abort(tc.w);
         else if (trace_writer_close(tc.w, err, sizeof err) != TRACE_OK)
             rc = cli_fail(d, CLI_ERUNTIME, "--trace %s: %s", o->trace, err);
-        else
+        else if ((rc = outfile_commit(&tc.out, d)) == CLI_OK)
             r->traced = 1;
     }
+    outfile_discard(&tc.out);
     topo_free(topo);
     r->wall_s = now_s() - t0;
     return rc;

@@ -1,23 +1,21 @@
 /* cmd_topo.c - `stepsim topo [SCENARIO.json] [--topology NAME|FILE|JSON] [--gpus N] [--json]
  * [--graphml FILE] [--dot FILE]`: build a topology, print its summary (the fields of docs/cli.md), and
- * export it (output/print_topo.c prints). Exports are written to a temporary file beside the target and
- * renamed into place, so an interrupted run never leaves a truncated file.
+ * export it (output/print_topo.c prints). Exports go through output/outfile.h (a unique temporary file
+ * beside the target, renamed into place), so an interrupted run never leaves a truncated file.
  *
  * The topology comes from --topology, else the scenario file's "topology", else "ideal" built from the
  * scenario's system (the analytic model's two-tier abstraction). igraph's error handler is process-wide
  * and aborts by default; this command installs the silent one before building (topo/ converts igraph's
  * codes into messages, so nothing but our one line reaches stderr).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <igraph.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "print.h"
 #include "topo.h"
 #include "topo_json.h"
@@ -38,44 +36,20 @@ static int resolve(const topo_args_t *a, scenario_t *scn, topo_params_t *p, cli_
     return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], p, d);
 }
 
-/* Write to "<path>.XXXXXX" in the same directory, then rename over path. */
+/* Write the export through outfile.h: whole or not at all. */
 static int write_atomic(const topo_t *t, const char *option, const char *path, int dot, cli_diag_t *d) {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 8);
-    if (!tmp)
-        return cli_fail(d, CLI_ERUNTIME, "%s %s: out of memory", option, path);
-    snprintf(tmp, n + 8, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd >= 0) { /* mkstemp makes the file 0600: give it the mode a plain fopen would */
-        mode_t mask = umask(0);
-        umask(mask);
-        fchmod(fd, 0666 & ~mask);
-    }
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        int e = errno;
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        free(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "%s %s: cannot create: %s", option, path, strerror(e));
-    }
+    outfile_t of;
+    int rc = outfile_open(&of, option, path, d);
+    if (rc)
+        return rc;
     topo_issue_t issue;
     char msg[400];
-    int rc = dot ? topo_dot_write(t, f, &issue) : topo_graphml_write(t, f, &issue);
-    int closed = fclose(f);
-    if (rc == TOPO_OK && closed == 0 && rename(tmp, path) == 0) {
-        free(tmp);
-        return CLI_OK;
-    }
-    int e = errno;
-    unlink(tmp);
-    free(tmp);
-    if (rc != TOPO_OK)
+    if ((dot ? topo_dot_write(t, of.f, &issue) : topo_graphml_write(t, of.f, &issue)) != TOPO_OK) {
+        outfile_discard(&of);
         return cli_fail(d, CLI_ERUNTIME, "%s %s: %s", option, path,
                         topo_issue_format(&issue, msg, sizeof msg));
-    return cli_fail(d, CLI_ERUNTIME, "%s %s: cannot write: %s", option, path, strerror(e));
+    }
+    return outfile_commit(&of, d);
 }
 
 /* count[k]: the switches of tier k (1..3). */

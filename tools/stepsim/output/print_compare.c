@@ -1,18 +1,17 @@
 /* print_compare.c - what `stepsim compare` and the waterfall of `stepsim validate` print: the tables
  * as text, or one JSON object (the results of commands/compare.h); compare's --csv table and the
  * --plot files of both (gnuplot scripts with inline data, run by gnuplot). */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "compare.h"
+#include "outfile.h"
 #include "output.h"
 #include "print.h"
 
@@ -329,42 +328,35 @@ static cJSON *waterfall_json(const waterfall_t *w) {
 
 /* ---- files: --csv and --plot ---------------------------------------------------------------------- */
 
-/* Run gnuplot on script (which writes to tmp), then rename tmp to path. */
-static int gnuplot_run(const char *script_text, const char *path, const char *tmp, cli_diag_t *d) {
+/* Run gnuplot on script_text (which writes to of's temporary file), then commit of. The script
+ * itself is a temporary file of its own, removed after the run (and by a signal). */
+static int gnuplot_run(const char *script_text, outfile_t *of, cli_diag_t *d) {
+    const char *path = of->path;
     const char *gp = getenv("STEPSIM_GNUPLOT");
     if (!gp || !gp[0])
         gp = "gnuplot";
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", gp);
+    char cmd[OUTFILE_PATH_MAX + 300];
+    snprintf(cmd, sizeof cmd, "%.200s --version >/dev/null 2>&1", gp);
     if (system(cmd) != 0)
         return cli_fail(d, CLI_ERUNTIME,
                         "--plot %.200s: gnuplot (%.100s) was not found or does not run; install gnuplot "
                         "(e.g. apt-get install gnuplot-nox) or leave out --plot",
                         path, gp);
-    char script[1100];
-    snprintf(script, sizeof script, "%s.gp", tmp);
-    FILE *f = fopen(script, "w");
-    if (!f)
-        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot write %.200s: %s", path, script,
-                        strerror(errno));
-    fputs(script_text, f);
-    if (fclose(f) != 0) {
-        remove(script);
-        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot write %.200s", path, script);
+    outfile_t script;
+    int rc = outfile_open(&script, "--plot", path, d);
+    if (rc)
+        return rc;
+    fputs(script_text, script.f);
+    if ((fflush(script.f) != 0) | ferror(script.f)) {
+        outfile_discard(&script);
+        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot write the gnuplot script", path);
     }
-    snprintf(cmd, sizeof cmd, "%s '%s' 2>/dev/null", gp, script);
+    snprintf(cmd, sizeof cmd, "%.200s '%s' 2>/dev/null", gp, outfile_tmp_path(&script));
     const int s = system(cmd);
-    remove(script);
-    if (s != 0) {
-        remove(tmp);
+    outfile_discard(&script);
+    if (s != 0)
         return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: gnuplot failed (status %d)", path, s);
-    }
-    if (rename(tmp, path) != 0) {
-        const int e = errno;
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--plot %.200s: cannot rename into place: %s", path, strerror(e));
-    }
-    return CLI_OK;
+    return outfile_commit(of, d);
 }
 
 static const char *terminal_of(const char *path) {
@@ -407,15 +399,16 @@ static void sb_printf(sbuf_t *b, const char *fmt, ...) {
     }
 }
 
-/* Run the script in b (frees it) writing tmp, renamed onto path; on failure tmp is removed. */
-static int plot_finish(sbuf_t *b, const char *path, const char *tmp, cli_diag_t *d) {
+/* Run the script in b (frees it) writing of's temporary file, committed onto the destination; on
+ * failure the temporary file is removed. */
+static int plot_finish(sbuf_t *b, outfile_t *of, cli_diag_t *d) {
     int rc;
     if (b->failed)
         rc = cli_fail(d, CLI_ERUNTIME, "--plot: out of memory");
     else
-        rc = gnuplot_run(b->s, path, tmp, d);
+        rc = gnuplot_run(b->s, of, d);
     if (rc)
-        remove(tmp);
+        outfile_discard(of);
     free(b->s);
     return rc;
 }
@@ -428,25 +421,12 @@ static void gp_label(char *out, size_t n, const char *s) {
     out[j] = '\0';
 }
 
-static int tmp_name(const char *path, char *tmp, size_t n, cli_diag_t *d) {
-    snprintf(tmp, n, "%s.tmp-XXXXXX", path);
-    const int fd = mkstemp(tmp);
-    if (fd < 0)
-        return cli_fail(d, CLI_ERUNTIME, "%.200s: cannot create a temporary file: %s", path, strerror(errno));
-    close(fd);
-    return CLI_OK;
-}
-
 int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
-    char tmp[1100];
-    int rc = tmp_name(path, tmp, sizeof tmp, d);
+    outfile_t of;
+    const int rc = outfile_open(&of, "--csv", path, d);
     if (rc)
         return rc;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: cannot write: %s", path, strerror(errno));
-    }
+    FILE *f = of.f;
     fprintf(f,
             "topology,step_time_s,throughput_samples_per_s,slowdown_vs_ideal,compute_s,exposed_tp_comm_s,"
             "exposed_pp_comm_s,exposed_dp_comm_s,bubble_idle_s,max_link_utilization,switches,cables,"
@@ -470,25 +450,16 @@ int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
             fprintf(f, ",%.9g,%.9g", x->baseline_step_s, x->p.step_time_s - x->baseline_step_s);
         fprintf(f, "\n");
     }
-    if (ferror(f) | (fclose(f) != 0)) {
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: write error", path);
-    }
-    if (rename(tmp, path) != 0) {
-        const int e = errno;
-        remove(tmp);
-        return cli_fail(d, CLI_ERUNTIME, "--csv %.200s: cannot rename into place: %s", path, strerror(e));
-    }
-    return CLI_OK;
+    return outfile_commit(&of, d);
 }
 
 int print_compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
-    char tmp[1100];
-    int rc = tmp_name(path, tmp, sizeof tmp, d);
+    outfile_t of;
+    const int rc = outfile_reserve(&of, "--plot", path, d);
     if (rc)
         return rc;
     sbuf_t b = {0};
-    sb_printf(&b, "set terminal %s\nset output '%s'\n", terminal_of(path), tmp);
+    sb_printf(&b, "set terminal %s\nset output '%s'\n", terminal_of(path), outfile_tmp_path(&of));
     sb_printf(&b, "$bars << EOD\n");
     for (int i = 0; i < r->n_topo; i++) {
         char label[64];
@@ -539,18 +510,18 @@ int print_compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
         sb_printf(&b, "\nunset multiplot\n");
     }
     sb_printf(&b, "set output\n");
-    return plot_finish(&b, path, tmp, d);
+    return plot_finish(&b, &of, d);
 }
 
 int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) {
-    char tmp[1100];
-    int rc = tmp_name(path, tmp, sizeof tmp, d);
+    outfile_t of;
+    const int rc = outfile_reserve(&of, "--plot", path, d);
     if (rc)
         return rc;
     static const char *const SHORT[WF_COUNT] = {"analytic", "+ scheduling", "+ collectives (ideal)",
                                                 "+ topology"};
     sbuf_t b = {0};
-    sb_printf(&b, "set terminal %s\nset output '%s'\n$wf << EOD\n", terminal_of(path), tmp);
+    sb_printf(&b, "set terminal %s\nset output '%s'\n$wf << EOD\n", terminal_of(path), outfile_tmp_path(&of));
     /* x, low, high, colour index (0 base, 1 up, 2 down, 3 total) */
     sb_printf(&b, "0 0 %.9g 0 \"%s\"\n", w->total[0], SHORT[0]);
     for (int k = 1; k < WF_COUNT; k++) {
@@ -575,7 +546,7 @@ int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) 
               topo, w->approximate ? " - " STEP_APPROX_WARNING : "", WF_COUNT,
               lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
               hi + 0.15 * (hi - lo) + 1e-9);
-    return plot_finish(&b, path, tmp, d);
+    return plot_finish(&b, &of, d);
 }
 
 int print_compare(FILE *out, const cmp_run_t *r, int json, const char *csv, const char *plot) {
