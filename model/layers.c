@@ -120,17 +120,31 @@ static int cast_fused_forward(const model_layer_t *cast) {
 /* The cast layer of an FP8 GEMM: in_elems of its input in the forward (unless fused into the
  * LayerNorm), out_elems of its output gradient in the backward; the GEMM keeps its input in FP8 for
  * the backward. */
-static void fp8_cast(model_layer_t *gemm, double in_elems, double out_elems) {
+static void fp8_cast(model_layer_t *gemm, double in_elems, double out_elems, double kept_elems) {
     model_layer_t *cast = gemm - 1;
     const double fwd_elems = cast_fused_forward(cast) ? 0.0 : in_elems;
     cast->fwd.flops_tflop = FP8_CAST_FLOPS * fwd_elems * TFLOP;
     cast->fwd.hbm_gb = FP8_CAST_BYTES * fwd_elems * BYTE_GB;
     cast->bwd.flops_tflop = FP8_CAST_FLOPS * out_elems * TFLOP;
     cast->bwd.hbm_gb = FP8_CAST_BYTES * out_elems * BYTE_GB;
-    gemm->activations_gb = FP8_ELEMENT_BYTES * in_elems * BYTE_GB;
+    gemm->activations_gb = FP8_ELEMENT_BYTES * kept_elems * BYTE_GB;
 }
 
 /* ---- layer classes ---------------------------------------------------------------------- */
+
+/* Rows of a Linear GEMM's input it keeps for the backward (the weight gradient), of the l rows it
+ * multiplies. A column-parallel GEMM (m_col > 1) with sequence parallelism multiplies the input
+ * all-gathered over its tensor group; the corrected model keeps only this rank's l / m_col rows and
+ * gathers them again in the backward, as Megatron does (Korthikanti et al. 2022, sequence
+ * parallelism, section 4). The re-gather is not timed: Megatron-LM starts it asynchronously under
+ * the input-gradient GEMM (LinearWithGradAccumulationAndAsyncCommunication,
+ * megatron/core/tensor_parallel/layers.py), and Transformer Engine's bulk overlap does the same
+ * (model-formulas.md, section 16.1). The reference keeps the gathered input (quirk 11): all l rows. */
+static double kept_rows(const ctx_t *c, int64_t l, int64_t m_col) {
+    if (c->job->compat == MODEL_COMPAT_CORRECTED && c->tr.sequence_parallel != MODEL_SEQPAR_OFF && m_col > 1)
+        return (double)(l / m_col);
+    return (double)l;
+}
 
 /* Linear / LinearSeqp (5.1, 5.2): Y = X W with W (e_in, f_out); m_row shards e_in, m_col shards
  * f_out, the sequence is split over m_seq (1 for plain Linear). comm over the weight group tp:
@@ -144,7 +158,8 @@ static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_ou
     const double el = (double)(e_in / m_row), fl = (double)(f_out / m_col);
     ly->fwd.flops_tflop = b * l * fl * (2.0 * el - 1.0) * TFLOP;
     ly->fwd.hbm_gb = (b * l * el + b * l * fl + el * fl) * s;
-    ly->activations_gb = b * l * el * s;
+    const double kept = b * kept_rows(c, c->job->model.seq_len / m_seq, m_col) * el;
+    ly->activations_gb = kept * s;
     ly->weights_gb = ly->weight_grads_gb = el * fl * s;
     if (m_row > 1)
         add_coll(&ly->fwd, op, b * l * (double)f_out * s, tp);
@@ -153,7 +168,7 @@ static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_ou
     if (m_col > 1)
         add_coll(&ly->bwd, op, b * l * (double)e_in * s, tp);
     if (ly->fp8_gemm)
-        fp8_cast(ly, b * l * el, b * l * fl);
+        fp8_cast(ly, b * l * el, b * l * fl, kept);
 }
 
 /* LinearSumma (5.3): grid m2 (rows, group g2) x m1 (columns, group g1), nb panels. */
@@ -177,7 +192,7 @@ static void linear_summa(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_
     add_coll(&ly->bwd, MODEL_COLL_BROADCAST, b * ll * ein * s, g1);
     add_coll(&ly->bwd, MODEL_COLL_REDUCE, ein * fl * s, g2);
     if (ly->fp8_gemm)
-        fp8_cast(ly, b * ll * e1, b * ll * fl);
+        fp8_cast(ly, b * ll * e1, b * ll * fl, b * ll * e1);
 }
 
 /* Bias (5.4) on a (b, l/m2, f/m1) tile. */
@@ -248,6 +263,16 @@ static void dropout(const ctx_t *c, model_layer_t *ly, double m) {
     ly->fwd.flops_tflop = ly->bwd.flops_tflop = m * TFLOP;
     ly->fwd.hbm_gb = ly->bwd.hbm_gb = m * c->s_gb + m * c->sm_gb + m * c->s_gb;
     ly->activations_gb = m * c->sm_gb;
+}
+
+/* The reference's dropout between the feed-forward activation and fc2 (dpr1). Megatron's MLP has
+ * none (fc1, activation, fc2; its dropout follows fc2, dpr2), and Korthikanti et al. 2022 count the
+ * MLP's activations as fc1's input, the activation's input, fc2's input and one dropout mask
+ * (19 s b h). The corrected model keeps no mask for it; its time stays the reference's. */
+static void mlp_dropout(const ctx_t *c, model_layer_t *ly, double m) {
+    dropout(c, ly, m);
+    if (c->job->compat == MODEL_COMPAT_CORRECTED)
+        ly->activations_gb = 0.0;
 }
 
 /* RMSNorm on a (b, ll, el) tile of n elements: LayerNorm's counts without what RMSNorm does not
@@ -337,6 +362,11 @@ static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g
                            bh * ll * l * (2.0 * q - 1.0) + bh * l * q * (2.0 * ll - 1.0) + recompute) *
                           TFLOP;
     ly->bwd.hbm_gb = (2.0 * bkv * l * q + 2.0 * bh * ll * q) * s + ly->activations_gb;
+    /* The output O (bh ll q) is also vproj's input, which vproj keeps (5.1). In BF16 they are one
+     * tensor: the corrected model counts it once, in vproj, as Korthikanti et al. 2022 do (the
+     * backward traffic above still reads it). With FP8, vproj keeps its own FP8 cast and both stay. */
+    if (c->job->compat == MODEL_COMPAT_CORRECTED && c->tr.precision != MODEL_PRECISION_FP8)
+        ly->activations_gb -= bh * ll * q * s;
     const double kv_gb = 2.0 * bkv * l * q * s;
     add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
@@ -591,7 +621,7 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m, 1, tp);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
     ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
-    dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
+    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
     linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, 1, 1);
     dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * l_io * e));
@@ -611,7 +641,7 @@ static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     linear_summa(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), g1, g2);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
     ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
-    dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
+    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     linear_summa(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, g1, g2);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, m2, m1);
     dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (e / m1)));
@@ -631,7 +661,7 @@ static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2
     linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m1, m2, g1);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
     ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
-    dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
+    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
     linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l / m2, e, m1, 1);
     dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * (l / (m1 * m2)) * e));

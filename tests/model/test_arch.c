@@ -74,8 +74,10 @@ static void test_gqa_swiglu_block(void **state) {
     const model_layer_t *fa = layer(b, "fusedla");
     const double bh = bb * 8.0, bkv = bb * 2.0;
     assert_rel(fa->fwd.hbm_gb, (bh * l * q + 2.0 * bkv * l * q + bh * l + bh * l * q) * S, 1e-12);
-    assert_rel(fa->activations_gb, ((bh + 2.0 * bkv) * l * q + 2.0 * bh * l + bh * l * q) * S, 1e-12);
-    assert_rel(fa->bwd.hbm_gb, (2.0 * bkv * l * q + 2.0 * bh * l * q) * S + fa->activations_gb, 1e-12);
+    /* kept: Q, K, V and the statistics; the output O is vproj's kept input (BF16: one tensor) */
+    assert_rel(fa->activations_gb, ((bh + 2.0 * bkv) * l * q + 2.0 * bh * l) * S, 1e-12);
+    assert_rel(fa->bwd.hbm_gb,
+               (2.0 * bkv * l * q + 2.0 * bh * l * q) * S + fa->activations_gb + bh * l * q * S, 1e-12);
 
     /* fc1: gate and up, e x 2f over tp 2 */
     const model_layer_t *fc1 = layer(b, "fc1");
