@@ -201,4 +201,11 @@ int cmd_waterfall(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args_t *out, char *name,
                       size_t name_size);
 
+/* End a trace written to out's temporary file (run and jobs): with rc set, abort it (the temporary
+ * is removed by outfile_discard) and return rc; else close it and rename it into place, setting
+ * *traced. *stats gets the writer's counts either way. Returns rc or the error (one line in d). */
+struct outfile;
+int cmd_trace_finish(trace_writer_t *w, struct outfile *out, int rc, const char *path,
+                     trace_writer_stats_t *stats, int *traced, cli_diag_t *d);
+
 #endif

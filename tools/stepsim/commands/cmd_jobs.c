@@ -395,16 +395,8 @@ static int run_on(const scenario_t *scn, const topo_spec_t *spec, const char *wh
         if (s)
             rc = sim_fail(s, &r->sim, where, d);
     }
-    if (tc.w) {
-        char err[300];
-        trace_writer_stats(tc.w, &r->trace_stats);
-        if (rc)
-            trace_writer_abort(tc.w);
-        else if (trace_writer_close(tc.w, err, sizeof err) != TRACE_OK)
-            rc = cli_fail(d, CLI_ERUNTIME, "--trace %s: %s", o->trace, err);
-        else if ((rc = outfile_commit(&tc.out, d)) == CLI_OK)
-            r->traced = 1;
-    }
+    if (tc.w)
+        rc = cmd_trace_finish(tc.w, &tc.out, rc, o->trace, &r->trace_stats, &r->traced, d);
     outfile_discard(&tc.out);
     for (int32_t i = 0; !rc && i < r->n; i++)
         r->job[i].res = r->sim.jobs[i];

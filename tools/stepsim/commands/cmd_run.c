@@ -162,6 +162,21 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
     return 0;
 }
 
+int cmd_trace_finish(trace_writer_t *w, outfile_t *out, int rc, const char *path, trace_writer_stats_t *stats,
+                     int *traced, cli_diag_t *d) {
+    char err[300];
+    trace_writer_stats(w, stats);
+    if (rc) {
+        trace_writer_abort(w);
+        return rc;
+    }
+    if (trace_writer_close(w, err, sizeof err) != TRACE_OK)
+        return cli_fail(d, CLI_ERUNTIME, "--trace %s: %s", path, err);
+    if ((rc = outfile_commit(out, d)) == CLI_OK)
+        *traced = 1;
+    return rc;
+}
+
 static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
     trace_ctx_t *c = ctx;
     return cmd_trace_op_args(c->step, op, out, c->name, sizeof c->name);
@@ -378,16 +393,8 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         r->link_util[i] = r->sim.link_utilization[i];
         snprintf(r->link_names[i], sizeof r->link_names[i], "%s", r->sim.link_names[i]);
     }
-    if (tc.w) {
-        char err[300];
-        trace_writer_stats(tc.w, &r->trace_stats);
-        if (rc)
-            trace_writer_abort(tc.w);
-        else if (trace_writer_close(tc.w, err, sizeof err) != TRACE_OK)
-            rc = cli_fail(d, CLI_ERUNTIME, "--trace %s: %s", o->trace, err);
-        else if ((rc = outfile_commit(&tc.out, d)) == CLI_OK)
-            r->traced = 1;
-    }
+    if (tc.w)
+        rc = cmd_trace_finish(tc.w, &tc.out, rc, o->trace, &r->trace_stats, &r->traced, d);
     outfile_discard(&tc.out);
     topo_free(topo);
     r->wall_s = now_s() - t0;
