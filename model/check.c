@@ -243,9 +243,9 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.recompute", (int64_t)t->recompute, "one of none, selective, full");
     if ((unsigned)t->attention > MODEL_ATTENTION_MATERIALIZED)
         return fail_text(is, "training.attention", (int64_t)t->attention, "one of flash, materialized");
-    if ((unsigned)t->dp_comm > MODEL_DP_ALLREDUCE_OVERLAP)
+    if ((unsigned)t->dp_comm > MODEL_DP_SHARDED_OVERLAP)
         return fail_text(is, "training.dp_comm", (int64_t)t->dp_comm,
-                         "one of sharded, allreduce, allreduce-overlap");
+                         "one of sharded, allreduce, allreduce-overlap, sharded-overlap");
     if ((unsigned)t->grad_accumulation > MODEL_GRAD_ACCUM_ADD)
         return fail_text(is, "training.grad_accumulation", (int64_t)t->grad_accumulation,
                          "one of fused, add");

@@ -158,6 +158,8 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
             out->dp_allreduce_s = fmax(ar_s - n_l * blk->t_bwd_s, ar_s / n_l);
         }
         out->dp_comm_s = out->dp_allreduce_s;
+    } else if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP) {
+        model_i_distopt(job, blk, out); /* Megatron-Core's buckets, the edge layers' among them */
     } else {
         data_parallel(job, blk, out);
         /* the edge layers' weights: one more all-gather and reduce-scatter, not overlapped */
@@ -188,7 +190,8 @@ static double stage_memory(const model_job_t *job, const model_block_t *blk, dou
     const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
     parts->weights_gb = weights_gb;
     parts->grads_gb = weights_gb;
-    parts->optimizer_gb = job->training.dp_comm != MODEL_DP_SHARDED
+    const model_dp_comm_t dpc = job->training.dp_comm;
+    parts->optimizer_gb = dpc != MODEL_DP_SHARDED && dpc != MODEL_DP_SHARDED_OVERLAP
                               ? 6.0 * weights_gb
                               : 6.0 * weights_gb / (double)(p->dp * seqp);
     if (job->training.recompute == MODEL_RECOMPUTE_FULL)
@@ -255,7 +258,8 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     data_parallel_training(job, blk, w_one, out);
     if (t->optimizer_step) {
         const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
-        const double shards = t->dp_comm != MODEL_DP_SHARDED ? 1.0 : (double)(p->dp * seqp);
+        const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP;
+        const double shards = sharded ? (double)(p->dp * seqp) : 1.0;
         const double params = w_one / job->system.element_gb / shards;
         out->optimizer_s =
             params * OPTIMIZER_BYTES_PER_PARAM * 1e-9 / (MODEL_I_HBM_EFFICIENCY * job->system.hbm_gb_per_s);

@@ -170,9 +170,16 @@ typedef enum model_dp_comm {
                                       one layer, optimizer states sharded over dp (ZeRO-1 style; default) */
     MODEL_DP_ALLREDUCE = 1,        /* Megatron 2021: one all-reduce of all local gradients after the
                                       backward, not overlapped; optimizer states replicated */
-    MODEL_DP_ALLREDUCE_OVERLAP = 2 /* Megatron --overlap-grad-reduce: the same all-reduce in
+    MODEL_DP_ALLREDUCE_OVERLAP = 2, /* Megatron --overlap-grad-reduce: the same all-reduce in
                                       buckets during the last microbatch's backward; what exceeds
                                       that backward, and at least one layer's share, is exposed */
+    MODEL_DP_SHARDED_OVERLAP = 3    /* Megatron-Core --use-distributed-optimizer --overlap-grad-reduce
+                                      --overlap-param-gather as it runs: optimizer states sharded as
+                                      sharded's; gradients in buckets of model_dp_bucket_params
+                                      parameters, each reduce-scattered once the last microbatch's
+                                      backward has made it final; each bucket's all-gather dispatched
+                                      when the previous bucket's forward of the first microbatch
+                                      starts (docs/model-formulas.md, section 16.5) */
 } model_dp_comm_t;
 
 /* How each microbatch's weight gradients reach the accumulated gradient. */
@@ -212,6 +219,19 @@ typedef enum model_overlap {
 /* The exposed communication of a pass that overlaps a collective of total time comm_s with its
  * compute compute_s in chunks pieces (model_overlap_t); comm_s itself for MODEL_OVERLAP_NONE. */
 double model_overlap_exposed_s(model_overlap_t method, int64_t chunks, double comm_s, double compute_s);
+
+/* The distributed optimizer's buckets (training.dp_comm sharded-overlap; docs/model-formulas.md,
+ * section 16.5). Megatron-Core's default bucket size, in parameters, for a data-parallel group of
+ * dp_group ranks: max(40e6, 1e6 x dp_group) (DistributedDataParallelConfig.bucket_size). */
+double model_dp_bucket_params(int64_t dp_group);
+/* Group n parts (blocks, edge parts) of one model chunk into buckets as Megatron-Core fills them:
+ * params[i] is part i's parameter count, parts in backward order (the chunk's last part first); a
+ * bucket takes parts until it holds at least bucket_params, then the next one starts; the parts after
+ * the last full bucket form one more. bucket_of[i] receives part i's bucket (0: the first
+ * reduce-scattered, the last all-gathered). Return the number of buckets (0 when n is 0). Buckets hold
+ * whole parts: Megatron-Core closes a bucket after any parameter, so where one part holds more than
+ * bucket_params its buckets are smaller than the part (docs/model-formulas.md, section 16.5). */
+int model_dp_buckets(const double *params, int n, double bucket_params, int *bucket_of);
 
 /* How the context-parallel group (2d-seqp's tp2) exchanges K and V for the attention. */
 typedef enum model_cp_comm {
@@ -277,7 +297,8 @@ const char *model_recompute_name(model_recompute_t r); /* "none", "selective", "
 int model_recompute_parse(const char *name, model_recompute_t *out);
 const char *model_attention_name(model_attention_t a); /* "flash", "materialized" */
 int model_attention_parse(const char *name, model_attention_t *out);
-const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "allreduce-overlap" */
+const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "allreduce-overlap",
+                                                      "sharded-overlap" */
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
 const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
 int model_grad_accum_parse(const char *name, model_grad_accum_t *out);

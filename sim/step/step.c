@@ -562,10 +562,11 @@ static int check_job(step_t *s) {
             "1d, or embedding 0",
             model_strategy_name(s->job.par.strategy));
     if (s->dp_comm != MODEL_DP_SHARDED && s->dp_comm != MODEL_DP_ALLREDUCE &&
-        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP)
-        return step_fail(s, SIM_EINVAL,
-                         "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap",
-                         (int)s->dp_comm);
+        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP && s->dp_comm != MODEL_DP_SHARDED_OVERLAP)
+        return step_fail(
+            s, SIM_EINVAL,
+            "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap, sharded-overlap",
+            (int)s->dp_comm);
     if (s->job.compat == MODEL_COMPAT_CORRECTED && t->interleave > 1 && t->interleave != s->v)
         return step_fail(
             s, SIM_EINVAL,
