@@ -36,8 +36,8 @@ int model_dp_buckets(const double *params, int n, double bucket_params, int *buc
  * its all-gather before the forward of the bucket closed before it (the next one in forward order). */
 typedef struct acc {
     double params, gb, fwd_s, bwd_s; /* the open bucket */
-    double compute_end_s, rs_end_s; /* the last microbatch's backward and the reduce-scatters */
-    double ag_exposed_s, prev_ag_s; /* prev_ag_s < 0: no bucket closed yet */
+    double compute_end_s, rs_end_s;  /* the last microbatch's backward and the reduce-scatters */
+    double ag_exposed_s, prev_ag_s;  /* prev_ag_s < 0: no bucket closed yet */
     double first_rs_s;
 } acc_t;
 
@@ -68,20 +68,20 @@ static void add_part(const model_job_t *job, int64_t g, int64_t dom, double buck
         close_bucket(job, g, dom, a);
 }
 
-/* The closed form on the first stage's first model chunk: the chunk whose first forward starts the
- * step and whose last backward ends it (docs/model-formulas.md, section 16.5). Its parts in backward
- * order: with one stage and one chunk the output layer, its blocks, the embedding (training.embedding).
- * The same grouping as model_dp_buckets, one part at a time. */
+/* The closed form on the first stage: the stage whose first forward starts the step and whose last
+ * backward ends it (docs/model-formulas.md, section 16.5). Its parts in backward order: with one stage
+ * the output layer, its blocks, the embedding (training.embedding). The same grouping as
+ * model_dp_buckets, one part at a time. With interleaving the stage's chunks are taken as one
+ * sequence of buckets (the model has no per-chunk timeline). */
 void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
     const int64_t g = p->dp * (seqp ? p->tp2 : 1), dom = p->nv_dp * (seqp ? p->nv_tp2 : 1);
-    const int64_t v = job->training.interleave > 1 ? job->training.interleave : 1;
-    const int64_t blocks = out->layers_per_stage / v;
+    const int64_t blocks = out->layers_per_stage;
     const int emb = blk->n_edges > 0;
     const double bucket_params = model_dp_bucket_params(g);
     acc_t a = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0};
-    if (emb && p->pp == 1 && v == 1)
+    if (emb && p->pp == 1)
         add_part(job, g, dom, bucket_params, &a, blk->last_weights_gb, blk->last_t_fwd_s, blk->last_t_bwd_s);
     for (int64_t i = 0; i < blocks; i++)
         add_part(job, g, dom, bucket_params, &a, blk->weights_gb, blk->t_fwd_s, blk->t_bwd_s);

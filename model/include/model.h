@@ -166,10 +166,10 @@ typedef enum model_seqpar {
 
 /* Data-parallel gradient communication. */
 typedef enum model_dp_comm {
-    MODEL_DP_SHARDED = 0,          /* the reference's: per-layer all-gather and reduce-scatter overlapped with
-                                      one layer, optimizer states sharded over dp (ZeRO-1 style; default) */
-    MODEL_DP_ALLREDUCE = 1,        /* Megatron 2021: one all-reduce of all local gradients after the
-                                      backward, not overlapped; optimizer states replicated */
+    MODEL_DP_SHARDED = 0,   /* the reference's: per-layer all-gather and reduce-scatter overlapped with
+                               one layer, optimizer states sharded over dp (ZeRO-1 style; default) */
+    MODEL_DP_ALLREDUCE = 1, /* Megatron 2021: one all-reduce of all local gradients after the
+                               backward, not overlapped; optimizer states replicated */
     MODEL_DP_ALLREDUCE_OVERLAP = 2, /* Megatron --overlap-grad-reduce: the same all-reduce in
                                       buckets during the last microbatch's backward; what exceeds
                                       that backward, and at least one layer's share, is exposed */

@@ -88,13 +88,13 @@ typedef struct builder {
     int32_t item_ops; /* compute operations flushed in the current item (the jitter's key) */
     /* sharded-overlap, the current stage's buckets: parts keyed by stage-local block, then the
      * embedding (L) and the output layer (L + 1) */
-    int32_t *bk_of;   /* [L + 2] the part's bucket within its chunk (0: the first reduce-scattered) */
-    char *bk_head;    /* [L + 2] the part comes first in forward order in its bucket */
-    double *bk_gb;    /* [v][L + 2] bucket weights, by chunk and bucket */
-    double *bk_param; /* [L + 2] scratch: parameters of a chunk's parts, backward order */
-    int32_t *bk_key;  /* [L + 2] scratch: the parts' keys, same order */
-    int *bk_tmp;      /* [L + 2] scratch: their buckets */
-    int32_t *bk_n;    /* [v] buckets per chunk */
+    int32_t *bk_of;       /* [L + 2] the part's bucket within its chunk (0: the first reduce-scattered) */
+    char *bk_head;        /* [L + 2] the part comes first in forward order in its bucket */
+    double *bk_gb;        /* [v][L + 2] bucket weights, by chunk and bucket */
+    double *bk_param;     /* [L + 2] scratch: parameters of a chunk's parts, backward order */
+    int32_t *bk_key;      /* [L + 2] scratch: the parts' keys, same order */
+    int *bk_tmp;          /* [L + 2] scratch: their buckets */
+    int32_t *bk_n;        /* [v] buckets per chunk */
     sim_op_id_t *ag_wait; /* [v][n] the chunk's dispatched all-gather not yet waited for, -1 */
 } builder_t;
 
@@ -570,8 +570,8 @@ static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int
         return SIM_OK;
     int rc = flush(b);
     if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c, it->microbatch,
-                      ops);
+        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c,
+                      it->microbatch, ops);
     for (int32_t j = 0; j < b->n && !rc; j++) {
         rc = depend(b, ops[j], b->tail[j]);
         wait[j] = ops[j];
@@ -665,8 +665,8 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
         if (!rc)
             rc = part_pass(b, it, part, block, ops, ops2);
         if (!rc && it->pass && ++*done == s->m && head)
-            rc = dp_after(b, it, MODEL_COLL_REDUCESCATTER,
-                          b->bk_gb[it->chunk * (L + 2) + b->bk_of[key]], ops);
+            rc =
+                dp_after(b, it, MODEL_COLL_REDUCESCATTER, b->bk_gb[it->chunk * (L + 2) + b->bk_of[key]], ops);
         return rc;
     }
     if (!it->pass && !*seen) {
@@ -1146,8 +1146,8 @@ int step_build(step_t *s) {
     int rc = SIM_OK;
     if (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_param || !b.bk_key || !b.bk_tmp || !b.bk_n || !b.ag_wait)
         rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the data-parallel buckets");
-    if (!rc && (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf || !b.items ||
-        !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2))
+    if (!rc && (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf ||
+                !b.items || !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2))
         rc = step_fail(s, SIM_ENOMEM,
                        "step: out of memory for the schedule of %lld passes x %d GPUs per stage",
                        (long long)(pp * nit), b.n);
