@@ -260,6 +260,8 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.embedding", t->embedding, "0 or 1");
     if (t->optimizer_step != 0 && t->optimizer_step != 1)
         return fail_text(is, "training.optimizer_step", t->optimizer_step, "0 or 1");
+    if (t->pp_comm_overlap != 0 && t->pp_comm_overlap != 1)
+        return fail_text(is, "training.pp_comm_overlap", t->pp_comm_overlap, "0 or 1");
     if (t->tp_comm_overlap != 0 && t->tp_comm_overlap != 1)
         return fail_text(is, "training.tp_comm_overlap", t->tp_comm_overlap, "0 or 1");
     if (t->tp_comm_overlap && p->strategy == MODEL_STRATEGY_2D)

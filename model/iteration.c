@@ -26,7 +26,7 @@ int model_i_training_active(const model_job_t *job) {
            (t->recompute != MODEL_RECOMPUTE_NONE || t->sequence_parallel != MODEL_SEQPAR_ON ||
             t->attention != MODEL_ATTENTION_FLASH || t->dp_comm != MODEL_DP_SHARDED || t->embedding ||
             t->optimizer_step || t->interleave > 1 || t->grad_accumulation != MODEL_GRAD_ACCUM_FUSED ||
-            t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER);
+            t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER || t->pp_comm_overlap);
 }
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
@@ -216,7 +216,9 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     const double first_edge_s = blk->first_t_fwd_s + blk->first_t_bwd_s;
     const double last_edge_s = blk->last_t_fwd_s + blk->last_t_bwd_s;
     out->p2p_one_s = p2p_transfer_s(job, blk, &out->p2p_volume_gb);
-    const double p2p_mb_s = 2.0 * v * out->p2p_one_s;
+    /* overlapped sends and receives (interleaved only): not in a stage's time per microbatch */
+    const int p2p_overlap = t->pp_comm_overlap && v > 1.0 && p->pp > 1;
+    const double p2p_mb_s = p2p_overlap ? 0.0 : 2.0 * v * out->p2p_one_s;
     double first_s, last_s, others_s;
     if (p->pp == 1) {
         first_s = last_s = blocks_s + first_edge_s + last_edge_s;
@@ -246,6 +248,8 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     out->tp_comm_s = acc[2];
     out->flops_per_gpu_tflop = acc[3];
     out->pp_fwd_s = out->pp_bwd_s = p->pp > 1 ? nmb * v * out->p2p_one_s : 0.0;
+    if (p2p_overlap) /* docs/model-formulas.md, section 16.6 */
+        out->pp_fwd_s = out->pp_bwd_s = model_i_p2p_overlap_exposed_s(job, blk, out) / 2.0;
     out->pp_comm_s = out->pp_fwd_s + out->pp_bwd_s;
     out->bubble_s = (sum_s - max_s) / v;
 

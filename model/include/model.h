@@ -258,6 +258,12 @@ typedef struct model_training {
                                 feeds or follows (model_overlap_t; 1d and 2d-seqp, sequence parallelism on,
                                 no full recomputation) */
     model_cp_comm_t cp_comm; /* strategy 2d-seqp: MODEL_CP_RING needs it */
+    int pp_comm_overlap;     /* 1: Megatron-Core's overlap_p2p_comm: with the interleaved schedule (interleave
+                                > 1) a stage's sends do not hold up its compute and each receive is posted
+                                ahead, so only the pipeline's fill and drain carry the transfers
+                                (docs/model-formulas.md, section 16.6); without interleaving Megatron-Core
+                                turns it off and sends and receives go as batched pairs, which the model
+                                charges already: no change */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */

@@ -80,6 +80,10 @@ static const cli_option_t OPTIONS[] = {
      "corrected, 1d/2d-seqp: tensor-parallel all-gathers and reduce-scatters in chunks under the GEMMs "
      "(Megatron-Core/Transformer Engine --tp-comm-overlap)",
      SCN},
+    {"--pp-comm-overlap", "on|off", JOB, "off",
+     "corrected, interleaved schedule: pipeline sends and receives under the compute (Megatron-Core "
+     "overlap_p2p_comm); without interleaving no change (batched send/receive pairs)",
+     SCN},
     {"--cp-comm", "M", JOB, "allgather",
      "corrected, 2d-seqp: K and V all-gathered before the attention, or ring (Megatron-Core: passed "
      "around the context-parallel ranks under it)",
