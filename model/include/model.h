@@ -20,8 +20,9 @@
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
  *   unfused gradient accumulation; docs/validation.md; FP8 GEMMs, docs/model.md "Precision";
- *   Megatron-Core's tensor-parallel communication overlap and context-parallel ring,
- *   docs/model-formulas.md, section 16). A zeroed
+ *   Megatron-Core's tensor-parallel communication overlap and context-parallel ring, its distributed
+ *   optimizer's buckets and its overlapped pipeline transfers, docs/model-formulas.md, section 16).
+ *   A zeroed
  * model_training_t asks for none of them: the block table and the iteration formula are then exactly the ones
  * without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
