@@ -373,10 +373,13 @@ static void test_nemo_set(void **state) {
     assert_rel(num(l7, "measured_s"), 128.0 * 4096.0 / (16847.0 * 8.0), 1e-15);
     not_modelled(l7, nm, sizeof nm);
     assert_string_equal(nm, "");                               /* FP8 and the architecture are modelled */
-    const cJSON *ls = cJSON_GetArrayItem(item(j, "rows"), 13); /* 8K on pp 2, dp 4: gbs unrecorded */
+    /* 8K on pp 2, dp 4: the converter's assumed 4M-token batch, mbs unrecorded (1), 128 microbatches */
+    const cJSON *ls = cJSON_GetArrayItem(item(j, "rows"), 13);
     assert_string_equal(str(ls, "name"), "LLAMA2-7B-h100-8k-8-nemo2403");
-    assert_false(flag(ls, "gbs_recorded"));
-    assert_int_equal((int)num(ls, "gbs"), 4 * 2);
+    assert_true(flag(ls, "gbs_recorded"));
+    assert_int_equal((int)num(ls, "gbs"), 4194304 / 8192);
+    assert_false(flag(ls, "mbs_recorded"));
+    assert_int_equal((int)num(ls, "ga"), 4194304 / 8192 / 4);
     const cJSON *big = cJSON_GetArrayItem(item(j, "rows"), 23);
     not_modelled(big, nm, sizeof nm);
     assert_non_null(strstr(nm, "layers 126 as 128"));
