@@ -78,6 +78,14 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
         return fail(is, !(s->nvlink_latency_s >= 0.0) ? "system.nvlink_latency" : "system.ib_latency", buf,
                     "a latency must be >= 0 s");
     }
+    if (!(s->fp8_flop_efficiency >= 0.0 && s->fp8_flop_efficiency <= 1.0)) {
+        snprintf(buf, sizeof buf, "%g", s->fp8_flop_efficiency);
+        return fail(is, "system.fp8_flop_efficiency", buf, "must be in [0, 1] (0: flop_efficiency)");
+    }
+    if (!(s->attention_efficiency >= 0.0 && s->attention_efficiency <= 1.0)) {
+        snprintf(buf, sizeof buf, "%g", s->attention_efficiency);
+        return fail(is, "system.attention_efficiency", buf, "must be in [0, 1] (0: flop_efficiency)");
+    }
     if (!(s->fp8_matrix_tflop_per_s >= 0.0 && s->fp8_matrix_tflop_per_s < 1e300)) {
         snprintf(buf, sizeof buf, "%g", s->fp8_matrix_tflop_per_s);
         return fail(is, "system.fp8_matrix_flops", buf, "must be a number >= 0 (0: no FP8)");

@@ -74,6 +74,10 @@ typedef struct model_system {
     double flop_efficiency;         /* fraction of peak reached by kernels (0.8) */
     double kernel_overhead_s;       /* fixed per-kernel launch cost (20e-6) */
     double fp8_matrix_tflop_per_s;  /* peak dense FP8 tensor-core rate per GPU; 0: no FP8 (A100) */
+    /* Corrected model only (docs/model.md, "Kernel efficiencies"); 0 means flop_efficiency: */
+    double fp8_flop_efficiency;  /* fraction of the FP8 peak FP8 GEMMs reach */
+    double attention_efficiency; /* fraction of the BF16 peak the fused (flash) attention kernel reaches,
+                                    counted on the FLOPs it executes (a causal mask skips half) */
 } model_system_t;
 
 /* The feed-forward activation (docs/model.md, "Architectures"). */
@@ -96,6 +100,12 @@ typedef enum model_position {
     MODEL_POSITION_ROTARY = 1   /* rotary embeddings: Q and K rotated in every block, no table */
 } model_position_t;
 
+/* The attention mask: which keys each query sees. */
+typedef enum model_mask {
+    MODEL_MASK_CAUSAL = 0, /* decoder language models: key j <= query i (default) */
+    MODEL_MASK_NONE = 1    /* encoders and vision transformers: every key */
+} model_mask_t;
+
 /* Transformer (docs/model-formulas.md, section 3). The blocks are always modeled; the embedding and the
  * output layer only in the corrected model with job->training.embedding set (they need vocab > 0).
  * The architecture fields after vocab are zero for a GPT-style model (multi-head attention, GeLU,
@@ -113,7 +123,9 @@ typedef struct model_transformer {
     model_ffn_act_t ffn_act;
     model_norm_t norm;
     model_position_t position;
-    int untied_embeddings; /* 1: the output layer has its own V x e matrix; 0: tied (default) */
+    int untied_embeddings;       /* 1: the output layer has its own V x e matrix; 0: tied (default) */
+    model_mask_t attention_mask; /* corrected model, flash attention: a causal mask skips the score
+                                    blocks above the diagonal (the reference counts the full square) */
 } model_transformer_t;
 
 /* The K/V head count in effect: kv_heads, or heads when kv_heads is 0. */
@@ -134,6 +146,8 @@ const char *model_norm_name(model_norm_t n); /* "layernorm", "rmsnorm" */
 int model_norm_parse(const char *name, model_norm_t *out);
 const char *model_position_name(model_position_t p); /* "learned", "rotary" */
 int model_position_parse(const char *name, model_position_t *out);
+const char *model_mask_name(model_mask_t m); /* "causal", "none" */
+int model_mask_parse(const char *name, model_mask_t *out);
 
 /* A parallel layout. For 1d, tp1 == tp, tp2 == 1, nv_tp1 is the TP group's count per domain
  * and nv_tp2 == 1. nb is used by 2d only (set it to 1 otherwise). nv_* say how many members of
@@ -434,6 +448,7 @@ typedef struct model_layer {
     int tensor_core;   /* 1: matrix rate; 0: vector rate */
     int summa_overlap; /* 1: SUMMA panel pipelining rule for comm (5.3) */
     int fp8_gemm;      /* 1: a GEMM at the FP8 peak (training.precision fp8; its cast is the layer before) */
+    int attention_kernel; /* 1: the fused (flash) attention kernel (system.attention_efficiency) */
     double weights_gb;
     double weight_grads_gb;
     double activations_gb; /* kept for the backward pass, per microbatch */
@@ -568,7 +583,9 @@ typedef struct model_calibrate_errors {
 
 typedef struct model_calibration {
     size_t n;                         /* runs */
-    double current_efficiency;        /* jobs[0].system.flop_efficiency, as given */
+    int fp8;                          /* 1: the fit is of system.fp8_flop_efficiency (corrected FP8 runs on
+                                         a system that has one), 0: of system.flop_efficiency */
+    double current_efficiency;        /* jobs[0]'s fitted efficiency, as given */
     model_calibrate_errors_t current; /* every run at its own job's efficiency */
     double best_efficiency;           /* the fit: a grid point */
     model_calibrate_errors_t best;    /* every run at best_efficiency */
