@@ -296,7 +296,7 @@ static int model_issue(const reader_t *rd, const model_issue_t *is) {
 
 static const char *const RECOMPUTE[] = {"none", "selective", "full"};
 static const char *const ATTENTION[] = {"flash", "materialized"};
-static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap"};
+static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap", "sharded-overlap"};
 static const char *const GRAD_ACCUM[] = {"fused", "add"};
 
 /* The software of a run that does not say, by GPU generation. Megatron-LM's releases of the A100 era
@@ -385,7 +385,7 @@ static void not_modelled(run_row_t *row) {
 static int dp_comm_of(const reader_t *rd, run_row_t *row) {
     run_settings_t *s = &row->set;
     int e = 0, g_opt = 0, g_grad = 0, g_param = 0;
-    int rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 3, &e, &row->dp_comm_recorded);
+    int rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 4, &e, &row->dp_comm_recorded);
     if (!rc)
         rc = bit_cell(rd, "distributed_optimizer", &s->distributed_optimizer, &g_opt);
     if (!rc)
@@ -400,16 +400,19 @@ static int dp_comm_of(const reader_t *rd, run_row_t *row) {
                         "allowed: one or the other");
     if (row->dp_comm_recorded) {
         row->job.training.dp_comm = (model_dp_comm_t)e;
-        s->distributed_optimizer = s->overlap_param_gather = e == MODEL_DP_SHARDED;
+        s->distributed_optimizer = s->overlap_param_gather =
+            e == MODEL_DP_SHARDED || e == MODEL_DP_SHARDED_OVERLAP;
         s->overlap_grad_reduce = e != MODEL_DP_ALLREDUCE;
         return CLI_OK;
     }
     if (s->overlap_param_gather && !s->distributed_optimizer)
         return bad_cell(rd, "overlap_param_gather", "1",
                         "needs distributed_optimizer 1 (only the distributed optimizer gathers parameters)");
-    row->job.training.dp_comm = s->distributed_optimizer ? MODEL_DP_SHARDED
-                                : s->overlap_grad_reduce ? MODEL_DP_ALLREDUCE_OVERLAP
-                                                         : MODEL_DP_ALLREDUCE;
+    /* the distributed optimizer with both overlaps is Megatron-Core's bucketed one (sharded-overlap) */
+    row->job.training.dp_comm =
+        !s->distributed_optimizer ? (s->overlap_grad_reduce ? MODEL_DP_ALLREDUCE_OVERLAP : MODEL_DP_ALLREDUCE)
+        : s->overlap_grad_reduce && s->overlap_param_gather ? MODEL_DP_SHARDED_OVERLAP
+                                                            : MODEL_DP_SHARDED;
     return CLI_OK;
 }
 
@@ -611,13 +614,14 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         row->set.precision == RUN_PRECISION_FP8 ? MODEL_PRECISION_FP8 : MODEL_PRECISION_BF16;
     /* Megatron-Core's overlaps as the row (or its generation's recipe) sets them: tensor-parallel
      * communication in chunks under the GEMMs, and context parallelism as its ring of K and V under
-     * the attention (the only way Megatron-Core runs cp). With cp > 1 (strategy 2d-seqp) the
-     * tensor-parallel overlap is left out and noted: there the simulated step and the closed form of
-     * the overlap disagree (docs/validation.md, "What is not modelled"). */
-    job->training.tp_comm_overlap = row->set.tp_comm_overlap && tp > 1 && sp && cp == 1 &&
-                                    job->training.recompute != MODEL_RECOMPUTE_FULL;
+     * the attention (the only way Megatron-Core runs cp) */
+    job->training.tp_comm_overlap =
+        row->set.tp_comm_overlap && tp > 1 && sp && job->training.recompute != MODEL_RECOMPUTE_FULL;
     if (cp > 1)
         job->training.cp_comm = MODEL_CP_RING;
+    /* Megatron-LM overlaps the interleaved schedule's sends and receives with compute unless told
+     * not to (--no-overlap-p2p-communication; NeMo's recipes keep it on) */
+    job->training.pp_comm_overlap = !a100 && v > 1;
     nvlink_counts(job);
     not_modelled(row);
     if (m->layers % pp != 0) { /* Megatron's uneven first and last stages: not modelled */
