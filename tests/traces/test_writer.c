@@ -137,6 +137,16 @@ static const cJSON *find_x(const seen_t *v, int gpu, int stream, const char *nam
     return NULL;
 }
 
+/* dur is u1 - u0 units exactly, or (where ts + dur in doubles would pass the end) the largest
+ * double below that keeps ts + dur at or before the end. */
+static void check_dur(const cJSON *x, int64_t u0, int64_t u1, double per_us) {
+    const double want = (double)(u1 - u0) / per_us, got = num(x, "dur"), end = (double)u1 / per_us;
+    if (got == want && num(x, "ts") + got <= end)
+        return;
+    assert_true(got < want && num(x, "ts") + got <= end);
+    assert_true(num(x, "ts") + nextafter(got, want) > end);
+}
+
 /* Every X is on a named thread of a named process with the right pid; no two X events of one thread
  * overlap (in integer units). */
 static void check_threads(const seen_t *v, double per_us) {
@@ -162,6 +172,10 @@ static void check_threads(const seen_t *v, double per_us) {
             if (a0 < b1 && b0 < a1)
                 fail_msg("events \"%s\" and \"%s\" overlap on tid %d", str(v->x[i], "name"),
                          str(v->x[j], "name"), tid);
+            /* and in doubles, as a reader adds ts + dur */
+            if (b0 >= a1 && num(v->x[i], "ts") + num(v->x[i], "dur") > num(v->x[j], "ts"))
+                fail_msg("event \"%s\" ends after \"%s\" starts on tid %d in doubles", str(v->x[i], "name"),
+                         str(v->x[j], "name"), tid);
         }
     }
 }
@@ -186,11 +200,19 @@ static void check_flow(const seen_t *v, const char *name, int send_gpu, int recv
     const cJSON *xs = find_x(v, send_gpu, 2, name), *xr = find_x(v, recv_gpu, 2, name);
     assert_non_null(xs);
     assert_non_null(xr);
-    assert_string_equal(str(xs, "cat"), "send");
-    assert_string_equal(str(xr, "cat"), "recv");
-    assert_true(num(s, "ts") <= num(f, "ts"));
-    assert_true(num(s, "ts") >= num(xs, "ts") && num(s, "ts") <= num(xs, "ts") + num(xs, "dur"));
-    assert_true(num(f, "ts") >= num(xr, "ts") && num(f, "ts") <= num(xr, "ts") + num(xr, "dur"));
+    /* Bound as Chrome DevTools binds (equal cat, pid, tid and ts) and as the Trace Event Format
+     * says (the slice enclosing the "s", and the "f" with "bp":"e"). */
+    assert_string_equal(str(xs, "cat"), "p2p");
+    assert_string_equal(str(xr, "cat"), "p2p");
+    assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(xs, "args"), "side"), "send");
+    assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(xr, "args"), "side"), "recv");
+    assert_string_equal(str(s, "cat"), "p2p");
+    assert_string_equal(str(f, "cat"), "p2p");
+    assert_string_equal(str(f, "bp"), "e");
+    assert_true(num(s, "ts") == num(xs, "ts") && num(s, "pid") == num(xs, "pid") &&
+                num(s, "tid") == num(xs, "tid"));
+    assert_true(num(f, "ts") == num(xr, "ts") && num(f, "pid") == num(xr, "pid") &&
+                num(f, "tid") == num(xr, "tid"));
 }
 
 static void test_full_trace(void **state) {
@@ -232,7 +254,7 @@ static void test_full_trace(void **state) {
             fail_msg("no event for operation %d (%s on gpu %d stream %d)", id, op->name, op->gpu, op->stream);
         /* ns / 1000 and the parsed decimal are both the double nearest the same number. */
         assert_true(num(x, "ts") == (double)(s0 / 1000) / 1000.0);
-        assert_true(num(x, "dur") == (double)(s1 / 1000 - s0 / 1000) / 1000.0);
+        check_dur(x, s0 / 1000, s1 / 1000, 1000.0);
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(x, "args");
         assert_true(cJSON_IsObject(args));
         if (op->kind == SIM_OP_COMPUTE) {
@@ -314,7 +336,7 @@ static void test_exact_ps(void **state) {
         const cJSON *x = find_x(&v, st.ops[id].gpu, st.ops[id].stream, st.ops[id].name);
         assert_non_null(x);
         assert_true(num(x, "ts") == (double)s0 / 1e6);
-        assert_true(num(x, "dur") == (double)(s1 - s0) / 1e6);
+        check_dur(x, s0, s1, 1e6);
     }
     check_threads(&v, 1e6);
     check_flow(&v, "act 1->5", 1, 5);

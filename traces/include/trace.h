@@ -28,7 +28,10 @@
  *   ("%lld.%06lld"). Whole nanoseconds are the default because Perfetto rounds "ts" and "dur" to
  *   nanoseconds separately, so sub-nanosecond values can make back-to-back slices overlap by 1 ns
  *   and nest wrongly; start and end are each rounded down, so slices that do not overlap in the
- *   simulation never overlap in the trace.
+ *   simulation never overlap in the trace. "dur" is the integer end minus the integer start, except
+ *   where a reader adding the parsed doubles ts + dur (Chrome DevTools, speedscope) would land after
+ *   the double of the end: then it is the largest double that does not, so that on every thread each
+ *   slice ends at or before the next begins in doubles too.
  * - Determinism: the output depends only on the sequence of callbacks and options (no wall-clock
  *   time, no pointers, no hash order): the same simulation gives byte-identical files.
  * - Errors: functions return TRACE_OK (0) or a negative trace_status_t; those taking err fill it
@@ -94,6 +97,8 @@ typedef struct trace_op_args {
     int32_t stage;          /* "args.stage" (pipeline stage or virtual stage); < 0: absent */
     double flops;           /* "args.flops"; < 0: absent */
     double bytes;           /* "args.bytes" (HBM traffic of compute, buffer of a collective); < 0 */
+    double tp_comm_s;       /* "args.tp_comm_us": fixed-time tensor-parallel collectives folded into
+                               this compute operation (its share of the slice); <= 0: absent */
     const char *collective; /* "args.collective", e.g. "allreduce" */
     const char *group;      /* "args.group", e.g. "tp", "dp", "pp", "cp" */
 } trace_op_args_t;
@@ -129,6 +134,9 @@ typedef struct trace_options {
     trace_op_args_fn op_args;     /* NULL: args hold only the collective's id */
     void *ctx;                    /* passed to link_name and op_args; borrowed */
     int exact_ps;                 /* 1: exact picoseconds in ts/dur (see Units); 0: nanoseconds */
+    /* Appended in parentheses to every compute thread's name, e.g. "incl. tp comm" gives "gpu 8
+     * compute (incl. tp comm)": what the compute slices hold besides compute. NULL: nothing. */
+    const char *compute_note;
     /* Process groups (e.g. the jobs sharing a fabric), n_groups > 0: gpu_group(ctx, gpu) gives each
      * GPU's group, 0..n_groups-1 or -1 for none (asked once per GPU at open), and a GPU of group k is
      * in process "NAME / node N" (NAME from group_name) with pid (k + 1) x nodes + node + 1, so each
@@ -167,6 +175,8 @@ typedef struct trace_writer_stats {
     int64_t counter_events;  /* "C" */
     int64_t metadata_events; /* "M": names and sort order */
     int64_t dropped_ops;     /* traced GPUs' operations that op_args left out */
+    int64_t dur_adjusted;    /* "X" whose dur is printed a hair short so that ts + dur in doubles
+                                does not pass the slice's end (see Units) */
 } trace_writer_stats_t;
 
 void trace_writer_stats(const trace_writer_t *w, trace_writer_stats_t *out);
