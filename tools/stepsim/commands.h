@@ -207,11 +207,14 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
  * *traced. *stats gets the writer's counts either way. Returns rc or the error (one line in d). */
 /* run's trace, planned once the step is built (trace_plan.c; docs/traces.md "Size"): the GPUs to
  * trace from --trace-ranks text (NULL: not given), collapsed ranks mapped to the simulated GPU that
- * represents them (said once on warn), the size estimate at CMD_TRACE_BYTES_PER_OP bytes per traced
- * operation (slice, its share of arrows and counter samples; measured on the default scenario) and,
- * above CMD_TRACE_WARN_BYTES, a warning naming the --trace-ranks that fit, or without --trace-ranks
- * one tensor group per pipeline stage instead of the whole job (said once). */
-#define CMD_TRACE_BYTES_PER_OP 470.0
+ * represents them (said once on warn), the size estimate and, above CMD_TRACE_WARN_BYTES, a warning
+ * naming the --trace-ranks that fit, or without --trace-ranks one tensor group per pipeline stage
+ * instead of the whole job (said once). The estimate, per traced operation: its slice, plus for a
+ * compute operation its memory sample, for a send or receive its flow event and two link samples
+ * (bytes per event as measured on the default scenario; collectives' link samples are not counted). */
+#define CMD_TRACE_SLICE_BYTES 230.0
+#define CMD_TRACE_COMPUTE_EXTRA_BYTES 100.0
+#define CMD_TRACE_P2P_EXTRA_BYTES 310.0
 #define CMD_TRACE_WARN_BYTES 100e6
 typedef struct cmd_trace_plan {
     trace_ranks_t ranks;   /* the GPUs traced; trace_ranks_destroy */

@@ -65,11 +65,11 @@ static char *ranks_text(const uint8_t *on, int64_t n) {
     return s;
 }
 
-static double estimate_bytes(const int64_t *ops, const uint8_t *on, int64_t n) {
+static double estimate_bytes(const double *bytes, const uint8_t *on, int64_t n) {
     double b = 0.0;
     for (int64_t g = 0; g < n; g++)
         if (on[g])
-            b += (double)ops[g] * CMD_TRACE_BYTES_PER_OP;
+            b += bytes[g];
     return b;
 }
 
@@ -128,20 +128,30 @@ int cmd_trace_plan(const step_t *step, const model_job_t *job, const step_config
     const int64_t n = job->gpus;
     const sim_engine_t *e = step_engine(step);
     int64_t *ops = calloc((size_t)n, sizeof *ops);
+    double *bytes = calloc((size_t)n, sizeof *bytes);
     uint8_t *on = calloc((size_t)n, 1), *mapped = calloc((size_t)n, 1), *alt = calloc((size_t)n, 1);
     char *alt_text = NULL, *mapped_text = NULL, *rep_text = NULL;
     int rc = CLI_OK;
-    if (!ops || !on || !mapped || !alt) {
+    if (!ops || !bytes || !on || !mapped || !alt) {
         rc = cli_fail(d, CLI_ERUNTIME, "--trace: out of memory");
         goto done;
     }
+    /* ops[g]: GPU g's operations; bytes[g]: its estimated share of the trace. */
     const int32_t n_ops = sim_op_count(e);
     for (int32_t i = 0; i < n_ops; i++) {
         const int32_t g = sim_op_gpu(e, i);
-        if (g >= 0 && g < n)
-            ops[g]++;
+        if (g < 0 || g >= n)
+            continue;
+        ops[g]++;
+        bytes[g] += CMD_TRACE_SLICE_BYTES;
         step_op_t m;
-        if (!plan->folds_tp && step_op(step, i, &m) == SIM_OK && m.kind == STEP_OP_COMPUTE && m.tp_comm_s > 0)
+        if (step_op(step, i, &m) != SIM_OK)
+            continue;
+        if (m.kind == STEP_OP_COMPUTE || m.kind == STEP_OP_OPTIMIZER)
+            bytes[g] += CMD_TRACE_COMPUTE_EXTRA_BYTES;
+        else if (m.kind == STEP_OP_PP)
+            bytes[g] += CMD_TRACE_P2P_EXTRA_BYTES;
+        if (m.kind == STEP_OP_COMPUTE && m.tp_comm_s > 0)
             plan->folds_tp = 1;
     }
     trace_ranks_t given;
@@ -184,13 +194,13 @@ int cmd_trace_plan(const step_t *step, const model_job_t *job, const step_config
                     "the simulated GPU of its stage that represents it: %s\n",
                     mapped_text, rep_text);
     }
-    plan->estimate_bytes = estimate_bytes(ops, on, n);
+    plan->estimate_bytes = estimate_bytes(bytes, on, n);
     if (plan->estimate_bytes > CMD_TRACE_WARN_BYTES) {
         tensor_groups(job, cfg, 0, alt);
-        double alt_bytes = estimate_bytes(ops, alt, n);
+        double alt_bytes = estimate_bytes(bytes, alt, n);
         if (alt_bytes > CMD_TRACE_WARN_BYTES) {
             tensor_groups(job, cfg, 1, alt);
-            alt_bytes = estimate_bytes(ops, alt, n);
+            alt_bytes = estimate_bytes(bytes, alt, n);
         }
         if (!(alt_text = ranks_text(alt, n))) {
             rc = cli_fail(d, CLI_ERUNTIME, "--trace: out of memory");
@@ -229,6 +239,7 @@ int cmd_trace_plan(const step_t *step, const model_job_t *job, const step_config
         rc = cli_fail(d, rc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--trace-ranks: %s", err);
 done:
     free(ops);
+    free(bytes);
     free(on);
     free(mapped);
     free(alt);
