@@ -1,6 +1,6 @@
 /* writer.c - the streaming Chrome Trace Event writer behind trace.h.
  *
- * Events are printed one per line as the engine reports them: an operation's complete event ("X")
+ * Events are printed one per line as the engine reports them: an operation's slice ("B" and "E")
  * when it ends (its start time kept in an array indexed by operation id), a point-to-point flow
  * arrow ("s"/"f") when the second member of its sendrecv ends, process and thread names ("M") the
  * first time a GPU stream appears, counters ("C") once the clock has moved past their timestamp
@@ -269,36 +269,6 @@ static void lb_units(trace_writer_t *w, int64_t u) {
     lb_u64(w, a / per_us, 1);
     lb_char(w, '.');
     lb_u64(w, a % per_us, w->exact_ps ? 6 : 3);
-}
-
-/* u units as the double a reader gets from lb_units' text: the nearest double to u / per_us, which
- * IEEE division of the exact integers gives (|u| < 2^53). */
-static double units_as_double(const trace_writer_t *w, int64_t u) {
-    return (double)u / (w->exact_ps ? 1e6 : 1e3);
-}
-
-/* The duration of a slice from u0 to u1 (u0 <= u1): exactly u1 - u0 units, unless a reader adding the
- * two doubles it parses (ts + dur, as Chrome DevTools and speedscope do) would get an end after the
- * double of u1, i.e. after the next back-to-back slice's start on the thread: then the largest double
- * below that keeps ts + dur <= u1, printed with the fewest decimals that parse back to it (a few
- * attoseconds short of u1 - u0; such slices are counted in "metadata.events.dur_adjusted"). */
-static void lb_duration(trace_writer_t *w, int64_t u0, int64_t u1) {
-    const double t0 = units_as_double(w, u0), t1 = units_as_double(w, u1);
-    double d = units_as_double(w, u1 - u0);
-    if (u1 <= u0 || t0 + d <= t1) {
-        lb_units(w, u1 - u0);
-        return;
-    }
-    w->stats.dur_adjusted++;
-    while (d > 0.0 && t0 + d > t1)
-        d = nextafter(d, 0.0);
-    char buf[48];
-    for (int p = 3; p <= 24; p++) {
-        snprintf(buf, sizeof buf, "%.*f", p, d);
-        if (strtod(buf, NULL) == d)
-            break;
-    }
-    lb_cstr(w, buf);
 }
 
 /* Start an event: the separator from the previous one, then the caller appends the object. */
@@ -764,11 +734,12 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
         ensure_thread(w, op->gpu, op->stream);
         if (begin_event(w))
             return;
+        /* A begin and an end event, not one complete event: the boundary between two back-to-back
+         * slices is then one number printed twice, which every reader parses to the same value, where
+         * a reader adding ts + dur in doubles can land past the next slice's ts and nest it. */
         const int64_t u0 = units(w, start), u1 = units(w, t);
-        lb_cstr(w, "{\"ph\":\"X\",\"ts\":");
+        lb_cstr(w, "{\"ph\":\"B\",\"ts\":");
         lb_units(w, u0);
-        lb_cstr(w, ",\"dur\":");
-        lb_duration(w, u0, u1);
         lb_cstr(w, ",\"pid\":");
         lb_i64(w, pid_of_gpu(w, op->gpu));
         lb_cstr(w, ",\"tid\":");
@@ -784,6 +755,19 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
                              op->coll >= 0;
         if (has_args)
             put_args(w, &a, p2p ? kind_name(op->kind) : NULL, op->kind == SIM_OP_COMPUTE ? -1 : op->coll);
+        lb_char(w, '}');
+        end_event(w);
+        if (begin_event(w))
+            return;
+        /* The end carries the name too: speedscope ignores an "E" whose name differs from its "B"'s. */
+        lb_cstr(w, "{\"ph\":\"E\",\"ts\":");
+        lb_units(w, u1);
+        lb_cstr(w, ",\"pid\":");
+        lb_i64(w, pid_of_gpu(w, op->gpu));
+        lb_cstr(w, ",\"tid\":");
+        lb_i64(w, tid_of(w, op->gpu, op->stream));
+        lb_cstr(w, ",\"name\":");
+        lb_str(w, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
         lb_char(w, '}');
         end_event(w);
         w->stats.complete_events++;
@@ -1017,10 +1001,10 @@ static void put_metadata(trace_writer_t *w) {
         fprintf(f, ",\"link_counters\":%d", (int)w->n_links_sel);
     fprintf(f,
             ",\"events\":{\"complete\":%lld,\"flow_arrows\":%lld,\"counters\":%lld,\"metadata\":%lld,"
-            "\"dropped_ops\":%lld,\"dur_adjusted\":%lld}",
+            "\"dropped_ops\":%lld}",
             (long long)w->stats.complete_events, (long long)w->stats.flow_arrows,
             (long long)w->stats.counter_events, (long long)w->stats.metadata_events,
-            (long long)w->stats.dropped_ops, (long long)w->stats.dur_adjusted);
+            (long long)w->stats.dropped_ops);
     if (w->scenario) {
         fputs(",\"scenario\":", f);
         fputs(w->scenario, f);

@@ -101,14 +101,10 @@ static void test_default_is_valid_and_strict(void **state) {
     if (problems)
         fail_msg("%d problems, the first: %s", problems, msg);
     assert_true(st.threads > 100);
-    assert_true(st.complete > 40000);
+    assert_true(st.slices > 40000);
     assert_true(st.flow_starts > 10000 && st.flow_starts == st.flow_ends);
     assert_int_equal(st.overlaps, 0);
     assert_int_equal(st.unbound, 0);
-    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v->root, "metadata"), "events"),
-        "dur_adjusted");
-    assert_true(cJSON_IsNumber(ev) && ev->valuedouble > 0); /* the adjustment was exercised */
 }
 
 /* At the default (microbatch) granularity the fixed-time tensor-parallel collectives are folded into
@@ -127,7 +123,7 @@ static void test_tp_share_on_compute(void **state) {
                 named++;
             }
         }
-        if (!strcmp(ph, "X") && !strcmp(str(e, "cat"), "compute")) {
+        if (!strcmp(ph, "B") && !strcmp(str(e, "cat"), "compute")) {
             const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
             const char *pass = str(args, "pass");
             if (strcmp(pass, "fwd") && strcmp(pass, "bwd"))
@@ -135,8 +131,16 @@ static void test_tp_share_on_compute(void **state) {
             compute++;
             const cJSON *tp = cJSON_GetObjectItemCaseSensitive(args, "tp_comm_us");
             if (cJSON_IsNumber(tp)) {
-                assert_true(tp->valuedouble > 0 &&
-                            tp->valuedouble < cJSON_GetObjectItemCaseSensitive(e, "dur")->valuedouble);
+                /* the share is part of the slice: the E that follows on the thread is later by more */
+                const cJSON *end = e->next;
+                while (end && !(!strcmp(str(end, "ph"), "E") &&
+                                cJSON_GetObjectItemCaseSensitive(end, "tid")->valuedouble ==
+                                    cJSON_GetObjectItemCaseSensitive(e, "tid")->valuedouble))
+                    end = end->next;
+                assert_non_null(end);
+                const double dur = cJSON_GetObjectItemCaseSensitive(end, "ts")->valuedouble -
+                                   cJSON_GetObjectItemCaseSensitive(e, "ts")->valuedouble;
+                assert_true(tp->valuedouble > 0 && tp->valuedouble < dur);
                 with_share++;
             }
         }
@@ -186,7 +190,7 @@ static void test_collapsed_ranks(void **state) {
     char msg[300];
     if (tf_check(root, 1, &st, msg, sizeof msg))
         fail_msg("%s", msg);
-    assert_true(st.complete > 0);
+    assert_true(st.slices > 0);
     cJSON_Delete(root);
     cli_run_free(&r);
     /* only simulated GPUs: nothing to say */

@@ -89,7 +89,7 @@ static void test_golden_is_valid(void **state) {
     const int problems = tf_check(root, 1, &st, msg, sizeof msg);
     if (problems)
         fail_msg("%s: %d problems, the first: %s", GOLDEN, problems, msg);
-    assert_int_equal(st.complete, 28);
+    assert_int_equal(st.slices, 28);
     assert_int_equal(st.flow_starts, 2);
     assert_int_equal(st.flow_ends, 2);
     assert_int_equal(st.unbound, 0);

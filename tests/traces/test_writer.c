@@ -1,8 +1,8 @@
 /* traces/test_writer.c - the Chrome trace of a small hand-built step (trace_test_util.h) read back
  * with cJSON: the file parses and carries its metadata and scenario; every event has its fields;
- * every operation is one complete event whose ts and dur are sim_op_times in nanoseconds (or exact
- * picoseconds with exact_ps); events on one thread never overlap; every thread and process is
- * named; every flow start has its end, bound inside the send's and the receive's slices; counters
+ * every operation is one slice (a B and an E event) at sim_op_times in nanoseconds (or exact
+ * picoseconds with exact_ps); slices on one thread never overlap; every thread and process is
+ * named; every flow start has its end, bound to the send's and the receive's slices; counters
  * are coalesced per timestamp. Then the rank filter, operations left out by the args callback, an
  * aborted writer (no file), and every error of open, counter and close. */
 #include <math.h>
@@ -56,6 +56,8 @@ static void read_trace(const char *path, seen_t *v) {
     assert_string_equal(str(v->root, "displayTimeUnit"), "ns");
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(v->root, "traceEvents");
     assert_true(cJSON_IsArray(events));
+    const cJSON *open[TT_GPUS * TT_STREAMS + 2] = {NULL}; /* by tid: the B waiting for its E */
+    cJSON *slices = cJSON_AddArrayToObject(v->root, "test_slices");
     const cJSON *e;
     cJSON_ArrayForEach(e, events) {
         assert_true(cJSON_IsObject(e));
@@ -63,13 +65,24 @@ static void read_trace(const char *path, seen_t *v) {
         const int pid = (int)num(e, "pid"), tid = (int)num(e, "tid");
         assert_true(pid >= 1 && pid <= TT_GPUS / TT_GPN + 1); /* nodes, then "links" */
         assert_true(tid >= 1 && tid <= TT_GPUS * TT_STREAMS + 1);
-        str(e, "name");
-        if (!strcmp(ph, "X")) {
+        if (strcmp(ph, "E"))
+            str(e, "name");
+        if (!strcmp(ph, "B")) {
+            /* a thread's slices come one after the other: B, its E, the next B */
             assert_true(num(e, "ts") >= 0);
-            assert_true(num(e, "dur") >= 0);
             str(e, "cat");
+            assert_null(open[tid]);
+            open[tid] = e;
+        } else if (!strcmp(ph, "E")) {
+            /* the slice as one object: the B's fields and "end", the E's ts */
+            assert_non_null(open[tid]);
+            assert_true(num(e, "ts") >= num(open[tid], "ts"));
+            cJSON *x = cJSON_Duplicate(open[tid], 1);
+            cJSON_AddNumberToObject(x, "end", num(e, "ts"));
+            cJSON_AddItemToArray(slices, x);
             assert_true(v->n_x < MAX_EV);
-            v->x[v->n_x++] = e;
+            v->x[v->n_x++] = x;
+            open[tid] = NULL;
         } else if (!strcmp(ph, "s") || !strcmp(ph, "f")) {
             num(e, "ts");
             num(e, "id");
@@ -109,6 +122,8 @@ static void read_trace(const char *path, seen_t *v) {
             fail_msg("unexpected phase %s", ph);
         }
     }
+    for (int t = 0; t < TT_GPUS * TT_STREAMS + 2; t++)
+        assert_null(open[t]); /* every B ended */
     /* The metadata's event counts agree with the events. */
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(v->root, "metadata");
     assert_true(cJSON_IsObject(md));
@@ -127,7 +142,7 @@ static int stream_of_tid(int tid) {
     return (tid - 1) % TT_STREAMS;
 }
 
-/* The complete event of the operation on (gpu, stream) named name, or NULL. */
+/* The slice (B with its E) of the operation on (gpu, stream) named name, or NULL. */
 static const cJSON *find_x(const seen_t *v, int gpu, int stream, const char *name) {
     for (int i = 0; i < v->n_x; i++) {
         const int tid = (int)num(v->x[i], "tid");
@@ -137,17 +152,7 @@ static const cJSON *find_x(const seen_t *v, int gpu, int stream, const char *nam
     return NULL;
 }
 
-/* dur is u1 - u0 units exactly, or (where ts + dur in doubles would pass the end) the largest
- * double below that keeps ts + dur at or before the end. */
-static void check_dur(const cJSON *x, int64_t u0, int64_t u1, double per_us) {
-    const double want = (double)(u1 - u0) / per_us, got = num(x, "dur"), end = (double)u1 / per_us;
-    if (got == want && num(x, "ts") + got <= end)
-        return;
-    assert_true(got < want && num(x, "ts") + got <= end);
-    assert_true(num(x, "ts") + nextafter(got, want) > end);
-}
-
-/* Every X is on a named thread of a named process with the right pid; no two X events of one thread
+/* Every slice is on a named thread of a named process with the right pid; no two slices of one thread
  * overlap (in integer units). */
 static void check_threads(const seen_t *v, double per_us) {
     for (int i = 0; i < v->n_x; i++) {
@@ -163,17 +168,17 @@ static void check_threads(const seen_t *v, double per_us) {
         snprintf(want, sizeof want, "node %d", gpu / TT_GPN);
         assert_string_equal(v->process_name[pid], want);
         const int64_t a0 = to_units(num(v->x[i], "ts"), per_us);
-        const int64_t a1 = a0 + to_units(num(v->x[i], "dur"), per_us);
+        const int64_t a1 = to_units(num(v->x[i], "end"), per_us);
         for (int j = 0; j < v->n_x; j++) {
             if (j == i || (int)num(v->x[j], "tid") != tid)
                 continue;
             const int64_t b0 = to_units(num(v->x[j], "ts"), per_us);
-            const int64_t b1 = b0 + to_units(num(v->x[j], "dur"), per_us);
+            const int64_t b1 = to_units(num(v->x[j], "end"), per_us);
             if (a0 < b1 && b0 < a1)
                 fail_msg("events \"%s\" and \"%s\" overlap on tid %d", str(v->x[i], "name"),
                          str(v->x[j], "name"), tid);
             /* and in doubles, as a reader adds ts + dur */
-            if (b0 >= a1 && num(v->x[i], "ts") + num(v->x[i], "dur") > num(v->x[j], "ts"))
+            if (b0 >= a1 && num(v->x[i], "end") > num(v->x[j], "ts"))
                 fail_msg("event \"%s\" ends after \"%s\" starts on tid %d in doubles", str(v->x[i], "name"),
                          str(v->x[j], "name"), tid);
         }
@@ -239,7 +244,7 @@ static void test_full_trace(void **state) {
     assert_string_equal(str(sc, "note"), "quote \" and tab \t");
     assert_string_equal(str(md, "generator"), "stepsim");
 
-    /* One complete event per operation, at sim_op_times rounded down to nanoseconds. */
+    /* One slice per operation, at sim_op_times rounded down to nanoseconds. */
     assert_int_equal(st.n_ops, sim_op_count(st.e));
     assert_int_equal(v.n_x, sim_op_count(st.e));
     int sub_ns = 0;
@@ -254,7 +259,7 @@ static void test_full_trace(void **state) {
             fail_msg("no event for operation %d (%s on gpu %d stream %d)", id, op->name, op->gpu, op->stream);
         /* ns / 1000 and the parsed decimal are both the double nearest the same number. */
         assert_true(num(x, "ts") == (double)(s0 / 1000) / 1000.0);
-        check_dur(x, s0 / 1000, s1 / 1000, 1000.0);
+        assert_true(num(x, "end") == (double)(s1 / 1000) / 1000.0);
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(x, "args");
         assert_true(cJSON_IsObject(args));
         if (op->kind == SIM_OP_COMPUTE) {
@@ -336,7 +341,7 @@ static void test_exact_ps(void **state) {
         const cJSON *x = find_x(&v, st.ops[id].gpu, st.ops[id].stream, st.ops[id].name);
         assert_non_null(x);
         assert_true(num(x, "ts") == (double)s0 / 1e6);
-        check_dur(x, s0, s1, 1e6);
+        assert_true(num(x, "end") == (double)s1 / 1e6);
     }
     check_threads(&v, 1e6);
     check_flow(&v, "act 1->5", 1, 5);

@@ -4,17 +4,19 @@
  * viewers the docs recommend read it:
  * - the file is an object with a "traceEvents" array; "displayTimeUnit", if present, is "ms" or "ns";
  * - every event is an object with a one-letter "ph" of a known phase; pid and tid are integers;
- *   every phase but "E" has a string "name"; timed phases have a finite "ts" >= 0;
- * - "X": "dur" >= 0; "B"/"E": balanced per thread (each E closes the last open B, not earlier);
+ *   every event but "M" has a finite "ts" >= 0 and every event a string "name" (the format lets
+ *   "E" go without, but speedscope ignores an "E" whose name is not its "B"'s: checked);
+ * - "X": "dur" >= 0; "B"/"E": balanced per thread (each E closes the last open B of its thread, in
+ *   file order, which is time order on each thread in stepsim's traces), each pair one slice;
  * - "C": "args" is an object of numbers; "M": a known metadata name with args.name (a string) or
  *   args.sort_index (an integer);
  * - flows: "s", "t", "f" carry "id" and a string "cat"; every "s" has exactly one "f" of equal cat,
  *   name and id, and the reverse; an "f" binds to its enclosing slice only with "bp":"e" (else to the
  *   next slice), so a flow that must bind to the slice it sits in has bp "e"; each flow event binds
- *   to an "X" slice of equal cat, pid, tid and ts, the rule of Chrome DevTools (its FlowsHandler),
- *   which is also inside the slice, the Trace Event Format's enclosing-slice rule (Perfetto);
- * - with strict set: on every thread no two "X" slices overlap when ts and dur are read as doubles
- *   and added (each ends at or before the next begins), i.e. no nesting at all.
+ *   to a slice ("X", or "B" with its "E") of equal cat, pid, tid and ts, the rule of Chrome DevTools (its
+ * FlowsHandler), which is also inside the slice, the Trace Event Format's enclosing-slice rule (Perfetto);
+ * - with strict set: on every thread no two slices overlap with times read as doubles (each ends,
+ *   at ts + dur for "X" or its "E" event's ts, at or before the next begins), i.e. no nesting.
  * tf_check returns the number of problems (0: valid) and writes the first into msg. */
 #ifndef STEPSIM_TEST_TRACE_FORMAT_H
 #define STEPSIM_TEST_TRACE_FORMAT_H
@@ -29,9 +31,10 @@
 
 typedef struct tf_stats {
     int64_t events, complete, counters, metadata, flow_starts, flow_ends, begins, ends;
-    int64_t threads;  /* threads with X slices */
-    int64_t overlaps; /* strict: X slices of one thread that overlap in doubles */
-    int64_t unbound;  /* flow events that bind to no X of equal cat, pid, tid and ts */
+    int64_t threads;  /* threads with slices */
+    int64_t slices;   /* "X" events and "B"/"E" pairs */
+    int64_t overlaps; /* strict: slices of one thread that overlap in doubles */
+    int64_t unbound;  /* flow events that bind to no slice of equal cat, pid, tid and ts */
 } tf_stats_t;
 
 typedef struct tf_slice {
@@ -135,7 +138,7 @@ static int tf_check(const cJSON *root, int strict, tf_stats_t *st, char *msg, si
         if (!tf_is_int(pid) || !tf_is_int(tid))
             tf_problem(&n, msg, size, "event %s %g: pid or tid not an integer", ph, (double)st->events);
         const char *name = tf_str(e, "name");
-        if (ph[0] != 'E' && !name)
+        if (!name)
             tf_problem(&n, msg, size, "event %s %g: no name", ph, (double)st->events);
         const cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts");
         const int timed = ph[0] != 'M';
@@ -164,11 +167,17 @@ static int tf_check(const cJSON *root, int strict, tf_stats_t *st, char *msg, si
             int64_t k = nopen - 1;
             while (k >= 0 && !(open[k].pid == p && open[k].tid == t))
                 k--;
-            if (k < 0 || open[k].ts > ts->valuedouble)
+            if (k >= 0 && (!name || !tf_str(open[k].ev, "name") || strcmp(name, tf_str(open[k].ev, "name"))))
+                tf_problem(&n, msg, size, "E %s at %g: not the name of the B it closes", name ? name : "",
+                           ts->valuedouble);
+            if (k < 0 || open[k].ts > ts->valuedouble) {
                 tf_problem(&n, msg, size, "E %s at %g: no open B on its thread before it", "",
                            ts->valuedouble);
-            else
-                memmove(&open[k], &open[k + 1], (size_t)(nopen - k - 1) * sizeof *open), nopen--;
+            } else {
+                x[nx++] = (tf_slice_t){p, t, open[k].ts, ts->valuedouble, open[k].ev};
+                memmove(&open[k], &open[k + 1], (size_t)(nopen - k - 1) * sizeof *open);
+                nopen--;
+            }
             st->ends++;
             break;
         }
@@ -223,13 +232,14 @@ static int tf_check(const cJSON *root, int strict, tf_stats_t *st, char *msg, si
         tf_problem(&n, msg, size, "B %s%g: never ended",
                    tf_str(open[0].ev, "name") ? tf_str(open[0].ev, "name") : "", open[0].ts);
     /* slices per thread, by start */
+    st->slices = nx;
     qsort(x, (size_t)nx, sizeof *x, tf_cmp_slice);
     for (int64_t i = 0; i < nx; i++) {
         const int first = i == 0 || x[i - 1].pid != x[i].pid || x[i - 1].tid != x[i].tid;
         st->threads += first;
         if (strict && !first && x[i - 1].end > x[i].ts) {
             st->overlaps++;
-            tf_problem(&n, msg, size, "X %s at %.6f: starts before the previous slice of its thread ends",
+            tf_problem(&n, msg, size, "slice %s at %.6f: starts before the previous slice of its thread ends",
                        tf_str(x[i].ev, "name"), x[i].ts);
         }
     }
@@ -258,7 +268,7 @@ static int tf_check(const cJSON *root, int strict, tf_stats_t *st, char *msg, si
                 (int64_t)cJSON_GetObjectItemCaseSensitive(v[q], "tid")->valuedouble, ts, tf_str(v[q], "cat"));
             if (!b) {
                 st->unbound++;
-                tf_problem(&n, msg, size, "flow %s at %.6f: no X of equal cat, pid, tid and ts",
+                tf_problem(&n, msg, size, "flow %s at %.6f: no slice of equal cat, pid, tid and ts",
                            tf_str(v[q], "name"), ts);
             }
         }

@@ -212,7 +212,7 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
  * instead of the whole job (said once). The estimate, per traced operation: its slice, plus for a
  * compute operation its memory sample, for a send or receive its flow event and two link samples
  * (bytes per event as measured on the default scenario; collectives' link samples are not counted). */
-#define CMD_TRACE_SLICE_BYTES 230.0
+#define CMD_TRACE_SLICE_BYTES 300.0
 #define CMD_TRACE_COMPUTE_EXTRA_BYTES 100.0
 #define CMD_TRACE_P2P_EXTRA_BYTES 310.0
 #define CMD_TRACE_WARN_BYTES 100e6

@@ -18,8 +18,8 @@
  *   the kernel's idle task; with process groups, one per group and node, trace_options_t.n_groups), one
  * thread per GPU stream (tid = gpu x streams_per_gpu + stream + 1, unique over the whole trace, as Perfetto
  * requires), named "node 3", "gpu 25 compute", "gpu 25 comm 1"; a process "links" (pid = nodes + 1) holds the
- * link utilisation counters. Operations are complete events ("X"); each point-to-point message (a
- * SIM_COLL_SENDRECV collective: its SIM_OP_SEND and SIM_OP_RECV members share a coll id) is a flow arrow
+ * link utilisation counters. Operations are slices (a "B" and an "E" event each); each point-to-point message
+ * (a SIM_COLL_SENDRECV collective: its SIM_OP_SEND and SIM_OP_RECV members share a coll id) is a flow arrow
  * ("s"/"f", id = coll id) from the send's slice to the receive's; counters are "C" events. docs/traces.md
  *   describes every field.
  * - Units: simulated time is integer picoseconds (sim_time_ps_t); the trace's "ts"/"dur" are
@@ -28,10 +28,11 @@
  *   ("%lld.%06lld"). Whole nanoseconds are the default because Perfetto rounds "ts" and "dur" to
  *   nanoseconds separately, so sub-nanosecond values can make back-to-back slices overlap by 1 ns
  *   and nest wrongly; start and end are each rounded down, so slices that do not overlap in the
- *   simulation never overlap in the trace. "dur" is the integer end minus the integer start, except
- *   where a reader adding the parsed doubles ts + dur (Chrome DevTools, speedscope) would land after
- *   the double of the end: then it is the largest double that does not, so that on every thread each
- *   slice ends at or before the next begins in doubles too.
+ *   simulation never overlap in the trace. Each operation is a begin and an end event ("B"/"E") rather
+ *   than one complete event ("X" with "dur"): a reader that adds ts + dur in doubles (speedscope,
+ *   Chrome DevTools) can land a fraction of a nanosecond past the next slice's ts, which strict-stack
+ *   viewers draw as nesting; with "B"/"E" the boundary of two back-to-back slices is one integer
+ *   printed twice, the same number in every reader.
  * - Determinism: the output depends only on the sequence of callbacks and options (no wall-clock
  *   time, no pointers, no hash order): the same simulation gives byte-identical files.
  * - Errors: functions return TRACE_OK (0) or a negative trace_status_t; those taking err fill it
@@ -170,13 +171,11 @@ void trace_writer_observer(trace_writer_t *w, sim_observer_t *out);
 int trace_writer_counter(trace_writer_t *w, sim_time_ps_t t_ps, int32_t gpu, const char *name, double value);
 
 typedef struct trace_writer_stats {
-    int64_t complete_events; /* "X": traced operations */
+    int64_t complete_events; /* slices ("B"/"E" pairs): traced operations */
     int64_t flow_arrows;     /* "s"/"f" pairs */
     int64_t counter_events;  /* "C" */
     int64_t metadata_events; /* "M": names and sort order */
     int64_t dropped_ops;     /* traced GPUs' operations that op_args left out */
-    int64_t dur_adjusted;    /* "X" whose dur is printed a hair short so that ts + dur in doubles
-                                does not pass the slice's end (see Units) */
 } trace_writer_stats_t;
 
 void trace_writer_stats(const trace_writer_t *w, trace_writer_stats_t *out);
