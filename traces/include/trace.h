@@ -1,5 +1,5 @@
 /* trace.h - Chrome Trace Event Format output of a simulated step: a streaming writer fed by the
- * engine's observer (sim_observer_t), for Perfetto (ui.perfetto.dev) and chrome://tracing.
+ * engine's observer (sim_observer_t), for Perfetto (ui.perfetto.dev), speedscope and Chrome DevTools.
  *
  * Contract
  * - Owns: the trace file (JSON object format: {"displayTimeUnit":"ns","traceEvents":[...],
