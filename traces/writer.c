@@ -738,8 +738,13 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
          * slices is then one number printed twice, which every reader parses to the same value, where
          * a reader adding ts + dur in doubles can land past the next slice's ts and nest it. */
         const int64_t u0 = units(w, start), u1 = units(w, t);
-        lb_cstr(w, "{\"ph\":\"B\",\"ts\":");
+        /* An empty slice is one complete event of "dur" 0 (exact in any reader): speedscope orders a
+         * "B" and an "E" of one timestamp by their names and args, and may end it before it begins. */
+        const int empty = u1 == u0;
+        lb_cstr(w, empty ? "{\"ph\":\"X\",\"ts\":" : "{\"ph\":\"B\",\"ts\":");
         lb_units(w, u0);
+        if (empty)
+            lb_cstr(w, ",\"dur\":0");
         lb_cstr(w, ",\"pid\":");
         lb_i64(w, pid_of_gpu(w, op->gpu));
         lb_cstr(w, ",\"tid\":");
@@ -757,19 +762,21 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
             put_args(w, &a, p2p ? kind_name(op->kind) : NULL, op->kind == SIM_OP_COMPUTE ? -1 : op->coll);
         lb_char(w, '}');
         end_event(w);
-        if (begin_event(w))
-            return;
-        /* The end carries the name too: speedscope ignores an "E" whose name differs from its "B"'s. */
-        lb_cstr(w, "{\"ph\":\"E\",\"ts\":");
-        lb_units(w, u1);
-        lb_cstr(w, ",\"pid\":");
-        lb_i64(w, pid_of_gpu(w, op->gpu));
-        lb_cstr(w, ",\"tid\":");
-        lb_i64(w, tid_of(w, op->gpu, op->stream));
-        lb_cstr(w, ",\"name\":");
-        lb_str(w, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
-        lb_char(w, '}');
-        end_event(w);
+        if (!empty) {
+            if (begin_event(w))
+                return;
+            /* The end carries the name too: speedscope ignores an "E" whose name differs from its "B"'s. */
+            lb_cstr(w, "{\"ph\":\"E\",\"ts\":");
+            lb_units(w, u1);
+            lb_cstr(w, ",\"pid\":");
+            lb_i64(w, pid_of_gpu(w, op->gpu));
+            lb_cstr(w, ",\"tid\":");
+            lb_i64(w, tid_of(w, op->gpu, op->stream));
+            lb_cstr(w, ",\"name\":");
+            lb_str(w, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
+            lb_char(w, '}');
+            end_event(w);
+        }
         w->stats.complete_events++;
     }
     if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV)

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "trace_format.h"
 #include "trace_test_util.h"
 
 #define MAX_EV 512
@@ -67,7 +68,15 @@ static void read_trace(const char *path, seen_t *v) {
         assert_true(tid >= 1 && tid <= TT_GPUS * TT_STREAMS + 1);
         if (strcmp(ph, "E"))
             str(e, "name");
-        if (!strcmp(ph, "B")) {
+        if (!strcmp(ph, "X")) {
+            /* only empty slices are complete events */
+            assert_true(num(e, "dur") == 0.0);
+            cJSON *x = cJSON_Duplicate(e, 1);
+            cJSON_AddNumberToObject(x, "end", num(e, "ts"));
+            cJSON_AddItemToArray(slices, x);
+            assert_true(v->n_x < MAX_EV);
+            v->x[v->n_x++] = x;
+        } else if (!strcmp(ph, "B")) {
             /* a thread's slices come one after the other: B, its E, the next B */
             assert_true(num(e, "ts") >= 0);
             str(e, "cat");
@@ -570,6 +579,50 @@ static void test_empty_trace(void **state) {
     free(path);
 }
 
+/* A slice shorter than the trace's unit (or empty) is one "X" of dur 0, between two B/E slices that
+ * touch it: the file passes the validator strictly. */
+static void test_empty_slice(void **state) {
+    (void)state;
+    char *path = tt_temp_path("emptyslice");
+    trace_options_t o;
+    memset(&o, 0, sizeof o);
+    o.n_gpus = 1;
+    o.streams_per_gpu = 1;
+    trace_writer_t *w = NULL;
+    char err[256];
+    assert_int_equal(trace_writer_open(path, &o, &w, err, sizeof err), TRACE_OK);
+    sim_observer_t obs;
+    trace_writer_observer(w, &obs);
+    const sim_time_ps_t t[4] = {0, 1000, 1500, 5000}; /* a: 0-1 ns, b: 1-1.5 ns (1-1 in ns), c: 1.5-5 */
+    const char *names[3] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        const sim_op_info_t op = {
+            .op = i, .kind = SIM_OP_COMPUTE, .gpu = 0, .stream = 0, .coll = -1, .name = names[i]};
+        obs.op_start(obs.ctx, t[i], &op);
+        obs.op_end(obs.ctx, t[i + 1], &op);
+    }
+    assert_int_equal(trace_writer_close(w, err, sizeof err), TRACE_OK);
+    cJSON *root = tt_parse_file(path);
+    assert_non_null(root);
+    tf_stats_t st;
+    char msg[300];
+    if (tf_check(root, 1, &st, msg, sizeof msg))
+        fail_msg("%s", msg);
+    assert_int_equal(st.slices, 3);
+    assert_int_equal(st.complete, 1);
+    assert_int_equal(st.begins, 2);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "traceEvents")) {
+        if (!strcmp(str(e, "ph"), "X")) {
+            assert_string_equal(str(e, "name"), "b");
+            assert_true(num(e, "dur") == 0.0 && num(e, "ts") == 0.001);
+        }
+    }
+    cJSON_Delete(root);
+    remove(path);
+    free(path);
+}
+
 /* Options that do not match the engine (2 streams per GPU, the engine has 3): the run goes on,
  * close reports the mismatch and leaves no file. */
 static void test_close_reports_run_error(void **state) {
@@ -597,15 +650,11 @@ static void test_close_reports_run_error(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_trace),
-        cmocka_unit_test(test_exact_ps),
-        cmocka_unit_test(test_rank_filter),
-        cmocka_unit_test(test_args_drop),
-        cmocka_unit_test(test_abort_leaves_no_file),
-        cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_counter_errors),
-        cmocka_unit_test(test_empty_trace),
-        cmocka_unit_test(test_close_reports_run_error),
+        cmocka_unit_test(test_full_trace),           cmocka_unit_test(test_exact_ps),
+        cmocka_unit_test(test_rank_filter),          cmocka_unit_test(test_args_drop),
+        cmocka_unit_test(test_abort_leaves_no_file), cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_counter_errors),       cmocka_unit_test(test_empty_trace),
+        cmocka_unit_test(test_empty_slice),          cmocka_unit_test(test_close_reports_run_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
