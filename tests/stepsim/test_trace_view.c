@@ -1,5 +1,5 @@
 /* stepsim/test_trace_view.c - the trace of the default job as a user opens it (docs/traces.md):
- * `stepsim run --trace FILE` without --trace-ranks. The whole job would make a trace of about 360 MB,
+ * `stepsim run --trace FILE` without --trace-ranks. The whole job would make a trace of about 420 MB,
  * so one tensor group per pipeline stage is traced and stderr says so once, with the size estimate
  * (checked against the file); the file passes the Trace Event Format validator (trace_format.h),
  * strictly: on every thread each slice ends at or before the next begins with ts and dur read as
@@ -160,10 +160,13 @@ static void test_link_names(void **state) {
             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "utilization") ==
                 NULL)
             continue;
-        char a[16], b[16], tail[4];
+        char a[16], b[16], again[64];
         int i = -1, j = -1;
-        if (sscanf(str(e, "name"), "%15[a-z] %d -> %15[a-z] %d%3s", a, &i, b, &j, tail) != 4)
-            fail_msg("link counter \"%s\" is not named \"KIND N -> KIND M\"", str(e, "name"));
+        const char *name = str(e, "name");
+        if (sscanf(name, "%15[a-z] %d -> %15[a-z] %d", a, &i, b, &j) != 4)
+            fail_msg("link counter \"%s\" is not named \"KIND N -> KIND M\"", name);
+        snprintf(again, sizeof again, "%s %d -> %s %d", a, i, b, j); /* spaced exactly so */
+        assert_string_equal(name, again);
         links++;
     }
     assert_true(links > 1000);

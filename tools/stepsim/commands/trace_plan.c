@@ -74,7 +74,7 @@ static double estimate_bytes(const double *bytes, const uint8_t *on, int64_t n) 
 }
 
 /* One tensor group (every tensor and context rank of data-parallel replica 0) of each pipeline
- * stage, or of the first and last stage only (last_first_only). */
+ * stage, or of the first and last stage only (first_last_only). */
 static void tensor_groups(const model_job_t *job, const step_config_t *cfg, int first_last_only,
                           uint8_t *on) {
     const model_parallel_t *par = &job->par;
@@ -198,9 +198,11 @@ int cmd_trace_plan(const step_t *step, const model_job_t *job, const step_config
     if (plan->estimate_bytes > CMD_TRACE_WARN_BYTES) {
         tensor_groups(job, cfg, 0, alt);
         double alt_bytes = estimate_bytes(bytes, alt, n);
-        if (alt_bytes > CMD_TRACE_WARN_BYTES) {
+        const char *which = "one tensor group per pipeline stage";
+        if (alt_bytes > CMD_TRACE_WARN_BYTES && job->par.pp > 2) {
             tensor_groups(job, cfg, 1, alt);
             alt_bytes = estimate_bytes(bytes, alt, n);
+            which = "one tensor group of the first and of the last pipeline stage";
         }
         if (!(alt_text = ranks_text(alt, n))) {
             rc = cli_fail(d, CLI_ERUNTIME, "--trace: out of memory");
@@ -211,9 +213,9 @@ int cmd_trace_plan(const step_t *step, const model_job_t *job, const step_config
                 fprintf(
                     warn,
                     "stepsim run: --trace: the whole job would make about %.0f MB (more than %.0f MB), so "
-                    "the trace holds one tensor group per pipeline stage: --trace-ranks %s (about %.0f "
-                    "MB); --trace-ranks all traces every GPU\n",
-                    plan->estimate_bytes / 1e6, CMD_TRACE_WARN_BYTES / 1e6, alt_text, alt_bytes / 1e6);
+                    "the trace holds %s: --trace-ranks %s (about %.0f MB); --trace-ranks all traces every "
+                    "GPU\n",
+                    plan->estimate_bytes / 1e6, CMD_TRACE_WARN_BYTES / 1e6, which, alt_text, alt_bytes / 1e6);
             memcpy(on, alt, (size_t)n);
             plan->estimate_bytes = alt_bytes;
             plan->reduced = 1;
