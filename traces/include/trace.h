@@ -18,8 +18,9 @@
  *   the kernel's idle task; with process groups, one per group and node, trace_options_t.n_groups), one
  * thread per GPU stream (tid = gpu x streams_per_gpu + stream + 1, unique over the whole trace, as Perfetto
  * requires), named "node 3", "gpu 25 compute", "gpu 25 comm 1"; a process "links" (pid = nodes + 1) holds the
- * link utilisation counters. Operations are slices (a "B" and an "E" event each, or an "X" of dur 0 when empty); each point-to-point message
- * (a SIM_COLL_SENDRECV collective: its SIM_OP_SEND and SIM_OP_RECV members share a coll id) is a flow arrow
+ * link utilisation counters. Operations are slices (a "B" and an "E" event each, or an "X" of dur 0 when
+ * empty); each point-to-point message (a SIM_COLL_SENDRECV collective: its SIM_OP_SEND and SIM_OP_RECV
+ * members share a coll id) is a flow arrow
  * ("s"/"f", id = coll id) from the send's slice to the receive's; counters are "C" events. docs/traces.md
  *   describes every field.
  * - Units: simulated time is integer picoseconds (sim_time_ps_t); the trace's "ts"/"dur" are
