@@ -157,9 +157,12 @@ static const cli_option_t OPTIONS[] = {
      "memory budget of the simulation: a step whose estimate (0.2 GB and 64 bytes per operation) is "
      "larger is refused before it is built (exit 2)",
      CLI_OPT_MAX_MEMORY},
-    {"--trace", "FILE", R, "none", "write a Chrome trace (Perfetto, chrome://tracing) of the simulated GPUs",
+    {"--trace", "FILE", R, "none", "write a Chrome trace (Perfetto, speedscope) of the simulated GPUs",
      CLI_OPT_TRACE},
-    {"--trace-ranks", "LIST", R, "all", "GPUs to trace, e.g. 0-7,64 (with --trace)", CLI_OPT_TRACE_RANKS},
+    {"--trace-ranks", "LIST", R, "all",
+     "GPUs to trace, e.g. 0-7,64 (with --trace; not given and the whole trace above 100 MB: one tensor "
+     "group per pipeline stage)",
+     CLI_OPT_TRACE_RANKS},
     /* compare, validate (waterfall) */
     {"--topologies", "LIST", P, "ideal,fat-tree,fat-tree-2:1,rail,dragonfly,dragonfly-ugal",
      "comma-separated presets, kinds, files, shortcuts or {...} objects", CLI_OPT_TOPOLOGIES},

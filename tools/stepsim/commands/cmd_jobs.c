@@ -185,7 +185,7 @@ static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
 
 static void link_name(void *ctx, int32_t link, char *buf, size_t size) {
     const jobs_trace_t *c = ctx;
-    topo_link_name(c->topo, link, buf, size);
+    cmd_trace_link_name(c->topo, link, buf, size);
 }
 
 static int32_t gpu_group(void *ctx, int32_t gpu) {
