@@ -18,9 +18,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "csv.h"
+#include "input_check.h"
+#include "readfile.h"
 #include "print.h"
 #include "progress.h"
 #include "validate.h"
@@ -931,6 +934,12 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
         errno = e;
         if (errno == ENOMEM)
             return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", a.measured);
+        if (errno == EFBIG) {
+            struct stat st;
+            const int reg = stat(a.measured, &st) == 0 && S_ISREG(st.st_mode);
+            return input_fail_too_large(a.measured, "measured-runs CSV", reg ? (long long)st.st_size : -1,
+                                        READFILE_CSV_LIMIT_BYTES, d);
+        }
         return cli_fail(d, CLI_EUSAGE, "%s: cannot read: %s; allowed: a CSV file with a header row",
                         a.measured, errno == EINVAL ? "empty file" : strerror(errno));
     }

@@ -16,6 +16,9 @@
 
 #include <igraph.h>
 
+#include "input_check.h"
+#include "readfile.h"
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define KIND(k) (1u << (k))
 #define BUILT                                                                                                \
@@ -533,6 +536,8 @@ static int load_graphml(const topo_spec_t *spec, cli_diag_t *d) {
     topo_params_t p;
     int rc = topo_spec_params(spec, NULL, NULL, 0, 0, &p, d);
     if (rc)
+        return rc;
+    if (p.graphml_path && (rc = input_check_size(p.graphml_path, "GraphML", READFILE_GRAPHML_LIMIT_BYTES, d)))
         return rc;
     topo_t *t = NULL;
     topo_issue_t issue;
