@@ -945,10 +945,11 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
     }
     const size_t n = t.n_rows - 1;
     run_row_t *rows = n ? calloc(n, sizeof *rows) : NULL;
-    if (n == 0)
+    rc = input_check_csv(&t, a.measured, d);
+    if (!rc && n == 0)
         rc = cli_fail(d, CLI_EUSAGE, "%s: no data rows after the header; allowed: one measured run per row",
                       a.measured);
-    else if (!rows)
+    else if (!rc && !rows)
         rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (!rc)
         rc = load_rows(&a, &t, rows, d);

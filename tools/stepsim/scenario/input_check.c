@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv.h"
 #include "input_check.h"
 #include "readfile.h"
 #include "utf8.h"
@@ -47,9 +48,9 @@ int input_check_size(const char *path, const char *kind, size_t limit_bytes, cli
     const int rc = readfile_check_size(path, limit_bytes, &size);
     if (rc == READFILE_TOO_LARGE)
         return input_fail_too_large(path, kind, size, limit_bytes, d);
-    if (rc != READFILE_OK)
+    if (rc != READFILE_OK && errno == ENOMEM)
         return fail_errno(path, kind, errno, d);
-    return CLI_OK;
+    return CLI_OK; /* a file that cannot be opened: the reader that opens it says so */
 }
 
 /* ---- duplicate keys and UTF-8 ---------------------------------------------------------------- */
@@ -143,4 +144,24 @@ static int check_value(const check_t *c, const cJSON *v, const char *path) {
 int input_check_json(const cJSON *root, const char *path, cli_diag_t *d) {
     const check_t c = {path, d};
     return check_value(&c, root, "");
+}
+
+int input_check_csv(const csv_table_t *t, const char *path, cli_diag_t *d) {
+    for (size_t r = 0; r < t->n_rows; r++)
+        for (size_t c = 0; c < t->widths[r]; c++) {
+            const char *s = t->rows[r][c];
+            const size_t n = strlen(s), at = utf8_invalid_at(s, n);
+            if (at == n)
+                continue;
+            char where[64];
+            if (r == 0)
+                snprintf(where, sizeof where, "header, column %zu", c + 1);
+            else
+                snprintf(where, sizeof where, "row %zu, column %s", r,
+                         c < t->widths[0] ? t->rows[0][c] : "(beyond the header)");
+            return cli_fail(d, CLI_EUSAGE,
+                            "%s: %s: invalid UTF-8 (byte 0x%02x at offset %zu); allowed: UTF-8 text", path,
+                            where, (unsigned)(unsigned char)s[at], at);
+        }
+    return CLI_OK;
 }

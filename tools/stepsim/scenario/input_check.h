@@ -13,12 +13,17 @@
 /* Read path (kind names it: "scenario", "grid") into *out (caller frees), at most limit_bytes. */
 int input_read_file(const char *path, const char *kind, size_t limit_bytes, char **out, size_t *len,
                     cli_diag_t *d);
-/* Refuse path if it holds more than limit_bytes (a file another reader opens, such as GraphML). */
+/* Refuse path if it holds more than limit_bytes (a file another reader opens, such as GraphML); a
+ * file that cannot be opened passes, for that reader to name the error in its own words. */
 int input_check_size(const char *path, const char *kind, size_t limit_bytes, cli_diag_t *d);
 /* The one line for a file of size_bytes (-1: unknown, more than the limit) above limit_bytes. */
 int input_fail_too_large(const char *path, const char *kind, long long size_bytes, size_t limit_bytes,
                          cli_diag_t *d);
 /* Every object of root has each key once, and every key and string is UTF-8; path names the file. */
 int input_check_json(const cJSON *root, const char *path, cli_diag_t *d);
+/* Every cell of a CSV table (tools/common/csv.h) is UTF-8; path names the file, the line names the
+ * row (row 1 is the first data row) and the column. */
+struct csv_table;
+int input_check_csv(const struct csv_table *t, const char *path, cli_diag_t *d);
 
 #endif

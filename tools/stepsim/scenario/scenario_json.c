@@ -525,6 +525,10 @@ int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_dia
     if (!*root)
         rc = syntax_error(path, buf, end, diag);
     free(buf);
+    if (!rc && (rc = input_check_json(*root, path, diag)) != CLI_OK) {
+        cJSON_Delete(*root);
+        *root = NULL;
+    }
     return rc;
 }
 

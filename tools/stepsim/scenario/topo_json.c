@@ -583,7 +583,9 @@ int topo_spec_parse_text(const char *text, const char *where, topo_spec_t *out, 
                         "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", where);
     if (!json)
         return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", where);
-    const int rc = topo_spec_parse(json, where, out, d);
+    int rc = text[0] == '{' ? input_check_json(json, where, d) : CLI_OK;
+    if (!rc)
+        rc = topo_spec_parse(json, where, out, d);
     cJSON_Delete(json);
     return rc;
 }
