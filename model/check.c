@@ -72,6 +72,14 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
                                         : "system.flop_efficiency",
                     buf, "an efficiency must be in (0, 1]");
     }
+    /* A latency above 1 s is not a link; the bound also keeps the simulator's picosecond route sums far
+     * from saturating (SIM_LINK_LATENCY_MAX_S). */
+    if (!(s->nvlink_latency_s <= 1.0) || !(s->ib_latency_s <= 1.0)) {
+        const int nv = !(s->nvlink_latency_s <= 1.0);
+        snprintf(buf, sizeof buf, "%g", nv ? s->nvlink_latency_s : s->ib_latency_s);
+        return fail(is, nv ? "system.nvlink_latency" : "system.ib_latency", buf,
+                    "a latency must be in [0, 1] s (a latency above 1 s is not a link)");
+    }
     if (!(s->nvlink_latency_s >= 0.0) || !(s->ib_latency_s >= 0.0) || !(s->kernel_overhead_s >= 0.0)) {
         snprintf(buf, sizeof buf, "%g",
                  !(s->nvlink_latency_s >= 0.0) ? s->nvlink_latency_s : s->ib_latency_s);

@@ -162,7 +162,7 @@ static int pairs_route(sim_engine_t *e, sim_coll_t *c) {
                     return sim_i_fail(e, SIM_EINVAL, "collective: route %d -> %d repeats link %d", p->src,
                                       p->dst, buf[j]);
             c->routes[used + j] = buf[j];
-            p->lat_ps += e->net.links[buf[j]].lat_ps;
+            p->lat_ps = sim_i_add_ps(p->lat_ps, e->net.links[buf[j]].lat_ps);
             p->min_cap = fmin(p->min_cap, e->net.links[buf[j]].cap);
         }
         p->base_lat_ps = p->lat_ps;

@@ -295,6 +295,12 @@ struct sim_engine {
 };
 
 /* engine.c */
+/* a + b for non-negative times, saturating at SIM_TIME_NEVER instead of wrapping (latencies are
+ * bounded by SIM_LINK_LATENCY_MAX_S, so route sums stay far below it; this is the backstop). */
+static inline sim_time_ps_t sim_i_add_ps(sim_time_ps_t a, sim_time_ps_t b) {
+    sim_time_ps_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIM_TIME_NEVER : r;
+}
 int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);
 /* The same for arrays counted in int32_t; SIM_ENOMEM beyond INT32_MAX elements. The check is inline:

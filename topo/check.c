@@ -55,6 +55,16 @@ static int need_rate(topo_issue_t *issue, const char *field, double v, int posit
     return TOPO_OK;
 }
 
+/* A link latency: finite, >= 0 and at most TOPO_MAX_LATENCY_S. */
+static int need_latency(topo_issue_t *issue, const char *field, double v) {
+    char s[32];
+    snprintf(s, sizeof s, "%g", v);
+    if (!(v >= 0 && v <= TOPO_MAX_LATENCY_S))
+        return topo_i_set_issue(issue, field, s, "must be in [0, %g] s (a latency above 1 s is not a link)",
+                                TOPO_MAX_LATENCY_S);
+    return TOPO_OK;
+}
+
 /* A technology parameter: TOPO_TECH_AUTO or a technology of the link kind it is for. */
 static int need_tech(topo_issue_t *issue, const char *field, topo_tech_t tech, topo_link_kind_t kind) {
     if (tech == TOPO_TECH_AUTO)
@@ -93,9 +103,9 @@ static int check_node(const topo_params_t *p, topo_issue_t *issue) {
         return topo_i_set_issuef(issue, "scaleup", n->scaleup, "must be switch or mesh");
     if ((rc = need_rate(issue, "nvlink_bandwidth_bytes_per_s", n->nvlink_bandwidth_bytes_per_s,
                         n->gpus_per_node > 1)) ||
-        (rc = need_rate(issue, "nvlink_latency_s", n->nvlink_latency_s, 0)) ||
+        (rc = need_latency(issue, "nvlink_latency_s", n->nvlink_latency_s)) ||
         (rc = need_rate(issue, "pcie_bandwidth_bytes_per_s", n->pcie_bandwidth_bytes_per_s, 0)) ||
-        (rc = need_rate(issue, "pcie_latency_s", n->pcie_latency_s, 0)))
+        (rc = need_latency(issue, "pcie_latency_s", n->pcie_latency_s)))
         return rc;
     if ((rc = need_tech(issue, "nvlink", n->nvlink_tech, TOPO_LINK_NVLINK)) ||
         (rc = need_tech(issue, "pcie", n->pcie_tech, TOPO_LINK_PCIE)))
@@ -162,7 +172,7 @@ static int check_common(const topo_params_t *p, topo_issue_t *issue) {
         return topo_i_set_issuef(issue, "gpus", p->gpus, "must be a multiple of gpus_per_node (%lld)",
                                  (long long)p->node.gpus_per_node);
     if ((rc = need_rate(issue, "link_bandwidth_bytes_per_s", p->link_bandwidth_bytes_per_s, 1)) ||
-        (rc = need_rate(issue, "link_latency_s", p->link_latency_s, 0)))
+        (rc = need_latency(issue, "link_latency_s", p->link_latency_s)))
         return rc;
     if ((unsigned)p->routing >= TOPO_ROUTING_COUNT || !routing_ok(p->kind, p->routing))
         return topo_i_set_issue(issue, "routing", topo_routing_name(p->routing),
