@@ -211,8 +211,8 @@ static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_networ
     if (c->comm_streams < 1 || c->comm_streams > 64)
         return sim_i_fail(e, SIM_EINVAL, "config: comm_streams %d must be in 1..64", c->comm_streams);
     if (!(c->step_overhead_s >= 0.0 && c->step_overhead_s <= SIM_LINK_LATENCY_MAX_S))
-        return sim_i_fail(e, SIM_EINVAL, "config: step_overhead_s %g must be in [0, %g] s", c->step_overhead_s,
-                          SIM_LINK_LATENCY_MAX_S);
+        return sim_i_fail(e, SIM_EINVAL, "config: step_overhead_s %g must be in [0, %g] s",
+                          c->step_overhead_s, SIM_LINK_LATENCY_MAX_S);
     if (!(c->link_efficiency > 0.0 && c->link_efficiency <= 1.0))
         return sim_i_fail(e, SIM_EINVAL, "config: link_efficiency %g must be in (0, 1]", c->link_efficiency);
     if (!(c->chunk_bytes >= 1.0) || !isfinite(c->chunk_bytes))
@@ -426,6 +426,12 @@ int sim_engine_run_until(sim_engine_t *e, sim_time_ps_t limit) {
             t = top->time_ps;
         if (t == SIM_TIME_NEVER || t > limit)
             break;
+        if (t >= SIM_I_TIME_SATURATED)
+            return e->fatal =
+                       sim_i_fail(e, SIM_EINVAL,
+                                  "an event falls at or past the clock's end (%.4g s of simulated time, "
+                                  "INT64_MAX ps): a flow too slow or a time too long to simulate",
+                                  sim_ps_to_s(SIM_I_TIME_SATURATED));
         e->now = t;
         while (!e->fatal && step_at(e, t))
             ;

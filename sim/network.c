@@ -440,8 +440,8 @@ static int component(sim_net_t *n, int32_t *nf_out, int32_t *nl_out) {
 static sim_time_ps_t completion_ps(sim_time_ps_t now, double remaining, double rate) {
     const double dt = ceil(remaining / rate * (double)SIM_PS_PER_S);
     if (!(dt < 4e18))
-        return SIM_TIME_NEVER - 1;
-    return now + (dt < 1.0 ? 1 : (sim_time_ps_t)dt);
+        return SIM_I_TIME_SATURATED;
+    return sim_i_add_ps(now, dt < 1.0 ? 1 : (sim_time_ps_t)dt);
 }
 
 /* Apply the solver's rates: bring remaining up to date and re-key only flows whose rate changed. */

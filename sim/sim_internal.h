@@ -295,11 +295,15 @@ struct sim_engine {
 };
 
 /* engine.c */
-/* a + b for non-negative times, saturating at SIM_TIME_NEVER instead of wrapping (latencies are
- * bounded by SIM_LINK_LATENCY_MAX_S, so route sums stay far below it; this is the backstop). */
+/* The clock's end: a time that saturated (a sum past the int64 range, a flow that would need more
+ * than 4e18 ps). An event at it is never run: sim_engine_run_until fails instead, so a saturated time
+ * can never come out as a (wrong, early) result. */
+#define SIM_I_TIME_SATURATED (SIM_TIME_NEVER - 1)
+/* a + b for non-negative times, saturating at SIM_I_TIME_SATURATED instead of wrapping (latencies
+ * are bounded by SIM_LINK_LATENCY_MAX_S, so route sums stay far below it; this is the backstop). */
 static inline sim_time_ps_t sim_i_add_ps(sim_time_ps_t a, sim_time_ps_t b) {
     sim_time_ps_t r;
-    return __builtin_add_overflow(a, b, &r) ? SIM_TIME_NEVER : r;
+    return __builtin_add_overflow(a, b, &r) || r > SIM_I_TIME_SATURATED ? SIM_I_TIME_SATURATED : r;
 }
 int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);

@@ -226,6 +226,24 @@ static void test_latency_bound(void **state) {
     }
 }
 
+/* A flow that would end past the clock's end (4e18 ps and more to drain) makes the run fail with a
+ * message; it used to end at INT64_MAX - 1 ps as if that were a time. One that ends inside is exact. */
+static void test_clock_end(void **state) {
+    (void)state;
+    const double cap[1] = {1e-3}, lat[1] = {0};
+    const int32_t route[1] = {0};
+    sim_engine_t *e = engine(1, cap, lat);
+    flow(e, route, 1, 1e6, 0, 0, 0); /* 1e9 s */
+    assert_int_equal(sim_engine_run(e), SIM_EINVAL);
+    assert_non_null(strstr(sim_engine_last_error(e), "clock's end"));
+    sim_engine_free(e);
+    e = engine(1, cap, lat);
+    flow(e, route, 1, 1e3, 0, 0, 0); /* 1e6 s */
+    assert_int_equal(sim_engine_run(e), SIM_OK);
+    assert_int_equal(sim_engine_now(e), (sim_time_ps_t)1000000 * SIM_PS_PER_S);
+    sim_engine_free(e);
+}
+
 /* link_efficiency scales what flows can use; utilisation stays relative to the nominal capacity. */
 static void test_link_efficiency(void **state) {
     (void)state;
@@ -371,6 +389,7 @@ int main(void) {
         cmocka_unit_test(test_batching),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_latency_bound),
+        cmocka_unit_test(test_clock_end),
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_link_efficiency),
     };

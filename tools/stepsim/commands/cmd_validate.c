@@ -714,6 +714,13 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
         ref.training.precision = MODEL_PRECISION_BF16;
         if (!rc)
             rc = ANALYTIC.predict(&ref, &r->ref, d);
+        char what[128];
+        snprintf(what, sizeof what, "%s: row %zu (%.40s): predicted iteration time", pr->name, i + 1,
+                 r->name);
+        if (!rc)
+            rc = cmd_require_finite(r->pred.iteration_time_s, what, &r->job, d);
+        if (!rc)
+            rc = cmd_require_finite(r->ref.iteration_time_s, what, &r->job, d);
         if (rc)
             return rc;
         r->error_pct = 100.0 * (r->pred.iteration_time_s - r->measured_s) / r->measured_s;
