@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checked.h"
 #include "model_internal.h"
 
 static int fail(model_issue_t *is, const char *field, const char *value, const char *fmt, ...) {
@@ -153,12 +154,8 @@ static int check_reference_arch(const model_job_t *job, model_issue_t *is) {
 }
 
 /* Degrees: positive, tensor-parallel divisibility, and the product with the GPU count. */
-/* a x b for positive integers from input, saturating at INT64_MAX instead of overflowing: a product
+/* Products of positive integers from input saturate at INT64_MAX (checked_mul_sat_i64): a product
  * that large never equals a GPU count or fits a domain, so the checks below report it. */
-static int64_t sat_mul(int64_t a, int64_t b) {
-    int64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
 
 static int check_degrees(const model_job_t *job, model_issue_t *is) {
     const model_parallel_t *p = &job->par;
@@ -176,8 +173,9 @@ static int check_degrees(const model_job_t *job, model_issue_t *is) {
     const char *tp1 = d1 ? "parallel.tp" : "parallel.tp1";
     if (d1 && p->tp2 != 1)
         return fail_int(is, "parallel.tp2", p->tp2, "must be 1 for strategy 1d", 0);
-    if (p->tp != sat_mul(p->tp1, p->tp2))
-        return fail_int(is, "parallel.tp", p->tp, "must equal tp1 x tp2 (%lld)", sat_mul(p->tp1, p->tp2));
+    if (p->tp != checked_mul_sat_i64(p->tp1, p->tp2))
+        return fail_int(is, "parallel.tp", p->tp, "must equal tp1 x tp2 (%lld)",
+                        checked_mul_sat_i64(p->tp1, p->tp2));
     if (m->heads % p->tp1 != 0)
         return fail_int(is, tp1, p->tp1, "does not divide heads (%lld)", m->heads);
     if (m->hidden % p->tp1 != 0)
@@ -190,7 +188,7 @@ static int check_degrees(const model_job_t *job, model_issue_t *is) {
         return fail_int(is, "parallel.tp2", p->tp2, "does not divide hidden (%lld)", m->hidden);
     if (m->layers % p->pp != 0)
         return fail_int(is, "parallel.pp", p->pp, "does not divide the number of layers (%lld)", m->layers);
-    const int64_t product = sat_mul(sat_mul(p->dp, p->tp), p->pp);
+    const int64_t product = checked_mul_sat_i64(checked_mul_sat_i64(p->dp, p->tp), p->pp);
     if (product != job->gpus) {
         char buf[64];
         if (product == INT64_MAX)
@@ -225,7 +223,7 @@ static int check_nv(const model_job_t *job, model_issue_t *is) {
             return fail_int(is, nv[i].field, nv[i].nv, "must be a positive integer", 0);
         if (nv[i].group % nv[i].nv != 0)
             return fail_int(is, nv[i].field, nv[i].nv, "must divide its group's size (%lld)", nv[i].group);
-        product = sat_mul(product, nv[i].nv);
+        product = checked_mul_sat_i64(product, nv[i].nv);
     }
     if (product > job->system.nvlink_size) {
         char buf[48];

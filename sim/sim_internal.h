@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 
+#include "checked.h"
 #include "sim.h"
 
 /* Queue event kinds. */
@@ -302,8 +303,8 @@ struct sim_engine {
 /* a + b for non-negative times, saturating at SIM_I_TIME_SATURATED instead of wrapping (latencies
  * are bounded by SIM_LINK_LATENCY_MAX_S, so route sums stay far below it; this is the backstop). */
 static inline sim_time_ps_t sim_i_add_ps(sim_time_ps_t a, sim_time_ps_t b) {
-    sim_time_ps_t r;
-    return __builtin_add_overflow(a, b, &r) || r > SIM_I_TIME_SATURATED ? SIM_I_TIME_SATURATED : r;
+    int64_t r;
+    return checked_add_i64(a, b, &r) || r > SIM_I_TIME_SATURATED ? SIM_I_TIME_SATURATED : r;
 }
 int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checked.h"
 #include "commands.h"
 #include "csv.h"
 #include "input_check.h"
@@ -578,12 +579,15 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (rc)
         return rc;
 
-    if (tp * pp * dp * cp != gpus) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "is not tp x pp x dp x cp (%lld x %lld x %lld x %lld = %lld); allowed: %lld", (long long)tp,
-                 (long long)pp, (long long)dp, (long long)cp, (long long)(tp * pp * dp * cp),
-                 (long long)(tp * pp * dp * cp));
+    int64_t product;
+    const int wraps = checked_mul_i64(tp, pp, &product) || checked_mul_i64(product, dp, &product) ||
+                      checked_mul_i64(product, cp, &product);
+    if (wraps || product != gpus) {
+        char msg[160], prod[32];
+        snprintf(prod, sizeof prod, wraps ? "more than 2^63" : "%lld", (long long)product);
+        snprintf(msg, sizeof msg, "is not tp x pp x dp x cp (%lld x %lld x %lld x %lld = %s); allowed: %s",
+                 (long long)tp, (long long)pp, (long long)dp, (long long)cp, prod,
+                 wraps ? "a product of at most 2^63 - 1" : prod);
         char text[32];
         snprintf(text, sizeof text, "%lld", (long long)gpus);
         return bad_cell(rd, "gpus", text, msg);
@@ -598,7 +602,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     job->compat = MODEL_COMPAT_CORRECTED;
     job->par.strategy = cp > 1 ? MODEL_STRATEGY_2D_SEQP : MODEL_STRATEGY_1D;
     job->par.dp = dp;
-    job->par.tp = tp * cp;
+    job->par.tp = tp * cp; /* tp x cp divides the checked product above */
     job->par.tp1 = tp;
     job->par.tp2 = cp;
     job->par.pp = pp;
