@@ -263,6 +263,88 @@ static const input_case_t CASES[] = {
      {"estimate", "%F"},
      2,
      {"%F: system.b: duplicate key \"b\""}},
+    /* checked arithmetic: products and casts of input integers that used to wrap */
+    {"csv_degree_product_past_2_64",
+     "prod.csv",
+     "name,hidden,heads,layers,seq_len,vocab,gpus,tp,pp,dp,gbs,recompute,sequence_parallel,system,measured_"
+     "iteration_s\na,2304,24,24,2048,51200,64,4294967296,4294967296,1,512,full,0,DGX-A100,3.5\n",
+     0,
+     {"validate", "--measured", "%F"},
+     2,
+     {"%F: row 1 (a): column gpus", "= more than 2^63", "allowed: a product of at most 2^63 - 1"}},
+    {"scenario_degree_product_past_2_64",
+     "prod.json",
+     "{\"model\": \"gpt3_1T\", \"gpus\": 4096, \"global_batch\": 9000000000000000, \"parallel\": "
+     "{\"dp\": 9000000000000000, \"tp\": 32, \"pp\": 128}}",
+     0,
+     {"estimate", "%F"},
+     3,
+     {"%F: parallel: dp (9000000000000000) x tp (32) x pp (128) overflows 64 bits"}},
+    {"grid_option_past_int64",
+     "optgrid.json",
+     "{\"command\": \"search\", \"vary\": {\"gpus\": [64]}, \"options\": {\"top\": 1e30}}",
+     0,
+     {"sweep", "%F", "--out", "unused.jsonl"},
+     2,
+     {"%F: options.top: 1e+30", "allowed: an integer"}},
+    /* the picosecond clock: latencies that would saturate it are refused with the bound */
+    {"graphml_latency_past_clock",
+     "lat.graphml",
+     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+     "<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n"
+     "  <key id=\"k\" for=\"node\" attr.name=\"kind\" attr.type=\"string\"/>\n"
+     "  <key id=\"n\" for=\"node\" attr.name=\"node\" attr.type=\"int\"/>\n"
+     "  <key id=\"bw\" for=\"edge\" attr.name=\"bandwidth_bytes_per_s\" attr.type=\"double\"/>\n"
+     "  <key id=\"lat\" for=\"edge\" attr.name=\"latency_s\" attr.type=\"double\"/>\n"
+     "  <graph id=\"two-nodes\" edgedefault=\"undirected\">\n"
+     "    <node id=\"g0\"><data key=\"k\">gpu</data><data key=\"n\">0</data></node>\n"
+     "    <node id=\"g1\"><data key=\"k\">gpu</data><data key=\"n\">0</data></node>\n"
+     "    <node id=\"g2\"><data key=\"k\">gpu</data><data key=\"n\">1</data></node>\n"
+     "    <node id=\"g3\"><data key=\"k\">gpu</data><data key=\"n\">1</data></node>\n"
+     "    <node id=\"nvs0\"><data key=\"k\">nvswitch</data><data key=\"n\">0</data></node>\n"
+     "    <node id=\"nvs1\"><data key=\"k\">nvswitch</data><data key=\"n\">1</data></node>\n"
+     "    <node id=\"sw\"><data key=\"k\">switch</data><data key=\"n\">-1</data></node>\n"
+     "    <edge source=\"g0\" target=\"nvs0\"><data key=\"bw\">3e11</data><data "
+     "key=\"lat\">1e7</data></edge>\n"
+     "    <edge source=\"g1\" target=\"nvs0\"><data key=\"bw\">3e11</data><data "
+     "key=\"lat\">1e-06</data></edge>\n"
+     "    <edge source=\"g2\" target=\"nvs1\"><data key=\"bw\">3e11</data><data "
+     "key=\"lat\">1e-06</data></edge>\n"
+     "    <edge source=\"g3\" target=\"nvs1\"><data key=\"bw\">3e11</data><data "
+     "key=\"lat\">1e-06</data></edge>\n"
+     "    <edge source=\"g0\" target=\"sw\"><data key=\"bw\">2.5e10</data><data "
+     "key=\"lat\">1e-06</data></edge>\n"
+     "    <edge source=\"g2\" target=\"sw\"><data key=\"bw\">2.5e10</data><data "
+     "key=\"lat\">1e-06</data></edge>\n"
+     "  </graph>\n"
+     "</graphml>\n"
+     "",
+     0,
+     {"topo", "--topology", "%F"},
+     2,
+     {"edge 0: latency_s 1e+07 must be in [0, 1] s"}},
+    {"topology_pcie_latency_past_clock",
+     "pcie.json",
+     "{\"kind\": \"fat-tree\", \"k\": 4, \"pcie_latency_s\": 5}",
+     0,
+     {"topo", "--topology", "%F"},
+     2,
+     {"%F: pcie_latency_s: 5 must be in [0, 1] s"}},
+    {"scenario_topology_latency_past_clock",
+     "lat.json",
+     "{\"model\": \"gpt3\", \"gpus\": 64, \"topology\": {\"kind\": \"fat-tree\", \"k\": 8, "
+     "\"link_latency_s\": 1e7}}",
+     0,
+     {"run", "%F"},
+     2,
+     {"link_latency_s: 1e+07 must be in [0, 1] s"}},
+    {"scenario_system_latency_past_clock",
+     "syslat.json",
+     "{\"model\": \"gpt3\", \"gpus\": 64, \"system\": {\"base\": \"A100\", \"ib_latency\": 1e7}}",
+     0,
+     {"run", "%F"},
+     2,
+     {"%F: system.ib_latency: 1e+07", "[0, 1] s"}},
 };
 
 static void expand(const char *pattern, const char *file, char *out, size_t size) {
