@@ -272,6 +272,22 @@ static const input_case_t CASES[] = {
      {"validate", "--measured", "%F"},
      2,
      {"%F: row 1 (a): column gpus", "= more than 2^63", "allowed: a product of at most 2^63 - 1"}},
+    {"csv_dp_mbs_product_past_2_64",
+     "mbs.csv",
+     "name,hidden,heads,layers,seq_len,vocab,gpus,tp,pp,dp,gbs,recompute,sequence_parallel,system,measured_"
+     "iteration_s,mbs\na,2304,24,24,2048,51200,32,1,1,32,512,full,0,DGX-A100,3.5,4611686018427387904\n",
+     0,
+     {"validate", "--measured", "%F"},
+     2,
+     {"%F: row 1 (a): column mbs: \"4611686018427387904\"", "does not divide"}},
+    {"csv_empty_gbs_product_past_2_64",
+     "gbs.csv",
+     "name,hidden,heads,layers,seq_len,vocab,gpus,tp,pp,dp,gbs,recompute,sequence_parallel,system,measured_"
+     "iteration_s,mbs,ga\na,2304,24,24,2048,51200,32,1,1,32,,full,0,DGX-A100,3.5,4294967296,4294967296\n",
+     0,
+     {"validate", "--measured", "%F"},
+     2,
+     {"%F: row 1 (a): column gbs", "dp x mbs x ga passes 2^63 - 1"}},
     {"scenario_degree_product_past_2_64",
      "prod.json",
      "{\"model\": \"gpt3_1T\", \"gpus\": 4096, \"global_batch\": 9000000000000000, \"parallel\": "

@@ -453,18 +453,23 @@ static int batch_of(const reader_t *rd, run_row_t *row, int64_t dp) {
     if (!row->gbs_recorded) {
         if (!ga_given)
             row->set.ga = job->par.pp;
-        job->global_batch = dp * job->par.mbs * row->set.ga;
+        if (checked_mul_i64(dp, job->par.mbs, &job->global_batch) ||
+            checked_mul_i64(job->global_batch, row->set.ga, &job->global_batch))
+            return bad_cell(
+                rd, "gbs", "",
+                "is empty and dp x mbs x ga passes 2^63 - 1; allowed: a gbs, or smaller dp, mbs, ga");
         return CLI_OK;
     }
     if (!ga_given) {
-        row->set.ga = job->global_batch % (dp * job->par.mbs) ? 0 : job->global_batch / (dp * job->par.mbs);
+        const int64_t per_ga = checked_mul_sat_i64(dp, job->par.mbs); /* INT64_MAX never divides gbs */
+        row->set.ga = job->global_batch % per_ga ? 0 : job->global_batch / per_ga;
         return CLI_OK;
     }
-    if (!row->mbs_recorded && job->global_batch % (dp * row->set.ga) == 0) {
-        job->par.mbs = job->global_batch / (dp * row->set.ga);
+    if (!row->mbs_recorded && job->global_batch % checked_mul_sat_i64(dp, row->set.ga) == 0) {
+        job->par.mbs = job->global_batch / checked_mul_sat_i64(dp, row->set.ga);
         row->mbs_recorded = 1;
     }
-    if (dp * job->par.mbs * row->set.ga != job->global_batch) {
+    if (checked_mul_sat_i64(checked_mul_sat_i64(dp, job->par.mbs), row->set.ga) != job->global_batch) {
         char allowed[160];
         snprintf(allowed, sizeof allowed,
                  "is not gbs / (dp x mbs) (%" PRId64 " / (%" PRId64 " x %" PRId64 ")); allowed: a ga with "
@@ -525,7 +530,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (!rc)
         rc = int_cell(rd, "vocab", 1, 0, &m->vocab, NULL);
     if (!rc)
-        rc = int_cell(rd, "ffn_hidden", 0, 4 * m->hidden, &m->ffn_hidden, NULL);
+        rc = int_cell(rd, "ffn_hidden", 0, checked_mul_sat_i64(4, m->hidden), &m->ffn_hidden, NULL);
     if (!rc)
         rc = int_cell(rd, "gpus", 1, 0, &gpus, NULL);
     if (!rc)
@@ -620,7 +625,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     not_modelled(row);
     if (m->layers % pp != 0) { /* Megatron's uneven first and last stages: not modelled */
         char what[32];
-        const int64_t even = (m->layers + pp - 1) / pp * pp;
+        const int64_t even = checked_mul_sat_i64(checked_add_sat_i64(m->layers, pp - 1) / pp, pp);
         snprintf(what, sizeof what, "layers %" PRId64 " as %" PRId64, m->layers, even);
         note(row, what);
         m->layers = even;
@@ -698,7 +703,7 @@ static int load_rows(const validate_args_t *a, const csv_table_t *t, run_row_t *
         if (rc)
             return rc;
         const model_job_t *j = &rows[r - 1].job;
-        rows[r - 1].set.ga = j->global_batch / (j->par.dp * j->par.mbs); /* as predicted */
+        rows[r - 1].set.ga = j->global_batch / checked_mul_sat_i64(j->par.dp, j->par.mbs); /* as predicted */
     }
     return CLI_OK;
 }
