@@ -68,6 +68,12 @@ static const finite_case_t CASES[] = {
       "{\"kind\": \"fat-tree\", \"k\": 4, \"link_bandwidth_bytes_per_s\": 1e-300}", "--json"},
      2,
      {"clock's end", "9.223e+06 s"}},
+    /* 2^31 chunks of 512 KiB: the step count used to be cut to int32, and 1 PiB took 50 us */
+    {"collective_chunks_past_int32",
+     {"collective", "--gpus", "8", "--op", "broadcast", "--algo", "chain", "--size", "1048576G", "--topology",
+      "fat-tree"},
+     2,
+     {"size_bytes 1.1259e+15 in chunks of 524288 bytes makes more than 2147483647 steps"}},
 };
 
 static void run_case(void **state) {
