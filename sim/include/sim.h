@@ -96,6 +96,9 @@ size_t sim_queue_size(const sim_queue_t *q);
  * (INT64_MAX ps, about 107 days), so no latency sum can saturate or wrap; longer values are refused
  * by sim_engine_new (a latency above 1 s is not a link). */
 #define SIM_LINK_LATENCY_MAX_S 1.0
+/* The longest compute operation (and the longest closed-form step the command line simulates): 9e6 s,
+ * just below the clock's end (INT64_MAX ps, 9.22e6 s). */
+#define SIM_OP_MAX_S 9e6
 
 /* What a link is made of (topo's kinds): per-kind efficiencies and NCCL's step latencies tell NVLink
  * from the network. */

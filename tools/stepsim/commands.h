@@ -29,6 +29,9 @@
 int cmd_require_finite(double v, const char *what, const model_job_t *job, cli_diag_t *d);
 int cmd_require_finite_estimate(const model_estimate_t *e, const model_job_t *job, const char *where,
                                 cli_diag_t *d);
+/* Before a simulation: CLI_EUSAGE (exit 2) if the closed-form step is longer than the simulator's
+ * clock can hold (SIM_OP_MAX_S), naming the cause as above. */
+int cmd_require_simulable(const model_estimate_t *e, const model_job_t *job, cli_diag_t *d);
 
 /* Flags that are not scenario fields. */
 typedef struct cli_opts {

@@ -193,6 +193,8 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     if (!rc)
         rc = cmd_require_finite_estimate(e, &r->job, "closed form", d);
     if (!rc)
+        rc = cmd_require_simulable(e, &r->job, d);
+    if (!rc)
         r->analytic = e->summary;
     const int with_base = r->perturbed && a->baseline;
     const int64_t n_sims = (int64_t)r->n_topo * (1 + r->n_gpus + with_base);
@@ -363,6 +365,8 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
         rc = cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     if (!rc)
         rc = cmd_require_finite_estimate(e, &w->job, "analytic estimate", d);
+    if (!rc)
+        rc = cmd_require_simulable(e, &w->job, d);
     if (!rc) {
         const model_summary_t *s = &e->summary;
         w->total[WF_ANALYTIC] = s->iteration_time_s;

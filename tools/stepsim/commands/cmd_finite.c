@@ -61,6 +61,19 @@ int cmd_require_finite(double v, const char *what, const model_job_t *job, cli_d
                     what, why);
 }
 
+int cmd_require_simulable(const model_estimate_t *e, const model_job_t *job, cli_diag_t *d) {
+    const double t = e->summary.iteration_time_s;
+    if (t <= SIM_OP_MAX_S)
+        return CLI_OK;
+    char why[160];
+    cause(job, why, sizeof why);
+    return cli_fail(
+        d, CLI_EUSAGE,
+        "closed form: iteration time %g s is past the simulator's clock (%s); allowed: a step of at "
+        "most %g s",
+        t, why, SIM_OP_MAX_S);
+}
+
 int cmd_require_finite_estimate(const model_estimate_t *e, const model_job_t *job, const char *where,
                                 cli_diag_t *d) {
     const model_summary_t *s = &e->summary;

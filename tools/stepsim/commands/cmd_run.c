@@ -344,7 +344,8 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         topo_free(topo);
         return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     }
-    if ((rc = cmd_require_finite_estimate(&r->est, &r->job, "closed form", d))) {
+    if ((rc = cmd_require_finite_estimate(&r->est, &r->job, "closed form", d)) ||
+        (rc = cmd_require_simulable(&r->est, &r->job, d))) {
         topo_free(topo);
         return rc;
     }
