@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -435,13 +436,39 @@ static void bounded_read_exact(void **state) {
     remove(path);
 }
 
+/* A file name is not input text: it may hold any bytes, and --json still prints UTF-8 (each invalid
+ * byte as U+FFFD); it used to echo the name raw, so the output was not JSON. */
+static void json_output_utf8_file_name(void **state) {
+    (void)state;
+    char *text = NULL, path[160];
+    size_t len = 0;
+    long long size = 0;
+    assert_int_equal(
+        readfile_bounded(STEPSIM_FIXTURE_DIR "/topo/undirected.graphml", 1 << 20, &text, &len, &size),
+        READFILE_OK);
+    sweep_scratch(path, sizeof path, "n\xff.graphml");
+    sweep_write_file(path, text, len);
+    free(text);
+    cli_run_t r = cli_run("topo", "--topology", path, "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    const size_t n = strlen(r.out);
+    assert_int_equal(utf8_invalid_at(r.out, n), n);
+    assert_non_null(strstr(r.out, "n\xef\xbf\xbd.graphml"));
+    cJSON *doc = cJSON_Parse(r.out);
+    assert_non_null(doc);
+    cJSON_Delete(doc);
+    cli_run_free(&r);
+    remove(path);
+}
+
 int main(void) {
     enum { N = sizeof CASES / sizeof CASES[0] };
-    struct CMUnitTest tests[N + 1];
+    struct CMUnitTest tests[N + 2];
     for (int i = 0; i < N; i++) {
         struct CMUnitTest t = {CASES[i].name, run_case, NULL, NULL, (void *)&CASES[i]};
         tests[i] = t;
     }
     tests[N] = (struct CMUnitTest)cmocka_unit_test(bounded_read_exact);
-    return _cmocka_run_group_tests("stepsim.input_checks", tests, N + 1, NULL, NULL);
+    tests[N + 1] = (struct CMUnitTest)cmocka_unit_test(json_output_utf8_file_name);
+    return _cmocka_run_group_tests("stepsim.input_checks", tests, N + 2, NULL, NULL);
 }
