@@ -22,6 +22,17 @@
 #include "topo.h"
 #include "trace.h"
 
+/* Results that are not finite are errors (cmd_finite.c): CLI_OK if v is finite, else CLI_ERUNTIME
+ * (exit 1) with one line "WHAT is not finite (CAUSE)", the cause being the system rate furthest
+ * below the A100 preset's, or the model's sizes; job may be NULL. The _estimate form checks the
+ * closed form's iteration time, throughput, breakdown and memory (where prefixes WHAT if given). */
+int cmd_require_finite(double v, const char *what, const model_job_t *job, cli_diag_t *d);
+int cmd_require_finite_estimate(const model_estimate_t *e, const model_job_t *job, const char *where,
+                                cli_diag_t *d);
+/* Before a simulation: CLI_EUSAGE (exit 2) if the closed-form step is longer than the simulator's
+ * clock can hold (SIM_OP_MAX_S), naming the cause as above. */
+int cmd_require_simulable(const model_estimate_t *e, const model_job_t *job, cli_diag_t *d);
+
 /* Flags that are not scenario fields. */
 typedef struct cli_opts {
     int json;   /* --json */

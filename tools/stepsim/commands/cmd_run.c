@@ -346,6 +346,11 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         topo_free(topo);
         return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     }
+    if ((rc = cmd_require_finite_estimate(&r->est, &r->job, "closed form", d)) ||
+        (rc = cmd_require_simulable(&r->est, &r->job, d))) {
+        topo_free(topo);
+        return rc;
+    }
     double *factors = NULL; /* the perturbations' compute factors, for step_new only */
     if ((rc = scenario_perturb_step(scn, &r->job, &r->cfg, &factors, d))) {
         topo_free(topo);

@@ -5,7 +5,10 @@
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 /* ---- JSON writer ----------------------------------------------------------------------------- */
 
@@ -104,8 +107,18 @@ void json_int(json_writer_t *w, const char *key, int64_t v) {
     attach(w, key, cJSON_CreateNumber((double)v));
 }
 
+/* Every string of the JSON output is UTF-8: input text that is not is refused by its reader, but a
+ * file name (the topology's name is its file's) may hold any bytes; each invalid one becomes U+FFFD. */
 void json_string(json_writer_t *w, const char *key, const char *s) {
-    attach(w, key, cJSON_CreateString(s ? s : ""));
+    s = s ? s : "";
+    const size_t n = strlen(s);
+    if (utf8_invalid_at(s, n) == n) {
+        attach(w, key, cJSON_CreateString(s));
+        return;
+    }
+    char *clean = utf8_sanitize(s);
+    attach(w, key, clean ? cJSON_CreateString(clean) : NULL);
+    free(clean);
 }
 
 void json_bool(json_writer_t *w, const char *key, int b) {
