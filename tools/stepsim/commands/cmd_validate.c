@@ -931,6 +931,11 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
         errno = e;
         if (errno == ENOMEM)
             return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", a.measured);
+        if (errno == EINVAL && t.error_line > 0)
+            return cli_fail(d, CLI_EUSAGE,
+                            "%s: line %zu: a quoted field is never closed; allowed: RFC 4180 quoting (a "
+                            "field in double quotes, \"\" for a quote inside it)",
+                            a.measured, t.error_line);
         return cli_fail(d, CLI_EUSAGE, "%s: cannot read: %s; allowed: a CSV file with a header row",
                         a.measured, errno == EINVAL ? "empty file" : strerror(errno));
     }
