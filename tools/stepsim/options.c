@@ -325,6 +325,10 @@ const char *cli_command_summary(cli_cmd_t cmd) {
     return COMMANDS[cmd].summary;
 }
 
+const char *cli_command_usage(cli_cmd_t cmd) {
+    return COMMANDS[cmd].usage;
+}
+
 /* ---- help ---------------------------------------------------------------------------------------- */
 
 #define HELP_LEFT 24   /* the width of "--name ARG" */
