@@ -94,6 +94,8 @@ static int load_scenario(const cmp_args_t *a, int64_t gpus, scenario_t *scn, cli
         snprintf(v, sizeof v, "%" PRId64, gpus);
         rc = scenario_set_option(scn, "--gpus", v, d);
     }
+    if (!rc && !scn->jobs) /* the estimate beside the simulations is of the step they simulate */
+        cmd_sim_scenario(scn);
     return rc;
 }
 

@@ -172,7 +172,7 @@ static int has_training(const model_job_t *job) {
 }
 
 /* "training": every field, when any is set. */
-static void training_json(json_writer_t *w, const model_job_t *job) {
+void output_training_json(json_writer_t *w, const model_job_t *job) {
     const model_training_t *t = &job->training;
     if (!has_training(job))
         return;
@@ -218,7 +218,7 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
         json_string(w, "model", scenario_model_name(scn));
         json_string(w, "system", scenario_system_name(scn));
         json_string(w, "compat", model_compat_name(job->compat));
-        training_json(w, job);
+        output_training_json(w, job);
     }
     json_close_object(w);
 }

@@ -127,6 +127,7 @@ static void config_json(json_writer_t *w, const model_job_t *job) {
     json_int(w, "pp", job->par.pp);
     json_int(w, "mbs", job->par.mbs);
     json_string(w, "system", job->system.name);
+    output_training_json(w, job); /* the options simulated and estimated */
     json_close_object(w);
 }
 

@@ -210,9 +210,7 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
     const step_result_t *s = &r->res;
     const model_summary_t *su = &r->est.summary;
     char buf[64];
-    model_job_t shown = r->job; /* the header says whether the simulation ran the optimizer step */
-    shown.training.optimizer_step = s->optimizer_s > 0.0;
-    output_job_header(out, "run", &shown, scn);
+    output_job_header(out, "run", &r->job, scn); /* the job simulated and estimated */
     fprintf(out, "layout: ");
     output_layout_text(out, &su->par);
     fprintf(out,

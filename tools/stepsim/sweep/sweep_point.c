@@ -185,6 +185,8 @@ static int point_run(const cJSON *scenario, const cJSON *options, cJSON **result
     run_opts_of(options, &opts, links, sizeof links);
     *result = NULL;
     int rc = load_point(&scn, scenario, &searched, diag);
+    if (!rc)
+        cmd_sim_scenario(&scn);
     if (!rc && searched) {
         model_parallel_t best;
         int64_t evaluated = 0, feasible = 0;
