@@ -162,19 +162,20 @@ void output_throughput_text(FILE *f, int label_width, const model_job_t *job, do
     fprintf(f, "  %-*s %.1f\n", label_width, "tokens/s per GPU", t.tokens_per_s_per_gpu);
 }
 
-/* Whether a corrected job uses any training option (the reference has none). */
-static int has_training(const model_job_t *job) {
+/* Whether a corrected job uses any training option, or its optimizer step was given (even off, the
+ * estimate's default and not the simulations'; the reference has none). */
+static int has_training(const model_job_t *job, int given) {
     const model_training_t *t = &job->training;
     return job->compat == MODEL_COMPAT_CORRECTED &&
-           (t->recompute || t->sequence_parallel || t->attention || t->embedding || t->optimizer_step ||
-            t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision || t->tp_comm_overlap ||
-            t->cp_comm);
+           (given || t->recompute || t->sequence_parallel || t->attention || t->embedding ||
+            t->optimizer_step || t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision ||
+            t->tp_comm_overlap || t->cp_comm);
 }
 
 /* "training": every field, when any is set. */
-void output_training_json(json_writer_t *w, const model_job_t *job) {
+void output_training_json(json_writer_t *w, const model_job_t *job, int given) {
     const model_training_t *t = &job->training;
-    if (!has_training(job))
+    if (!has_training(job, given))
         return;
     json_open_object(w, "training");
     json_string(w, "recompute", model_recompute_name(t->recompute));
@@ -218,7 +219,7 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
         json_string(w, "model", scenario_model_name(scn));
         json_string(w, "system", scenario_system_name(scn));
         json_string(w, "compat", model_compat_name(job->compat));
-        output_training_json(w, job);
+        output_training_json(w, job, scn && scenario_optimizer_step_given(scn));
     }
     json_close_object(w);
 }
@@ -257,7 +258,8 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
             scenario_model_name(scn), job->gpus, scenario_system_name(scn), job->system.nvlink_size,
             job->global_batch, model_compat_name(job->compat));
     const model_training_t *t = &job->training;
-    if (has_training(job))
+    const int given = scenario_optimizer_step_given(scn);
+    if (has_training(job, given))
         fprintf(f,
                 "training: recompute %s, sequence parallelism %s, %s attention, embedding %s, optimizer step "
                 "%s, interleave %" PRId64 ", dp comm %s, grad accumulation %s\n",
@@ -265,12 +267,12 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
                 model_attention_name(t->attention), t->embedding ? "on" : "off",
                 t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
                 model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
-    if (has_training(job) && t->precision != MODEL_PRECISION_BF16)
+    if (has_training(job, given) && t->precision != MODEL_PRECISION_BF16)
         fprintf(f, "precision: %s (Transformer Engine: the block's GEMMs at %.6g TFLOP/s)\n",
                 model_precision_name(t->precision), model_peak_tflop_per_s(&job->system, t->precision));
-    if (has_training(job) && t->tp_comm_overlap)
+    if (has_training(job, given) && t->tp_comm_overlap)
         fprintf(f, "          tp comm overlap on (chunked under the GEMMs)\n");
-    if (has_training(job) && t->cp_comm != MODEL_CP_ALLGATHER)
+    if (has_training(job, given) && t->cp_comm != MODEL_CP_ALLGATHER)
         fprintf(f, "          cp comm %s (K and V passed around the context-parallel ranks)\n",
                 model_cp_comm_name(t->cp_comm));
 }

@@ -53,9 +53,10 @@ void output_breakdown_json(json_writer_t *w, const model_summary_t *s);
  * (estimate) also gpus, nvlink_size, global_batch, model, system, compat. */
 void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job,
                         const scenario_t *scn);
-/* "training": the corrected model's training options in effect (every field, when any is set; the
- * same object as in "config"), for outputs without a "config" of the job (search, compare, validate). */
-void output_training_json(json_writer_t *w, const model_job_t *job);
+/* "training": the corrected model's training options in effect (every field, when any is set or
+ * given is 1: scenario_optimizer_step_given; the same object as in "config"), for outputs whose "config"
+ * is not output_config_json's (search, compare, validate). */
+void output_training_json(json_writer_t *w, const model_job_t *job, int given);
 /* "trace": file, complete_events, flow_arrows, counter_events (a written trace). */
 struct trace_writer_stats;
 void output_trace_json(json_writer_t *w, const char *file, const struct trace_writer_stats *st);

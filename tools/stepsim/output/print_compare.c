@@ -118,7 +118,7 @@ static void scaling_text(FILE *out, const cmp_run_t *r) {
 }
 
 /* "config": the job's size and layout, shared by compare's and the waterfall's JSON. */
-static void config_json(json_writer_t *w, const model_job_t *job) {
+static void config_json(json_writer_t *w, const model_job_t *job, int training_given) {
     json_open_object(w, "config");
     json_int(w, "gpus", job->gpus);
     json_int(w, "global_batch", job->global_batch);
@@ -127,7 +127,7 @@ static void config_json(json_writer_t *w, const model_job_t *job) {
     json_int(w, "pp", job->par.pp);
     json_int(w, "mbs", job->par.mbs);
     json_string(w, "system", job->system.name);
-    output_training_json(w, job); /* the options simulated and estimated */
+    output_training_json(w, job, training_given); /* the options simulated and estimated */
     json_close_object(w);
 }
 
@@ -219,7 +219,7 @@ static cJSON *compare_json(const cmp_run_t *r) {
         }
         json_close_array(&w);
     }
-    config_json(&w, &r->job);
+    config_json(&w, &r->job, r->training_given);
     return json_take(&w);
 }
 
@@ -323,7 +323,7 @@ static cJSON *waterfall_json(const waterfall_t *w) {
         json_close_object(&j);
     }
     json_close_array(&j);
-    config_json(&j, &w->job);
+    config_json(&j, &w->job, w->training_given);
     return json_take(&j);
 }
 

@@ -24,7 +24,7 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
     json_int(&w, "nvlink_size", job->system.nvlink_size);
     json_int(&w, "global_batch", job->global_batch);
     json_string(&w, "compat", model_compat_name(job->compat));
-    output_training_json(&w, job);
+    output_training_json(&w, job, scenario_optimizer_step_given(scn));
     json_open_array(&w, "results");
     for (int i = 0; i < r->n_results; i++) {
         const model_summary_t *s = &r->results[i];
