@@ -63,11 +63,11 @@ static const cli_option_t OPTIONS[] = {
     {"--embedding", "on|off", JOB, "off", "corrected: the embedding and output layer, the loss", SCN},
     {"--optimizer-step", "on|off", JOB, "off; simulations: on",
      "corrected: the Adam step of the local parameters, in the estimate and in the simulated step; "
-     "not given, run, compare and validate still simulate it (the estimate beside them leaves it out)",
+     "not given, run, compare and validate simulate it and their estimate includes it",
      SCN},
     {"--interleave", "V", LAYOUT, "1",
      "corrected: virtual pipeline stages per GPU (pp > 1): the interleaved estimate, and the simulated "
-     "step runs interleaved 1F1B with V stages",
+     "step runs interleaved 1F1B with V stages (the one way to the interleaved schedule)",
      SCN},
     {"--dp-comm", "M", JOB, "sharded", "corrected: sharded, allreduce or allreduce-overlap", SCN},
     {"--grad-accumulation", "G", JOB, "fused", "corrected: fused, or add (a separate kernel)", SCN},
@@ -132,9 +132,7 @@ static const cli_option_t OPTIONS[] = {
     {"--comm", "MODE", R, "network", "network (flows on the topology) or analytic (the model's times)",
      CLI_OPT_COMM},
     {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V",
-     "1f1b or gpipe; interleaved[:V] simulates V virtual stages (default 2) against the plain estimate "
-     "(--interleave V makes both interleaved)",
-     CLI_OPT_SCHEDULE},
+     "1f1b or gpipe (interleaved: --interleave V, which interleaves the estimate too)", CLI_OPT_SCHEDULE},
     {"--p2p", "MODE", R, "blocking", "blocking (a sender waits for its send) or async", CLI_OPT_P2P},
     {"--collapse", "MODE", R | P | V, "auto",
      "auto (identical ranks simulated once where that is provably exact, else every GPU), off (every "
