@@ -248,25 +248,69 @@ void output_layout_text(FILE *f, const model_parallel_t *p) {
     fprintf(f, "  nv %s", nv);
 }
 
+/* text wrapped to OUTPUT_COLUMNS, breaking only after an occurrence of sep (its trailing spaces
+ * dropped at the break); continuation lines indented by indent; '\n' in text ends a line. */
+static void wrap_at(FILE *f, int indent, const char *text, const char *sep) {
+    const size_t sl = strlen(sep);
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        const char *end = nl ? nl : p + strlen(p);
+        int col = 0;
+        size_t pending = 0; /* spaces owed before the next token on this line */
+        for (const char *q = p; q < end;) {
+            const char *s = q;
+            while (s < end && strncmp(s, sep, sl) != 0)
+                s++;
+            const char *tok_end = s < end ? s + sl : end;
+            size_t len = (size_t)(tok_end - q), trail = 0;
+            while (trail < len && q[len - 1 - trail] == ' ')
+                trail++;
+            if (col > indent && col + (int)pending + (int)(len - trail) > OUTPUT_COLUMNS) {
+                col = fprintf(f, "\n%*s", indent, "") - 1;
+                pending = 0;
+                while (len > trail && *q == ' ') /* no leading spaces on a continuation */
+                    q++, len--;
+            }
+            col += fprintf(f, "%*s%.*s", (int)pending, "", (int)(len - trail), q);
+            pending = trail;
+            q = tok_end;
+        }
+        fputc('\n', f);
+        p = nl ? nl + 1 : end;
+    }
+}
+
+void output_wrapped(FILE *f, int indent, const char *text) {
+    wrap_at(f, indent, text, " ");
+}
+
+void output_wrapped_list(FILE *f, int indent, const char *text) {
+    wrap_at(f, indent, text, ", ");
+}
+
 void output_job_header(FILE *f, const char *command, const model_job_t *job, const scenario_t *scn) {
-    fprintf(f, "stepsim %s", command);
+    char line[1024];
+    int n = snprintf(line, sizeof line, "stepsim %s", command);
     if (scn->name[0])
-        fprintf(f, " [%s]", scn->name);
-    fprintf(f,
-            ": model %s on %" PRId64 " x %s GPUs, NVLink domains of %" PRId64 ", global batch %" PRId64
-            " sequences, compat %s\n",
-            scenario_model_name(scn), job->gpus, scenario_system_name(scn), job->system.nvlink_size,
-            job->global_batch, model_compat_name(job->compat));
+        n += snprintf(line + n, sizeof line - (size_t)n, " [%s]", scn->name);
+    snprintf(line + n, sizeof line - (size_t)n,
+             ": model %s on %" PRId64 " x %s GPUs, NVLink domains of %" PRId64 ", global batch %" PRId64
+             " sequences, compat %s",
+             scenario_model_name(scn), job->gpus, scenario_system_name(scn), job->system.nvlink_size,
+             job->global_batch, model_compat_name(job->compat));
+    output_wrapped_list(f, 2, line);
     const model_training_t *t = &job->training;
     const int given = scenario_optimizer_step_given(scn);
-    if (has_training(job, given))
-        fprintf(f,
-                "training: recompute %s, sequence parallelism %s, %s attention, embedding %s, optimizer step "
-                "%s, interleave %" PRId64 ", dp comm %s, grad accumulation %s\n",
-                model_recompute_name(t->recompute), t->sequence_parallel == MODEL_SEQPAR_ON ? "on" : "off",
-                model_attention_name(t->attention), t->embedding ? "on" : "off",
-                t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
-                model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
+    if (has_training(job, given)) {
+        snprintf(line, sizeof line,
+                 "training: recompute %s, sequence parallelism %s, %s attention, embedding %s, optimizer "
+                 "step %s, interleave %" PRId64 ", dp comm %s, grad accumulation %s",
+                 model_recompute_name(t->recompute), t->sequence_parallel == MODEL_SEQPAR_ON ? "on" : "off",
+                 model_attention_name(t->attention), t->embedding ? "on" : "off",
+                 t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
+                 model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
+        output_wrapped_list(f, 10, line);
+    }
     if (has_training(job, given) && t->precision != MODEL_PRECISION_BF16)
         fprintf(f, "precision: %s (Transformer Engine: the block's GEMMs at %.6g TFLOP/s)\n",
                 model_precision_name(t->precision), model_peak_tflop_per_s(&job->system, t->precision));

@@ -31,8 +31,9 @@ void cmd_sweep_about(FILE *out) {
     char list[128];
     sweep_command_list(list, sizeof list);
     fprintf(out,
-            "Run a command (%s) over a grid of scenarios, in-process, and append one JSON line per\n"
-            "point to FILE.jsonl: {\"id\", \"command\", \"scenario\", \"options\", \"result\"}, or \"error\" "
+            "Run a command (%s) over a grid of scenarios, in-process, and append one JSON\n"
+            "line per point to FILE.jsonl: {\"id\", \"command\", \"scenario\", \"options\", \"result\"}, or "
+            "\"error\" "
             "and\n"
             "\"exit_code\" instead of \"result\" when the point fails (the sweep goes on; exit 0 when every\n"
             "point has its line). A point where nothing fits in memory is a result with \"fits\": false\n"
@@ -314,14 +315,18 @@ int sweep_summary(const sweep_t *sw, FILE *out, cli_diag_t *d) {
     const sweep_grid_t *g = &sw->grid;
     double wall = sweep_now_s() - sw->start_s;
     if (!sw->args.json) {
-        fprintf(out, "stepsim sweep: %s: %zu points of %s; shard %ld/%ld: %zu points, %zu already in %s\n",
-                g->path, g->n_points, g->cmd->name, sw->args.shard_i, sw->args.shard_n, sw->selected,
-                sw->already, sw->args.out_path);
-        fprintf(out,
-                "wrote %zu lines (%zu results, %zu of them where nothing fits; %zu errors) to %s in %.2f s "
-                "with %d process%s\n",
-                sw->written, sw->written - sw->errors, sw->nofit, sw->errors, sw->args.out_path, wall,
-                sw->ranks, sw->ranks == 1 ? "" : "es");
+        char line[2048];
+        snprintf(line, sizeof line,
+                 "stepsim sweep: %s: %zu points of %s; shard %ld/%ld: %zu points, %zu already in %s", g->path,
+                 g->n_points, g->cmd->name, sw->args.shard_i, sw->args.shard_n, sw->selected, sw->already,
+                 sw->args.out_path);
+        output_wrapped(out, 2, line);
+        snprintf(line, sizeof line,
+                 "wrote %zu lines (%zu results, %zu of them where nothing fits; %zu errors) to %s in %.2f s "
+                 "with %d process%s",
+                 sw->written, sw->written - sw->errors, sw->nofit, sw->errors, sw->args.out_path, wall,
+                 sw->ranks, sw->ranks == 1 ? "" : "es");
+        output_wrapped(out, 2, line);
         return CLI_OK;
     }
     json_writer_t w;
