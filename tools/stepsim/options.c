@@ -160,8 +160,8 @@ static const cli_option_t OPTIONS[] = {
      "comma-separated presets, kinds, files, shortcuts or {...} objects", CLI_OPT_TOPOLOGIES},
     {"--csv", "FILE", P, "none", "also write the table as CSV", CLI_OPT_CSV},
     {"--plot", "FILE", P | V, "none",
-     "PNG or SVG by extension, drawn with gnuplot: compare's step-time bars (and scaling curves), "
-     "validate's waterfall",
+     "PNG or SVG by extension, drawn with gnuplot: compare's step-time bars, slowdown against the best "
+     "topology (and scaling efficiency), validate's waterfall",
      CLI_OPT_PLOT},
     /* topo */
     {"--graphml", "FILE", T, "none", "also write the graph as GraphML (loads back with --topology FILE)",
