@@ -283,6 +283,27 @@ double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu);
  * simulated rail's links only. O(links x k + operations). */
 int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *utilization, int *partial);
 
+/* Bytes per link of the whole job over the step (wire bytes: the protocols' overhead included) into
+ * bytes[0..links); under an exact rail collapse by symmetry as step_links_busiest (*partial as there),
+ * else the engine's counters (under an approximate collapse: the simulated rail's links only).
+ * SIM_OK, SIM_ESTATE (not run, or not network mode), SIM_ENOMEM. O(links + operations). */
+int step_link_bytes(const step_t *s, double *bytes, int *partial);
+
+/* The data bytes each parallel group's communication sent over the step (sim_coll_result_t's
+ * sent_bytes: every flow's data bytes once per member pair it carries), the whole job's and per GPU
+ * (the whole job's over its GPUs). A simulated GPU stands for the identical ranks a collapse left out;
+ * collectives a rail collapse took off the network count their executions (from the schedule) times
+ * one member's bytes measured on an idle network (partial 1: one was never measured, left out). A
+ * ring all-reduce of S bytes on n GPUs sends 2 (n - 1) / n S per GPU. Network mode, after step_run:
+ * SIM_OK, SIM_ESTATE, SIM_ENOMEM. O(operations). */
+enum { STEP_TRAFFIC_TP, STEP_TRAFFIC_CP, STEP_TRAFFIC_PP, STEP_TRAFFIC_DP, STEP_TRAFFIC_GROUPS };
+typedef struct step_traffic {
+    double sent_bytes[STEP_TRAFFIC_GROUPS];    /* all GPUs together */
+    double per_gpu_bytes[STEP_TRAFFIC_GROUPS]; /* sent_bytes / the job's GPUs */
+    int partial;
+} step_traffic_t;
+int step_group_traffic(const step_t *s, step_traffic_t *out);
+
 /* What an operation of the step is (for trace arguments). Strings are static. */
 typedef enum step_op_kind {
     STEP_OP_COMPUTE = 0,
@@ -414,6 +435,12 @@ typedef struct step_sim_result {
     char link_names[STEP_SIM_MAX_LINKS][96];
     double link_utilization[STEP_SIM_MAX_LINKS]; /* average over the step, 0..1 */
     int links_partial; /* 1: the tensor groups' links are left out (step_links_busiest) */
+    /* network mode: the named links' bytes and every link's together (step_link_bytes), and each
+     * parallel group's bytes sent (step_group_traffic) */
+    double link_bytes[STEP_SIM_MAX_LINKS];
+    double total_link_bytes;
+    int has_traffic; /* 1: the three above are filled (network mode) */
+    step_traffic_t traffic;
     /* peak activations (GB) of every pipeline stage's first GPU (tensor, context and data rank 0,
      * always simulated): job->par.pp entries */
     double *stage_peak_activations_gb;

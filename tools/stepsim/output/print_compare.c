@@ -29,6 +29,29 @@ void print_compare_header(char *buf, size_t n, const char *cmd, const model_job_
     fclose(m);
 }
 
+/* Bytes per step: the busiest link's, all links', and each parallel group's sent per GPU. */
+static void traffic_text(FILE *out, const cmp_run_t *r) {
+    int any = 0;
+    for (int i = 0; i < r->n_topo; i++)
+        any |= r->row[i].p.has_traffic;
+    if (!any)
+        return;
+    fprintf(out, "\n  %-16s %-22s %8s %10s %8s %8s %8s %8s\n", "bytes per step", "busiest link", "GB",
+            "all links", "tp/GPU", "cp/GPU", "pp/GPU", "dp/GPU");
+    for (int i = 0; i < r->n_topo; i++) {
+        const simpoint_t *p = &r->row[i].p;
+        if (!p->has_traffic)
+            continue;
+        const double *g = p->traffic.per_gpu_bytes;
+        fprintf(out, "  %-16.16s %-22.22s %8.3f %10.3f %8.3f %8.3f %8.3f %8.3f\n", r->topo[i].label,
+                p->busiest_link, p->busiest_link_bytes * 1e-9, p->total_link_bytes * 1e-9,
+                g[STEP_TRAFFIC_TP] * 1e-9, g[STEP_TRAFFIC_CP] * 1e-9, g[STEP_TRAFFIC_PP] * 1e-9,
+                g[STEP_TRAFFIC_DP] * 1e-9);
+    }
+    fprintf(out,
+            "  (GB: the busiest link's and all links' wire bytes; per GPU: data bytes each group sent)\n");
+}
+
 static void compare_text(FILE *out, const cmp_run_t *r) {
     const model_summary_t *s = &r->analytic;
     fputs(r->header, out);
@@ -49,6 +72,7 @@ static void compare_text(FILE *out, const cmp_run_t *r) {
         fprintf(out, "  %-16.16s %18.1f %9.2f %14.1f\n", r->topo[i].label, t.model_tflops_per_gpu,
                 100.0 * t.mfu, t.tokens_per_s_per_gpu);
     }
+    traffic_text(out, r);
     if (r->approximate)
         fprintf(out, "\n  warning: %s\n", STEP_APPROX_WARNING);
     if (!r->perturbed)
@@ -181,6 +205,11 @@ static cJSON *compare_json(const cmp_run_t *r) {
         json_close_object(&w);
         json_number(&w, "max_link_utilization", x->p.max_link_utilization);
         json_string(&w, "busiest_link", x->p.busiest_link);
+        if (x->p.has_traffic) {
+            json_number(&w, "busiest_link_bytes", x->p.busiest_link_bytes);
+            json_number(&w, "total_link_bytes", x->p.total_link_bytes);
+            output_traffic_json(&w, &x->p.traffic);
+        }
         json_open_object(&w, "cost");
         json_int(&w, "switches", x->p.summary.switches);
         json_int(&w, "cables", x->p.summary.cables);

@@ -152,10 +152,16 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
         json_open_object(&w, NULL);
         json_string(&w, "link", r->link_names[i]);
         json_number(&w, "utilization", r->link_util[i]);
+        if (r->sim.has_traffic)
+            json_number(&w, "bytes", r->sim.link_bytes[i]);
         json_close_object(&w);
     }
     json_close_array(&w);
+    if (r->sim.has_traffic)
+        json_number(&w, "total_bytes", r->sim.total_link_bytes);
     json_close_object(&w);
+    if (r->sim.has_traffic)
+        output_traffic_json(&w, &r->sim.traffic);
     json_open_object(&w, "memory_gb");
     json_number(&w, "peak", s->peak_memory_gb);
     json_int(&w, "peak_gpu", s->peak_memory_gpu);
@@ -269,8 +275,16 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
                 !s->collapse_exact     ? "; approximate: the simulated tensor rank's links only"
                 : r->sim.links_partial ? "; the tensor groups' links left out (not counted)"
                                        : "");
-        for (int i = 0; i < r->n_links; i++)
-            fprintf(out, "    %-40s %8.2f%%\n", r->link_names[i], 100.0 * r->link_util[i]);
+        for (int i = 0; i < r->n_links; i++) {
+            fprintf(out, "    %-40s %8.2f%%", r->link_names[i], 100.0 * r->link_util[i]);
+            if (r->sim.has_traffic)
+                fprintf(out, " %14.3f GB", r->sim.link_bytes[i] * 1e-9);
+            fprintf(out, "\n");
+        }
+    }
+    if (r->sim.has_traffic) {
+        fprintf(out, "    %-40s %9s %14.3f GB\n", "all links together", "", r->sim.total_link_bytes * 1e-9);
+        output_traffic_text(out, &r->sim.traffic);
     }
     if (r->traced)
         fprintf(out, "\n  trace: %s (%" PRId64 " slices, %" PRId64 " arrows, %" PRId64 " counter samples)\n",
