@@ -61,6 +61,11 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
         step_free(step);
         return fail(out, STEP_SIM_AT_RUN, rc, "no result");
     }
+    if (opts->after_run && (rc = opts->after_run(opts->ctx, step)) != 0) {
+        step_free(step);
+        out->failed_at = STEP_SIM_AT_HOOK;
+        return rc;
+    }
     const int64_t pp = job->par.pp;
     out->stage_peak_activations_gb =
         malloc((size_t)(pp > 0 ? pp : 1) * sizeof *out->stage_peak_activations_gb);

@@ -126,7 +126,9 @@ static const cli_option_t OPTIONS[] = {
      "analytic estimate depends only on the nv counts and does not change",
      CLI_OPT_PLACEMENT},
     /* estimate, search */
-    {"--layers", NULL, E, "off", "also print the per-layer table of one block", CLI_OPT_LAYERS},
+    {"--layers", NULL, E | R, "off",
+     "also print the per-layer table of one block (run: one block as simulated, beside the model's)",
+     CLI_OPT_LAYERS},
     {"--top", "K", S, "10", "how many of the best configurations to print", CLI_OPT_TOP},
     /* run */
     {"--comm", "MODE", R, "network", "network (flows on the topology) or analytic (the model's times)",

@@ -304,6 +304,34 @@ typedef struct step_traffic {
 } step_traffic_t;
 int step_group_traffic(const step_t *s, step_traffic_t *out);
 
+/* One block as the engine ran it (sim/step/block_view.c): the operations of stage 0's first GPU for
+ * microbatch 0 and the first block that GPU computes, forward then backward, in start order, one row
+ * per compute operation (a run of layers between collectives, as the plan merges them) with the
+ * tensor- or context-parallel collectives that follow it (or their fixed-time stand-ins): their
+ * duration and the part of it during which the GPU computed nothing (exposed). analytic_s sums the
+ * model's per-layer time_s (compute, exposed memory and exposed communication) over the row's layers,
+ * the estimate's per-layer table. An operation covering several blocks counts its share per block.
+ * Needs layer granularity (SIM_EINVAL otherwise), after step_run (SIM_ESTATE); SIM_ENOMEM. With
+ * analytic communication and no overlap each row's compute_s + exposed_comm_s equals analytic_s.
+ * O(operations log operations). */
+#define STEP_VIEW_MAX 128
+typedef struct step_view_row {
+    int pass;                             /* 0 forward, 1 backward */
+    int layer0, layer1;                   /* first and last layer of the block table covered */
+    const char *first_layer, *last_layer; /* their names (static in the step's block table) */
+    int32_t blocks;                       /* blocks the compute operation covered */
+    double compute_s;                     /* the compute operation's duration (its share per block) */
+    double comm_s, exposed_comm_s;        /* the collectives after it: duration, not hidden by compute */
+    double analytic_s;                    /* the per-layer table's time over layer0..layer1 */
+} step_view_row_t;
+typedef struct step_block_view {
+    int32_t gpu, block; /* microbatch 0 */
+    int n;
+    step_view_row_t row[STEP_VIEW_MAX];
+    double total_s[2], analytic_total_s[2]; /* per pass: compute + exposed; analytic */
+} step_block_view_t;
+int step_block_view(const step_t *s, step_block_view_t *out);
+
 /* What an operation of the step is (for trace arguments). Strings are static. */
 typedef enum step_op_kind {
     STEP_OP_COMPUTE = 0,
@@ -415,6 +443,9 @@ typedef struct step_sim_options {
     void *ctx;
     sim_progress_fn progress; /* optional: step_set_progress before the run */
     void *progress_ctx;
+    /* optional: called with the step after it ran (before it is freed), e.g. for step_block_view; a
+     * non-zero return ends the simulation as before_run's does */
+    int (*after_run)(void *ctx, const step_t *step);
     /* step_simulate_jobs: instead of before_run, called with the built fabric before it runs */
     int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
 } step_sim_options_t;
