@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checked.h"
 #include "model_internal.h"
 
 static int fail(model_issue_t *is, const char *field, const char *value, const char *fmt, ...) {
@@ -72,11 +73,27 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
                                         : "system.flop_efficiency",
                     buf, "an efficiency must be in (0, 1]");
     }
+    /* A latency above 1 s is not a link; the bound also keeps the simulator's picosecond route sums far
+     * from saturating (SIM_LINK_LATENCY_MAX_S). */
+    if (!(s->nvlink_latency_s <= 1.0) || !(s->ib_latency_s <= 1.0)) {
+        const int nv = !(s->nvlink_latency_s <= 1.0);
+        snprintf(buf, sizeof buf, "%g", nv ? s->nvlink_latency_s : s->ib_latency_s);
+        return fail(is, nv ? "system.nvlink_latency" : "system.ib_latency", buf,
+                    "a latency must be in [0, 1] s (a latency above 1 s is not a link)");
+    }
     if (!(s->nvlink_latency_s >= 0.0) || !(s->ib_latency_s >= 0.0) || !(s->kernel_overhead_s >= 0.0)) {
         snprintf(buf, sizeof buf, "%g",
                  !(s->nvlink_latency_s >= 0.0) ? s->nvlink_latency_s : s->ib_latency_s);
         return fail(is, !(s->nvlink_latency_s >= 0.0) ? "system.nvlink_latency" : "system.ib_latency", buf,
                     "a latency must be >= 0 s");
+    }
+    if (!(s->fp8_flop_efficiency >= 0.0 && s->fp8_flop_efficiency <= 1.0)) {
+        snprintf(buf, sizeof buf, "%g", s->fp8_flop_efficiency);
+        return fail(is, "system.fp8_flop_efficiency", buf, "must be in [0, 1] (0: flop_efficiency)");
+    }
+    if (!(s->attention_efficiency >= 0.0 && s->attention_efficiency <= 1.0)) {
+        snprintf(buf, sizeof buf, "%g", s->attention_efficiency);
+        return fail(is, "system.attention_efficiency", buf, "must be in [0, 1] (0: flop_efficiency)");
     }
     if (!(s->fp8_matrix_tflop_per_s >= 0.0 && s->fp8_matrix_tflop_per_s < 1e300)) {
         snprintf(buf, sizeof buf, "%g", s->fp8_matrix_tflop_per_s);
@@ -145,12 +162,8 @@ static int check_reference_arch(const model_job_t *job, model_issue_t *is) {
 }
 
 /* Degrees: positive, tensor-parallel divisibility, and the product with the GPU count. */
-/* a x b for positive integers from input, saturating at INT64_MAX instead of overflowing: a product
+/* Products of positive integers from input saturate at INT64_MAX (checked_mul_sat_i64): a product
  * that large never equals a GPU count or fits a domain, so the checks below report it. */
-static int64_t sat_mul(int64_t a, int64_t b) {
-    int64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
 
 static int check_degrees(const model_job_t *job, model_issue_t *is) {
     const model_parallel_t *p = &job->par;
@@ -168,8 +181,9 @@ static int check_degrees(const model_job_t *job, model_issue_t *is) {
     const char *tp1 = d1 ? "parallel.tp" : "parallel.tp1";
     if (d1 && p->tp2 != 1)
         return fail_int(is, "parallel.tp2", p->tp2, "must be 1 for strategy 1d", 0);
-    if (p->tp != sat_mul(p->tp1, p->tp2))
-        return fail_int(is, "parallel.tp", p->tp, "must equal tp1 x tp2 (%lld)", sat_mul(p->tp1, p->tp2));
+    if (p->tp != checked_mul_sat_i64(p->tp1, p->tp2))
+        return fail_int(is, "parallel.tp", p->tp, "must equal tp1 x tp2 (%lld)",
+                        checked_mul_sat_i64(p->tp1, p->tp2));
     if (m->heads % p->tp1 != 0)
         return fail_int(is, tp1, p->tp1, "does not divide heads (%lld)", m->heads);
     if (m->hidden % p->tp1 != 0)
@@ -182,7 +196,7 @@ static int check_degrees(const model_job_t *job, model_issue_t *is) {
         return fail_int(is, "parallel.tp2", p->tp2, "does not divide hidden (%lld)", m->hidden);
     if (m->layers % p->pp != 0)
         return fail_int(is, "parallel.pp", p->pp, "does not divide the number of layers (%lld)", m->layers);
-    const int64_t product = sat_mul(sat_mul(p->dp, p->tp), p->pp);
+    const int64_t product = checked_mul_sat_i64(checked_mul_sat_i64(p->dp, p->tp), p->pp);
     if (product != job->gpus) {
         char buf[64];
         if (product == INT64_MAX)
@@ -217,7 +231,7 @@ static int check_nv(const model_job_t *job, model_issue_t *is) {
             return fail_int(is, nv[i].field, nv[i].nv, "must be a positive integer", 0);
         if (nv[i].group % nv[i].nv != 0)
             return fail_int(is, nv[i].field, nv[i].nv, "must divide its group's size (%lld)", nv[i].group);
-        product = sat_mul(product, nv[i].nv);
+        product = checked_mul_sat_i64(product, nv[i].nv);
     }
     if (product > job->system.nvlink_size) {
         char buf[48];
@@ -243,9 +257,9 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.recompute", (int64_t)t->recompute, "one of none, selective, full");
     if ((unsigned)t->attention > MODEL_ATTENTION_MATERIALIZED)
         return fail_text(is, "training.attention", (int64_t)t->attention, "one of flash, materialized");
-    if ((unsigned)t->dp_comm > MODEL_DP_ALLREDUCE_OVERLAP)
+    if ((unsigned)t->dp_comm > MODEL_DP_SHARDED_OVERLAP)
         return fail_text(is, "training.dp_comm", (int64_t)t->dp_comm,
-                         "one of sharded, allreduce, allreduce-overlap");
+                         "one of sharded, allreduce, allreduce-overlap, sharded-overlap");
     if ((unsigned)t->grad_accumulation > MODEL_GRAD_ACCUM_ADD)
         return fail_text(is, "training.grad_accumulation", (int64_t)t->grad_accumulation,
                          "one of fused, add");
@@ -260,6 +274,8 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.embedding", t->embedding, "0 or 1");
     if (t->optimizer_step != 0 && t->optimizer_step != 1)
         return fail_text(is, "training.optimizer_step", t->optimizer_step, "0 or 1");
+    if (t->pp_comm_overlap != 0 && t->pp_comm_overlap != 1)
+        return fail_text(is, "training.pp_comm_overlap", t->pp_comm_overlap, "0 or 1");
     if (t->tp_comm_overlap != 0 && t->tp_comm_overlap != 1)
         return fail_text(is, "training.tp_comm_overlap", t->tp_comm_overlap, "0 or 1");
     if (t->tp_comm_overlap && p->strategy == MODEL_STRATEGY_2D)

@@ -6,40 +6,15 @@
 #include <string.h>
 
 #include "csv.h"
+#include "readfile.h"
 
 static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     char *buf = NULL;
-    size_t len = 0, cap = 0, got;
-    char chunk[65536];
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + got + 1 > cap) {
-            cap = (len + got + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, got);
-        len += got;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    if (!buf && !(buf = calloc(1, 1)))
-        return NULL;
-    buf[len] = '\0';
-    return buf;
+    long long size = -1;
+    const int rc = readfile_bounded(path, READFILE_CSV_LIMIT_BYTES, &buf, NULL, &size);
+    if (rc == READFILE_TOO_LARGE)
+        errno = EFBIG;
+    return rc == READFILE_OK ? buf : NULL;
 }
 
 int csv_split_line(char *line, char **fields, int max_fields) {

@@ -16,7 +16,7 @@ typedef struct csv_table {
 } csv_table_t;
 
 /* Load path. Return 0, or -1 with errno set: I/O errors, ENOMEM, EINVAL (no header, or a line with
- * unbalanced quotes). */
+ * unbalanced quotes), EFBIG (more than READFILE_CSV_LIMIT_BYTES, readfile.h). */
 int csv_load(const char *path, csv_table_t *t);
 void csv_free(csv_table_t *t);
 /* Split one line in place into at most max_fields fields (a trailing \r or \n is dropped), with

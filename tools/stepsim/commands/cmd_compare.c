@@ -191,6 +191,10 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
              ? CLI_OK
              : cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     if (!rc)
+        rc = cmd_require_finite_estimate(e, &r->job, "closed form", d);
+    if (!rc)
+        rc = cmd_require_simulable(e, &r->job, d);
+    if (!rc)
         r->analytic = e->summary;
     const int with_base = r->perturbed && a->baseline;
     const int64_t n_sims = (int64_t)r->n_topo * (1 + r->n_gpus + with_base);
@@ -224,6 +228,8 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         scenario_destroy(&scn);
         if (!prc && model_estimate(&job, e) != MODEL_OK)
             prc = cli_fail(&pd, CLI_EUSAGE, "the model rejected this configuration");
+        if (!prc)
+            prc = cmd_require_finite_estimate(e, &job, "closed form", &pd);
         if (prc) {
             snprintf(r->scale_analytic_error[g], sizeof r->scale_analytic_error[g], "%.159s", pd.msg);
             for (int i = 0; i < r->n_topo; i++)
@@ -357,6 +363,10 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
         rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (!rc && model_estimate(&w->job, e) != MODEL_OK)
         rc = cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
+    if (!rc)
+        rc = cmd_require_finite_estimate(e, &w->job, "analytic estimate", d);
+    if (!rc)
+        rc = cmd_require_simulable(e, &w->job, d);
     if (!rc) {
         const model_summary_t *s = &e->summary;
         w->total[WF_ANALYTIC] = s->iteration_time_s;

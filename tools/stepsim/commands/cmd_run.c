@@ -156,6 +156,8 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
                          m.first_layer ? m.first_layer : "");
             out->name = name;
         }
+        if (m.kind == STEP_OP_COMPUTE)
+            out->tp_comm_s = m.tp_comm_s;
     } else {
         out->bytes = m.comm_gb * 1e9;
     }
@@ -185,7 +187,7 @@ static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
 static void link_name(void *ctx, int32_t link, char *buf, size_t size) {
     const trace_ctx_t *c = ctx;
     if (c->topo)
-        topo_link_name(c->topo, link, buf, size);
+        cmd_trace_link_name(c->topo, link, buf, size);
     else
         snprintf(buf, size, "link %d", link);
 }
@@ -224,12 +226,11 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
                       const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                       const step_config_t *c, trace_ctx_t *tc, cli_diag_t *d) {
     char err[300];
-    trace_ranks_t ranks;
-    memset(&ranks, 0, sizeof ranks);
-    int rc = trace_ranks_parse(o->trace_ranks ? o->trace_ranks : "all", (int32_t)job->gpus, &ranks, err,
-                               sizeof err);
+    cmd_trace_plan_t plan;
+    int rc = cmd_trace_plan(step, job, c, o->trace_ranks, o->warn, &plan, d);
     if (rc)
-        return cli_fail(d, rc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--trace-ranks: %s", err);
+        return rc;
+    trace_ranks_t ranks = plan.ranks;
     int32_t n_links = 0;
     int32_t *links = topo ? traced_links(topo, &ranks, &n_links) : NULL;
     char *scen = print_run_trace_scenario(su, job, scn, c);
@@ -248,7 +249,8 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
         .n_links = n_links,
         .link_name = link_name,
         .op_args = op_args,
-        .ctx = tc};
+        .ctx = tc,
+        .compute_note = plan.folds_tp ? "incl. tp comm" : NULL};
     int reserved = CLI_OK;
     if ((topo && !links) || !scen)
         rc = TRACE_ENOMEM;
@@ -360,6 +362,11 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     if (model_estimate(&r->job, &r->est) != MODEL_OK) {
         topo_free(topo);
         return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
+    }
+    if ((rc = cmd_require_finite_estimate(&r->est, &r->job, "closed form", d)) ||
+        (rc = cmd_require_simulable(&r->est, &r->job, d))) {
+        topo_free(topo);
+        return rc;
     }
     double *factors = NULL; /* the perturbations' compute factors, for step_new only */
     if ((rc = scenario_perturb_step(scn, &r->job, &r->cfg, &factors, d))) {
@@ -564,6 +571,7 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     o.max_memory = v[CLI_OPT_MAX_MEMORY];
     o.trace = v[CLI_OPT_TRACE];
     o.trace_ranks = v[CLI_OPT_TRACE_RANKS];
+    o.warn = err;
     o.baseline = v[CLI_OPT_BASELINE];
     o.entry_costs = v[CLI_OPT_ENTRY_COSTS];
     o.layers = cli_has(a, CLI_OPT_LAYERS);

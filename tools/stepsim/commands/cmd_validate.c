@@ -18,9 +18,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "checked.h"
 #include "commands.h"
 #include "csv.h"
+#include "input_check.h"
+#include "readfile.h"
 #include "print.h"
 #include "progress.h"
 #include "validate.h"
@@ -296,7 +300,7 @@ static int model_issue(const reader_t *rd, const model_issue_t *is) {
 
 static const char *const RECOMPUTE[] = {"none", "selective", "full"};
 static const char *const ATTENTION[] = {"flash", "materialized"};
-static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap"};
+static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap", "sharded-overlap"};
 static const char *const GRAD_ACCUM[] = {"fused", "add"};
 
 /* The software of a run that does not say, by GPU generation. Megatron-LM's releases of the A100 era
@@ -362,7 +366,7 @@ static void arch_into_model(const run_settings_t *s, model_transformer_t *m) {
 }
 
 /* What the model does not honour yet: each such value of the row, named once. The prediction is
- * made without it (no FSDP, exposed tensor-parallel communication). The
+ * made without it (no FSDP; a tensor-parallel overlap the layout cannot run). The
  * architecture columns (kv_heads, ffn_act, norm, position, untied_embeddings) are the model's
  * (model_transformer_t, arch_into_model). A layer count that
  * pp does not divide (Megatron-Core runs uneven first and last stages, e.g. 126 layers on 8) is
@@ -371,7 +375,7 @@ static void not_modelled(run_row_t *row) {
     const run_settings_t *s = &row->set;
     if (s->fsdp)
         note(row, "fsdp");
-    if (s->tp_comm_overlap && row->job.par.tp1 > 1)
+    if (s->tp_comm_overlap && row->job.par.tp1 > 1 && !row->job.training.tp_comm_overlap)
         note(row, "tp_comm_overlap");
     if (s->distributed_optimizer && !s->overlap_grad_reduce)
         note(row, "overlap_grad_reduce 0");
@@ -385,7 +389,7 @@ static void not_modelled(run_row_t *row) {
 static int dp_comm_of(const reader_t *rd, run_row_t *row) {
     run_settings_t *s = &row->set;
     int e = 0, g_opt = 0, g_grad = 0, g_param = 0;
-    int rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 3, &e, &row->dp_comm_recorded);
+    int rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 4, &e, &row->dp_comm_recorded);
     if (!rc)
         rc = bit_cell(rd, "distributed_optimizer", &s->distributed_optimizer, &g_opt);
     if (!rc)
@@ -400,16 +404,19 @@ static int dp_comm_of(const reader_t *rd, run_row_t *row) {
                         "allowed: one or the other");
     if (row->dp_comm_recorded) {
         row->job.training.dp_comm = (model_dp_comm_t)e;
-        s->distributed_optimizer = s->overlap_param_gather = e == MODEL_DP_SHARDED;
+        s->distributed_optimizer = s->overlap_param_gather =
+            e == MODEL_DP_SHARDED || e == MODEL_DP_SHARDED_OVERLAP;
         s->overlap_grad_reduce = e != MODEL_DP_ALLREDUCE;
         return CLI_OK;
     }
     if (s->overlap_param_gather && !s->distributed_optimizer)
         return bad_cell(rd, "overlap_param_gather", "1",
                         "needs distributed_optimizer 1 (only the distributed optimizer gathers parameters)");
-    row->job.training.dp_comm = s->distributed_optimizer ? MODEL_DP_SHARDED
-                                : s->overlap_grad_reduce ? MODEL_DP_ALLREDUCE_OVERLAP
-                                                         : MODEL_DP_ALLREDUCE;
+    /* the distributed optimizer with both overlaps is Megatron-Core's bucketed one (sharded-overlap) */
+    row->job.training.dp_comm =
+        !s->distributed_optimizer ? (s->overlap_grad_reduce ? MODEL_DP_ALLREDUCE_OVERLAP : MODEL_DP_ALLREDUCE)
+        : s->overlap_grad_reduce && s->overlap_param_gather ? MODEL_DP_SHARDED_OVERLAP
+                                                            : MODEL_DP_SHARDED;
     return CLI_OK;
 }
 
@@ -449,18 +456,23 @@ static int batch_of(const reader_t *rd, run_row_t *row, int64_t dp) {
     if (!row->gbs_recorded) {
         if (!ga_given)
             row->set.ga = job->par.pp;
-        job->global_batch = dp * job->par.mbs * row->set.ga;
+        if (checked_mul_i64(dp, job->par.mbs, &job->global_batch) ||
+            checked_mul_i64(job->global_batch, row->set.ga, &job->global_batch))
+            return bad_cell(
+                rd, "gbs", "",
+                "is empty and dp x mbs x ga passes 2^63 - 1; allowed: a gbs, or smaller dp, mbs, ga");
         return CLI_OK;
     }
     if (!ga_given) {
-        row->set.ga = job->global_batch % (dp * job->par.mbs) ? 0 : job->global_batch / (dp * job->par.mbs);
+        const int64_t per_ga = checked_mul_sat_i64(dp, job->par.mbs); /* INT64_MAX never divides gbs */
+        row->set.ga = job->global_batch % per_ga ? 0 : job->global_batch / per_ga;
         return CLI_OK;
     }
-    if (!row->mbs_recorded && job->global_batch % (dp * row->set.ga) == 0) {
-        job->par.mbs = job->global_batch / (dp * row->set.ga);
+    if (!row->mbs_recorded && job->global_batch % checked_mul_sat_i64(dp, row->set.ga) == 0) {
+        job->par.mbs = job->global_batch / checked_mul_sat_i64(dp, row->set.ga);
         row->mbs_recorded = 1;
     }
-    if (dp * job->par.mbs * row->set.ga != job->global_batch) {
+    if (checked_mul_sat_i64(checked_mul_sat_i64(dp, job->par.mbs), row->set.ga) != job->global_batch) {
         char allowed[160];
         snprintf(allowed, sizeof allowed,
                  "is not gbs / (dp x mbs) (%" PRId64 " / (%" PRId64 " x %" PRId64 ")); allowed: a ga with "
@@ -521,7 +533,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (!rc)
         rc = int_cell(rd, "vocab", 1, 0, &m->vocab, NULL);
     if (!rc)
-        rc = int_cell(rd, "ffn_hidden", 0, 4 * m->hidden, &m->ffn_hidden, NULL);
+        rc = int_cell(rd, "ffn_hidden", 0, checked_mul_sat_i64(4, m->hidden), &m->ffn_hidden, NULL);
     if (!rc)
         rc = int_cell(rd, "gpus", 1, 0, &gpus, NULL);
     if (!rc)
@@ -575,12 +587,15 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (rc)
         return rc;
 
-    if (tp * pp * dp * cp != gpus) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "is not tp x pp x dp x cp (%lld x %lld x %lld x %lld = %lld); allowed: %lld", (long long)tp,
-                 (long long)pp, (long long)dp, (long long)cp, (long long)(tp * pp * dp * cp),
-                 (long long)(tp * pp * dp * cp));
+    int64_t product;
+    const int wraps = checked_mul_i64(tp, pp, &product) || checked_mul_i64(product, dp, &product) ||
+                      checked_mul_i64(product, cp, &product);
+    if (wraps || product != gpus) {
+        char msg[160], prod[32];
+        snprintf(prod, sizeof prod, wraps ? "more than 2^63" : "%lld", (long long)product);
+        snprintf(msg, sizeof msg, "is not tp x pp x dp x cp (%lld x %lld x %lld x %lld = %s); allowed: %s",
+                 (long long)tp, (long long)pp, (long long)dp, (long long)cp, prod,
+                 wraps ? "a product of at most 2^63 - 1" : prod);
         char text[32];
         snprintf(text, sizeof text, "%lld", (long long)gpus);
         return bad_cell(rd, "gpus", text, msg);
@@ -595,7 +610,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     job->compat = MODEL_COMPAT_CORRECTED;
     job->par.strategy = cp > 1 ? MODEL_STRATEGY_2D_SEQP : MODEL_STRATEGY_1D;
     job->par.dp = dp;
-    job->par.tp = tp * cp;
+    job->par.tp = tp * cp; /* tp x cp divides the checked product above */
     job->par.tp1 = tp;
     job->par.tp2 = cp;
     job->par.pp = pp;
@@ -609,11 +624,21 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     /* FP8 (Transformer Engine) at the system's FP8 peak; FP16 and BF16 run at the same peak */
     job->training.precision =
         row->set.precision == RUN_PRECISION_FP8 ? MODEL_PRECISION_FP8 : MODEL_PRECISION_BF16;
+    /* Megatron-Core's overlaps as the row (or its generation's recipe) sets them: tensor-parallel
+     * communication in chunks under the GEMMs, and context parallelism as its ring of K and V under
+     * the attention (the only way Megatron-Core runs cp) */
+    job->training.tp_comm_overlap =
+        row->set.tp_comm_overlap && tp > 1 && sp && job->training.recompute != MODEL_RECOMPUTE_FULL;
+    if (cp > 1)
+        job->training.cp_comm = MODEL_CP_RING;
+    /* Megatron-LM overlaps the interleaved schedule's sends and receives with compute unless told
+     * not to (--no-overlap-p2p-communication; NeMo's recipes keep it on) */
+    job->training.pp_comm_overlap = !a100 && v > 1;
     nvlink_counts(job);
     not_modelled(row);
     if (m->layers % pp != 0) { /* Megatron's uneven first and last stages: not modelled */
         char what[32];
-        const int64_t even = (m->layers + pp - 1) / pp * pp;
+        const int64_t even = checked_mul_sat_i64(checked_add_sat_i64(m->layers, pp - 1) / pp, pp);
         snprintf(what, sizeof what, "layers %" PRId64 " as %" PRId64, m->layers, even);
         note(row, what);
         m->layers = even;
@@ -691,7 +716,7 @@ static int load_rows(const validate_args_t *a, const csv_table_t *t, run_row_t *
         if (rc)
             return rc;
         const model_job_t *j = &rows[r - 1].job;
-        rows[r - 1].set.ga = j->global_batch / (j->par.dp * j->par.mbs); /* as predicted */
+        rows[r - 1].set.ga = j->global_batch / checked_mul_sat_i64(j->par.dp, j->par.mbs); /* as predicted */
     }
     return CLI_OK;
 }
@@ -711,6 +736,13 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
         ref.training.precision = MODEL_PRECISION_BF16;
         if (!rc)
             rc = ANALYTIC.predict(&ref, &r->ref, d);
+        char what[128];
+        snprintf(what, sizeof what, "%s: row %zu (%.40s): predicted iteration time", pr->name, i + 1,
+                 r->name);
+        if (!rc)
+            rc = cmd_require_finite(r->pred.iteration_time_s, what, &r->job, d);
+        if (!rc)
+            rc = cmd_require_finite(r->ref.iteration_time_s, what, &r->job, d);
         if (rc)
             return rc;
         r->error_pct = 100.0 * (r->pred.iteration_time_s - r->measured_s) / r->measured_s;
@@ -854,7 +886,8 @@ static void sim_stats_of(const run_row_t *rows, size_t n, sim_stats_t *st) {
 
 /* ---- --calibrate: the FLOP efficiency fitted per system ------------------------------------------ */
 
-/* One fit over the rows of rows[first]'s system (marking them done) into *c. */
+/* One fit over the rows of rows[first]'s system and precision (marking them done) into *c: FP8 runs fit
+ * the FP8 GEMM efficiency, the others the FLOP efficiency (model_calibrate_fit). */
 static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char *done, validate_calib_t *c,
                             cli_diag_t *d) {
     model_job_t *jobs = malloc(n * sizeof *jobs);
@@ -864,7 +897,8 @@ static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char 
     size_t m = 0;
     int rc = jobs && measured && c->names ? CLI_OK : cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     for (size_t i = first; i < n && !rc; i++) {
-        if (done[i] || strcmp(rows[i].system, rows[first].system) != 0)
+        if (done[i] || strcmp(rows[i].system, rows[first].system) != 0 ||
+            rows[i].job.training.precision != rows[first].job.training.precision)
             continue;
         done[i] = 1;
         jobs[m] = rows[i].job;
@@ -931,15 +965,22 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
         errno = e;
         if (errno == ENOMEM)
             return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", a.measured);
+        if (errno == EFBIG) {
+            struct stat st;
+            const int reg = stat(a.measured, &st) == 0 && S_ISREG(st.st_mode);
+            return input_fail_too_large(a.measured, "measured-runs CSV", reg ? (long long)st.st_size : -1,
+                                        READFILE_CSV_LIMIT_BYTES, d);
+        }
         return cli_fail(d, CLI_EUSAGE, "%s: cannot read: %s; allowed: a CSV file with a header row",
                         a.measured, errno == EINVAL ? "empty file" : strerror(errno));
     }
     const size_t n = t.n_rows - 1;
     run_row_t *rows = n ? calloc(n, sizeof *rows) : NULL;
-    if (n == 0)
+    rc = input_check_csv(&t, a.measured, d);
+    if (!rc && n == 0)
         rc = cli_fail(d, CLI_EUSAGE, "%s: no data rows after the header; allowed: one measured run per row",
                       a.measured);
-    else if (!rows)
+    else if (!rc && !rows)
         rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (!rc)
         rc = load_rows(&a, &t, rows, d);

@@ -5,7 +5,10 @@
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 /* ---- JSON writer ----------------------------------------------------------------------------- */
 
@@ -104,8 +107,18 @@ void json_int(json_writer_t *w, const char *key, int64_t v) {
     attach(w, key, cJSON_CreateNumber((double)v));
 }
 
+/* Every string of the JSON output is UTF-8: input text that is not is refused by its reader, but a
+ * file name (the topology's name is its file's) may hold any bytes; each invalid one becomes U+FFFD. */
 void json_string(json_writer_t *w, const char *key, const char *s) {
-    attach(w, key, cJSON_CreateString(s ? s : ""));
+    s = s ? s : "";
+    const size_t n = strlen(s);
+    if (utf8_invalid_at(s, n) == n) {
+        attach(w, key, cJSON_CreateString(s));
+        return;
+    }
+    char *clean = utf8_sanitize(s);
+    attach(w, key, clean ? cJSON_CreateString(clean) : NULL);
+    free(clean);
 }
 
 void json_bool(json_writer_t *w, const char *key, int b) {
@@ -168,7 +181,7 @@ static int has_training(const model_job_t *job) {
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (t->recompute || t->sequence_parallel || t->attention || t->embedding || t->optimizer_step ||
             t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision || t->tp_comm_overlap ||
-            t->cp_comm);
+            t->cp_comm || t->pp_comm_overlap);
 }
 
 /* "training": every field, when any is set. */
@@ -190,6 +203,8 @@ static void training_json(json_writer_t *w, const model_job_t *job) {
         json_bool(w, "tp_comm_overlap", 1);
     if (t->cp_comm != MODEL_CP_ALLGATHER) /* likewise */
         json_string(w, "cp_comm", model_cp_comm_name(t->cp_comm));
+    if (t->pp_comm_overlap) /* likewise */
+        json_bool(w, "pp_comm_overlap", 1);
     json_close_object(w);
 }
 
@@ -270,6 +285,10 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
                 model_precision_name(t->precision), model_peak_tflop_per_s(&job->system, t->precision));
     if (has_training(job) && t->tp_comm_overlap)
         fprintf(f, "          tp comm overlap on (chunked under the GEMMs)\n");
+    if (has_training(job) && t->pp_comm_overlap)
+        fprintf(f, "          pp comm overlap on (%s)\n",
+                t->interleave > 1 ? "sends and receives under the compute"
+                                  : "no effect without interleaving: batched send/receive pairs");
     if (has_training(job) && t->cp_comm != MODEL_CP_ALLGATHER)
         fprintf(f, "          cp comm %s (K and V passed around the context-parallel ranks)\n",
                 model_cp_comm_name(t->cp_comm));

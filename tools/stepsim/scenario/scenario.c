@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "input_check.h"
 #include "scenario_internal.h"
 #include "scenario_jobs.h"
 #include "topo_json.h"
@@ -123,6 +124,7 @@ static const struct {
     [SCN_PRECISION] = {"training.precision", "--precision"},
     [SCN_TP_COMM_OVERLAP] = {"training.tp_comm_overlap", "--tp-comm-overlap"},
     [SCN_CP_COMM] = {"training.cp_comm", "--cp-comm"},
+    [SCN_PP_COMM_OVERLAP] = {"training.pp_comm_overlap", "--pp-comm-overlap"},
     [SCN_TOPOLOGY] = {"topology", "--topology"},
 };
 
@@ -354,7 +356,9 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
         return cli_fail(diag, CLI_EUSAGE,
                         "%s: invalid JSON at character %ld; allowed: a preset name or a JSON object", option,
                         end ? (long)(end - value) + 1 : 0L);
-    int rc = f == SCN_MODEL ? scn_parse_model(scn, &src, obj, "model")
+    int rc = input_check_json(obj, option, diag);
+    if (!rc)
+        rc = f == SCN_MODEL ? scn_parse_model(scn, &src, obj, "model")
                             : scn_parse_system(scn, &src, obj, "system");
     cJSON_Delete(obj);
     return rc;

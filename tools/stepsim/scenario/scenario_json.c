@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "input_check.h"
+#include "readfile.h"
 #include "scenario_internal.h"
 #include "scenario_jobs.h"
 #include "topo_json.h"
@@ -28,9 +30,9 @@ static const char *join(char *buf, size_t n, const char *path, const char *key) 
 
 /* ---- model ----------------------------------------------------------------------------------- */
 
-static const char *const MODEL_KEYS[] = {"name",   "base",       "seq_len",        "hidden",   "heads",
-                                         "layers", "ffn_hidden", "vocab",          "kv_heads", "ffn_act",
-                                         "norm",   "position",   "tied_embeddings"};
+static const char *const MODEL_KEYS[] = {
+    "name",  "base",     "seq_len", "hidden", "heads",    "layers",          "ffn_hidden",
+    "vocab", "kv_heads", "ffn_act", "norm",   "position", "tied_embeddings", "attention_mask"};
 
 static int model_field(const scn_src_t *src, const cJSON *obj, const char *path, const char *key, int64_t min,
                        int64_t *dst, int *seen) {
@@ -49,7 +51,8 @@ static int model_wrong_type(const scn_src_t *src, const cJSON *v, const char *pa
     return cli_fail(
         src->diag, CLI_EUSAGE,
         "%s%s: %s is not a preset name or an object; allowed: %s, a config.json path, or {seq_len, "
-        "hidden, heads, layers, ffn_hidden, vocab, kv_heads, ffn_act, norm, position, tied_embeddings}",
+        "hidden, heads, layers, ffn_hidden, vocab, kv_heads, ffn_act, norm, position, tied_embeddings, "
+        "attention_mask}",
         src->prefix, path, what, list);
 }
 
@@ -144,6 +147,8 @@ static const struct {
     {"flop_efficiency", offsetof(model_system_t, flop_efficiency), 0, 0, 1},
     {"kernel_overhead", offsetof(model_system_t, kernel_overhead_s), 0, 1, 0},
     {"fp8_matrix_flops", offsetof(model_system_t, fp8_matrix_tflop_per_s), 0, 1, 0},
+    {"fp8_flop_efficiency", offsetof(model_system_t, fp8_flop_efficiency), 0, 1, 1},
+    {"attention_efficiency", offsetof(model_system_t, attention_efficiency), 0, 1, 1},
 };
 
 static const char *const SYSTEM_KEYS[] = {"name",
@@ -166,6 +171,8 @@ static const char *const SYSTEM_KEYS[] = {"name",
                                           "flop_efficiency",
                                           "kernel_overhead",
                                           "fp8_matrix_flops",
+                                          "fp8_flop_efficiency",
+                                          "attention_efficiency",
                                           "empirical",
                                           "summa_nb",
                                           "flops_units"};
@@ -484,37 +491,6 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
 
 /* ---- files ----------------------------------------------------------------------------------- */
 
-/* Read a whole file into a NUL-terminated buffer (caller frees). */
-static int read_file(const char *path, const char *kind, char **out, cli_diag_t *diag) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return cli_fail(diag, CLI_EUSAGE, "%s: cannot open %s file: %s; allowed: a readable JSON file", path,
-                        kind, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf)
-        return cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return cli_fail(diag, CLI_ERUNTIME, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    return CLI_OK;
-}
-
 /* One line "line L, column C" diagnostic for a JSON syntax error at err inside buf. */
 static int syntax_error(const char *path, const char *buf, const char *err, cli_diag_t *diag) {
     long line = 1, col = 1;
@@ -546,7 +522,7 @@ static int syntax_error(const char *path, const char *buf, const char *err, cli_
 int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_diag_t *diag) {
     char *buf = NULL;
     *root = NULL;
-    int rc = read_file(path, kind, &buf, diag);
+    int rc = input_read_file(path, kind, READFILE_JSON_LIMIT_BYTES, &buf, NULL, diag);
     if (rc)
         return rc;
     const char *end = NULL;
@@ -554,6 +530,10 @@ int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_dia
     if (!*root)
         rc = syntax_error(path, buf, end, diag);
     free(buf);
+    if (!rc && (rc = input_check_json(*root, path, diag)) != CLI_OK) {
+        cJSON_Delete(*root);
+        *root = NULL;
+    }
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "scenario_internal.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -22,11 +23,12 @@ static const struct {
     {SCN_EMBEDDING, "embedding", "on, off"},
     {SCN_OPTIMIZER_STEP, "optimizer_step", "on, off"},
     {SCN_INTERLEAVE, "interleave", "a positive integer (virtual stages per GPU)"},
-    {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap"},
+    {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap, sharded-overlap"},
     {SCN_GRAD_ACCUM, "grad_accumulation", "fused, add"},
     {SCN_PRECISION, "precision", "bf16, fp8"},
     {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
     {SCN_CP_COMM, "cp_comm", "allgather, ring"},
+    {SCN_PP_COMM_OVERLAP, "pp_comm_overlap", "on, off"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -88,6 +90,9 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
     case SCN_TP_COMM_OVERLAP:
         t->tp_comm_overlap = b;
         return b >= 0;
+    case SCN_PP_COMM_OVERLAP:
+        t->pp_comm_overlap = b;
+        return b >= 0;
     case SCN_INTERLEAVE:
         return positive(text, &t->interleave);
     default:
@@ -113,8 +118,9 @@ static const char *value_text(const cJSON *v, char *buf, size_t n) {
         return v->valuestring;
     if (cJSON_IsBool(v))
         return cJSON_IsTrue(v) ? "on" : "off";
-    if (cJSON_IsNumber(v) && v->valuedouble == (double)(long long)v->valuedouble) {
-        snprintf(buf, n, "%lld", (long long)v->valuedouble);
+    int64_t iv; /* the cast only after the range check (checked_double_to_i64) */
+    if (cJSON_IsNumber(v) && !checked_double_to_i64(v->valuedouble, &iv) && v->valuedouble == (double)iv) {
+        snprintf(buf, n, "%lld", (long long)iv);
         return buf;
     }
     return NULL;

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "input_check.h"
 #include "output.h"
 #include "progress.h"
+#include "readfile.h"
 #include "sweep.h"
 
 double sweep_now_s(void) {
@@ -256,6 +258,9 @@ int sweep_open_output(sweep_t *sw, cli_diag_t *d) {
                       path, (long long)st.st_size);
     if (!rc && sw->args.force && st.st_size > 0 && ftruncate(sw->out_fd, 0) != 0)
         rc = cli_fail(d, CLI_ERUNTIME, "%s: cannot truncate: %s", path, strerror(errno));
+    if (!rc && sw->args.resume && st.st_size > (off_t)READFILE_JOURNAL_LIMIT_BYTES)
+        rc = input_fail_too_large(path, "sweep output", (long long)st.st_size, READFILE_JOURNAL_LIMIT_BYTES,
+                                  d);
     if (!rc && sw->args.resume && st.st_size > 0)
         rc = read_existing(sw, st.st_size, &done, &n_done, d);
     if (!rc)
