@@ -73,11 +73,11 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     if (o->comm && !(rc = pick("--comm", o->comm, COMM, 2, &v, d)))
         c->comm = v ? SIM_COMM_ANALYTIC : SIM_COMM_NETWORK;
     if (!rc && o->schedule && step_schedule_parse(o->schedule, &c->schedule, &c->virtual_stages) != SIM_OK)
-        rc = cli_fail(
-            d, CLI_EUSAGE,
-            "--schedule: \"%.60s\" is not a schedule; allowed: 1f1b, gpipe, interleaved, interleaved:V "
-            "(V >= 2)",
-            o->schedule);
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: \"%.60s\" is not a schedule; allowed: 1f1b, gpipe, zb-h1, interleaved, "
+                      "interleaved:V "
+                      "(V >= 2)",
+                      o->schedule);
     if (!rc && o->placement && step_placement_parse(o->placement, &c->placement) != SIM_OK)
         rc = cli_fail(
             d, CLI_EUSAGE,
