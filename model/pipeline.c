@@ -17,6 +17,7 @@
  *   backward (F + B' without overlap); pp + 1 microbatches held; pp even. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "model.h"
 
@@ -78,4 +79,13 @@ int model_pipeline_form(model_pipeline_t s, int64_t pp, int64_t m, double f_s, d
 const char *model_pipeline_name(model_pipeline_t s) {
     static const char *const NAMES[] = {"1f1b", "gpipe", "zb-h1", "dualpipe"};
     return (unsigned)s < sizeof NAMES / sizeof NAMES[0] ? NAMES[s] : "unknown";
+}
+
+int model_pipeline_parse(const char *text, model_pipeline_t *out) {
+    for (int i = 0; i <= MODEL_PIPELINE_DUALPIPE && text; i++)
+        if (strcmp(text, model_pipeline_name((model_pipeline_t)i)) == 0) {
+            *out = (model_pipeline_t)i;
+            return MODEL_OK;
+        }
+    return MODEL_EINVAL;
 }

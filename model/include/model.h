@@ -255,6 +255,14 @@ typedef enum model_cp_comm {
                                under the attention's tp2 pieces (MODEL_OVERLAP_RING) */
 } model_cp_comm_t;
 
+/* Pipeline schedules with a closed form (pipeline.c, model_pipeline_form). */
+typedef enum model_pipeline {
+    MODEL_PIPELINE_1F1B = 0,
+    MODEL_PIPELINE_GPIPE = 1,
+    MODEL_PIPELINE_ZB_H1 = 2,   /* Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241 */
+    MODEL_PIPELINE_DUALPIPE = 3 /* DeepSeek-V3 technical report, arXiv 2412.19437 */
+} model_pipeline_t;
+
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
  * ignores it. Every field's zero value is the default and reproduces the model without it. */
 typedef struct model_training {
@@ -279,6 +287,10 @@ typedef struct model_training {
                                 (docs/model-formulas.md, section 16.6); without interleaving Megatron-Core
                                 turns it off and sends and receives go as batched pairs, which the model
                                 charges already: no change */
+    model_pipeline_t pipeline; /* MODEL_PIPELINE_1F1B (0), or MODEL_PIPELINE_ZB_H1: the zero-bubble schedule,
+                                  the bubble less 2 (pp - 1) W (W: a stage's weight gradients per
+                                  microbatch, model_layer_wgrad_s), so (pp - 1)(F + B - W) with equal
+                                  stages; needs interleave 1 and at least pp microbatches */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -618,13 +630,6 @@ void model_calibrate_destroy(model_calibration_t *fit); /* accepts a zeroed stru
 double model_layer_wgrad_s(const model_layer_t *ly);
 double model_layer_wgrad_tflop(const model_layer_t *ly); /* its FLOPs, the same rule */
 
-typedef enum model_pipeline {
-    MODEL_PIPELINE_1F1B = 0,
-    MODEL_PIPELINE_GPIPE = 1,
-    MODEL_PIPELINE_ZB_H1 = 2,   /* Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241 */
-    MODEL_PIPELINE_DUALPIPE = 3 /* DeepSeek-V3 technical report, arXiv 2412.19437 */
-} model_pipeline_t;
-
 typedef struct model_pipeline_form {
     double work_s;                  /* m (F + B + W) */
     double bubble_s;                /* the schedule's idle time on the critical stage */
@@ -640,6 +645,7 @@ typedef struct model_pipeline_form {
  * min(f_s, b_s); DualPipe pp even and m >= pp. Formulas: pipeline.c, docs/model-formulas.md. */
 int model_pipeline_form(model_pipeline_t s, int64_t pp, int64_t m, double f_s, double b_s, double w_s,
                         double fb_s, model_pipeline_form_t *out);
-const char *model_pipeline_name(model_pipeline_t s); /* "1f1b", "gpipe", "zb-h1", "dualpipe" */
+const char *model_pipeline_name(model_pipeline_t s);               /* "1f1b", "gpipe", "zb-h1", "dualpipe" */
+int model_pipeline_parse(const char *text, model_pipeline_t *out); /* the names; MODEL_OK or MODEL_EINVAL */
 
 #endif

@@ -100,7 +100,7 @@ static void test_bad_options(void **state) {
         const char *frag;
     } cases[] = {
         {{"--comm", "flows"}, "--comm: \"flows\" is not allowed"},
-        {{"--schedule", "zb-h1"}, "--schedule: \"zb-h1\" is not a schedule"},
+        {{"--schedule", "zb-v"}, "--schedule: \"zb-v\" is not a schedule"},
         {{"--schedule", "interleaved:5"}, "does not divide the"},
         {{"--placement", "tp,tp"}, "--placement: \"tp,tp\""},
         {{"--p2p", "eager"}, "--p2p: \"eager\""},

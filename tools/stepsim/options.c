@@ -84,6 +84,10 @@ static const cli_option_t OPTIONS[] = {
      "corrected, interleaved schedule: pipeline sends and receives under the compute (Megatron-Core "
      "overlap_p2p_comm); without interleaving no change (batched send/receive pairs)",
      SCN},
+    {"--pipeline-schedule", "S", JOB, "1f1b",
+     "corrected: 1f1b, or zb-h1 (zero bubble, Qi et al. arXiv 2401.10241: the backward split into input "
+     "and weight gradients, the bubble (pp - 1)(F + B - W)) in the estimate; the simulated step runs it too",
+     SCN},
     {"--cp-comm", "M", JOB, "allgather",
      "corrected, 2d-seqp: K and V all-gathered before the attention, or ring (Megatron-Core: passed "
      "around the context-parallel ranks under it)",

@@ -507,6 +507,8 @@ int cmd_run_check(const run_opts_t *o, cli_diag_t *d) {
 }
 
 void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
+    if (!o->schedule && scn->training.pipeline == MODEL_PIPELINE_ZB_H1)
+        o->schedule = "zb-h1";
     if (!o->schedule && scn->training.interleave > 1) {
         snprintf(o->schedule_text, sizeof o->schedule_text, "interleaved:%" PRId64, scn->training.interleave);
         o->schedule = o->schedule_text;
