@@ -101,6 +101,7 @@ static void test_bad_options(void **state) {
     } cases[] = {
         {{"--comm", "flows"}, "--comm: \"flows\" is not allowed"},
         {{"--schedule", "zb-v"}, "--schedule: \"zb-v\" is not a schedule"},
+        {{"--pipeline-schedule", "dualpipe"}, "--pipeline-schedule: \"dualpipe\" is not a value"},
         {{"--schedule", "interleaved:5"}, "does not divide the"},
         {{"--placement", "tp,tp"}, "--placement: \"tp,tp\""},
         {{"--p2p", "eager"}, "--p2p: \"eager\""},
