@@ -21,14 +21,24 @@
 
 #include "model.h"
 
-double model_layer_wgrad_s(const model_layer_t *ly) {
+/* A layer whose backward runs as one piece with its communication (a SUMMA layer's panels, a GEMM
+ * with its tensor-parallel collectives in chunks under it) keeps it whole: no W of its own. */
+static int splits(const model_layer_t *ly) {
     if (!ly || !ly->tensor_core || ly->weights_gb <= 0.0)
+        return 0;
+    if (ly->summa_overlap && ly->bwd.n_colls > 0)
+        return 0;
+    return !(ly->bwd.overlap != MODEL_OVERLAP_NONE && ly->bwd.n_colls >= 1 && ly->bwd.chunks > 1);
+}
+
+double model_layer_wgrad_s(const model_layer_t *ly) {
+    if (!splits(ly))
         return 0.0;
     return fmin(ly->fwd.comp_s, ly->bwd.comp_s);
 }
 
 double model_layer_wgrad_tflop(const model_layer_t *ly) {
-    if (!ly || !ly->tensor_core || ly->weights_gb <= 0.0)
+    if (!splits(ly))
         return 0.0;
     return fmin(ly->fwd.flops_tflop, ly->bwd.flops_tflop);
 }

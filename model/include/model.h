@@ -626,7 +626,9 @@ void model_calibrate_destroy(model_calibration_t *fit); /* accepts a zeroed stru
 
 /* The weight-gradient part (W) of a layer's backward: for a layer with weights on the matrix units
  * its forward's compute time (dw = x^T dy is the forward GEMM's size), capped at its backward's; 0 for
- * a layer without weights. The rest of the backward is B (input gradients, recomputation). */
+ * a layer without weights, and for one whose backward runs as one piece with its communication (a
+ * SUMMA layer with panel collectives, a GEMM with tensor-parallel collectives in chunks under it,
+ * model_overlap_t). The rest of the backward is B (input gradients, recomputation). */
 double model_layer_wgrad_s(const model_layer_t *ly);
 double model_layer_wgrad_tflop(const model_layer_t *ly); /* its FLOPs, the same rule */
 

@@ -192,7 +192,9 @@ static int flush(builder_t *b) {
     b->acc_open = 0;
     const int32_t lo = b->acc_block0 < b->acc_block1 ? b->acc_block0 : b->acc_block1;
     const int32_t hi = b->acc_block0 < b->acc_block1 ? b->acc_block1 : b->acc_block0;
-    const uint64_t key = step_jitter_key(b->acc_pass, b->acc_chunk, b->acc_mb, b->item_ops++);
+    /* a W pass keys as pass 3 (2 is the optimizer step's) */
+    const uint64_t key =
+        step_jitter_key(b->acc_pass == 2 ? 3 : b->acc_pass, b->acc_chunk, b->acc_mb, b->item_ops++);
     for (int32_t j = 0; j < b->n; j++) {
         sim_op_id_t op;
         /* perturbations scale the compute, not the fixed-time communication folded into it */
