@@ -140,9 +140,10 @@ static const cli_option_t OPTIONS[] = {
     /* run */
     {"--comm", "MODE", R, "network", "network (flows on the topology) or analytic (the model's times)",
      CLI_OPT_COMM},
-    {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V",
+    {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V; with --pipeline-schedule zb-h1: zb-h1",
      "1f1b or gpipe; interleaved[:V] simulates V virtual stages (default 2) against the plain estimate "
-     "(--interleave V makes both interleaved)",
+     "(--interleave V makes both interleaved); zb-h1, the zero-bubble schedule (--pipeline-schedule zb-h1 "
+     "makes both zero-bubble)",
      CLI_OPT_SCHEDULE},
     {"--p2p", "MODE", R, "blocking", "blocking (a sender waits for its send) or async", CLI_OPT_P2P},
     {"--collapse", "MODE", R | P | V, "auto",
