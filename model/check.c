@@ -308,6 +308,20 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
             return fail_int(is, "training.interleave", t->interleave,
                             "needs the microbatch count to be a multiple of pp (%lld)", p->pp);
     }
+    if (t->pipeline != MODEL_PIPELINE_1F1B && t->pipeline != MODEL_PIPELINE_ZB_H1)
+        return fail(
+            is, "training.pipeline_schedule", model_pipeline_name(t->pipeline),
+            "the estimate takes 1f1b or zb-h1 (the others are closed forms only: model_pipeline_form)");
+    if (t->pipeline == MODEL_PIPELINE_ZB_H1) {
+        const int64_t nmb = (job->global_batch / p->dp) / p->mbs;
+        if (t->interleave > 1)
+            return fail(is, "training.pipeline_schedule", "zb-h1",
+                        "needs interleave 1 (ZB-H1 is not interleaved)");
+        if (nmb < p->pp)
+            return fail(is, "training.pipeline_schedule", "zb-h1",
+                        "needs at least pp (%lld) microbatches (%lld here) for its closed form",
+                        (long long)p->pp, (long long)nmb);
+    }
     return MODEL_OK;
 }
 

@@ -26,7 +26,8 @@ int model_i_training_active(const model_job_t *job) {
            (t->recompute != MODEL_RECOMPUTE_NONE || t->sequence_parallel != MODEL_SEQPAR_ON ||
             t->attention != MODEL_ATTENTION_FLASH || t->dp_comm != MODEL_DP_SHARDED || t->embedding ||
             t->optimizer_step || t->interleave > 1 || t->grad_accumulation != MODEL_GRAD_ACCUM_FUSED ||
-            t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER || t->pp_comm_overlap);
+            t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER || t->pp_comm_overlap ||
+            t->pipeline != MODEL_PIPELINE_1F1B);
 }
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
@@ -252,6 +253,12 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
         out->pp_fwd_s = out->pp_bwd_s = model_i_p2p_overlap_exposed_s(job, blk, out) / 2.0;
     out->pp_comm_s = out->pp_fwd_s + out->pp_bwd_s;
     out->bubble_s = (sum_s - max_s) / v;
+    if (t->pipeline == MODEL_PIPELINE_ZB_H1 && p->pp > 1) { /* pipeline.c: W fills the drain */
+        double w_s = 0.0;
+        for (int i = 0; i < blk->n_layers; i++)
+            w_s += model_layer_wgrad_s(&blk->layers[i]);
+        out->bubble_s -= 2.0 * (double)(p->pp - 1) * n_l * w_s;
+    }
 
     /* weights of the heavier stage (the data-parallel and optimizer work of the iteration waits
      * for it) and memory of the fuller one */

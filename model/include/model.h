@@ -255,6 +255,14 @@ typedef enum model_cp_comm {
                                under the attention's tp2 pieces (MODEL_OVERLAP_RING) */
 } model_cp_comm_t;
 
+/* Pipeline schedules with a closed form (pipeline.c, model_pipeline_form). */
+typedef enum model_pipeline {
+    MODEL_PIPELINE_1F1B = 0,
+    MODEL_PIPELINE_GPIPE = 1,
+    MODEL_PIPELINE_ZB_H1 = 2,   /* Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241 */
+    MODEL_PIPELINE_DUALPIPE = 3 /* DeepSeek-V3 technical report, arXiv 2412.19437 */
+} model_pipeline_t;
+
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
  * ignores it. Every field's zero value is the default and reproduces the model without it. */
 typedef struct model_training {
@@ -279,6 +287,10 @@ typedef struct model_training {
                                 (docs/model-formulas.md, section 16.6); without interleaving Megatron-Core
                                 turns it off and sends and receives go as batched pairs, which the model
                                 charges already: no change */
+    model_pipeline_t pipeline; /* MODEL_PIPELINE_1F1B (0), or MODEL_PIPELINE_ZB_H1: the zero-bubble schedule,
+                                  the bubble less 2 (pp - 1) W (W: a stage's weight gradients per
+                                  microbatch, model_layer_wgrad_s), so (pp - 1)(F + B - W) with equal
+                                  stages; needs interleave 1 and at least pp microbatches */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -609,5 +621,33 @@ typedef struct model_calibration {
 int model_calibrate_fit(const model_job_t *jobs, const double *measured_s, size_t n,
                         model_calibration_t *out);
 void model_calibrate_destroy(model_calibration_t *fit); /* accepts a zeroed struct */
+
+/* ---- pipeline schedules with the backward split (pipeline.c) ---------------------------------------- */
+
+/* The weight-gradient part (W) of a layer's backward: for a layer with weights on the matrix units
+ * its forward's compute time (dw = x^T dy is the forward GEMM's size), capped at its backward's; 0 for
+ * a layer without weights, and for one whose backward runs as one piece with its communication (a
+ * SUMMA layer with panel collectives, a GEMM with tensor-parallel collectives in chunks under it,
+ * model_overlap_t). The rest of the backward is B (input gradients, recomputation). */
+double model_layer_wgrad_s(const model_layer_t *ly);
+double model_layer_wgrad_tflop(const model_layer_t *ly); /* its FLOPs, the same rule */
+
+typedef struct model_pipeline_form {
+    double work_s;                  /* m (F + B + W) */
+    double bubble_s;                /* the schedule's idle time on the critical stage */
+    double step_s;                  /* work_s + bubble_s */
+    double activation_microbatches; /* the most microbatches' activations one stage holds */
+    double weight_copies;           /* copies of a stage's parameters per GPU (DualPipe 2) */
+} model_pipeline_form_t;
+
+/* The closed form of schedule s with equal stages: per stage and microbatch f_s forward, b_s input
+ * gradients, w_s weight gradients (b_s + w_s the whole backward), m microbatches, pp stages; fb_s
+ * (DualPipe only) one forward overlapped with another microbatch's backward, negative for no
+ * overlap (f_s + b_s + w_s). MODEL_EINVAL outside the form's domain: ZB-H1 needs m >= pp and w_s <=
+ * min(f_s, b_s); DualPipe pp even and m >= pp. Formulas: pipeline.c, docs/model-formulas.md. */
+int model_pipeline_form(model_pipeline_t s, int64_t pp, int64_t m, double f_s, double b_s, double w_s,
+                        double fb_s, model_pipeline_form_t *out);
+const char *model_pipeline_name(model_pipeline_t s);               /* "1f1b", "gpipe", "zb-h1", "dualpipe" */
+int model_pipeline_parse(const char *text, model_pipeline_t *out); /* the names; MODEL_OK or MODEL_EINVAL */
 
 #endif

@@ -7,7 +7,14 @@
  * backwards in the opposite chunk order; the warm-up is 2 (pp - stage - 1) + (v - 1) pp passes, or
  * every forward when there are exactly pp microbatches. With equal stages and free communication
  * the step takes (m + pp - 1)(t_f + t_b) for GPipe and 1F1B and m (t_f + t_b) + (pp - 1)(t_f + t_b)/v
- * interleaved (tests/step/test_schedule.c checks both exactly). */
+ * interleaved (tests/step/test_schedule.c checks both exactly).
+ *
+ * ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241) splits each backward into
+ * B, the input gradients the stage before waits for, and W, the weight gradients nobody waits for.
+ * F and B keep 1F1B's order; stage i defers up to i W's in the steady state (so it holds at most pp
+ * microbatches, 1F1B's peak on stage 0) and runs the deferred ones in the drain, where 1F1B idles.
+ * With equal stages, m >= pp and W no longer than F or B, the step is
+ * m (F + B + W) + (pp - 1)(F + B - W), the paper's bubble (tests/step/test_zero_bubble.c). */
 #include <string.h>
 
 #include "step.h"
@@ -20,6 +27,8 @@ const char *step_schedule_name(step_schedule_t s) {
         return "gpipe";
     case STEP_SCHEDULE_INTERLEAVED:
         return "interleaved";
+    case STEP_SCHEDULE_ZB_H1:
+        return "zb-h1";
     default:
         return "unknown";
     }
@@ -30,6 +39,11 @@ int step_schedule_parse(const char *text, step_schedule_t *s, int32_t *v) {
         return SIM_EINVAL;
     if (strcmp(text, "1f1b") == 0 || strcmp(text, "gpipe") == 0) {
         *s = text[0] == '1' ? STEP_SCHEDULE_1F1B : STEP_SCHEDULE_GPIPE;
+        *v = 1;
+        return SIM_OK;
+    }
+    if (strcmp(text, "zb-h1") == 0) {
+        *s = STEP_SCHEDULE_ZB_H1;
         *v = 1;
         return SIM_OK;
     }
@@ -57,6 +71,10 @@ int step_schedule_parse(const char *text, step_schedule_t *s, int32_t *v) {
     return SIM_OK;
 }
 
+int step_schedule_splits(step_schedule_t s) {
+    return s == STEP_SCHEDULE_ZB_H1;
+}
+
 static step_sched_item_t item(int32_t pass, int32_t mb, int32_t chunk) {
     const step_sched_item_t it = {pass, mb, chunk};
     return it;
@@ -77,6 +95,29 @@ int step_schedule_order(step_schedule_t s, int32_t pp, int32_t v, int32_t m, int
     if (pp < 1 || m < 1 || stage < 0 || stage >= pp || !it)
         return SIM_EINVAL;
     int64_t n = 0;
+    if (s == STEP_SCHEDULE_ZB_H1) {
+        if (v != 1)
+            return SIM_EINVAL;
+        /* warm-up as 1F1B; then F, B and the oldest W once more than `stage` wait (the deferred W's
+         * of the stages before the last fill their drain); in the drain B then one W; the rest last */
+        const int32_t warm = pp - stage - 1 < m ? pp - stage - 1 : m;
+        int32_t w_next = 0; /* the oldest microbatch whose W has not run */
+        for (int32_t i = 0; i < warm; i++)
+            it[n++] = item(0, i, 0);
+        for (int32_t i = 0; i < m - warm; i++) {
+            it[n++] = item(0, warm + i, 0);
+            it[n++] = item(1, i, 0);
+            if (i + 1 - w_next > stage)
+                it[n++] = item(2, w_next++, 0);
+        }
+        for (int32_t i = m - warm; i < m; i++) {
+            it[n++] = item(1, i, 0);
+            it[n++] = item(2, w_next++, 0);
+        }
+        while (w_next < m)
+            it[n++] = item(2, w_next++, 0);
+        return SIM_OK;
+    }
     if (s == STEP_SCHEDULE_GPIPE || s == STEP_SCHEDULE_1F1B) {
         if (v != 1)
             return SIM_EINVAL;

@@ -525,9 +525,10 @@ static int check_job(step_t *s) {
     s->gpus = (int32_t)s->job.gpus;
     const step_config_t *c = &s->cfg;
     if (c->schedule != STEP_SCHEDULE_INTERLEAVED) {
-        if (c->schedule != STEP_SCHEDULE_1F1B && c->schedule != STEP_SCHEDULE_GPIPE)
+        if (c->schedule != STEP_SCHEDULE_1F1B && c->schedule != STEP_SCHEDULE_GPIPE &&
+            c->schedule != STEP_SCHEDULE_ZB_H1)
             return step_fail(s, SIM_EINVAL,
-                             "schedule: %d is not a schedule; allowed: 1f1b, gpipe, interleaved",
+                             "schedule: %d is not a schedule; allowed: 1f1b, gpipe, interleaved, zb-h1",
                              (int)c->schedule);
         s->v = 1;
     } else {
@@ -1054,14 +1055,14 @@ double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu) {
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
     if (op < s->op0 || op >= s->op_end || op - s->op0 >= s->cap_rec)
         return SIM_EINVAL;
-    static const char *const PASS[3] = {"fwd", "bwd", "opt"};
+    static const char *const PASS[4] = {"fwd", "bwd", "opt", "wgrad"};
     static const char *const GROUP[4] = {"tp", "cp", "dp", "pp"};
     step_meta_t mm;
     step_meta_get(s, op, &mm);
     const step_meta_t *m = &mm;
     memset(out, 0, sizeof *out);
     out->kind = (step_op_kind_t)m->kind;
-    out->pass = m->pass >= 0 && m->pass < 3 ? PASS[m->pass] : NULL;
+    out->pass = m->pass >= 0 && m->pass < 4 ? PASS[m->pass] : NULL;
     out->stage = m->stage;
     out->chunk = m->chunk;
     out->microbatch = m->microbatch;

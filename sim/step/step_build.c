@@ -28,7 +28,7 @@
 
 #include "step_internal.h"
 
-static const char *const NAME_PASS[2] = {"forward", "backward"};
+static const char *const NAME_PASS[3] = {"forward", "backward", "weight gradient"};
 
 static const char *coll_name(step_group_t g, model_coll_op_t op) {
     static const char *const tp[] = {"tp none",      "tp allreduce", "tp allgather", "tp reducescatter",
@@ -76,9 +76,10 @@ typedef struct builder {
     int acc_block0, acc_block1, acc_layer0, acc_layer1;
     double acc_dur, acc_tp, acc_flops, acc_hbm, acc_act;
     /* schedule and per-item records (all stages) */
-    int64_t n_items;          /* per stage: 2 m v */
+    int split;                /* 1: the schedule splits the backward into B (pass 1) and W (pass 2) */
+    int64_t n_items;          /* per stage: 2 m v, 3 m v split */
     step_sched_item_t *items; /* [pp][n_items] */
-    int32_t *pos;             /* [pp][2][v][m] -> item index */
+    int32_t *pos;             /* [pp][passes][v][m] -> item index */
     int32_t *first, *last;    /* [pp][n_items][n] chain ops of each item */
     int32_t *last2;           /* [pp][n_items][n] a second op the item's end waits for (SUMMA panels), -1 */
     int32_t *opt;             /* [pp][n] the optimizer op, -1 */
@@ -191,7 +192,9 @@ static int flush(builder_t *b) {
     b->acc_open = 0;
     const int32_t lo = b->acc_block0 < b->acc_block1 ? b->acc_block0 : b->acc_block1;
     const int32_t hi = b->acc_block0 < b->acc_block1 ? b->acc_block1 : b->acc_block0;
-    const uint64_t key = step_jitter_key(b->acc_pass, b->acc_chunk, b->acc_mb, b->item_ops++);
+    /* a W pass keys as pass 3 (2 is the optimizer step's) */
+    const uint64_t key =
+        step_jitter_key(b->acc_pass == 2 ? 3 : b->acc_pass, b->acc_chunk, b->acc_mb, b->item_ops++);
     for (int32_t j = 0; j < b->n; j++) {
         sim_op_id_t op;
         /* perturbations scale the compute, not the fixed-time communication folded into it */
@@ -205,7 +208,7 @@ static int flush(builder_t *b) {
         step_meta_t m = meta_none(b);
         m.gpu = b->gpus[j];
         m.kind = STEP_OP_COMPUTE;
-        m.pass = (int8_t)b->acc_pass;
+        m.pass = (int8_t)(b->acc_pass == 2 ? 3 : b->acc_pass); /* the metadata's 2 is the optimizer */
         m.chunk = b->acc_chunk;
         m.microbatch = b->acc_mb;
         m.first_block = lo >= 0 ? global_block(b, b->acc_chunk, lo) : -1;
@@ -605,6 +608,38 @@ static int bucket_forward(builder_t *b, const step_sched_item_t *it, int32_t key
 
 /* ---- one stage -------------------------------------------------------------------------------------- */
 
+/* The weight-gradient part of a backward compute segment (model_layer_wgrad_s of its layers). */
+static void seg_wgrad(const step_t *s, const step_seg_t *seg, double *w_s, double *w_tflop) {
+    const int lo = seg->layer0 < seg->layer1 ? seg->layer0 : seg->layer1;
+    const int hi = seg->layer0 < seg->layer1 ? seg->layer1 : seg->layer0;
+    *w_s = *w_tflop = 0.0;
+    for (int l = lo; l <= hi; l++) {
+        const model_layer_t *ly = step_layer(s, l);
+        *w_s += model_layer_wgrad_s(ly);
+        *w_tflop += model_layer_wgrad_tflop(ly);
+    }
+    if (*w_s > seg->dur_s) /* a segment's time is its layers' backward times: never less than W */
+        *w_s = seg->dur_s;
+}
+
+/* The W pass of a part (split schedules): the weight gradients of its backward's compute segments,
+ * one compute operation with the rest of the item; it frees the part's activations. */
+static void part_wgrad(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block) {
+    const step_t *s = b->s;
+    const step_plan_t *plan = &s->plans[part][1];
+    b->acc_pass = it->pass;
+    b->acc_chunk = it->chunk;
+    b->acc_mb = it->microbatch;
+    for (int k = 0; k < plan->n; k++) {
+        const step_seg_t *seg = &plan->seg[k];
+        if (seg->kind != STEP_SEG_COMPUTE)
+            continue;
+        double w_s, w_tflop;
+        seg_wgrad(s, seg, &w_s, &w_tflop);
+        acc_add(b, block, seg->layer0, seg->layer1, w_s, 0.0, w_tflop, 0.0, seg->act_gb);
+    }
+}
+
 /* One pass of a part: a block (block >= 0, stage-local) or an edge part (block -1). */
 static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block,
                      sim_op_id_t *ops, sim_op_id_t *ops2) {
@@ -621,8 +656,15 @@ static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
         b->acc_mb = it->microbatch;
         switch (seg->kind) {
         case STEP_SEG_COMPUTE:
-            acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, 0.0, seg->flops_tflop, seg->hbm_gb,
-                    seg->act_gb);
+            if (b->split && it->pass == 1) { /* B: the backward less its W; activations go with the W */
+                double w_s, w_tflop;
+                seg_wgrad(s, seg, &w_s, &w_tflop);
+                acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s - w_s, 0.0, seg->flops_tflop - w_tflop,
+                        seg->hbm_gb, 0.0);
+            } else {
+                acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, 0.0, seg->flops_tflop, seg->hbm_gb,
+                        seg->act_gb);
+            }
             break;
         case STEP_SEG_COLL: {
             const model_coll_t *c = &ps->colls[seg->coll];
@@ -652,6 +694,8 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
                         char *seen, int32_t *done, sim_op_id_t *ops, sim_op_id_t *ops2) {
     step_t *s = b->s;
     const double w_gb = step_part_weights_gb(s, part);
+    /* the gradients are complete after the last backward, or the last W when the schedule splits */
+    const int last_grad = it->pass == (b->split ? 2 : 1) && ++*done == s->m;
     int rc = SIM_OK;
     if (s->dp_comm == MODEL_DP_SHARDED_OVERLAP) {
         const int32_t L = s->layers_per_stage;
@@ -662,9 +706,11 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
             if (head)
                 rc = bucket_forward(b, it, key, ops);
         }
-        if (!rc)
+        if (!rc && it->pass == 2)
+            part_wgrad(b, it, part, block);
+        else if (!rc)
             rc = part_pass(b, it, part, block, ops, ops2);
-        if (!rc && it->pass && ++*done == s->m && head)
+        if (!rc && last_grad && head)
             rc =
                 dp_after(b, it, MODEL_COLL_REDUCESCATTER, b->bk_gb[it->chunk * (L + 2) + b->bk_of[key]], ops);
         return rc;
@@ -674,9 +720,11 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
         if (s->dp_comm == MODEL_DP_SHARDED)
             rc = dp_allgather(b, it, w_gb, ops);
     }
-    if (!rc)
+    if (!rc && it->pass == 2)
+        part_wgrad(b, it, part, block);
+    else if (!rc)
         rc = part_pass(b, it, part, block, ops, ops2);
-    if (!rc && it->pass && ++*done == s->m && s->dp_comm != MODEL_DP_ALLREDUCE)
+    if (!rc && last_grad && s->dp_comm != MODEL_DP_ALLREDUCE)
         rc = dp_after(b, it, s->dp_comm == MODEL_DP_SHARDED ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE,
                       w_gb, ops);
     return rc;
@@ -722,8 +770,9 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
         /* the first and the last virtual stage run the edge layers */
         const int vs_first = s->emb && p == 0 && it->chunk == 0;
         const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
-        const int receives =
-            it->pass ? !(p == s->pp - 1 && it->chunk == s->v - 1) : !(p == 0 && it->chunk == 0);
+        const int receives = it->pass == 2 ? 0 /* W: nothing arrives */
+                             : it->pass    ? !(p == s->pp - 1 && it->chunk == s->v - 1)
+                                           : !(p == 0 && it->chunk == 0);
         b->cur_item = i;
         b->item_ops = 0;
         b->acc_pass = it->pass;
@@ -869,7 +918,7 @@ static int hop(const step_t *s, int32_t p, int32_t c, int dir, int32_t *q, int32
 
 static int32_t item_pos(const builder_t *b, int32_t p, int pass, int32_t c, int32_t mb) {
     const step_t *s = b->s;
-    return b->pos[(((int64_t)p * 2 + pass) * s->v + c) * s->m + mb];
+    return b->pos[(((int64_t)p * (b->split ? 3 : 2) + pass) * s->v + c) * s->m + mb];
 }
 
 static int messages(builder_t *b) {
@@ -882,6 +931,8 @@ static int messages(builder_t *b) {
         for (int64_t i = 0; i < b->n_items; i++) {
             const step_sched_item_t *it = &b->items[(int64_t)p * b->n_items + i];
             int32_t q, c2;
+            if (it->pass == 2) /* W sends nothing */
+                continue;
             if (!hop(s, p, it->chunk, it->pass ? -1 : 1, &q, &c2))
                 continue;
             const int32_t i2 = item_pos(b, q, it->pass, c2, it->microbatch);
@@ -1113,7 +1164,8 @@ int step_build(step_t *s) {
     b.e = s->e;
     b.n = s->per_stage;
     b.cur_item = -1;
-    b.n_items = 2 * (int64_t)s->m * s->v;
+    b.split = step_schedule_splits(s->cfg.schedule);
+    b.n_items = (b.split ? 3 : 2) * (int64_t)s->m * s->v;
     const size_t n = (size_t)b.n, nit = (size_t)b.n_items, pp = (size_t)s->pp;
     int64_t max_group = 1;
     for (int g = 0; g < STEP_GROUP_COUNT; g++)
@@ -1127,7 +1179,7 @@ int step_build(step_t *s) {
     b.gbuf = malloc((size_t)max_group * sizeof *b.gbuf);
     b.obuf = malloc((size_t)max_group * sizeof *b.obuf);
     b.items = malloc(pp * nit * sizeof *b.items);
-    b.pos = malloc(pp * 2 * (size_t)s->v * (size_t)s->m * sizeof *b.pos);
+    b.pos = malloc(pp * (b.split ? 3 : 2) * (size_t)s->v * (size_t)s->m * sizeof *b.pos);
     b.first = malloc(pp * nit * n * sizeof *b.first);
     b.last = malloc(pp * nit * n * sizeof *b.last);
     b.last2 = malloc(pp * nit * n * sizeof *b.last2);
@@ -1166,8 +1218,8 @@ int step_build(step_t *s) {
             rc = step_fail(s, SIM_EINVAL, "schedule: %s with pp %d, v %d, %d microbatches is not defined",
                            step_schedule_name(s->cfg.schedule), s->pp, s->v, s->m);
         for (int64_t i = 0; i < b.n_items && !rc; i++)
-            b.pos[(((int64_t)p * 2 + it[i].pass) * s->v + it[i].chunk) * s->m + it[i].microbatch] =
-                (int32_t)i;
+            b.pos[(((int64_t)p * (b.split ? 3 : 2) + it[i].pass) * s->v + it[i].chunk) * s->m +
+                  it[i].microbatch] = (int32_t)i;
     }
     if (!rc) {
         memset(b.first, 0xff, pp * nit * n * sizeof *b.first);
@@ -1244,6 +1296,8 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
         per_gpu += 2.0 * s->m * s->v;
     /* messages, data parallel, optimizer; the edges' data parallel and the embedding sync */
     per_gpu += 4.0 * s->m * s->v + 2.0 * s->layers_per_stage + 1.0 + (s->emb ? 6.0 : 0.0);
+    if (step_schedule_splits(s->cfg.schedule)) /* the W passes: about two operations per chunk */
+        per_gpu += 2.0 * s->m * s->v;
     const double total = per_gpu * gpus;
     return total > 9e18 ? INT64_MAX : (int64_t)total;
 }

@@ -463,7 +463,7 @@ static int count_plan(const step_t *s, step_part_t part, int pass, int64_t times
  * step_build does (the pipeline all-gather, the edge parts, the blocks of every item). Returns 1 if
  * one of them was never measured, -1 out of memory. */
 static int count_stage(const step_t *s, int32_t p, int64_t *count) {
-    const int64_t n_items = 2 * (int64_t)s->m * s->v;
+    const int64_t n_items = (step_schedule_splits(s->cfg.schedule) ? 3 : 2) * (int64_t)s->m * s->v;
     step_sched_item_t *items = malloc((size_t)n_items * sizeof *items);
     if (!items)
         return -1;
@@ -475,6 +475,8 @@ static int count_stage(const step_t *s, int32_t p, int64_t *count) {
         gather ? key_find(s, STEP_GROUP_TP, MODEL_COLL_ALLGATHER, s->est.block.output_gb * 1e9, 0) : -1;
     for (int64_t i = 0; i < n_items && !bad; i++) {
         const step_sched_item_t *it = &items[i];
+        if (it->pass == 2) /* a W pass (split schedules) runs no collective */
+            continue;
         const int vs_first = s->emb && p == 0 && it->chunk == 0;
         const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
         const int receives =

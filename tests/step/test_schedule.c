@@ -188,7 +188,9 @@ static void test_parsers(void **state) {
     assert_int_equal(v, 4);
     assert_int_equal(step_schedule_parse("interleaved:1", &s, &v), SIM_EINVAL);
     assert_int_equal(step_schedule_parse("interleaved:", &s, &v), SIM_EINVAL);
-    assert_int_equal(step_schedule_parse("zb-h1", &s, &v), SIM_EINVAL);
+    assert_int_equal(step_schedule_parse("zb-h1", &s, &v), SIM_OK);
+    assert_true(s == STEP_SCHEDULE_ZB_H1 && v == 1);
+    assert_int_equal(step_schedule_parse("zb-h1:2", &s, &v), SIM_EINVAL);
     step_placement_t p;
     char buf[32];
     assert_int_equal(step_placement_parse("dp,pp", &p), SIM_OK);

@@ -101,7 +101,9 @@ static void test_bad_options(void **state) {
         const char *frag;
     } cases[] = {
         {{"--comm", "flows"}, "--comm: \"flows\" is not allowed"},
-        {{"--schedule", "zb-h1"}, "--schedule: \"zb-h1\" is not a schedule"},
+        {{"--schedule", "zb-h1"}, "the zero-bubble schedule is --pipeline-schedule zb-h1"},
+        {{"--schedule", "zb-v"}, "--schedule: \"zb-v\" is not a schedule"},
+        {{"--pipeline-schedule", "dualpipe"}, "--pipeline-schedule: \"dualpipe\" is not a value"},
         {{"--schedule", "interleaved:2"}, "the interleaved schedule is --interleave V"},
         {{"--interleave", "5"}, "5 must divide the layers per pipeline stage"},
         {{"--schedule", "gpipe", "--interleave", "2"}, "--schedule: gpipe with --interleave 2"},

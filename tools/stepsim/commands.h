@@ -109,6 +109,7 @@ typedef struct run_opts {
     FILE *warn;                         /* stderr: the trace's size warning and rank notes (NULL: none) */
     const char *baseline, *entry_costs; /* --baseline on|off, --entry-costs auto|on|off (NULL: default) */
     int64_t interleave;                 /* the scenario's virtual stages per GPU (cmd_run_scenario_opts) */
+    int pipeline;                       /* the scenario's model_pipeline_t (cmd_run_scenario_opts) */
     char optimizer_text[8];             /* storage of optimizer when set from the scenario */
 } run_opts_t;
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);

@@ -85,6 +85,10 @@ static const cli_option_t OPTIONS[] = {
      "corrected, interleaved schedule: pipeline sends and receives under the compute (Megatron-Core "
      "overlap_p2p_comm); without interleaving no change (batched send/receive pairs)",
      SCN},
+    {"--pipeline-schedule", "S", JOB, "1f1b",
+     "corrected: 1f1b, or zb-h1 (zero bubble, Qi et al. arXiv 2401.10241: the backward split into input "
+     "and weight gradients, the bubble (pp - 1)(F + B - W)) in the estimate; the simulated step runs it too",
+     SCN},
     {"--cp-comm", "M", JOB, "allgather",
      "corrected, 2d-seqp: K and V all-gathered before the attention, or ring (Megatron-Core: passed "
      "around the context-parallel ranks under it)",
@@ -139,8 +143,10 @@ static const cli_option_t OPTIONS[] = {
     /* run */
     {"--comm", "MODE", R, "network", "network (flows on the topology) or analytic (the model's times)",
      CLI_OPT_COMM},
-    {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V",
-     "1f1b or gpipe (interleaved: --interleave V, which interleaves the estimate too)", CLI_OPT_SCHEDULE},
+    {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V; with --pipeline-schedule zb-h1: zb-h1",
+     "1f1b or gpipe (interleaved: --interleave V; zero-bubble: --pipeline-schedule zb-h1; each makes the "
+     "estimate beside the simulation the same schedule)",
+     CLI_OPT_SCHEDULE},
     {"--p2p", "MODE", R, "blocking", "blocking (a sender waits for its send) or async", CLI_OPT_P2P},
     {"--collapse", "MODE", R | P | V, "auto",
      "auto (identical ranks simulated once where that is provably exact, else every GPU), off (every "

@@ -37,8 +37,8 @@
  *   dispatched when the previous bucket's first forward starts), then with pp > 1 the tied
  *   embedding's sync between the first and last stage; in the corrected model the optimizer step,
  *   for each stage's own weights, after its data-parallel work (step_config_t.optimizer_step); with
- *   training.pp_comm_overlap on the interleaved schedule, sends as with p2p_async. Streams: 0 compute, 1 tensor/context-
- *   parallel collectives, 2 data-parallel collectives, 3..6 pipeline sends to the next stage,
+ *   training.pp_comm_overlap on the interleaved schedule, sends as with p2p_async. Streams: 0 compute, 1
+ * tensor/context- parallel collectives, 2 data-parallel collectives, 3..6 pipeline sends to the next stage,
  *   receives from the previous, sends to the previous, receives from the next (one stream per
  *   channel, so both ends order the messages alike and a receive is posted before its data arrives).
  * - Communication: SIM_COMM_ANALYTIC prices every collective with model_collective_time_s (members
@@ -68,9 +68,12 @@
  *   are SIM_EINVAL (err names the field and value), SIM_ENOMEM, SIM_EDEADLOCK. */
 
 typedef enum step_schedule {
-    STEP_SCHEDULE_1F1B = 0,       /* one-forward-one-backward (PipeDream-flush), warm-up pp - stage - 1 */
-    STEP_SCHEDULE_GPIPE = 1,      /* every forward, then every backward */
-    STEP_SCHEDULE_INTERLEAVED = 2 /* Megatron's interleaved 1F1B with v virtual stages per GPU */
+    STEP_SCHEDULE_1F1B = 0,        /* one-forward-one-backward (PipeDream-flush), warm-up pp - stage - 1 */
+    STEP_SCHEDULE_GPIPE = 1,       /* every forward, then every backward */
+    STEP_SCHEDULE_INTERLEAVED = 2, /* Megatron's interleaved 1F1B with v virtual stages per GPU */
+    STEP_SCHEDULE_ZB_H1 = 3        /* zero bubble ZB-H1 (Qi et al., arXiv 2401.10241): the backward split
+                                      into B (input gradients) and W (weight gradients), 1F1B's F and B
+                                      order, W deferred to fill the drain; v = 1 */
 } step_schedule_t;
 
 /* Parallel dimensions of a rank: TP is tp1 (1d: tp), CP is tp2 (2d: SUMMA rows; 2d-seqp: context). */
@@ -184,8 +187,8 @@ double step_memory_estimate_gb(int64_t n_ops);
 /* The default memory budget: half the machine's physical memory (sysconf), GB; 8 if unknown. */
 double step_memory_budget_gb(void);
 
-const char *step_schedule_name(step_schedule_t s); /* "1f1b", "gpipe", "interleaved" */
-/* "1f1b", "gpipe", "interleaved" (v = 2) or "interleaved:V". SIM_OK or SIM_EINVAL. */
+const char *step_schedule_name(step_schedule_t s); /* "1f1b", "gpipe", "interleaved", "zb-h1" */
+/* "1f1b", "gpipe", "zb-h1", "interleaved" (v = 2) or "interleaved:V". SIM_OK or SIM_EINVAL. */
 int step_schedule_parse(const char *text, step_schedule_t *s, int32_t *virtual_stages);
 const char *step_dim_name(step_dim_t d); /* "tp", "cp", "pp", "dp" */
 /* A comma-separated order, innermost first, of tp (or tp1), cp (or tp2), pp, dp: "tp,cp,pp,dp".
@@ -202,15 +205,21 @@ void step_placement_coords(const step_placement_t *pl, const model_parallel_t *p
                            int64_t x[STEP_DIM_COUNT]);
 
 /* One entry of a stage's compute order: pass 0 forward, 1 backward, of a microbatch and a model
- * chunk (virtual stage chunk * pp + stage). */
+ * chunk (virtual stage chunk * pp + stage). A split schedule (step_schedule_splits) has three passes:
+ * 0 forward (F), 1 the input gradients (B), 2 the weight gradients (W). */
 typedef struct step_sched_item {
     int32_t pass, microbatch, chunk;
 } step_sched_item_t;
 
-/* The compute order of one stage: 2 m v items. Interleaved needs v >= 2, pp >= 2 and m a multiple of
- * pp (Megatron's rule); the others v = 1. Return SIM_OK or SIM_EINVAL. O(m v). */
+/* The compute order of one stage: 2 m v items (3 m v for a split schedule). Interleaved needs v >= 2,
+ * pp >= 2 and m a multiple of pp (Megatron's rule); the others v = 1. Return SIM_OK or SIM_EINVAL.
+ * O(m v). ZB-H1: stage i runs 1F1B's pp - i - 1 warm-up forwards, then F, B and, once more than i
+ * weight gradients wait, the oldest W; in the drain a W after every B, then the rest. At most pp
+ * microbatches are held (forward done, W not) on any stage: 1F1B's peak. */
 int step_schedule_order(step_schedule_t s, int32_t pp, int32_t v, int32_t m, int32_t stage,
                         step_sched_item_t *items);
+/* 1: the schedule splits the backward into B and W passes (ZB-H1); 0 otherwise. */
+int step_schedule_splits(step_schedule_t s);
 
 typedef struct sim_step step_t;
 
@@ -346,7 +355,7 @@ typedef enum step_op_kind {
 
 typedef struct step_op {
     step_op_kind_t kind;
-    const char *pass;                     /* "fwd", "bwd", "opt" or NULL */
+    const char *pass;                     /* "fwd", "bwd", "opt", "wgrad" (W of a split schedule) or NULL */
     int32_t stage, chunk, microbatch;     /* -1 where not applicable */
     int32_t first_block, n_blocks;        /* blocks of the stage covered (first_block global in the model) */
     const char *first_layer, *last_layer; /* layer names of the block table (NULL for none) */

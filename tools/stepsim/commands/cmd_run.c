@@ -84,6 +84,18 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
                       "interleave), which makes the estimate beside the simulation interleaved too; allowed: "
                       "1f1b, gpipe",
                       o->schedule);
+    else if (!rc && c->schedule == STEP_SCHEDULE_ZB_H1) /* one way: --pipeline-schedule zb-h1 */
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: \"%.60s\": the zero-bubble schedule is --pipeline-schedule zb-h1 "
+                      "(training.pipeline_schedule), which makes the estimate beside the simulation "
+                      "zero-bubble too; allowed: 1f1b, gpipe",
+                      o->schedule);
+    else if (!rc && o->pipeline == MODEL_PIPELINE_ZB_H1 && c->schedule == STEP_SCHEDULE_GPIPE)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: gpipe with --pipeline-schedule zb-h1 (training.pipeline_schedule); "
+                      "allowed: 1f1b (zero-bubble), or gpipe with the 1f1b pipeline schedule");
+    else if (!rc && o->pipeline == MODEL_PIPELINE_ZB_H1)
+        c->schedule = STEP_SCHEDULE_ZB_H1;
     else if (!rc && o->interleave > 1 && c->schedule == STEP_SCHEDULE_GPIPE)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--schedule: gpipe with --interleave %" PRId64
@@ -550,6 +562,7 @@ void cmd_sim_scenario(scenario_t *scn) {
 
 void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
     o->interleave = scn->training.interleave;
+    o->pipeline = (int)scn->training.pipeline;
     if (scn->given[SCN_OPTIMIZER_STEP]) {
         snprintf(o->optimizer_text, sizeof o->optimizer_text, "%s",
                  scn->training.optimizer_step ? "on" : "off");

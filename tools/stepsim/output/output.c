@@ -182,7 +182,7 @@ static int has_training(const model_job_t *job, int given) {
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (given || t->recompute || t->sequence_parallel || t->attention || t->embedding ||
             t->optimizer_step || t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision ||
-            t->tp_comm_overlap || t->cp_comm || t->pp_comm_overlap);
+            t->tp_comm_overlap || t->cp_comm || t->pp_comm_overlap || t->pipeline);
 }
 
 /* "training": every field, when any is set. */
@@ -206,6 +206,8 @@ void output_training_json(json_writer_t *w, const model_job_t *job, int given) {
         json_string(w, "cp_comm", model_cp_comm_name(t->cp_comm));
     if (t->pp_comm_overlap) /* likewise */
         json_bool(w, "pp_comm_overlap", 1);
+    if (t->pipeline != MODEL_PIPELINE_1F1B) /* likewise */
+        json_string(w, "pipeline_schedule", model_pipeline_name(t->pipeline));
     json_close_object(w);
 }
 
@@ -335,6 +337,9 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
         fprintf(f, "          pp comm overlap on (%s)\n",
                 t->interleave > 1 ? "sends and receives under the compute"
                                   : "no effect without interleaving: batched send/receive pairs");
+    if (has_training(job, given) && t->pipeline != MODEL_PIPELINE_1F1B)
+        fprintf(f, "          pipeline schedule %s (zero bubble: weight gradients fill the drain)\n",
+                model_pipeline_name(t->pipeline));
     if (has_training(job, given) && t->cp_comm != MODEL_CP_ALLGATHER)
         fprintf(f, "          cp comm %s (K and V passed around the context-parallel ranks)\n",
                 model_cp_comm_name(t->cp_comm));

@@ -92,6 +92,7 @@ typedef enum scenario_field {
     SCN_TP_COMM_OVERLAP,
     SCN_CP_COMM,
     SCN_PP_COMM_OVERLAP,
+    SCN_PIPELINE,
     SCN_TOPOLOGY,
     SCN_FIELD_COUNT
 } scenario_field_t;
