@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "step_internal.h"
 
 static const char *const NAME_PASS[2] = {"forward", "backward"};
@@ -586,8 +587,8 @@ static int p2p_gather(builder_t *b, const step_sched_item_t *it, sim_op_id_t *op
 static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *ops2) {
     step_t *s = b->s;
     const int32_t L = s->layers_per_stage, lc = s->chunk_blocks;
-    char *seen = calloc((size_t)L, 1);
-    int32_t *bwd_count = calloc((size_t)L, sizeof *bwd_count);
+    char *seen = alloc_calloc((size_t)L, 1);
+    int32_t *bwd_count = alloc_calloc((size_t)L, sizeof *bwd_count);
     char seen_edge[STEP_PARTS] = {0, 0, 0};
     int32_t done_edge[STEP_PARTS] = {0, 0, 0};
     int rc = seen && bwd_count ? SIM_OK : step_fail(s, SIM_ENOMEM, "step: out of memory");
@@ -869,7 +870,7 @@ static int stage_groups(builder_t *b) {
         const int nd = step_group_dims(s, (step_group_t)g, dims);
         const int32_t sz = (int32_t)step_group_size(s, (step_group_t)g);
         b->group_size[g] = sz;
-        b->groups[g] = malloc((size_t)b->n * sizeof *b->groups[g]);
+        b->groups[g] = alloc_malloc((size_t)b->n * sizeof *b->groups[g]);
         if (!b->groups[g])
             return step_fail(s, SIM_ENOMEM, "step: out of memory");
         int32_t used = 0;
@@ -994,21 +995,21 @@ int step_build(step_t *s) {
     for (int g = 0; g < STEP_GROUP_COUNT; g++)
         if (step_group_size(s, (step_group_t)g) > max_group)
             max_group = step_group_size(s, (step_group_t)g);
-    b.tail = malloc(n * sizeof *b.tail);
-    b.tail_stream = malloc(n * sizeof *b.tail_stream);
-    b.tail2 = malloc(n * sizeof *b.tail2);
-    b.pend = malloc(n * sizeof *b.pend);
-    b.last_rs = malloc(n * sizeof *b.last_rs);
-    b.gbuf = malloc((size_t)max_group * sizeof *b.gbuf);
-    b.obuf = malloc((size_t)max_group * sizeof *b.obuf);
-    b.items = malloc(pp * nit * sizeof *b.items);
-    b.pos = malloc(pp * 2 * (size_t)s->v * (size_t)s->m * sizeof *b.pos);
-    b.first = malloc(pp * nit * n * sizeof *b.first);
-    b.last = malloc(pp * nit * n * sizeof *b.last);
-    b.last2 = malloc(pp * nit * n * sizeof *b.last2);
-    b.opt = malloc(pp * n * sizeof *b.opt);
-    b.fin = malloc(pp * n * sizeof *b.fin);
-    sim_op_id_t *ops = malloc(n * sizeof *ops), *ops2 = malloc(n * sizeof *ops2);
+    b.tail = alloc_malloc(n * sizeof *b.tail);
+    b.tail_stream = alloc_malloc(n * sizeof *b.tail_stream);
+    b.tail2 = alloc_malloc(n * sizeof *b.tail2);
+    b.pend = alloc_malloc(n * sizeof *b.pend);
+    b.last_rs = alloc_malloc(n * sizeof *b.last_rs);
+    b.gbuf = alloc_malloc((size_t)max_group * sizeof *b.gbuf);
+    b.obuf = alloc_malloc((size_t)max_group * sizeof *b.obuf);
+    b.items = alloc_malloc(pp * nit * sizeof *b.items);
+    b.pos = alloc_malloc(pp * 2 * (size_t)s->v * (size_t)s->m * sizeof *b.pos);
+    b.first = alloc_malloc(pp * nit * n * sizeof *b.first);
+    b.last = alloc_malloc(pp * nit * n * sizeof *b.last);
+    b.last2 = alloc_malloc(pp * nit * n * sizeof *b.last2);
+    b.opt = alloc_malloc(pp * n * sizeof *b.opt);
+    b.fin = alloc_malloc(pp * n * sizeof *b.fin);
+    sim_op_id_t *ops = alloc_malloc(n * sizeof *ops), *ops2 = alloc_malloc(n * sizeof *ops2);
     int rc = SIM_OK;
     if (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf || !b.items ||
         !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2)

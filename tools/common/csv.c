@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "csv.h"
 
 static char *slurp(const char *path) {
@@ -17,7 +18,7 @@ static char *slurp(const char *path) {
     while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
         if (len + got + 1 > cap) {
             cap = (len + got + 1) * 2;
-            char *nb = realloc(buf, cap);
+            char *nb = alloc_realloc(buf, cap);
             if (!nb) {
                 free(buf);
                 fclose(f);
@@ -36,7 +37,7 @@ static char *slurp(const char *path) {
         errno = EIO;
         return NULL;
     }
-    if (!buf && !(buf = calloc(1, 1)))
+    if (!buf && !(buf = alloc_calloc(1, 1)))
         return NULL;
     buf[len] = '\0';
     return buf;
@@ -78,7 +79,7 @@ static size_t split(char *line, char ***out) {
     size_t n = 1;
     for (char *p = line; *p; p++)
         n += *p == ',';
-    char **f = malloc(n * sizeof *f);
+    char **f = alloc_malloc(n * sizeof *f);
     if (!f) {
         errno = ENOMEM;
         return 0;
@@ -100,8 +101,8 @@ int csv_load(const char *path, csv_table_t *t) {
     size_t cap = 1;
     for (char *p = t->text; *p; p++)
         cap += *p == '\n';
-    t->rows = calloc(cap, sizeof *t->rows);
-    t->widths = calloc(cap, sizeof *t->widths);
+    t->rows = alloc_calloc(cap, sizeof *t->rows);
+    t->widths = alloc_calloc(cap, sizeof *t->widths);
     if (!t->rows || !t->widths) {
         csv_free(t);
         errno = ENOMEM;

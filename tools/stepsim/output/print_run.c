@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "output.h"
 #include "print.h"
 
@@ -28,7 +29,7 @@ static char *scenario_text_cjson(const model_summary_t *su, const model_job_t *j
 char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                                const step_config_t *c) {
     char *text = scenario_text_cjson(su, job, scn, c);
-    char *copy = text ? malloc(strlen(text) + 1) : NULL;
+    char *copy = text ? alloc_malloc(strlen(text) + 1) : NULL;
     if (copy)
         memcpy(copy, text, strlen(text) + 1);
     cJSON_free(text);

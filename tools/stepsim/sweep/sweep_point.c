@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "print.h"
 #include "sweep.h"
@@ -260,7 +261,7 @@ int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *l
     if (!text)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory while building the line of point %zu", index);
     size_t n = strlen(text);
-    *line = malloc(n + 2);
+    *line = alloc_malloc(n + 2);
     if (*line) {
         memcpy(*line, text, n);
         (*line)[n] = '\n';
