@@ -164,7 +164,11 @@ int topo_i_build_nodes(topo_t *t, const topo_params_t *p) {
 /* ---- finish ------------------------------------------------------------------------------------ */
 
 int topo_i_from_igraph_error(igraph_error_t e, topo_issue_t *issue, const char *what) {
-    if (issue) {
+    if (issue && e == IGRAPH_ENOMEM) {
+        snprintf(issue->field, sizeof issue->field, "igraph");
+        issue->value[0] = '\0';
+        snprintf(issue->rule, sizeof issue->rule, "out of memory in %s", what);
+    } else if (issue) {
         snprintf(issue->field, sizeof issue->field, "igraph");
         snprintf(issue->value, sizeof issue->value, "%s", igraph_strerror(e));
         snprintf(issue->rule, sizeof issue->rule, "in %s", what);
@@ -367,12 +371,17 @@ static int build_kind(topo_t *t, const topo_params_t *p, topo_issue_t *issue) {
 
 int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     *out = NULL;
+    if (issue)
+        memset(issue, 0, sizeof *issue);
     int rc = topo_params_check(p, issue);
     if (rc)
         return rc;
     topo_t *t = alloc_calloc(1, sizeof *t);
-    if (!t)
+    if (!t) {
+        if (issue)
+            topo_i_set_issue(issue, "topology", p->name[0] ? p->name : topo_kind_name(p->kind), "out of memory");
         return TOPO_ENOMEM;
+    }
     snprintf(t->name, sizeof t->name, "%s", p->name[0] ? p->name : topo_kind_name(p->kind));
     snprintf(t->source_kind, sizeof t->source_kind, "%s", topo_kind_name(p->kind));
     t->kind = p->kind;
@@ -408,7 +417,9 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
         t->stats.table_s = now_s() - t0;
     }
     if (rc == TOPO_ENOMEM && issue)
-        topo_i_set_issue(issue, "topology", t->name, "does not fit in memory");
+        topo_i_set_issue(issue, "topology", t->name, "out of memory");
+    else if (rc && issue && !issue->rule[0]) /* every failure names its cause */
+        topo_i_set_issue(issue, "topology", t->name, "%s", topo_status_name(rc));
     if (rc) {
         topo_free(t);
         return rc;

@@ -116,11 +116,15 @@ static int write_graph(const topo_t *t, FILE *out, int format, topo_issue_t *iss
 }
 
 int topo_graphml_write(const topo_t *t, FILE *out, topo_issue_t *issue) {
-    return write_graph(t, out, 0, issue);
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, write_graph(t, out, 0, issue));
 }
 
 int topo_dot_write(const topo_t *t, FILE *out, topo_issue_t *issue) {
-    return write_graph(t, out, 1, issue);
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, write_graph(t, out, 1, issue));
 }
 
 /* ---- import ------------------------------------------------------------------------------------ */

@@ -385,8 +385,8 @@ static int check_routes(const topo_t *t, topo_issue_t *issue) {
     return rc;
 }
 
-int topo_links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,
-                      topo_issue_t *issue) {
+static int links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,
+                        topo_issue_t *issue) {
     if (bad)
         *bad = -1;
     if (n <= 0)
@@ -459,4 +459,11 @@ int64_t topo_slowed_link_count(const topo_t *t) {
     for (int64_t l = 0; t->l_factor && l < t->n_links; l++)
         n += t->l_factor[l] != 1.0;
     return n;
+}
+
+int topo_links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,
+                      topo_issue_t *issue) {
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, links_change(t, changes, n, seed, bad, issue));
 }

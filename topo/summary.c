@@ -138,7 +138,7 @@ static int cables(const topo_t *t, topo_summary_t *s) {
     return TOPO_OK;
 }
 
-int topo_summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue) {
+static int summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue) {
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", t->name);
     s->kind = topo_kind_name(t->kind);
@@ -156,4 +156,10 @@ int topo_summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue
     if (rc == TOPO_OK)
         rc = bisection(t, &s->bisection_bandwidth_bytes_per_s, issue);
     return rc;
+}
+
+int topo_summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue) {
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, summary_compute(t, s, issue));
 }

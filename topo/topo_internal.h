@@ -147,6 +147,9 @@ int topo_i_set_issue(topo_issue_t *issue, const char *field, const char *value, 
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* A failure that filled no issue (a bare TOPO_ENOMEM from deep inside) names the topology and the
+ * status ("topology: fat-tree out of memory"); returns rc. The issue must have been cleared. */
+int topo_i_issue_fallback(topo_issue_t *issue, const char *name, int rc);
 int topo_i_set_issuef(topo_issue_t *issue, const char *field, int64_t value, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
