@@ -54,13 +54,14 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     if (opts->progress)
         step_set_progress(step, opts->progress, opts->progress_ctx);
     if ((rc = step_run(step)) != SIM_OK) {
-        fail(out, STEP_SIM_AT_RUN, rc, step_last_error(step));
+        const char *why = step_last_error(step);
+        fail(out, STEP_SIM_AT_RUN, rc, rc == SIM_ENOMEM && (!why || !why[0]) ? "out of memory" : why);
         step_free(step);
         return rc;
     }
     if ((rc = step_result(step, &out->step)) != SIM_OK) {
         step_free(step);
-        return fail(out, STEP_SIM_AT_RUN, rc, "no result");
+        return fail(out, STEP_SIM_AT_RUN, rc, rc == SIM_ENOMEM ? "out of memory" : "no result");
     }
     const int64_t pp = job->par.pp;
     out->stage_peak_activations_gb =

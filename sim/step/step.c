@@ -363,14 +363,21 @@ static int recompute_full(const step_t *s) {
 
 /* The optimizer step: the model's Adam step (model_estimate with training.optimizer_step, the
  * corrected model's HBM-bound pass over this GPU's shard of the stage's parameters). */
-static double optimizer_s(const step_t *s) {
+static int optimizer_s(step_t *s, double *out_s) {
     model_job_t j = s->job;
     model_estimate_t *e = alloc_malloc(sizeof *e);
+    if (!e)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory");
     j.compat = MODEL_COMPAT_CORRECTED;
     j.training.optimizer_step = 1;
-    const double t = e && model_estimate(&j, e) == MODEL_OK ? e->summary.optimizer_s : 0.0;
+    const int mrc = model_estimate(&j, e);
+    *out_s = mrc == MODEL_OK ? e->summary.optimizer_s : 0.0;
     free(e);
-    return t;
+    if (mrc == MODEL_ENOMEM)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory");
+    if (mrc != MODEL_OK)
+        return step_fail(s, SIM_EINVAL, "step: the optimizer step's estimate failed (%d)", mrc);
+    return SIM_OK;
 }
 
 /* ---- the decisions -------------------------------------------------------------------------------- */
@@ -682,7 +689,11 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
         per_domain_counts(s);
         const int opt =
             s->cfg.optimizer_step < 0 ? job->compat == MODEL_COMPAT_CORRECTED : s->cfg.optimizer_step;
-        s->optimizer_s = opt ? optimizer_s(s) : 0.0;
+        s->optimizer_s = 0.0;
+        if (opt)
+            rc = optimizer_s(s, &s->optimizer_s);
+    }
+    if (!rc) {
         s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb +
                        s->est.summary.fp8_weights_gb; /* 0 in BF16 */
         rc = decide(s);

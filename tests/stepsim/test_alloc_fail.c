@@ -261,8 +261,22 @@ static void test_hook(void **state) {
     free(d);
 }
 
-/* An argument names the one command to run (all without). */
+/* Arguments: the one command to run (all without); with a second, K, the command alone failing its
+ * K-th allocation, its exit code, stdout and stderr printed (to see what a lie looks like). */
 int main(int argc, char **argv) {
+    if (argc == 3) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            if (strcmp(argv[1], cases[i].name) == 0) {
+                snprintf(journal_path, sizeof journal_path, "/tmp/stepsim_alloc_show.jsonl");
+                child_t r = run_child(&cases[i], strtoull(argv[2], NULL, 10));
+                printf("exit %d signal %d\n--- stdout\n%s--- stderr\n%s--- journal\n%s", r.code, r.sig, r.out,
+                       r.err, r.journal ? r.journal : "");
+                unlink(journal_path);
+                child_free(&r);
+                return 0;
+            }
+        return 1;
+    }
     char dir[] = "/tmp/stepsim_alloc_XXXXXX";
     if (!mkdtemp(dir))
         return 1;
