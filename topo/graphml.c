@@ -494,13 +494,17 @@ static int import_graph(topo_t *t, gml_t *m, const topo_params_t *p) {
     return rc ? rc : import_edges(t, m);
 }
 
+/* Destroys what gml_init set up, also when it stopped part-way (m zeroed first: a vector whose
+ * storage is NULL was never initialised, and igraph asserts on destroying one). */
 static void gml_destroy(gml_t *m, int has_graph) {
-    igraph_strvector_destroy(&m->gnames);
-    igraph_strvector_destroy(&m->vnames);
-    igraph_strvector_destroy(&m->enames);
-    igraph_vector_int_destroy(&m->gtypes);
-    igraph_vector_int_destroy(&m->vtypes);
-    igraph_vector_int_destroy(&m->etypes);
+    igraph_strvector_t *sv[] = {&m->gnames, &m->vnames, &m->enames};
+    igraph_vector_int_t *iv[] = {&m->gtypes, &m->vtypes, &m->etypes};
+    for (int i = 0; i < 3; i++) {
+        if (sv[i]->stor_begin)
+            igraph_strvector_destroy(sv[i]);
+        if (iv[i]->stor_begin)
+            igraph_vector_int_destroy(iv[i]);
+    }
     if (has_graph)
         igraph_destroy(&m->g);
 }

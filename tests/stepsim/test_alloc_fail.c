@@ -41,6 +41,7 @@ static const fail_case_t cases[] = {
     {"estimate", "estimate " SMALL " --json"},
     {"search", "search " SMALL " --top 5 --json"},
     {"topo", "topo " SMALL " --json"},
+    {"topo_graphml", "topo --topology " FIX "topo/small.graphml --json"},
     {"collective", "collective " SMALL " --json"},
     {"run", "run " SMALL " --json"},
     {"validate", "validate --measured " FIX "measured/three_rows.csv --json"},
