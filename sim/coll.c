@@ -456,7 +456,8 @@ static int cmp_i64(const void *a, const void *b) {
  * memory. O(n log n): sort (domain, index) keys, then the groups by their first index. */
 static int32_t domain_order(const sim_engine_t *e, const sim_coll_t *c, int32_t *order) {
     const int32_t n = c->n, gpd = e->gpus_per_domain;
-    int64_t *keys = alloc_malloc((size_t)n * sizeof *keys), *firsts = alloc_malloc((size_t)n * sizeof *firsts);
+    int64_t *keys = alloc_malloc((size_t)n * sizeof *keys),
+            *firsts = alloc_malloc((size_t)n * sizeof *firsts);
     int32_t g = -1;
     if (!keys || !firsts)
         goto out;

@@ -379,7 +379,8 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     topo_t *t = alloc_calloc(1, sizeof *t);
     if (!t) {
         if (issue)
-            topo_i_set_issue(issue, "topology", p->name[0] ? p->name : topo_kind_name(p->kind), "out of memory");
+            topo_i_set_issue(issue, "topology", p->name[0] ? p->name : topo_kind_name(p->kind),
+                             "out of memory");
         return TOPO_ENOMEM;
     }
     snprintf(t->name, sizeof t->name, "%s", p->name[0] ? p->name : topo_kind_name(p->kind));

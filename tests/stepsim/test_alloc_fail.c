@@ -45,7 +45,7 @@ static const fail_case_t cases[] = {
     {"collective", "collective " SMALL " --json"},
     {"run", "run " SMALL " --json"},
     {"validate", "validate --measured " FIX "measured/three_rows.csv --json"},
-    {"sweep", "sweep " FIX "golden/sweep.json --out @OUT@ --json"},
+    {"sweep", "sweep " FIX "sweep/alloc_fail.json --out @OUT@ --json"},
 };
 
 typedef struct child {
