@@ -859,9 +859,14 @@ static int check_options(const char *path, const trace_options_t *o, char *err, 
         }
     if (o->scenario_json) {
         const char *end = NULL;
+        const uint64_t failed = alloc_failures();
         cJSON *j = cJSON_ParseWithOpts(o->scenario_json, &end, 1);
         const int ok = j && cJSON_IsObject(j);
         cJSON_Delete(j);
+        if (!j && alloc_failures() != failed) {
+            SET_ERR("out of memory checking scenario_json");
+            return TRACE_ENOMEM;
+        }
         if (!ok) {
             const char *at = end ? end : cJSON_GetErrorPtr();
             if (j)

@@ -34,7 +34,7 @@
 
 typedef struct fail_case {
     const char *name;
-    const char *args; /* split at spaces; "@OUT@" is the journal path */
+    const char *args; /* split at spaces; "@OUT@" is the output file (journal, trace) */
 } fail_case_t;
 
 static const fail_case_t cases[] = {
@@ -44,6 +44,7 @@ static const fail_case_t cases[] = {
     {"topo_graphml", "topo --topology " FIX "topo/small.graphml --json"},
     {"collective", "collective " SMALL " --json"},
     {"run", "run " SMALL " --json"},
+    {"run_trace", "run " SMALL " --trace @OUT@ --json"},
     {"validate", "validate --measured " FIX "measured/three_rows.csv --json"},
     {"sweep", "sweep " FIX "sweep/alloc_fail.json --out @OUT@ --json"},
 };
