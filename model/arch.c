@@ -79,3 +79,17 @@ int model_position_parse(const char *name, model_position_t *out) {
     *out = (model_position_t)v;
     return MODEL_OK;
 }
+
+static const char *const mask_names[] = {"causal", "none"};
+
+const char *model_mask_name(model_mask_t m) {
+    return (unsigned)m < 2 ? mask_names[m] : "?";
+}
+
+int model_mask_parse(const char *name, model_mask_t *out) {
+    int v = 0;
+    if (parse_in(name, mask_names, 2, &v))
+        return MODEL_EINVAL;
+    *out = (model_mask_t)v;
+    return MODEL_OK;
+}

@@ -16,13 +16,22 @@ static double grid_efficiency(size_t k) {
     return MODEL_CALIBRATE_FROM + (double)k * MODEL_CALIBRATE_STEP;
 }
 
+/* The efficiency the fit adjusts: the FP8 GEMM efficiency of a corrected FP8 run on a system that has
+ * one, else the FLOP efficiency (docs/model.md, "Kernel efficiencies"). */
+static double *fitted_efficiency(model_job_t *job) {
+    if (job->compat == MODEL_COMPAT_CORRECTED && job->training.precision == MODEL_PRECISION_FP8 &&
+        job->system.fp8_flop_efficiency > 0.0)
+        return &job->system.fp8_flop_efficiency;
+    return &job->system.flop_efficiency;
+}
+
 /* out[i]: the percentage error of run i at efficiency eff (<= 0: the run's own). */
 static int errors_at(const model_job_t *jobs, const double *measured_s, size_t n, double eff, double *out,
                      model_estimate_t *e) {
     for (size_t i = 0; i < n; i++) {
         model_job_t job = jobs[i];
         if (eff > 0.0)
-            job.system.flop_efficiency = eff;
+            *fitted_efficiency(&job) = eff;
         if (model_estimate(&job, e) != MODEL_OK)
             return MODEL_EINVAL;
         out[i] = 100.0 * (e->summary.iteration_time_s - measured_s[i]) / measured_s[i];
@@ -80,7 +89,9 @@ int model_calibrate_fit(const model_job_t *jobs, const double *measured_s, size_
         if (!(measured_s[i] > 0.0) || !isfinite(measured_s[i]))
             return MODEL_EINVAL;
     out->n = n;
-    out->current_efficiency = jobs[0].system.flop_efficiency;
+    model_job_t first = jobs[0];
+    out->current_efficiency = *fitted_efficiency(&first);
+    out->fp8 = fitted_efficiency(&first) == &first.system.fp8_flop_efficiency;
     out->loo_valid = n >= 2;
     double *err = alloc_malloc(grid_points() * n * sizeof *err);
     double *row = alloc_malloc(n * sizeof *row);

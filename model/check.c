@@ -78,6 +78,14 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
         return fail(is, !(s->nvlink_latency_s >= 0.0) ? "system.nvlink_latency" : "system.ib_latency", buf,
                     "a latency must be >= 0 s");
     }
+    if (!(s->fp8_flop_efficiency >= 0.0 && s->fp8_flop_efficiency <= 1.0)) {
+        snprintf(buf, sizeof buf, "%g", s->fp8_flop_efficiency);
+        return fail(is, "system.fp8_flop_efficiency", buf, "must be in [0, 1] (0: flop_efficiency)");
+    }
+    if (!(s->attention_efficiency >= 0.0 && s->attention_efficiency <= 1.0)) {
+        snprintf(buf, sizeof buf, "%g", s->attention_efficiency);
+        return fail(is, "system.attention_efficiency", buf, "must be in [0, 1] (0: flop_efficiency)");
+    }
     if (!(s->fp8_matrix_tflop_per_s >= 0.0 && s->fp8_matrix_tflop_per_s < 1e300)) {
         snprintf(buf, sizeof buf, "%g", s->fp8_matrix_tflop_per_s);
         return fail(is, "system.fp8_matrix_flops", buf, "must be a number >= 0 (0: no FP8)");
@@ -243,9 +251,9 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.recompute", (int64_t)t->recompute, "one of none, selective, full");
     if ((unsigned)t->attention > MODEL_ATTENTION_MATERIALIZED)
         return fail_text(is, "training.attention", (int64_t)t->attention, "one of flash, materialized");
-    if ((unsigned)t->dp_comm > MODEL_DP_ALLREDUCE_OVERLAP)
+    if ((unsigned)t->dp_comm > MODEL_DP_SHARDED_OVERLAP)
         return fail_text(is, "training.dp_comm", (int64_t)t->dp_comm,
-                         "one of sharded, allreduce, allreduce-overlap");
+                         "one of sharded, allreduce, allreduce-overlap, sharded-overlap");
     if ((unsigned)t->grad_accumulation > MODEL_GRAD_ACCUM_ADD)
         return fail_text(is, "training.grad_accumulation", (int64_t)t->grad_accumulation,
                          "one of fused, add");
@@ -260,6 +268,8 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.embedding", t->embedding, "0 or 1");
     if (t->optimizer_step != 0 && t->optimizer_step != 1)
         return fail_text(is, "training.optimizer_step", t->optimizer_step, "0 or 1");
+    if (t->pp_comm_overlap != 0 && t->pp_comm_overlap != 1)
+        return fail_text(is, "training.pp_comm_overlap", t->pp_comm_overlap, "0 or 1");
     if (t->tp_comm_overlap != 0 && t->tp_comm_overlap != 1)
         return fail_text(is, "training.tp_comm_overlap", t->tp_comm_overlap, "0 or 1");
     if (t->tp_comm_overlap && p->strategy == MODEL_STRATEGY_2D)

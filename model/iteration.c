@@ -26,7 +26,7 @@ int model_i_training_active(const model_job_t *job) {
            (t->recompute != MODEL_RECOMPUTE_NONE || t->sequence_parallel != MODEL_SEQPAR_ON ||
             t->attention != MODEL_ATTENTION_FLASH || t->dp_comm != MODEL_DP_SHARDED || t->embedding ||
             t->optimizer_step || t->interleave > 1 || t->grad_accumulation != MODEL_GRAD_ACCUM_FUSED ||
-            t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER);
+            t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER || t->pp_comm_overlap);
 }
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
@@ -158,6 +158,8 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
             out->dp_allreduce_s = fmax(ar_s - n_l * blk->t_bwd_s, ar_s / n_l);
         }
         out->dp_comm_s = out->dp_allreduce_s;
+    } else if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP) {
+        model_i_distopt(job, blk, out); /* Megatron-Core's buckets, the edge layers' among them */
     } else {
         data_parallel(job, blk, out);
         /* the edge layers' weights: one more all-gather and reduce-scatter, not overlapped */
@@ -188,7 +190,8 @@ static double stage_memory(const model_job_t *job, const model_block_t *blk, dou
     const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
     parts->weights_gb = weights_gb;
     parts->grads_gb = weights_gb;
-    parts->optimizer_gb = job->training.dp_comm != MODEL_DP_SHARDED
+    const model_dp_comm_t dpc = job->training.dp_comm;
+    parts->optimizer_gb = dpc != MODEL_DP_SHARDED && dpc != MODEL_DP_SHARDED_OVERLAP
                               ? 6.0 * weights_gb
                               : 6.0 * weights_gb / (double)(p->dp * seqp);
     if (job->training.recompute == MODEL_RECOMPUTE_FULL)
@@ -213,7 +216,9 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     const double first_edge_s = blk->first_t_fwd_s + blk->first_t_bwd_s;
     const double last_edge_s = blk->last_t_fwd_s + blk->last_t_bwd_s;
     out->p2p_one_s = p2p_transfer_s(job, blk, &out->p2p_volume_gb);
-    const double p2p_mb_s = 2.0 * v * out->p2p_one_s;
+    /* overlapped sends and receives (interleaved only): not in a stage's time per microbatch */
+    const int p2p_overlap = t->pp_comm_overlap && v > 1.0 && p->pp > 1;
+    const double p2p_mb_s = p2p_overlap ? 0.0 : 2.0 * v * out->p2p_one_s;
     double first_s, last_s, others_s;
     if (p->pp == 1) {
         first_s = last_s = blocks_s + first_edge_s + last_edge_s;
@@ -243,6 +248,8 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     out->tp_comm_s = acc[2];
     out->flops_per_gpu_tflop = acc[3];
     out->pp_fwd_s = out->pp_bwd_s = p->pp > 1 ? nmb * v * out->p2p_one_s : 0.0;
+    if (p2p_overlap) /* docs/model-formulas.md, section 16.6 */
+        out->pp_fwd_s = out->pp_bwd_s = model_i_p2p_overlap_exposed_s(job, blk, out) / 2.0;
     out->pp_comm_s = out->pp_fwd_s + out->pp_bwd_s;
     out->bubble_s = (sum_s - max_s) / v;
 
@@ -255,7 +262,8 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     data_parallel_training(job, blk, w_one, out);
     if (t->optimizer_step) {
         const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
-        const double shards = t->dp_comm != MODEL_DP_SHARDED ? 1.0 : (double)(p->dp * seqp);
+        const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP;
+        const double shards = sharded ? (double)(p->dp * seqp) : 1.0;
         const double params = w_one / job->system.element_gb / shards;
         out->optimizer_s =
             params * OPTIMIZER_BYTES_PER_PARAM * 1e-9 / (MODEL_I_HBM_EFFICIENCY * job->system.hbm_gb_per_s);

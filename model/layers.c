@@ -342,6 +342,18 @@ static double softmax_flops(const ctx_t *c, double bh, double rows, double cols)
     return c->tcf * (2.0 * bh * rows * cols + bh * rows * (cols - 1.0)) + c->tcf * bh * rows * cols;
 }
 
+/* The share of the l x l score square a flash-attention kernel computes: with a causal mask it skips
+ * the blocks above the diagonal, l (l + 1) / 2 of the l^2 entries (the corrected model; context
+ * parallelism as Megatron-Core runs it gives every rank two mirrored chunks of the sequence, so each
+ * computes this share of its queries' rows). Materialised attention computes the whole square and
+ * masks it; the reference counts the whole square. */
+static double causal_fraction(const ctx_t *c) {
+    const model_transformer_t *m = &c->job->model;
+    if (c->job->compat != MODEL_COMPAT_CORRECTED || m->attention_mask == MODEL_MASK_NONE)
+        return 1.0;
+    return ((double)m->seq_len + 1.0) / (2.0 * (double)m->seq_len);
+}
+
 /* Fused (flash) attention (5.9, 5.10): queries sharded over g2 (1 for 1D), heads over g1. K and V
  * are all-gathered over g2. With g2 of size 1 this is exactly FusedLA. */
 static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g2) {
@@ -367,6 +379,10 @@ static void fused_attention(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t g
      * backward traffic above still reads it). With FP8, vproj keeps its own FP8 cast and both stay. */
     if (c->job->compat == MODEL_COMPAT_CORRECTED && c->tr.precision != MODEL_PRECISION_FP8)
         ly->activations_gb -= bh * ll * q * s;
+    const double frac = causal_fraction(c);
+    ly->fwd.flops_tflop *= frac;
+    ly->bwd.flops_tflop *= frac;
+    ly->attention_kernel = 1;
     const double kv_gb = 2.0 * bkv * l * q * s;
     add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
@@ -575,6 +591,20 @@ static double layer_peak_tflop_per_s(const model_system_t *sys, const model_laye
     return model_peak_tflop_per_s(sys, ly->fp8_gemm ? MODEL_PRECISION_FP8 : MODEL_PRECISION_BF16);
 }
 
+/* The fraction of its peak a layer's kernels reach: system.flop_efficiency, or in the corrected model
+ * the FP8 GEMM and the flash-attention efficiencies where the system gives them (docs/model.md,
+ * "Kernel efficiencies"). */
+static double kernel_efficiency(const model_job_t *job, const model_layer_t *ly) {
+    const model_system_t *sys = &job->system;
+    if (job->compat != MODEL_COMPAT_CORRECTED)
+        return sys->flop_efficiency;
+    if (ly->fp8_gemm && sys->fp8_flop_efficiency > 0.0)
+        return sys->fp8_flop_efficiency;
+    if (ly->attention_kernel && sys->attention_efficiency > 0.0)
+        return sys->attention_efficiency;
+    return sys->flop_efficiency;
+}
+
 /* Roofline plus collectives (4.1), or the SUMMA panel-pipelining rule (5.3). */
 static void finish_pass(const ctx_t *c, const model_layer_t *ly, model_pass_t *p) {
     const model_system_t *sys = &c->job->system;
@@ -584,7 +614,7 @@ static void finish_pass(const ctx_t *c, const model_layer_t *ly, model_pass_t *p
         p->comp_s = p->mem_s = p->mem_exposed_s = p->comm_s = p->time_s = 0.0; /* no kernel */
         return;
     }
-    p->comp_s = sys->kernel_overhead_s + p->flops_tflop / (sys->flop_efficiency * rate);
+    p->comp_s = sys->kernel_overhead_s + p->flops_tflop / (kernel_efficiency(c->job, ly) * rate);
     const double hbm_eff = c->job->compat == MODEL_COMPAT_CORRECTED ? MODEL_I_HBM_EFFICIENCY : 1.0;
     p->mem_s = p->hbm_gb / (hbm_eff * sys->hbm_gb_per_s);
     p->mem_exposed_s = fmax(p->mem_s - p->comp_s, 0.0);

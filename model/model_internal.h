@@ -38,6 +38,16 @@ void model_i_cp_ring_plan(model_block_t *blk);
  * overlapped pass again, over its collectives and its whole compute (overlap.c). */
 void model_i_overlap_refresh(model_block_t *blk);
 
+/* The distributed optimizer's exposed all-gather and reduce-scatter (training.dp_comm sharded-overlap,
+ * distopt.c): fills dp_allgather_one_s, dp_reducescatter_one_s (the first bucket's of each),
+ * dp_allgather_s, dp_reducescatter_s and dp_comm_s of out (layers_per_stage set). */
+void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
+
+/* Exposed pipeline transfers with overlapped sends and receives on the interleaved schedule
+ * (training.pp_comm_overlap, p2p_overlap.c; out's p2p_one_s, n_microbatches, layers_per_stage set). */
+double model_i_p2p_overlap_exposed_s(const model_job_t *job, const model_block_t *blk,
+                                     const model_summary_t *out);
+
 /* Fill the iteration summary of a job whose block table blk is built (iteration.c). */
 void model_i_summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
 

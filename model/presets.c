@@ -19,15 +19,36 @@ typedef struct {
  * latency s, IB GB/s, eff, latency s, NVLink domain, NICs per GPU, element GB, mask GB, FLOP
  * efficiency, kernel overhead s. */
 #define SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, eff)                        \
-    { n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6, 0 }
+    { n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6, 0, 0, 0 }
 #define SYS(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs)                                 \
     SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 0.8)
 /* The systems of today's datasheets (docs/model.md, "System presets", cites each figure): dense BF16
  * and dense FP8 peaks (TFLOP/s; the datasheets print twice these "with sparsity"), non-tensor FP16
  * and FP32, HBM GB/s and GB, NVLink GB/s per direction, NIC GB/s per GPU, GPUs per NVLink domain.
  * Efficiencies and latencies as the DGX H100's; the reference's 0.8 FLOP efficiency. */
-#define SYS_DS(n, mx, fp8, vf16, vf32, hbm, cap, nvl, ib, nvs)                                               \
-    { n, mx, vf16, vf32, hbm, cap, nvl, 0.7, 2.5e-6, ib, 0.7, 5e-6, nvs, 1, 2e-9, 1e-9, 0.8, 20e-6, fp8 }
+#define SYS_DS(n, mx, fp8, vf16, vf32, hbm, cap, nvl, ib, nvs, gen)                                          \
+    {                                                                                                        \
+        n, mx, vf16, vf32, hbm, GIB(cap), nvl, 0.7, 2.5e-6, ib, 0.7, 5e-6, nvs, 1, 2e-9, 1e-9, 0.8, 20e-6,   \
+            fp8, gen                                                                                         \
+    }
+
+/* HBM capacity: datasheets print the binary size (an "80 GB" H100 holds 80 GiB; nvidia-smi reports
+ * 81,559 MiB of it), the model counts GB of 1e9 bytes. */
+#define GIB(x) ((x)*1.073741824)
+
+/* Kernel efficiencies of the corrected model on Hopper and Blackwell (docs/model.md, "Kernel
+ * efficiencies"; docs/validation.md lists the fits): the FP8 GEMM efficiency fitted per GPU
+ * generation on the NeMo / Megatron-Core FP8 runs of tests/data/nemo-h100-b200-fp8-runs.csv
+ * (`stepsim validate --measured ... --calibrate`), and the flash-attention efficiency that
+ * FlashAttention-3's authors measured for FlashAttention-2 on the H100: 35% of the BF16 peak on the
+ * FLOPs it executes (Shah et al. 2024, arXiv 2407.08608, introduction). Blackwell keeps the
+ * H100's attention figure: no published measurement of the kernels these runs used. BF16 GEMMs keep
+ * the reference's 0.8. */
+#define HOPPER_FP8_EFFICIENCY 0.55
+#define BLACKWELL_FP8_EFFICIENCY 0.45
+#define FLASH_ATTENTION_EFFICIENCY 0.35
+#define HOPPER HOPPER_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY
+#define BLACKWELL BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY
 
 /* The DGX A100's FLOP efficiency is the one constant fitted to measured runs: least squares over
  * Narayanan et al. 2021, Table 1 (`stepsim validate --measured megatron-narayanan2021-runs.csv
@@ -44,20 +65,20 @@ static const system_preset_t system_presets[] = {
      "B200 of arXiv 2410.00273: 2500 TFLOP/s, 8000 GB/s HBM, 192 GB, NVLink 900 GB/s, IB 100 GB/s"},
     {SYS("B200-next", 3750, 508.5, 253.5, 16000, 384, 3600, 0.8, 5e-6, 200, 0.8, 1e-5, 64),
      "extrapolated future GPU of arXiv 2410.00273: 3750 TFLOP/s, 16 TB/s HBM, 384 GB, NVLink 3.6 TB/s"},
-    {SYS_DS("H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8),
+    {SYS_DS("H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8, HOPPER),
      "H100 SXM: 989.4 TFLOP/s BF16, 1978.9 FP8, 3350 GB/s HBM, 80 GB, NVLink 450 GB/s, 400 Gb/s NIC"},
-    {SYS_EFF("DGX-A100", 312, 78, 19.5, 2039, 80, 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 8,
+    {SYS_EFF("DGX-A100", 312, 78, 19.5, 2039, GIB(80), 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 8,
              DGX_A100_FLOP_EFFICIENCY),
      "DGX A100 80GB node: 8 GPUs on NVSwitch (300 GB/s), 2039 GB/s HBM, 8 x 200 Gb/s HDR NICs"},
-    {SYS_DS("DGX-H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8),
+    {SYS_DS("DGX-H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8, HOPPER),
      "DGX H100 node: 8 GPUs on NVSwitch (450 GB/s), 1978.9 TFLOP/s FP8, 8 x 400 Gb/s NDR NICs"},
-    {SYS_DS("DGX-H200", 989.4, 1978.9, 133.8, 66.9, 4800, 141, 450, 50, 8),
+    {SYS_DS("DGX-H200", 989.4, 1978.9, 133.8, 66.9, 4800, 141, 450, 50, 8, HOPPER),
      "DGX H200 node: 8 GPUs on NVSwitch (450 GB/s), 141 GB HBM3e at 4800 GB/s, 8 x 400 Gb/s NICs"},
-    {SYS_DS("DGX-B200", 2250, 4500, 150, 75, 8000, 180, 900, 50, 8),
+    {SYS_DS("DGX-B200", 2250, 4500, 150, 75, 8000, 180, 900, 50, 8, BLACKWELL),
      "DGX B200 node: 2250 TFLOP/s BF16, 4500 FP8, 180 GB at 8000 GB/s, NVLink 900 GB/s, 400 Gb/s NICs"},
-    {SYS_DS("GB200-NVL72", 2500, 5000, 160, 80, 8000, 186, 900, 50, 72),
+    {SYS_DS("GB200-NVL72", 2500, 5000, 160, 80, 8000, 186, 900, 50, 72, BLACKWELL),
      "GB200 NVL72 rack: 72 GPUs on NVLink 5 (900 GB/s), 2500 TFLOP/s BF16, 5000 FP8, 186 GB HBM3e"},
-    {SYS_DS("GB300-NVL72", 2500, 5000, 160, 80, 8000, 288, 900, 100, 72),
+    {SYS_DS("GB300-NVL72", 2500, 5000, 160, 80, 8000, 288, 900, 100, 72, BLACKWELL),
      "GB300 NVL72 rack: 72 GPUs on NVLink 5 (900 GB/s), 2500 TFLOP/s BF16, 5000 FP8, 288 GB, 800 Gb/s"},
 };
 
@@ -66,16 +87,27 @@ static const system_preset_t system_presets[] = {
  * (grouped-query attention, SwiGLU, RMSNorm, rotary, untied). NEMOTRON: Nemotron's (grouped-query
  * or multi-head attention, squared ReLU, LayerNorm, rotary, untied). Sources in docs/model.md. */
 #define TF(n, l, e, h, d, f, v)                                                                              \
-    { n, l, e, h, d, f, v, 0, MODEL_FFN_GELU, MODEL_NORM_LAYERNORM, MODEL_POSITION_LEARNED, 0 }
+    {                                                                                                        \
+        n, l, e, h, d, f, v, 0, MODEL_FFN_GELU, MODEL_NORM_LAYERNORM, MODEL_POSITION_LEARNED, 0,             \
+            MODEL_MASK_CAUSAL                                                                                \
+    }
 #define LLAMA(n, l, e, h, kv, d, f, v)                                                                       \
-    { n, l, e, h, d, f, v, kv, MODEL_FFN_SWIGLU, MODEL_NORM_RMSNORM, MODEL_POSITION_ROTARY, 1 }
+    {                                                                                                        \
+        n, l, e, h, d, f, v, kv, MODEL_FFN_SWIGLU, MODEL_NORM_RMSNORM, MODEL_POSITION_ROTARY, 1,             \
+            MODEL_MASK_CAUSAL                                                                                \
+    }
 #define NEMOTRON(n, l, e, h, kv, d, f, v)                                                                    \
-    { n, l, e, h, d, f, v, kv, MODEL_FFN_RELU2, MODEL_NORM_LAYERNORM, MODEL_POSITION_ROTARY, 1 }
+    {                                                                                                        \
+        n, l, e, h, d, f, v, kv, MODEL_FFN_RELU2, MODEL_NORM_LAYERNORM, MODEL_POSITION_ROTARY, 1,            \
+            MODEL_MASK_CAUSAL                                                                                \
+    }
 
 static const transformer_preset_t transformer_presets[] = {
     {TF("gpt3", 2048, 12288, 96, 96, 49152, 50257), "GPT-3 175B: l 2048, e 12288, 96 heads, 96 layers"},
     {TF("gpt3_1T", 2048, 25600, 160, 128, 102400, 51200), "GPT 1T: l 2048, e 25600, 160 heads, 128 layers"},
-    {TF("vit_era5", 64800, 12288, 64, 48, 49152, 0), "ViT on ERA5: l 64800, e 12288, 64 heads, 48 layers"},
+    {{"vit_era5", 64800, 12288, 64, 48, 49152, 0, 0, MODEL_FFN_GELU, MODEL_NORM_LAYERNORM,
+      MODEL_POSITION_LEARNED, 0, MODEL_MASK_NONE}, /* a vision transformer: every patch sees every patch */
+     "ViT on ERA5: l 64800, e 12288, 64 heads, 48 layers"},
     {TF("GPT-1.7B", 2048, 2304, 24, 24, 9216, 51200), "Megatron GPT 1.7B (Narayanan 2021 Table 1)"},
     {TF("GPT-3.6B", 2048, 3072, 32, 30, 12288, 51200), "Megatron GPT 3.6B (Narayanan 2021 Table 1)"},
     {TF("GPT-7.5B", 2048, 4096, 32, 36, 16384, 51200), "Megatron GPT 7.5B (Narayanan 2021 Table 1)"},
@@ -206,7 +238,7 @@ int model_compat_parse(const char *name, model_compat_t *out) {
 /* Name tables of the training enums, indexed by value. */
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const attention_names[] = {"flash", "materialized"};
-static const char *const dp_comm_names[] = {"sharded", "allreduce", "allreduce-overlap"};
+static const char *const dp_comm_names[] = {"sharded", "allreduce", "allreduce-overlap", "sharded-overlap"};
 
 static int parse_name(const char *name, const char *const *names, int n, int *out) {
     for (int i = 0; name && i < n; i++) {
@@ -243,12 +275,12 @@ int model_attention_parse(const char *name, model_attention_t *out) {
 }
 
 const char *model_dp_comm_name(model_dp_comm_t d) {
-    return (unsigned)d < 3 ? dp_comm_names[d] : "?";
+    return (unsigned)d < 4 ? dp_comm_names[d] : "?";
 }
 
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out) {
     int v = 0;
-    if (parse_name(name, dp_comm_names, 3, &v))
+    if (parse_name(name, dp_comm_names, 4, &v))
         return MODEL_EINVAL;
     *out = (model_dp_comm_t)v;
     return MODEL_OK;

@@ -5,17 +5,20 @@
 #include "model_internal.h"
 
 /* Per token: 3 passes (forward, input gradient, weight gradient) x 2 FLOPs per multiply-add over
- * the block's GEMMs, Q K^T and P V (the full s x s square) and the logits GEMM:
- *   attention  qkv 3h^2 + scores s h + context s h + projection h^2 -> 6 (4h^2 + 2 s h) per layer
- *   MLP        two GEMMs of h x f                                   -> 6 (2 h f)        per layer
- *   logits     h x V                                                 -> 6 h V
- * = 12 L h^2 (2 + s/h + f/h) + 6 h V. Recomputation is not counted (model FLOPs, not hardware
- * FLOPs); biases, norms, softmax and the loss are left out as Megatron leaves them out. The
- * architectures with grouped-query attention and gated MLPs extend the attention and MLP terms. */
+ * the block's GEMMs, Q K^T and P V (the full s x s square, as NVIDIA counts it whatever the mask)
+ * and the logits GEMM:
+ *   attention  Q and output 2h^2, K and V 2h^2 g/a (g K/V heads of a), scores and context 2 s h
+ *   MLP        two GEMMs of h x f (three with SwiGLU: gate, up, down)
+ *   logits     h x V
+ * = 6 [L (2h^2 (1 + g/a) + k h f) + h V] + 12 L s h, k = 3 for SwiGLU else 2; for the GPT
+ * architecture 12 L h^2 (2 + s/h + f/h) + 6 h V. Recomputation is not counted (model FLOPs, not
+ * hardware FLOPs); biases, norms, softmax and the loss are left out as Megatron leaves them out. */
 double model_flops_per_token(const model_transformer_t *m) {
     const double L = (double)m->layers, h = (double)m->hidden, s = (double)m->seq_len;
     const double f = (double)m->ffn_hidden, v = m->vocab > 0 ? (double)m->vocab : 0.0;
-    return 12.0 * L * h * h * (2.0 + s / h + f / h) + 6.0 * h * v;
+    const double g_over_a = (double)model_kv_heads(m) / (double)m->heads;
+    const double k = m->ffn_act == MODEL_FFN_SWIGLU ? 3.0 : 2.0;
+    return 6.0 * (L * (2.0 * h * h * (1.0 + g_over_a) + k * h * f) + h * v) + 12.0 * L * s * h;
 }
 
 double model_peak_tflop_per_s(const model_system_t *sys, model_precision_t precision) {

@@ -20,8 +20,9 @@
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
  *   unfused gradient accumulation; docs/validation.md; FP8 GEMMs, docs/model.md "Precision";
- *   Megatron-Core's tensor-parallel communication overlap and context-parallel ring,
- *   docs/model-formulas.md, section 16). A zeroed
+ *   Megatron-Core's tensor-parallel communication overlap and context-parallel ring, its distributed
+ *   optimizer's buckets and its overlapped pipeline transfers, docs/model-formulas.md, section 16).
+ *   A zeroed
  * model_training_t asks for none of them: the block table and the iteration formula are then exactly the ones
  * without options.
  * - Memory: every struct is caller-allocated; no function allocates except model_search_run,
@@ -73,6 +74,10 @@ typedef struct model_system {
     double flop_efficiency;         /* fraction of peak reached by kernels (0.8) */
     double kernel_overhead_s;       /* fixed per-kernel launch cost (20e-6) */
     double fp8_matrix_tflop_per_s;  /* peak dense FP8 tensor-core rate per GPU; 0: no FP8 (A100) */
+    /* Corrected model only (docs/model.md, "Kernel efficiencies"); 0 means flop_efficiency: */
+    double fp8_flop_efficiency;  /* fraction of the FP8 peak FP8 GEMMs reach */
+    double attention_efficiency; /* fraction of the BF16 peak the fused (flash) attention kernel reaches,
+                                    counted on the FLOPs it executes (a causal mask skips half) */
 } model_system_t;
 
 /* The feed-forward activation (docs/model.md, "Architectures"). */
@@ -95,6 +100,12 @@ typedef enum model_position {
     MODEL_POSITION_ROTARY = 1   /* rotary embeddings: Q and K rotated in every block, no table */
 } model_position_t;
 
+/* The attention mask: which keys each query sees. */
+typedef enum model_mask {
+    MODEL_MASK_CAUSAL = 0, /* decoder language models: key j <= query i (default) */
+    MODEL_MASK_NONE = 1    /* encoders and vision transformers: every key */
+} model_mask_t;
+
 /* Transformer (docs/model-formulas.md, section 3). The blocks are always modeled; the embedding and the
  * output layer only in the corrected model with job->training.embedding set (they need vocab > 0).
  * The architecture fields after vocab are zero for a GPT-style model (multi-head attention, GeLU,
@@ -112,7 +123,9 @@ typedef struct model_transformer {
     model_ffn_act_t ffn_act;
     model_norm_t norm;
     model_position_t position;
-    int untied_embeddings; /* 1: the output layer has its own V x e matrix; 0: tied (default) */
+    int untied_embeddings;       /* 1: the output layer has its own V x e matrix; 0: tied (default) */
+    model_mask_t attention_mask; /* corrected model, flash attention: a causal mask skips the score
+                                    blocks above the diagonal (the reference counts the full square) */
 } model_transformer_t;
 
 /* The K/V head count in effect: kv_heads, or heads when kv_heads is 0. */
@@ -133,6 +146,8 @@ const char *model_norm_name(model_norm_t n); /* "layernorm", "rmsnorm" */
 int model_norm_parse(const char *name, model_norm_t *out);
 const char *model_position_name(model_position_t p); /* "learned", "rotary" */
 int model_position_parse(const char *name, model_position_t *out);
+const char *model_mask_name(model_mask_t m); /* "causal", "none" */
+int model_mask_parse(const char *name, model_mask_t *out);
 
 /* A parallel layout. For 1d, tp1 == tp, tp2 == 1, nv_tp1 is the TP group's count per domain
  * and nv_tp2 == 1. nb is used by 2d only (set it to 1 otherwise). nv_* say how many members of
@@ -166,13 +181,20 @@ typedef enum model_seqpar {
 
 /* Data-parallel gradient communication. */
 typedef enum model_dp_comm {
-    MODEL_DP_SHARDED = 0,          /* the reference's: per-layer all-gather and reduce-scatter overlapped with
-                                      one layer, optimizer states sharded over dp (ZeRO-1 style; default) */
-    MODEL_DP_ALLREDUCE = 1,        /* Megatron 2021: one all-reduce of all local gradients after the
-                                      backward, not overlapped; optimizer states replicated */
-    MODEL_DP_ALLREDUCE_OVERLAP = 2 /* Megatron --overlap-grad-reduce: the same all-reduce in
+    MODEL_DP_SHARDED = 0,   /* the reference's: per-layer all-gather and reduce-scatter overlapped with
+                               one layer, optimizer states sharded over dp (ZeRO-1 style; default) */
+    MODEL_DP_ALLREDUCE = 1, /* Megatron 2021: one all-reduce of all local gradients after the
+                               backward, not overlapped; optimizer states replicated */
+    MODEL_DP_ALLREDUCE_OVERLAP = 2, /* Megatron --overlap-grad-reduce: the same all-reduce in
                                       buckets during the last microbatch's backward; what exceeds
                                       that backward, and at least one layer's share, is exposed */
+    MODEL_DP_SHARDED_OVERLAP = 3    /* Megatron-Core --use-distributed-optimizer --overlap-grad-reduce
+                                      --overlap-param-gather as it runs: optimizer states sharded as
+                                      sharded's; gradients in buckets of model_dp_bucket_params
+                                      parameters, each reduce-scattered once the last microbatch's
+                                      backward has made it final; each bucket's all-gather dispatched
+                                      when the previous bucket's forward of the first microbatch
+                                      starts (docs/model-formulas.md, section 16.5) */
 } model_dp_comm_t;
 
 /* How each microbatch's weight gradients reach the accumulated gradient. */
@@ -213,6 +235,19 @@ typedef enum model_overlap {
  * compute compute_s in chunks pieces (model_overlap_t); comm_s itself for MODEL_OVERLAP_NONE. */
 double model_overlap_exposed_s(model_overlap_t method, int64_t chunks, double comm_s, double compute_s);
 
+/* The distributed optimizer's buckets (training.dp_comm sharded-overlap; docs/model-formulas.md,
+ * section 16.5). Megatron-Core's default bucket size, in parameters, for a data-parallel group of
+ * dp_group ranks: max(40e6, 1e6 x dp_group) (DistributedDataParallelConfig.bucket_size). */
+double model_dp_bucket_params(int64_t dp_group);
+/* Group n parts (blocks, edge parts) of one model chunk into buckets as Megatron-Core fills them:
+ * params[i] is part i's parameter count, parts in backward order (the chunk's last part first); a
+ * bucket takes parts until it holds at least bucket_params, then the next one starts; the parts after
+ * the last full bucket form one more. bucket_of[i] receives part i's bucket (0: the first
+ * reduce-scattered, the last all-gathered). Return the number of buckets (0 when n is 0). Buckets hold
+ * whole parts: Megatron-Core closes a bucket after any parameter, so where one part holds more than
+ * bucket_params its buckets are smaller than the part (docs/model-formulas.md, section 16.5). */
+int model_dp_buckets(const double *params, int n, double bucket_params, int *bucket_of);
+
 /* How the context-parallel group (2d-seqp's tp2) exchanges K and V for the attention. */
 typedef enum model_cp_comm {
     MODEL_CP_ALLGATHER = 0, /* the reference's: K and V all-gathered before the attention (default) */
@@ -238,6 +273,12 @@ typedef struct model_training {
                                 feeds or follows (model_overlap_t; 1d and 2d-seqp, sequence parallelism on,
                                 no full recomputation) */
     model_cp_comm_t cp_comm; /* strategy 2d-seqp: MODEL_CP_RING needs it */
+    int pp_comm_overlap;     /* 1: Megatron-Core's overlap_p2p_comm: with the interleaved schedule (interleave
+                                > 1) a stage's sends do not hold up its compute and each receive is posted
+                                ahead, so only the pipeline's fill and drain carry the transfers
+                                (docs/model-formulas.md, section 16.6); without interleaving Megatron-Core
+                                turns it off and sends and receives go as batched pairs, which the model
+                                charges already: no change */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -277,7 +318,8 @@ const char *model_recompute_name(model_recompute_t r); /* "none", "selective", "
 int model_recompute_parse(const char *name, model_recompute_t *out);
 const char *model_attention_name(model_attention_t a); /* "flash", "materialized" */
 int model_attention_parse(const char *name, model_attention_t *out);
-const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "allreduce-overlap" */
+const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "allreduce-overlap",
+                                                      "sharded-overlap" */
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
 const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
 int model_grad_accum_parse(const char *name, model_grad_accum_t *out);
@@ -406,6 +448,7 @@ typedef struct model_layer {
     int tensor_core;   /* 1: matrix rate; 0: vector rate */
     int summa_overlap; /* 1: SUMMA panel pipelining rule for comm (5.3) */
     int fp8_gemm;      /* 1: a GEMM at the FP8 peak (training.precision fp8; its cast is the layer before) */
+    int attention_kernel; /* 1: the fused (flash) attention kernel (system.attention_efficiency) */
     double weights_gb;
     double weight_grads_gb;
     double activations_gb; /* kept for the backward pass, per microbatch */
@@ -540,7 +583,9 @@ typedef struct model_calibrate_errors {
 
 typedef struct model_calibration {
     size_t n;                         /* runs */
-    double current_efficiency;        /* jobs[0].system.flop_efficiency, as given */
+    int fp8;                          /* 1: the fit is of system.fp8_flop_efficiency (corrected FP8 runs on
+                                         a system that has one), 0: of system.flop_efficiency */
+    double current_efficiency;        /* jobs[0]'s fitted efficiency, as given */
     model_calibrate_errors_t current; /* every run at its own job's efficiency */
     double best_efficiency;           /* the fit: a grid point */
     model_calibrate_errors_t best;    /* every run at best_efficiency */

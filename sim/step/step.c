@@ -562,6 +562,9 @@ static int check_job(step_t *s) {
     const model_training_t *t = &s->job.training;
     s->emb = s->est.block.n_edges > 0;
     s->dp_comm = s->job.compat == MODEL_COMPAT_CORRECTED ? t->dp_comm : MODEL_DP_SHARDED;
+    /* Megatron-Core's overlap_p2p_comm (interleaved schedule only): sends do not hold up the sender */
+    if (s->job.compat == MODEL_COMPAT_CORRECTED && t->pp_comm_overlap && s->v > 1)
+        s->cfg.p2p_async = 1;
     if (s->emb && s->job.par.strategy != MODEL_STRATEGY_1D)
         return step_fail(
             s, SIM_EINVAL,
@@ -570,10 +573,11 @@ static int check_job(step_t *s) {
             "1d, or embedding 0",
             model_strategy_name(s->job.par.strategy));
     if (s->dp_comm != MODEL_DP_SHARDED && s->dp_comm != MODEL_DP_ALLREDUCE &&
-        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP)
-        return step_fail(s, SIM_EINVAL,
-                         "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap",
-                         (int)s->dp_comm);
+        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP && s->dp_comm != MODEL_DP_SHARDED_OVERLAP)
+        return step_fail(
+            s, SIM_EINVAL,
+            "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap, sharded-overlap",
+            (int)s->dp_comm);
     if (s->job.compat == MODEL_COMPAT_CORRECTED && t->interleave > 1 && t->interleave != s->v)
         return step_fail(
             s, SIM_EINVAL,

@@ -14,6 +14,10 @@
  * follows training.dp_comm: sharded, per block (and edge part) an all-gather before its first forward
  * and a reduce-scatter after its last backward; allreduce-overlap, an all-reduce bucket after each
  * one's last backward; allreduce, one all-reduce of the stage's gradients after its last backward.
+ * sharded-overlap (Megatron-Core's distributed optimizer), per model chunk buckets of
+ * model_dp_buckets: a bucket's reduce-scatter after the last backward of its parts; its all-gather
+ * dispatched when the previous bucket's first forward starts (the chunk's first bucket's at the start
+ * of the chunk before it, the first two chunks' at the start), the bucket's first forward waiting for it.
  * Then, with several stages and the embedding, the tied embedding's gradient all-reduce between
  * the first and the last stage, then the optimizer step.
  * Pipeline messages are added last, once every stage's passes exist: per channel in the sender's
@@ -83,6 +87,16 @@ typedef struct builder {
                                  sync waits for it), -1 */
     int64_t cur_item;
     int32_t item_ops; /* compute operations flushed in the current item (the jitter's key) */
+    /* sharded-overlap, the current stage's buckets: parts keyed by stage-local block, then the
+     * embedding (L) and the output layer (L + 1) */
+    int32_t *bk_of;       /* [L + 2] the part's bucket within its chunk (0: the first reduce-scattered) */
+    char *bk_head;        /* [L + 2] the part comes first in forward order in its bucket */
+    double *bk_gb;        /* [v][L + 2] bucket weights, by chunk and bucket */
+    double *bk_param;     /* [L + 2] scratch: parameters of a chunk's parts, backward order */
+    int32_t *bk_key;      /* [L + 2] scratch: the parts' keys, same order */
+    int *bk_tmp;          /* [L + 2] scratch: their buckets */
+    int32_t *bk_n;        /* [v] buckets per chunk */
+    sim_op_id_t *ag_wait; /* [v][n] the chunk's dispatched all-gather not yet waited for, -1 */
 } builder_t;
 
 /* ---- operations and their metadata -------------------------------------------------------------- */
@@ -508,6 +522,88 @@ static int dp_after(builder_t *b, const step_sched_item_t *it, model_coll_op_t c
     return rc;
 }
 
+/* ---- the distributed optimizer's buckets (sharded-overlap) ----------------------------------------- */
+
+static step_part_t part_of_key(const step_t *s, int32_t key) {
+    return key < s->layers_per_stage    ? STEP_PART_BLOCK
+           : key == s->layers_per_stage ? STEP_PART_EMBEDDING
+                                        : STEP_PART_OUTPUT;
+}
+
+/* The buckets of every model chunk of stage p: its parts in backward order (the output layer on the
+ * last virtual stage, the chunk's blocks last first, the embedding on the first), grouped by
+ * model_dp_buckets with Megatron-Core's bucket size over the data-parallel group. */
+static void bucket_plan(builder_t *b, int32_t p) {
+    step_t *s = b->s;
+    const int32_t L = s->layers_per_stage, lc = s->chunk_blocks, w = L + 2;
+    const double cap = model_dp_bucket_params(step_group_size(s, STEP_GROUP_DP));
+    for (int32_t i = 0; i < s->v * w; i++)
+        b->bk_gb[i] = 0.0;
+    for (int32_t c = 0; c < s->v; c++) {
+        int n = 0;
+        if (s->emb && p == s->pp - 1 && c == s->v - 1)
+            b->bk_key[n++] = L + 1;
+        for (int32_t k = lc - 1; k >= 0; k--)
+            b->bk_key[n++] = c * lc + k;
+        if (s->emb && p == 0 && c == 0)
+            b->bk_key[n++] = L;
+        for (int i = 0; i < n; i++)
+            b->bk_param[i] = step_part_weights_gb(s, part_of_key(s, b->bk_key[i])) / s->job.system.element_gb;
+        b->bk_n[c] = model_dp_buckets(b->bk_param, n, cap, b->bk_tmp);
+        for (int i = 0; i < n; i++) {
+            const int32_t key = b->bk_key[i];
+            b->bk_of[key] = b->bk_tmp[i];
+            b->bk_head[key] = (char)(i == n - 1 || b->bk_tmp[i + 1] != b->bk_tmp[i]);
+            b->bk_gb[c * w + b->bk_tmp[i]] += step_part_weights_gb(s, part_of_key(s, key));
+        }
+    }
+}
+
+/* Dispatch bucket k of chunk c's all-gather (k < 0: none) after the chain's tail, on the DP stream
+ * after the all-gathers dispatched before it; it waits in ag_wait until a forward needs it. */
+static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int k, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    const double gb = k >= 0 ? b->bk_gb[c * (s->layers_per_stage + 2) + k] : 0.0;
+    sim_op_id_t *wait = b->ag_wait + (int64_t)c * b->n;
+    for (int32_t j = 0; j < b->n; j++)
+        wait[j] = -1;
+    if (step_group_size(s, STEP_GROUP_DP) <= 1 || gb <= 0.0)
+        return SIM_OK;
+    int rc = flush(b);
+    if (!rc)
+        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c,
+                      it->microbatch, ops);
+    for (int32_t j = 0; j < b->n && !rc; j++) {
+        rc = depend(b, ops[j], b->tail[j]);
+        wait[j] = ops[j];
+    }
+    return rc;
+}
+
+/* The start of chunk c's first forward: the first two chunks' first all-gathers at the start, a later
+ * chunk's when the chunk before it starts (Megatron-Core's schedules call param_sync_func one chunk
+ * ahead). */
+static int chunk_start(builder_t *b, const step_sched_item_t *it, sim_op_id_t *ops) {
+    const int32_t c = it->chunk, v = b->s->v;
+    int rc = SIM_OK;
+    if (c == 0)
+        rc = ag_dispatch(b, it, 0, b->bk_n[0] - 1, ops);
+    if (!rc && c == 0 && v > 1)
+        rc = ag_dispatch(b, it, 1, b->bk_n[1] - 1, ops);
+    if (!rc && c >= 1 && c + 1 < v)
+        rc = ag_dispatch(b, it, c + 1, b->bk_n[c + 1] - 1, ops);
+    return rc;
+}
+
+/* A bucket's first forward: wait for its all-gather, then dispatch the next bucket's. */
+static int bucket_forward(builder_t *b, const step_sched_item_t *it, int32_t key, sim_op_id_t *ops) {
+    int rc = flush(b);
+    const sim_op_id_t *wait = b->ag_wait + (int64_t)it->chunk * b->n;
+    for (int32_t j = 0; j < b->n && !rc; j++)
+        b->pend[j] = wait[j];
+    return rc ? rc : ag_dispatch(b, it, it->chunk, b->bk_of[key] - 1, ops);
+}
+
 /* ---- one stage -------------------------------------------------------------------------------------- */
 
 /* One pass of a part: a block (block >= 0, stage-local) or an edge part (block -1). */
@@ -558,6 +654,22 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
     step_t *s = b->s;
     const double w_gb = step_part_weights_gb(s, part);
     int rc = SIM_OK;
+    if (s->dp_comm == MODEL_DP_SHARDED_OVERLAP) {
+        const int32_t L = s->layers_per_stage;
+        const int32_t key = part == STEP_PART_BLOCK ? block : part == STEP_PART_EMBEDDING ? L : L + 1;
+        const int head = b->bk_head[key];
+        if (!it->pass && !*seen) {
+            *seen = 1;
+            if (head)
+                rc = bucket_forward(b, it, key, ops);
+        }
+        if (!rc)
+            rc = part_pass(b, it, part, block, ops, ops2);
+        if (!rc && it->pass && ++*done == s->m && head)
+            rc =
+                dp_after(b, it, MODEL_COLL_REDUCESCATTER, b->bk_gb[it->chunk * (L + 2) + b->bk_of[key]], ops);
+        return rc;
+    }
     if (!it->pass && !*seen) {
         *seen = 1;
         if (s->dp_comm == MODEL_DP_SHARDED)
@@ -599,6 +711,9 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
         b->tail_stream[j] = STEP_STREAM_COMPUTE;
     }
     b->acc_open = 0;
+    const int bucketed = s->dp_comm == MODEL_DP_SHARDED_OVERLAP;
+    if (bucketed)
+        bucket_plan(b, p);
     const int gather = s->job.compat == MODEL_COMPAT_CORRECTED &&
                        s->job.training.sequence_parallel == MODEL_SEQPAR_OFF &&
                        step_group_size(s, STEP_GROUP_TP) > 1;
@@ -615,7 +730,9 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
         b->acc_pass = it->pass;
         b->acc_chunk = it->chunk;
         b->acc_mb = it->microbatch;
-        if (gather && receives)
+        if (bucketed && !it->pass && it->microbatch == 0)
+            rc = chunk_start(b, it, ops);
+        if (!rc && gather && receives)
             rc = p2p_gather(b, it, ops);
         const step_part_t before = it->pass ? STEP_PART_OUTPUT : STEP_PART_EMBEDDING;
         if (!rc && (it->pass ? vs_last : vs_first))
@@ -920,6 +1037,14 @@ static void builder_free(builder_t *b) {
     free(b->last2);
     free(b->opt);
     free(b->fin);
+    free(b->bk_of);
+    free(b->bk_head);
+    free(b->bk_gb);
+    free(b->bk_param);
+    free(b->bk_key);
+    free(b->bk_tmp);
+    free(b->bk_n);
+    free(b->ag_wait);
 }
 
 /* The fixed times of every plan segment: a COLL segment's collective, a SUMMA layer's exposed
@@ -1009,10 +1134,21 @@ int step_build(step_t *s) {
     b.last2 = alloc_malloc(pp * nit * n * sizeof *b.last2);
     b.opt = alloc_malloc(pp * n * sizeof *b.opt);
     b.fin = alloc_malloc(pp * n * sizeof *b.fin);
+    const size_t w = (size_t)s->layers_per_stage + 2, v = (size_t)s->v;
+    b.bk_of = alloc_malloc(w * sizeof *b.bk_of);
+    b.bk_head = alloc_calloc(w, 1);
+    b.bk_gb = alloc_malloc(v * w * sizeof *b.bk_gb);
+    b.bk_param = alloc_malloc(w * sizeof *b.bk_param);
+    b.bk_key = alloc_malloc(w * sizeof *b.bk_key);
+    b.bk_tmp = alloc_malloc(w * sizeof *b.bk_tmp);
+    b.bk_n = alloc_malloc(v * sizeof *b.bk_n);
+    b.ag_wait = alloc_malloc(v * n * sizeof *b.ag_wait);
     sim_op_id_t *ops = alloc_malloc(n * sizeof *ops), *ops2 = alloc_malloc(n * sizeof *ops2);
     int rc = SIM_OK;
-    if (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf || !b.items ||
-        !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2)
+    if (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_param || !b.bk_key || !b.bk_tmp || !b.bk_n || !b.ag_wait)
+        rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the data-parallel buckets");
+    if (!rc && (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf ||
+                !b.items || !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2))
         rc = step_fail(s, SIM_ENOMEM,
                        "step: out of memory for the schedule of %lld passes x %d GPUs per stage",
                        (long long)(pp * nit), b.n);

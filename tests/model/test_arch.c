@@ -36,9 +36,19 @@ static model_job_t gqa_job(int64_t tp) {
     model_job_t j;
     memset(&j, 0, sizeof j);
     assert_int_equal(model_system_preset("H100", &j.system), MODEL_OK);
-    j.model = (model_transformer_t){
-        "gqa", 512, 1024, 16, 4, 2816, 32000, 4, MODEL_FFN_SWIGLU, MODEL_NORM_RMSNORM, MODEL_POSITION_ROTARY,
-        1};
+    j.model = (model_transformer_t){"gqa",
+                                    512,
+                                    1024,
+                                    16,
+                                    4,
+                                    2816,
+                                    32000,
+                                    4,
+                                    MODEL_FFN_SWIGLU,
+                                    MODEL_NORM_RMSNORM,
+                                    MODEL_POSITION_ROTARY,
+                                    1,
+                                    MODEL_MASK_CAUSAL};
     j.gpus = tp;
     j.global_batch = 2;
     j.compat = MODEL_COMPAT_CORRECTED;

@@ -331,7 +331,8 @@ static void test_reference_ignores_training(void **state) {
                                     MODEL_GRAD_ACCUM_ADD,
                                     MODEL_PRECISION_FP8,
                                     1,
-                                    MODEL_CP_RING};
+                                    MODEL_CP_RING,
+                                    0};
     j.model.vocab = 0; /* not even checked */
     estimate(&j, &opts);
     assert_true(plain.summary.iteration_time_s == opts.summary.iteration_time_s);
@@ -420,7 +421,8 @@ static void test_all_options_2d_seqp(void **state) {
                                     MODEL_GRAD_ACCUM_ADD,
                                     MODEL_PRECISION_BF16,
                                     1,
-                                    MODEL_CP_RING};
+                                    MODEL_CP_RING,
+                                    0};
     static model_estimate_t e;
     estimate(&j, &e);
     assert_identity(&e.summary);

@@ -159,7 +159,7 @@ static void test_defaults_by_generation(void **state) {
     assert_string_equal(str(h, "attention"), "flash");
     assert_string_equal(str(h, "grad_accumulation"), "fused");
     not_modelled(h, nm, sizeof nm);
-    assert_string_equal(nm, "tp_comm_overlap");
+    assert_string_equal(nm, ""); /* the tensor-parallel overlap is modelled (1d) */
 
     model_job_t ja = small_job("DGX-A100", 2, 1, 8, 1, 64);
     ja.training.sequence_parallel = MODEL_SEQPAR_OFF;
@@ -169,6 +169,7 @@ static void test_defaults_by_generation(void **state) {
     assert_rel(num(a, "predicted_s"), predict(&ja), 1e-9);
     model_job_t jh = small_job("DGX-H100", 2, 1, 8, 1, 64);
     jh.training.dp_comm = MODEL_DP_SHARDED;
+    jh.training.tp_comm_overlap = 1;
     assert_rel(num(h, "predicted_s"), predict(&jh), 1e-9);
     cJSON_Delete(j);
     cli_run_free(&r);
@@ -217,7 +218,7 @@ static void test_every_column(void **state) {
     assert_int_equal((int)num(all, "ga"), 4);
     not_modelled(all, nm, sizeof nm);
     /* the architecture columns are the model's now; what it cannot honour yet is listed */
-    assert_string_equal(nm, "fsdp, tp_comm_overlap, overlap_grad_reduce 0, overlap_param_gather 0");
+    assert_string_equal(nm, "fsdp, overlap_grad_reduce 0, overlap_param_gather 0");
     model_job_t j0 = small_job("DGX-H100", 2, 2, 2, 2, 16);
     j0.training.dp_comm = MODEL_DP_SHARDED;
     j0.model.kv_heads = 8;
@@ -226,6 +227,7 @@ static void test_every_column(void **state) {
     j0.model.position = MODEL_POSITION_ROTARY;
     j0.model.untied_embeddings = 1;
     j0.training.precision = MODEL_PRECISION_FP8;
+    j0.training.tp_comm_overlap = 1;
     assert_rel(num(all, "predicted_s"), predict(&j0), 1e-9);
 
     /* ga with gbs gives mbs (recorded); no distributed optimizer, overlapped all-reduce; tokens/s */
@@ -371,10 +373,13 @@ static void test_nemo_set(void **state) {
     assert_rel(num(l7, "measured_s"), 128.0 * 4096.0 / (16847.0 * 8.0), 1e-15);
     not_modelled(l7, nm, sizeof nm);
     assert_string_equal(nm, "");                               /* FP8 and the architecture are modelled */
-    const cJSON *ls = cJSON_GetArrayItem(item(j, "rows"), 13); /* 8K on pp 2, dp 4: gbs unrecorded */
+    /* 8K on pp 2, dp 4: the converter's assumed 4M-token batch, mbs unrecorded (1), 128 microbatches */
+    const cJSON *ls = cJSON_GetArrayItem(item(j, "rows"), 13);
     assert_string_equal(str(ls, "name"), "LLAMA2-7B-h100-8k-8-nemo2403");
-    assert_false(flag(ls, "gbs_recorded"));
-    assert_int_equal((int)num(ls, "gbs"), 4 * 2);
+    assert_true(flag(ls, "gbs_recorded"));
+    assert_int_equal((int)num(ls, "gbs"), 4194304 / 8192);
+    assert_false(flag(ls, "mbs_recorded"));
+    assert_int_equal((int)num(ls, "ga"), 4194304 / 8192 / 4);
     const cJSON *big = cJSON_GetArrayItem(item(j, "rows"), 23);
     not_modelled(big, nm, sizeof nm);
     assert_non_null(strstr(nm, "layers 126 as 128"));

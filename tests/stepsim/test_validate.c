@@ -59,7 +59,8 @@ static model_job_t fixture_job(int row) {
                                         MODEL_FFN_GELU,
                                         MODEL_NORM_LAYERNORM,
                                         MODEL_POSITION_LEARNED,
-                                        0};
+                                        0,
+                                        MODEL_MASK_CAUSAL};
         assert_int_equal(model_system_preset("DGX-A100", &j.system), MODEL_OK);
         j.gpus = 32;
         j.global_batch = 512;
@@ -80,7 +81,8 @@ static model_job_t fixture_job(int row) {
                                         MODEL_FFN_GELU,
                                         MODEL_NORM_LAYERNORM,
                                         MODEL_POSITION_LEARNED,
-                                        0};
+                                        0,
+                                        MODEL_MASK_CAUSAL};
         assert_int_equal(model_system_preset("DGX-A100", &j.system), MODEL_OK);
         j.gpus = 256;
         j.global_batch = 512;
@@ -101,12 +103,14 @@ static model_job_t fixture_job(int row) {
                                         MODEL_FFN_GELU,
                                         MODEL_NORM_LAYERNORM,
                                         MODEL_POSITION_LEARNED,
-                                        0};
+                                        0,
+                                        MODEL_MASK_CAUSAL};
         assert_int_equal(model_system_preset("DGX-H100", &j.system), MODEL_OK);
         j.gpus = 64;
         j.global_batch = 64;
         j.par = (model_parallel_t){MODEL_STRATEGY_2D_SEQP, 4, 8, 4, 2, 2, 1, 1, 4, 2, 1, 1};
         j.training.dp_comm = MODEL_DP_SHARDED; /* Hopper: the distributed optimizer, overlapped */
+        j.training.cp_comm = MODEL_CP_RING;    /* Megatron-Core's context parallelism */
     }
     assert_int_equal(model_job_check(&j, NULL), MODEL_OK);
     return j;

@@ -8,7 +8,10 @@ Usage: tools/data/convert-nemo.py SOURCE.csv > RUNS.csv
 What it writes, per source row (tests/data/README.md says the same in prose):
 - the model's architecture from the public configuration of its family (the table ARCH below);
 - the layout as published (gpus, tp, pp, cp, interleave = vp, ep, ga; dp = gpus / (tp pp cp));
-- gbs and mbs as published, empty where the source does not state them (the long-sequence rows);
+- gbs and mbs as published; the long-sequence page of NeMo 24.03.01 states neither, and there gbs is
+  taken as 4,194,304 tokens per batch (gbs = 4M / seq_len), the batch that the page's later edition
+  (NeMo 25.04, its DGX B200 table of the same sweep over sequence lengths) states for every row, and
+  the source column says so; mbs stays empty (validate's --unrecorded rule fills it);
 - precision fp8 (NVIDIA's "FP8" and "FP8 hybrid" are both Transformer Engine's hybrid recipe);
 - measured_tokens_per_s_per_gpu as published; where the source gives only model TFLOP/s per GPU,
   it is that figure divided by NVIDIA's model FLOPs per token (flops_per_token below), which the
@@ -55,6 +58,9 @@ RELEASE = {
     "NeMo 25.02": ("nemo2502", "NVIDIA NeMo Framework user guide, performance summary (NeMo 25.02)"),
 }
 PRECISION = {"FP8": "fp8", "FP8 hybrid": "fp8"}
+# Tokens per global batch of NVIDIA's long-sequence sweeps (stated in the NeMo 25.04 edition of
+# performance_long_sequence.md for every sequence length: 8K x 512, ..., 1024K x 4).
+LONG_SEQUENCE_BATCH_TOKENS = 4194304
 
 HEADER = [
     "name", "hidden", "heads", "kv_heads", "layers", "seq_len", "vocab", "ffn_hidden", "ffn_act",
@@ -107,11 +113,15 @@ def main():
         else:
             fail(i, "neither tokens/s nor model TFLOP/s")
         release, source = RELEASE[r["container"]]
+        gbs = r["gbs"]
+        if not gbs and r["container"] == "NeMo 24.03.01":
+            gbs = str(LONG_SEQUENCE_BATCH_TOKENS // seq)
+            source += "; gbs assumed: %d tokens per batch" % LONG_SEQUENCE_BATCH_TOKENS
         name = "%s-%s-%dk-%d-%s" % (model, SYSTEM[r["system"]][4:].lower(), seq // 1024, gpus, release)
         h, a, g, layers, ffn, vocab, act, norm, pos, untied = arch
         out.writerow([
             name, h, a, g, layers, seq, vocab, ffn, act, norm, pos, untied, gpus, tp, pp, dp,
-            r["cp"], r["ep"], r["gbs"], r["mbs"], r["ga"], r["vp"], PRECISION[r["precision"]],
+            r["cp"], r["ep"], gbs, r["mbs"], r["ga"], r["vp"], PRECISION[r["precision"]],
             SYSTEM[r["system"]], tokens, tflops, source,
         ])
 

@@ -69,7 +69,8 @@ static const cli_option_t OPTIONS[] = {
      "corrected: virtual pipeline stages per GPU (pp > 1): the interleaved estimate, and the simulated "
      "step runs interleaved 1F1B with V stages",
      SCN},
-    {"--dp-comm", "M", JOB, "sharded", "corrected: sharded, allreduce or allreduce-overlap", SCN},
+    {"--dp-comm", "M", JOB, "sharded", "corrected: sharded, allreduce, allreduce-overlap or sharded-overlap",
+     SCN},
     {"--grad-accumulation", "G", JOB, "fused", "corrected: fused, or add (a separate kernel)", SCN},
     {"--precision", "P", JOB, "bf16",
      "corrected: bf16, or fp8 (Transformer Engine: the block's GEMMs at the system's FP8 peak, cast "
@@ -78,6 +79,10 @@ static const cli_option_t OPTIONS[] = {
     {"--tp-comm-overlap", "on|off", JOB, "off",
      "corrected, 1d/2d-seqp: tensor-parallel all-gathers and reduce-scatters in chunks under the GEMMs "
      "(Megatron-Core/Transformer Engine --tp-comm-overlap)",
+     SCN},
+    {"--pp-comm-overlap", "on|off", JOB, "off",
+     "corrected, interleaved schedule: pipeline sends and receives under the compute (Megatron-Core "
+     "overlap_p2p_comm); without interleaving no change (batched send/receive pairs)",
      SCN},
     {"--cp-comm", "M", JOB, "allgather",
      "corrected, 2d-seqp: K and V all-gathered before the attention, or ring (Megatron-Core: passed "

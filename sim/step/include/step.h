@@ -31,10 +31,13 @@
  *   output GEMM and loss on the last, from the model's edge layers; data-parallel communication by
  *   training.dp_comm, on its own stream: sharded (per block an all-gather of the weights before its
  *   first forward and a reduce-scatter of its gradients after its last backward), allreduce (one
- *   all-reduce of the stage's gradients after its last backward) or allreduce-overlap (one bucket
- *   per block after its last backward), then with pp > 1 the tied embedding's sync between the first
- *   and last stage; in the corrected model the optimizer step, for each stage's own weights, after
- *   its data-parallel work (step_config_t.optimizer_step). Streams: 0 compute, 1 tensor/context-
+ *   all-reduce of the stage's gradients after its last backward), allreduce-overlap (one bucket
+ *   per block after its last backward) or sharded-overlap (Megatron-Core's buckets of model_dp_buckets
+ *   per model chunk: a bucket's reduce-scatter after the last backward of its parts, its all-gather
+ *   dispatched when the previous bucket's first forward starts), then with pp > 1 the tied
+ *   embedding's sync between the first and last stage; in the corrected model the optimizer step,
+ *   for each stage's own weights, after its data-parallel work (step_config_t.optimizer_step); with
+ *   training.pp_comm_overlap on the interleaved schedule, sends as with p2p_async. Streams: 0 compute, 1 tensor/context-
  *   parallel collectives, 2 data-parallel collectives, 3..6 pipeline sends to the next stage,
  *   receives from the previous, sends to the previous, receives from the next (one stream per
  *   channel, so both ends order the messages alike and a receive is posted before its data arrives).

@@ -172,7 +172,7 @@ static int has_training(const model_job_t *job) {
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (t->recompute || t->sequence_parallel || t->attention || t->embedding || t->optimizer_step ||
             t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision || t->tp_comm_overlap ||
-            t->cp_comm);
+            t->cp_comm || t->pp_comm_overlap);
 }
 
 /* "training": every field, when any is set. */
@@ -194,6 +194,8 @@ static void training_json(json_writer_t *w, const model_job_t *job) {
         json_bool(w, "tp_comm_overlap", 1);
     if (t->cp_comm != MODEL_CP_ALLGATHER) /* likewise */
         json_string(w, "cp_comm", model_cp_comm_name(t->cp_comm));
+    if (t->pp_comm_overlap) /* likewise */
+        json_bool(w, "pp_comm_overlap", 1);
     json_close_object(w);
 }
 
@@ -274,6 +276,10 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
                 model_precision_name(t->precision), model_peak_tflop_per_s(&job->system, t->precision));
     if (has_training(job) && t->tp_comm_overlap)
         fprintf(f, "          tp comm overlap on (chunked under the GEMMs)\n");
+    if (has_training(job) && t->pp_comm_overlap)
+        fprintf(f, "          pp comm overlap on (%s)\n",
+                t->interleave > 1 ? "sends and receives under the compute"
+                                  : "no effect without interleaving: batched send/receive pairs");
     if (has_training(job) && t->cp_comm != MODEL_CP_ALLGATHER)
         fprintf(f, "          cp comm %s (K and V passed around the context-parallel ranks)\n",
                 model_cp_comm_name(t->cp_comm));

@@ -10,7 +10,8 @@ static void errors_line(FILE *out, const char *label, double eff, const model_ca
 
 void calib_print_text(FILE *out, const char *system, const model_calibration_t *fit,
                       const char *const *names) {
-    fprintf(out, "\n  %s, %zu runs:  %10s %14s %13s %11s\n", system, fit->n, "efficiency", "mean abs err",
+    fprintf(out, "\n  %s, %zu runs (%s):\n  %40s %14s %13s %11s\n", system, fit->n,
+            fit->fp8 ? "fp8_flop_efficiency, FP8 GEMMs" : "flop_efficiency", "efficiency", "mean abs err",
             "max abs err", "rms err");
     errors_line(out, "as read", fit->current_efficiency, &fit->current);
     errors_line(out, "fitted (least squares)", fit->best_efficiency, &fit->best);
@@ -29,10 +30,15 @@ void calib_print_text(FILE *out, const char *system, const model_calibration_t *
             fit->loo.max_abs_pct, fit->loo.rms_pct);
 }
 
-static void errors_json(json_writer_t *w, const char *key, double eff, const model_calibrate_errors_t *e) {
+static const char *constant_of(const model_calibration_t *fit) {
+    return fit->fp8 ? "fp8_flop_efficiency" : "flop_efficiency";
+}
+
+static void errors_json(json_writer_t *w, const char *key, const char *constant, double eff,
+                        const model_calibrate_errors_t *e) {
     json_open_object(w, key);
     if (eff > 0.0)
-        json_number(w, "flop_efficiency", eff);
+        json_number(w, constant, eff);
     json_number(w, "mean_abs_error_pct", e->mean_abs_pct);
     json_number(w, "max_abs_error_pct", e->max_abs_pct);
     json_number(w, "rms_error_pct", e->rms_pct);
@@ -44,16 +50,17 @@ struct cJSON *calib_json(const char *system, const model_calibration_t *fit, con
     json_start(&w, NULL);
     json_string(&w, "system", system);
     json_int(&w, "runs", (int64_t)fit->n);
-    errors_json(&w, "as_read", fit->current_efficiency, &fit->current);
-    errors_json(&w, "fitted", fit->best_efficiency, &fit->best);
+    json_string(&w, "constant", constant_of(fit));
+    errors_json(&w, "as_read", constant_of(fit), fit->current_efficiency, &fit->current);
+    errors_json(&w, "fitted", constant_of(fit), fit->best_efficiency, &fit->best);
     json_bool(&w, "at_grid_edge", fit->at_edge);
     if (fit->loo_valid) {
-        errors_json(&w, "leave_one_out", 0.0, &fit->loo);
+        errors_json(&w, "leave_one_out", constant_of(fit), 0.0, &fit->loo);
         json_open_array(&w, "leave_one_out_rows");
         for (size_t i = 0; i < fit->n; i++) {
             json_open_object(&w, NULL);
             json_string(&w, "name", names[i]);
-            json_number(&w, "flop_efficiency", fit->loo_efficiency[i]);
+            json_number(&w, constant_of(fit), fit->loo_efficiency[i]);
             json_number(&w, "error_pct", fit->loo_error_pct[i]);
             json_close_object(&w);
         }

@@ -118,6 +118,14 @@ static void what_if_text(FILE *out, const run_result_t *r, const scenario_t *scn
     }
 }
 
+/* Whether sends do not hold up the sender: --p2p async, or training.pp_comm_overlap on the interleaved
+ * schedule (the simulated step turns it on there). */
+static const char *sends_name(const run_result_t *r, int32_t virtual_stages) {
+    const int overlap =
+        r->job.compat == MODEL_COMPAT_CORRECTED && r->job.training.pp_comm_overlap && virtual_stages > 1;
+    return r->cfg.p2p_async || overlap ? "async" : "blocking";
+}
+
 static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
     const step_result_t *s = &r->res;
     const model_summary_t *su = &r->est.summary;
@@ -180,7 +188,7 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
     json_string(&w, "schedule", step_schedule_name(r->cfg.schedule));
     json_int(&w, "virtual_stages", s->virtual_stages);
     json_string(&w, "placement", step_placement_format(&r->cfg.placement, buf, sizeof buf));
-    json_string(&w, "p2p", r->cfg.p2p_async ? "async" : "blocking");
+    json_string(&w, "p2p", sends_name(r, s->virtual_stages));
     json_string(&w, "granularity", s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch");
     json_open_object(&w, "collapse");
     json_string(&w, "collapsed", level_name(s->collapsed));
@@ -224,10 +232,10 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
         fprintf(out, ":%d", s->virtual_stages);
     if (r->cfg.comm == SIM_COMM_ANALYTIC)
         fprintf(out, " schedule, %s sends, analytic communication (the model's times, no network)",
-                r->cfg.p2p_async ? "async" : "blocking");
+                sends_name(r, s->virtual_stages));
     else
         fprintf(out, " schedule, %s sends, network communication on %s (calibration %s)",
-                r->cfg.p2p_async ? "async" : "blocking", r->topology, r->calibrated ? "nccl" : "none");
+                sends_name(r, s->virtual_stages), r->topology, r->calibrated ? "nccl" : "none");
     fprintf(out, ", placement %s\n", step_placement_format(&r->cfg.placement, buf, sizeof buf));
     fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
             level_name(s->collapsed), s->collapse_note);

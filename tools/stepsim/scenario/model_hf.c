@@ -161,6 +161,13 @@ static int parse_norm(const char *s, int *v) {
     return rc;
 }
 
+static int parse_mask(const char *s, int *v) {
+    model_mask_t m;
+    int rc = model_mask_parse(s, &m);
+    *v = (int)m;
+    return rc;
+}
+
 static int parse_position(const char *s, int *v) {
     model_position_t p;
     int rc = model_position_parse(s, &p);
@@ -173,6 +180,7 @@ int scn_model_arch_keys(const scn_src_t *src, const cJSON *obj, const char *path
     char p[96];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "kv_heads");
     int rc = CLI_OK, act = (int)m->ffn_act, norm = (int)m->norm, pos = (int)m->position;
+    int mask = (int)m->attention_mask;
     if (v) {
         *changed = 1;
         snprintf(p, sizeof p, "%s%skv_heads", path, path[0] ? "." : "");
@@ -184,6 +192,8 @@ int scn_model_arch_keys(const scn_src_t *src, const cJSON *obj, const char *path
         rc = arch_enum(src, obj, path, "norm", "layernorm, rmsnorm", parse_norm, &norm, changed);
     if (!rc)
         rc = arch_enum(src, obj, path, "position", "learned, rotary", parse_position, &pos, changed);
+    if (!rc)
+        rc = arch_enum(src, obj, path, "attention_mask", "causal, none", parse_mask, &mask, changed);
     v = cJSON_GetObjectItemCaseSensitive(obj, "tied_embeddings");
     if (!rc && v) {
         *changed = 1;
@@ -199,5 +209,6 @@ int scn_model_arch_keys(const scn_src_t *src, const cJSON *obj, const char *path
     m->ffn_act = (model_ffn_act_t)act;
     m->norm = (model_norm_t)norm;
     m->position = (model_position_t)pos;
+    m->attention_mask = (model_mask_t)mask;
     return rc;
 }

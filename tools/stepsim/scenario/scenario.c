@@ -124,6 +124,7 @@ static const struct {
     [SCN_PRECISION] = {"training.precision", "--precision"},
     [SCN_TP_COMM_OVERLAP] = {"training.tp_comm_overlap", "--tp-comm-overlap"},
     [SCN_CP_COMM] = {"training.cp_comm", "--cp-comm"},
+    [SCN_PP_COMM_OVERLAP] = {"training.pp_comm_overlap", "--pp-comm-overlap"},
     [SCN_TOPOLOGY] = {"topology", "--topology"},
 };
 

@@ -91,6 +91,7 @@ typedef enum scenario_field {
     SCN_PRECISION,
     SCN_TP_COMM_OVERLAP,
     SCN_CP_COMM,
+    SCN_PP_COMM_OVERLAP,
     SCN_TOPOLOGY,
     SCN_FIELD_COUNT
 } scenario_field_t;

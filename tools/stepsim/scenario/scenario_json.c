@@ -29,9 +29,9 @@ static const char *join(char *buf, size_t n, const char *path, const char *key) 
 
 /* ---- model ----------------------------------------------------------------------------------- */
 
-static const char *const MODEL_KEYS[] = {"name",   "base",       "seq_len",        "hidden",   "heads",
-                                         "layers", "ffn_hidden", "vocab",          "kv_heads", "ffn_act",
-                                         "norm",   "position",   "tied_embeddings"};
+static const char *const MODEL_KEYS[] = {
+    "name",  "base",     "seq_len", "hidden", "heads",    "layers",          "ffn_hidden",
+    "vocab", "kv_heads", "ffn_act", "norm",   "position", "tied_embeddings", "attention_mask"};
 
 static int model_field(const scn_src_t *src, const cJSON *obj, const char *path, const char *key, int64_t min,
                        int64_t *dst, int *seen) {
@@ -50,7 +50,8 @@ static int model_wrong_type(const scn_src_t *src, const cJSON *v, const char *pa
     return cli_fail(
         src->diag, CLI_EUSAGE,
         "%s%s: %s is not a preset name or an object; allowed: %s, a config.json path, or {seq_len, "
-        "hidden, heads, layers, ffn_hidden, vocab, kv_heads, ffn_act, norm, position, tied_embeddings}",
+        "hidden, heads, layers, ffn_hidden, vocab, kv_heads, ffn_act, norm, position, tied_embeddings, "
+        "attention_mask}",
         src->prefix, path, what, list);
 }
 
@@ -145,6 +146,8 @@ static const struct {
     {"flop_efficiency", offsetof(model_system_t, flop_efficiency), 0, 0, 1},
     {"kernel_overhead", offsetof(model_system_t, kernel_overhead_s), 0, 1, 0},
     {"fp8_matrix_flops", offsetof(model_system_t, fp8_matrix_tflop_per_s), 0, 1, 0},
+    {"fp8_flop_efficiency", offsetof(model_system_t, fp8_flop_efficiency), 0, 1, 1},
+    {"attention_efficiency", offsetof(model_system_t, attention_efficiency), 0, 1, 1},
 };
 
 static const char *const SYSTEM_KEYS[] = {"name",
@@ -167,6 +170,8 @@ static const char *const SYSTEM_KEYS[] = {"name",
                                           "flop_efficiency",
                                           "kernel_overhead",
                                           "fp8_matrix_flops",
+                                          "fp8_flop_efficiency",
+                                          "attention_efficiency",
                                           "empirical",
                                           "summa_nb",
                                           "flops_units"};

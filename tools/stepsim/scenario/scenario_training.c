@@ -22,11 +22,12 @@ static const struct {
     {SCN_EMBEDDING, "embedding", "on, off"},
     {SCN_OPTIMIZER_STEP, "optimizer_step", "on, off"},
     {SCN_INTERLEAVE, "interleave", "a positive integer (virtual stages per GPU)"},
-    {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap"},
+    {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap, sharded-overlap"},
     {SCN_GRAD_ACCUM, "grad_accumulation", "fused, add"},
     {SCN_PRECISION, "precision", "bf16, fp8"},
     {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
     {SCN_CP_COMM, "cp_comm", "allgather, ring"},
+    {SCN_PP_COMM_OVERLAP, "pp_comm_overlap", "on, off"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -87,6 +88,9 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
         return b >= 0;
     case SCN_TP_COMM_OVERLAP:
         t->tp_comm_overlap = b;
+        return b >= 0;
+    case SCN_PP_COMM_OVERLAP:
+        t->pp_comm_overlap = b;
         return b >= 0;
     case SCN_INTERLEAVE:
         return positive(text, &t->interleave);
