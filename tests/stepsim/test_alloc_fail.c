@@ -44,7 +44,7 @@ static const fail_case_t cases[] = {
     {"topo_graphml", "topo --topology " FIX "topo/small.graphml --json"},
     {"collective", "collective " SMALL " --json"},
     {"run", "run " SMALL " --json"},
-    {"run_trace", "run " SMALL " --trace @OUT@ --json"},
+    {"run_trace", "run " FIX "scenarios/alloc_trace.json --trace @OUT@ --json"},
     {"validate", "validate --measured " FIX "measured/three_rows.csv --json"},
     {"sweep", "sweep " FIX "sweep/alloc_fail.json --out @OUT@ --json"},
 };
