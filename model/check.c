@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checked.h"
 #include "model_internal.h"
 
 static int fail(model_issue_t *is, const char *field, const char *value, const char *fmt, ...) {
@@ -71,6 +72,14 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
                     : s->ib_eff > 1.0   ? "system.ib_eff"
                                         : "system.flop_efficiency",
                     buf, "an efficiency must be in (0, 1]");
+    }
+    /* A latency above 1 s is not a link; the bound also keeps the simulator's picosecond route sums far
+     * from saturating (SIM_LINK_LATENCY_MAX_S). */
+    if (!(s->nvlink_latency_s <= 1.0) || !(s->ib_latency_s <= 1.0)) {
+        const int nv = !(s->nvlink_latency_s <= 1.0);
+        snprintf(buf, sizeof buf, "%g", nv ? s->nvlink_latency_s : s->ib_latency_s);
+        return fail(is, nv ? "system.nvlink_latency" : "system.ib_latency", buf,
+                    "a latency must be in [0, 1] s (a latency above 1 s is not a link)");
     }
     if (!(s->nvlink_latency_s >= 0.0) || !(s->ib_latency_s >= 0.0) || !(s->kernel_overhead_s >= 0.0)) {
         snprintf(buf, sizeof buf, "%g",
@@ -153,12 +162,8 @@ static int check_reference_arch(const model_job_t *job, model_issue_t *is) {
 }
 
 /* Degrees: positive, tensor-parallel divisibility, and the product with the GPU count. */
-/* a x b for positive integers from input, saturating at INT64_MAX instead of overflowing: a product
+/* Products of positive integers from input saturate at INT64_MAX (checked_mul_sat_i64): a product
  * that large never equals a GPU count or fits a domain, so the checks below report it. */
-static int64_t sat_mul(int64_t a, int64_t b) {
-    int64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
 
 static int check_degrees(const model_job_t *job, model_issue_t *is) {
     const model_parallel_t *p = &job->par;
@@ -176,8 +181,9 @@ static int check_degrees(const model_job_t *job, model_issue_t *is) {
     const char *tp1 = d1 ? "parallel.tp" : "parallel.tp1";
     if (d1 && p->tp2 != 1)
         return fail_int(is, "parallel.tp2", p->tp2, "must be 1 for strategy 1d", 0);
-    if (p->tp != sat_mul(p->tp1, p->tp2))
-        return fail_int(is, "parallel.tp", p->tp, "must equal tp1 x tp2 (%lld)", sat_mul(p->tp1, p->tp2));
+    if (p->tp != checked_mul_sat_i64(p->tp1, p->tp2))
+        return fail_int(is, "parallel.tp", p->tp, "must equal tp1 x tp2 (%lld)",
+                        checked_mul_sat_i64(p->tp1, p->tp2));
     if (m->heads % p->tp1 != 0)
         return fail_int(is, tp1, p->tp1, "does not divide heads (%lld)", m->heads);
     if (m->hidden % p->tp1 != 0)
@@ -190,7 +196,7 @@ static int check_degrees(const model_job_t *job, model_issue_t *is) {
         return fail_int(is, "parallel.tp2", p->tp2, "does not divide hidden (%lld)", m->hidden);
     if (m->layers % p->pp != 0)
         return fail_int(is, "parallel.pp", p->pp, "does not divide the number of layers (%lld)", m->layers);
-    const int64_t product = sat_mul(sat_mul(p->dp, p->tp), p->pp);
+    const int64_t product = checked_mul_sat_i64(checked_mul_sat_i64(p->dp, p->tp), p->pp);
     if (product != job->gpus) {
         char buf[64];
         if (product == INT64_MAX)
@@ -225,7 +231,7 @@ static int check_nv(const model_job_t *job, model_issue_t *is) {
             return fail_int(is, nv[i].field, nv[i].nv, "must be a positive integer", 0);
         if (nv[i].group % nv[i].nv != 0)
             return fail_int(is, nv[i].field, nv[i].nv, "must divide its group's size (%lld)", nv[i].group);
-        product = sat_mul(product, nv[i].nv);
+        product = checked_mul_sat_i64(product, nv[i].nv);
     }
     if (product > job->system.nvlink_size) {
         char buf[48];

@@ -47,7 +47,7 @@ double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t
     if (nodes == 1)
         return fast_lat_s * (double)(n - 1) + c * volume_gb / fast_gb_per_s;
 
-    const double rings = (double)(sys->nic_factor * t);
+    const double rings = (double)sys->nic_factor * (double)t; /* no int64 product of input */
     double bw_s = fmax(c * volume_gb / (rings * slow_gb_per_s), c * volume_gb / fast_gb_per_s);
     if (op == MODEL_COLL_ALLREDUCE)
         bw_s *= 2.0;

@@ -71,8 +71,10 @@ static void add_part(const model_job_t *job, int64_t g, int64_t dom, double buck
 /* The closed form on the first stage: the stage whose first forward starts the step and whose last
  * backward ends it (docs/model-formulas.md, section 16.5). Its parts in backward order: with one stage
  * the output layer, its blocks, the embedding (training.embedding). The same grouping as
- * model_dp_buckets, one part at a time. With interleaving the stage's chunks are taken as one
- * sequence of buckets (the model has no per-chunk timeline). */
+ * model_dp_buckets, one part at a time. With interleaving the stage's chunks are one sequence of
+ * buckets, and at each chunk boundary the other microbatches of the chunk (min(pp, nmb) - 1 of them,
+ * the interleaved schedule's groups) add their compute to the window the boundary's collective runs
+ * under. */
 void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
@@ -83,8 +85,19 @@ void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_sum
     acc_t a = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0};
     if (emb && p->pp == 1)
         add_part(job, g, dom, bucket_params, &a, blk->last_weights_gb, blk->last_t_fwd_s, blk->last_t_bwd_s);
-    for (int64_t i = 0; i < blocks; i++)
-        add_part(job, g, dom, bucket_params, &a, blk->weights_gb, blk->t_fwd_s, blk->t_bwd_s);
+    /* interleaved: the stage's blocks are v chunks; between one chunk's first forward (last backward)
+     * and the next chunk's, the schedule runs the other min(pp, nmb) - 1 microbatches of the chunk,
+     * compute the chunk boundary's all-gather (reduce-scatter) runs under */
+    const int64_t v = job->training.interleave > 1 ? job->training.interleave : 1;
+    const int64_t per_chunk = v > 1 && blocks % v == 0 ? blocks / v : blocks;
+    const double others =
+        v > 1 ? (double)(p->pp < out->n_microbatches ? p->pp : out->n_microbatches) - 1.0 : 0.0;
+    for (int64_t i = 0; i < blocks; i++) {
+        const int boundary = v > 1 && i > 0 && i % per_chunk == 0;
+        const double extra = boundary ? others * (double)per_chunk : 0.0;
+        add_part(job, g, dom, bucket_params, &a, blk->weights_gb, blk->t_fwd_s * (1.0 + extra),
+                 blk->t_bwd_s * (1.0 + extra));
+    }
     if (emb)
         add_part(job, g, dom, bucket_params, &a, blk->first_weights_gb, blk->first_t_fwd_s,
                  blk->first_t_bwd_s);

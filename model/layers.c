@@ -646,15 +646,15 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     attention(c, blk, tp, none);
     linear(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, 1, 1);
-    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * l_io * e));
+    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)b * (double)l_io * (double)e);
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
     linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m, 1, tp);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
-    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
-    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * l * (f / m)));
+    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)b * (double)l * (double)(f / m));
+    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)b * (double)l * (double)(f / m));
     linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, 1, 1);
-    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * l_io * e));
+    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)b * (double)l_io * (double)e);
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l, tp);
 }
 
@@ -666,15 +666,17 @@ static void block_2d(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2) {
     attention(c, blk, g1, g2);
     linear_summa(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, g1, g2);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
-    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / m2) * (e / m1)));
+    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)b * (double)(l / m2) * (double)(e / m1));
     layernorm_2d(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), g1, g2);
     linear_summa(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), g1, g2);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
-    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
-    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
+    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0),
+                   (double)b * (double)(l / m2) * (double)(f / m1));
+    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0),
+                (double)b * (double)(l / m2) * (double)(f / m1));
     linear_summa(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, g1, g2);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, m2, m1);
-    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (e / m1)));
+    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)b * (double)(l / m2) * (double)(e / m1));
     layernorm_2d(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), g1, g2);
 }
 
@@ -686,15 +688,17 @@ static void block_2d_seqp(const ctx_t *c, model_block_t *blk, grp_t g1, grp_t g2
     attention(c, blk, g1, g2);
     linear(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, m2, m1);
-    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)(b * (l / (m1 * m2)) * e));
+    dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)b * (double)(l / (m1 * m2)) * (double)e);
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l / m2, g1);
     linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m1, m2, g1);
     bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), m2, m1);
-    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
-    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)(b * (l / m2) * (f / m1)));
+    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0),
+                   (double)b * (double)(l / m2) * (double)(f / m1));
+    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0),
+                (double)b * (double)(l / m2) * (double)(f / m1));
     linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m1, 1, m2, g1);
     bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l / m2, e, m1, 1);
-    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)(b * (l / (m1 * m2)) * e));
+    dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)b * (double)(l / (m1 * m2)) * (double)e);
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l / m2, g1);
 }
 

@@ -44,8 +44,8 @@ typedef struct {
  * FLOPs it executes (Shah et al. 2024, arXiv 2407.08608, introduction). Blackwell keeps the
  * H100's attention figure: no published measurement of the kernels these runs used. BF16 GEMMs keep
  * the reference's 0.8. */
-#define HOPPER_FP8_EFFICIENCY 0.55
-#define BLACKWELL_FP8_EFFICIENCY 0.45
+#define HOPPER_FP8_EFFICIENCY 0.54
+#define BLACKWELL_FP8_EFFICIENCY 0.475
 #define FLASH_ATTENTION_EFFICIENCY 0.35
 #define HOPPER HOPPER_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY
 #define BLACKWELL BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY

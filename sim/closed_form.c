@@ -157,9 +157,13 @@ static double ring_s(sim_coll_op_t op, double m, int32_t n, double a, double bw)
     return steps * (a + m / n / bw);
 }
 
+/* At least 1; saturates at INT64_MAX (the cast only after the range check). */
 static int64_t chunks(double bytes, double chunk) {
     const double k = ceil(bytes / chunk);
-    return k < 1.0 ? 1 : (int64_t)k;
+    int64_t r;
+    if (checked_double_to_i64(k, &r))
+        return INT64_MAX;
+    return r < 1 ? 1 : r;
 }
 
 static double hier_s(sim_coll_op_t op, double m, int32_t n, const sim_ab_params_t *p) {

@@ -106,9 +106,19 @@ static int is_pow2(int32_t n) {
     return n > 0 && (n & (n - 1)) == 0;
 }
 
+/* Chunks of a phase: at least 1; -1 past INT32_MAX (a phase counts its steps in int32_t), checked
+ * in double before any cast. */
 static int64_t n_chunks(double bytes, double chunk) {
     const double k = ceil(bytes / chunk);
+    if (!(k <= (double)INT32_MAX))
+        return -1;
     return k < 1.0 ? 1 : (int64_t)k;
+}
+
+static int too_many_chunks(sim_engine_t *e, const sim_coll_t *c) {
+    return sim_i_fail(e, SIM_EINVAL,
+                      "collective: size_bytes %g in chunks of %g bytes makes more than %d steps",
+                      c->size_bytes, c->chunk, INT32_MAX);
 }
 
 /* ---- pairs and routes --------------------------------------------------------------------------- */
@@ -163,7 +173,7 @@ static int pairs_route(sim_engine_t *e, sim_coll_t *c) {
                     return sim_i_fail(e, SIM_EINVAL, "collective: route %d -> %d repeats link %d", p->src,
                                       p->dst, buf[j]);
             c->routes[used + j] = buf[j];
-            p->lat_ps += e->net.links[buf[j]].lat_ps;
+            p->lat_ps = sim_i_add_ps(p->lat_ps, e->net.links[buf[j]].lat_ps);
             p->min_cap = fmin(p->min_cap, e->net.links[buf[j]].cap);
         }
         p->base_lat_ps = p->lat_ps;
@@ -559,6 +569,8 @@ static int plan_chain(sim_engine_t *e, sim_coll_t *c) {
                           SIM_NCCL_STEPS);
     c->window = w > 0 ? w : SIM_NCCL_STEPS;
     const int64_t k = n_chunks(c->size_bytes, c->chunk);
+    if (k < 0)
+        return too_many_chunks(e, c);
     /* Step fidelity keeps, per edge, when each of the chunks that may be waiting for the edge became
      * ready: at most window of them, so a ring of min(window, k) slots. */
     c->chain_slots = k < c->window ? (int32_t)k : c->window;
@@ -605,6 +617,8 @@ static int plan_tree(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
 #undef TREE_MEMBER
     c->chunk = tree_chunk(e, c);
     const int64_t k = n_chunks(c->size_bytes / 2.0, c->chunk);
+    if (k < 0)
+        return too_many_chunks(e, c);
     c->phases[c->n_phases++] = (sim_phase_t){
         .kind = SIM_PH_TREE, .steps = (int32_t)k, .chunk_bytes = c->size_bytes / 2.0 / (double)k};
     return SIM_OK;

@@ -187,9 +187,9 @@ static int check_proto(sim_engine_t *e, const sim_config_t *c) {
         for (int a = 0; a < 2; a++) {
             const double t[3] = {pp->launch_s[a], pp->nvlink_step_s[a], pp->net_step_s[a]};
             for (int k = 0; k < 3; k++)
-                if (!(t[k] >= 0.0) || !isfinite(t[k]))
-                    return sim_i_fail(e, SIM_EINVAL, "config: proto[%s].%s[%d] %g must be >= 0", name,
-                                      arrays[k], a, t[k]);
+                if (!(t[k] >= 0.0 && t[k] <= SIM_LINK_LATENCY_MAX_S))
+                    return sim_i_fail(e, SIM_EINVAL, "config: proto[%s].%s[%d] %g must be in [0, %g] s", name,
+                                      arrays[k], a, t[k], SIM_LINK_LATENCY_MAX_S);
             if (!(pp->efficiency[a] > 0.0 && pp->efficiency[a] <= 1.0))
                 return sim_i_fail(e, SIM_EINVAL, "config: proto[%s].efficiency[%d] %g must be in (0, 1]",
                                   name, a, pp->efficiency[a]);
@@ -211,8 +211,9 @@ static int check_proto(sim_engine_t *e, const sim_config_t *c) {
 static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_network_desc_t *net) {
     if (c->comm_streams < 1 || c->comm_streams > 64)
         return sim_i_fail(e, SIM_EINVAL, "config: comm_streams %d must be in 1..64", c->comm_streams);
-    if (!(c->step_overhead_s >= 0.0) || !isfinite(c->step_overhead_s))
-        return sim_i_fail(e, SIM_EINVAL, "config: step_overhead_s %g must be >= 0", c->step_overhead_s);
+    if (!(c->step_overhead_s >= 0.0 && c->step_overhead_s <= SIM_LINK_LATENCY_MAX_S))
+        return sim_i_fail(e, SIM_EINVAL, "config: step_overhead_s %g must be in [0, %g] s",
+                          c->step_overhead_s, SIM_LINK_LATENCY_MAX_S);
     if (!(c->link_efficiency > 0.0 && c->link_efficiency <= 1.0))
         return sim_i_fail(e, SIM_EINVAL, "config: link_efficiency %g must be in (0, 1]", c->link_efficiency);
     if (!(c->chunk_bytes >= 1.0) || !isfinite(c->chunk_bytes))
@@ -236,15 +237,17 @@ static int check_config(sim_engine_t *e, const sim_config_t *c, const sim_networ
         return sim_i_fail(e, SIM_EINVAL, "config: nvls %d must be 0 or 1", c->nvls);
     if (!(c->nvls_efficiency > 0.0 && c->nvls_efficiency <= 1.0))
         return sim_i_fail(e, SIM_EINVAL, "config: nvls_efficiency %g must be in (0, 1]", c->nvls_efficiency);
-    if (!(c->nvls_step_s >= 0.0) || !isfinite(c->nvls_step_s))
-        return sim_i_fail(e, SIM_EINVAL, "config: nvls_step_s %g must be >= 0", c->nvls_step_s);
+    if (!(c->nvls_step_s >= 0.0 && c->nvls_step_s <= SIM_LINK_LATENCY_MAX_S))
+        return sim_i_fail(e, SIM_EINVAL, "config: nvls_step_s %g must be in [0, %g] s", c->nvls_step_s,
+                          SIM_LINK_LATENCY_MAX_S);
     if (c->collnet != 0 && c->collnet != 1)
         return sim_i_fail(e, SIM_EINVAL, "config: collnet %d must be 0 or 1", c->collnet);
     if (!(c->collnet_efficiency > 0.0 && c->collnet_efficiency <= 1.0))
         return sim_i_fail(e, SIM_EINVAL, "config: collnet_efficiency %g must be in (0, 1]",
                           c->collnet_efficiency);
-    if (!(c->collnet_step_s >= 0.0) || !isfinite(c->collnet_step_s))
-        return sim_i_fail(e, SIM_EINVAL, "config: collnet_step_s %g must be >= 0", c->collnet_step_s);
+    if (!(c->collnet_step_s >= 0.0 && c->collnet_step_s <= SIM_LINK_LATENCY_MAX_S))
+        return sim_i_fail(e, SIM_EINVAL, "config: collnet_step_s %g must be in [0, %g] s", c->collnet_step_s,
+                          SIM_LINK_LATENCY_MAX_S);
     const int prc = check_proto(e, c);
     if (prc)
         return prc;
@@ -424,6 +427,12 @@ int sim_engine_run_until(sim_engine_t *e, sim_time_ps_t limit) {
             t = top->time_ps;
         if (t == SIM_TIME_NEVER || t > limit)
             break;
+        if (t >= SIM_I_TIME_SATURATED)
+            return e->fatal =
+                       sim_i_fail(e, SIM_EINVAL,
+                                  "an event falls at or past the clock's end (%.4g s of simulated time, "
+                                  "INT64_MAX ps): a flow too slow or a time too long to simulate",
+                                  sim_ps_to_s(SIM_I_TIME_SATURATED));
         e->now = t;
         while (!e->fatal && step_at(e, t))
             ;

@@ -184,8 +184,9 @@ int sim_i_op_new(sim_engine_t *e, sim_op_kind_t kind, int32_t gpu, int32_t strea
 
 int sim_op_compute(sim_engine_t *e, int32_t gpu, int32_t stream, double duration_s, const char *name,
                    sim_op_id_t *out) {
-    if (!(duration_s >= 0.0) || duration_s > 9e6)
-        return sim_i_fail(e, SIM_EINVAL, "sim_op_compute: duration_s %g must be in 0..9e6", duration_s);
+    if (!(duration_s >= 0.0) || duration_s > SIM_OP_MAX_S)
+        return sim_i_fail(e, SIM_EINVAL, "sim_op_compute: duration_s %g must be in 0..%g", duration_s,
+                          SIM_OP_MAX_S);
     return sim_i_op_new(e, SIM_OP_COMPUTE, gpu, stream, sim_s_to_ps(duration_s), -1, name, out);
 }
 

@@ -172,9 +172,9 @@ int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *d) {
         if (!(cap > 0.0) || !isfinite(cap))
             return sim_i_fail(e, SIM_EINVAL,
                               "network: link %d: capacity_bytes_per_s %g must be > 0 and finite", i, cap);
-        if (!(lat >= 0.0) || !isfinite(lat))
-            return sim_i_fail(e, SIM_EINVAL, "network: link %d: latency_s %g must be >= 0 and finite", i,
-                              lat);
+        if (!(lat >= 0.0 && lat <= SIM_LINK_LATENCY_MAX_S))
+            return sim_i_fail(e, SIM_EINVAL, "network: link %d: latency_s %g must be in [0, %g] s", i, lat,
+                              SIM_LINK_LATENCY_MAX_S);
         const int kind = d->link_kind ? d->link_kind(d->route_ctx, i) : SIM_LINK_NETWORK;
         if (kind < 0 || kind >= SIM_LINK_KIND_COUNT)
             return sim_i_fail(e, SIM_EINVAL, "network: link %d: kind %d is not a sim_link_kind_t", i, kind);
@@ -286,7 +286,7 @@ static int flow_begin(sim_engine_t *e, int32_t slot) {
         const sim_flow_info_t info = flow_info(&e->net, slot);
         e->obs.flow_start(e->obs.ctx, e->now, &info);
     }
-    return fh_rekey(e, slot, e->now + f->lat_ps);
+    return fh_rekey(e, slot, sim_i_add_ps(e->now, f->lat_ps));
 }
 
 int32_t sim_i_flow_start(sim_engine_t *e, const int32_t *links, const double *use, int32_t n_hops,
@@ -441,8 +441,8 @@ static int component(sim_net_t *n, int32_t *nf_out, int32_t *nl_out) {
 static sim_time_ps_t completion_ps(sim_time_ps_t now, double remaining, double rate) {
     const double dt = ceil(remaining / rate * (double)SIM_PS_PER_S);
     if (!(dt < 4e18))
-        return SIM_TIME_NEVER - 1;
-    return now + (dt < 1.0 ? 1 : (sim_time_ps_t)dt);
+        return SIM_I_TIME_SATURATED;
+    return sim_i_add_ps(now, dt < 1.0 ? 1 : (sim_time_ps_t)dt);
 }
 
 /* Apply the solver's rates: bring remaining up to date and re-key only flows whose rate changed. */
@@ -568,7 +568,7 @@ int32_t sim_i_route_now(sim_engine_t *e, int32_t src, int32_t dst, int32_t *buf)
 sim_time_ps_t sim_i_route_lat_ps(const sim_engine_t *e, const int32_t *links, int32_t n) {
     sim_time_ps_t lat = 0;
     for (int32_t i = 0; i < n; i++)
-        lat += e->net.links[links[i]].lat_ps;
+        lat = sim_i_add_ps(lat, e->net.links[links[i]].lat_ps);
     return lat;
 }
 
@@ -606,7 +606,7 @@ int sim_flow_add(sim_engine_t *e, const sim_flow_desc_t *d, sim_flow_id_t *out) 
             if (d->links[j] == d->links[i])
                 return sim_i_fail(e, SIM_EINVAL, "sim_flow_add: link %d appears twice in the route",
                                   d->links[i]);
-        lat += e->net.links[d->links[i]].lat_ps;
+        lat = sim_i_add_ps(lat, e->net.links[d->links[i]].lat_ps);
     }
     const double w = d->weight > 0.0 ? d->weight : 1.0;
     const double b = d->bound_bytes_per_s > 0.0 ? d->bound_bytes_per_s : INFINITY;

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 
+#include "checked.h"
 #include "sim.h"
 
 /* Queue event kinds. */
@@ -295,6 +296,16 @@ struct sim_engine {
 };
 
 /* engine.c */
+/* The clock's end: a time that saturated (a sum past the int64 range, a flow that would need more
+ * than 4e18 ps). An event at it is never run: sim_engine_run_until fails instead, so a saturated time
+ * can never come out as a (wrong, early) result. */
+#define SIM_I_TIME_SATURATED (SIM_TIME_NEVER - 1)
+/* a + b for non-negative times, saturating at SIM_I_TIME_SATURATED instead of wrapping (latencies
+ * are bounded by SIM_LINK_LATENCY_MAX_S, so route sums stay far below it; this is the backstop). */
+static inline sim_time_ps_t sim_i_add_ps(sim_time_ps_t a, sim_time_ps_t b) {
+    int64_t r;
+    return checked_add_i64(a, b, &r) || r > SIM_I_TIME_SATURATED ? SIM_I_TIME_SATURATED : r;
+}
 int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int sim_i_grow(void **arr, int64_t *cap, int64_t need, size_t elem);
 /* The same for arrays counted in int32_t; SIM_ENOMEM beyond INT32_MAX elements. The check is inline:

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checked.h"
 #include "topo_internal.h"
 
 static void vset(topo_issue_t *issue, const char *field, const char *value, const char *fmt, va_list ap) {
@@ -41,12 +42,8 @@ int topo_i_set_issuef(topo_issue_t *issue, const char *field, int64_t value, con
     return TOPO_EINVAL;
 }
 
-/* a * b, saturating at INT64_MAX (operands are >= 0) */
-static int64_t smul(int64_t a, int64_t b) {
-    if (a != 0 && b > INT64_MAX / a)
-        return INT64_MAX;
-    return a * b;
-}
+/* Products and sums of sizes (>= 0) saturate at INT64_MAX (checked_mul_sat_i64, checked_add_sat_i64):
+ * a count that large is refused by the limit checks that follow. */
 
 static int need_pos(topo_issue_t *issue, const char *field, int64_t v) {
     return v >= 1 ? TOPO_OK : topo_i_set_issuef(issue, field, v, "must be >= 1");
@@ -58,6 +55,18 @@ static int need_rate(topo_issue_t *issue, const char *field, double v, int posit
     if (!isfinite(v) || v < 0 || (positive && v == 0))
         return topo_i_set_issue(issue, field, s,
                                 positive ? "must be a finite number > 0" : "must be finite and >= 0");
+    return TOPO_OK;
+}
+
+/* A link latency: finite, >= 0 and at most TOPO_MAX_LATENCY_S. */
+static int need_latency(topo_issue_t *issue, const char *field, double v) {
+    char s[32];
+    snprintf(s, sizeof s, "%g", v);
+    if (!(v >= 0))
+        return need_rate(issue, field, v, 0);
+    if (!(v <= TOPO_MAX_LATENCY_S))
+        return topo_i_set_issue(issue, field, s, "must be in [0, %g] s (a latency above 1 s is not a link)",
+                                TOPO_MAX_LATENCY_S);
     return TOPO_OK;
 }
 
@@ -99,9 +108,9 @@ static int check_node(const topo_params_t *p, topo_issue_t *issue) {
         return topo_i_set_issuef(issue, "scaleup", n->scaleup, "must be switch or mesh");
     if ((rc = need_rate(issue, "nvlink_bandwidth_bytes_per_s", n->nvlink_bandwidth_bytes_per_s,
                         n->gpus_per_node > 1)) ||
-        (rc = need_rate(issue, "nvlink_latency_s", n->nvlink_latency_s, 0)) ||
+        (rc = need_latency(issue, "nvlink_latency_s", n->nvlink_latency_s)) ||
         (rc = need_rate(issue, "pcie_bandwidth_bytes_per_s", n->pcie_bandwidth_bytes_per_s, 0)) ||
-        (rc = need_rate(issue, "pcie_latency_s", n->pcie_latency_s, 0)))
+        (rc = need_latency(issue, "pcie_latency_s", n->pcie_latency_s)))
         return rc;
     if ((rc = need_tech(issue, "nvlink", n->nvlink_tech, TOPO_LINK_NVLINK)) ||
         (rc = need_tech(issue, "pcie", n->pcie_tech, TOPO_LINK_PCIE)))
@@ -168,7 +177,7 @@ static int check_common(const topo_params_t *p, topo_issue_t *issue) {
         return topo_i_set_issuef(issue, "gpus", p->gpus, "must be a multiple of gpus_per_node (%lld)",
                                  (long long)p->node.gpus_per_node);
     if ((rc = need_rate(issue, "link_bandwidth_bytes_per_s", p->link_bandwidth_bytes_per_s, 1)) ||
-        (rc = need_rate(issue, "link_latency_s", p->link_latency_s, 0)))
+        (rc = need_latency(issue, "link_latency_s", p->link_latency_s)))
         return rc;
     if ((unsigned)p->routing >= TOPO_ROUTING_COUNT || !routing_ok(p->kind, p->routing))
         return topo_i_set_issue(issue, "routing", topo_routing_name(p->routing),
@@ -187,7 +196,7 @@ static int check_capacity(const topo_params_t *p, int64_t slots, topo_issue_t *i
     if (nodes_cap < 1)
         return topo_i_set_issuef(issue, "nics_per_node", p->node.nics_per_node,
                                  "is more than the %lld endpoints the topology has", (long long)slots);
-    int64_t cap = smul(nodes_cap, p->node.gpus_per_node);
+    int64_t cap = checked_mul_sat_i64(nodes_cap, p->node.gpus_per_node);
     if (cap > TOPO_MAX_GPUS && p->gpus == 0)
         return topo_i_set_issuef(issue, "gpus", cap, "(the full topology) exceeds %lld; give gpus",
                                  (long long)TOPO_MAX_GPUS);
@@ -228,9 +237,9 @@ static int tree_ports(const topo_params_t *p, const topo_xgft_shape_t *x, topo_i
     if (p->switch_radix <= 0)
         return TOPO_OK;
     for (int l = 1; l <= x->h; l++) {
-        int64_t ports = smul(x->m[l], x->p[l]);
+        int64_t ports = checked_mul_sat_i64(x->m[l], x->p[l]);
         if (l < x->h)
-            ports += smul(x->w[l + 1], x->p[l + 1]);
+            ports = checked_add_sat_i64(ports, checked_mul_sat_i64(x->w[l + 1], x->p[l + 1]));
         if (ports > p->switch_radix)
             return topo_i_set_issuef(issue, "switch_radix", p->switch_radix,
                                      "is below the %lld ports a %s needs", (long long)ports, NAMES[l]);
@@ -247,7 +256,7 @@ int topo_i_tree_shape(const topo_params_t *p, topo_xgft_shape_t *x, topo_issue_t
         if ((rc = need_pos(issue, "gpus", p->gpus)))
             return rc;
         x->h = 1;
-        x->m[1] = p->gpus / p->node.gpus_per_node * p->node.nics_per_node;
+        x->m[1] = checked_mul_sat_i64(p->gpus / p->node.gpus_per_node, p->node.nics_per_node);
         return TOPO_OK;
     }
     const topo_fat_tree_params_t *f = &p->fat_tree;
@@ -278,10 +287,10 @@ int topo_i_tree_shape(const topo_params_t *p, topo_xgft_shape_t *x, topo_issue_t
 /* 2-tier: the fewest spines S >= leaves * up / radix that divide up, each leaf with up/S cables to
  * every spine (DGX H100 RA Table 4: 4, 8, 16, 16 spines for 1-4 SUs). */
 static int rail_two_tier(topo_rail_shape_t *r, int64_t up, int64_t radix) {
-    int64_t leaves = r->rails * r->n_su;
-    int64_t need = (leaves * up + radix - 1) / radix;
+    int64_t leaves = checked_mul_sat_i64(r->rails, r->n_su);
+    int64_t need = checked_add_sat_i64(checked_mul_sat_i64(leaves, up), radix - 1) / radix;
     for (int64_t s = need < 1 ? 1 : need; s <= up; s++) {
-        if (up % s == 0 && leaves * (up / s) <= radix) {
+        if (up % s == 0 && checked_mul_sat_i64(leaves, up / s) <= radix) {
             r->su_slots = r->n_su;
             r->x.h = 2;
             r->x.m[2] = leaves, r->x.w[2] = s, r->x.p[2] = up / s;
@@ -300,11 +309,11 @@ static int rail_three_tier(topo_rail_shape_t *r, int64_t up, int64_t radix) {
     int64_t p2 = largest_divisor_upto(up, half / m2);
     if (p2 < 1)
         return 0;
-    int64_t pods = r->rails * per_rail, spine_up = m2 * p2;
+    int64_t pods = checked_mul_sat_i64(r->rails, per_rail), spine_up = checked_mul_sat_i64(m2, p2);
     int64_t p3 = largest_divisor_upto(spine_up, radix / pods);
     if (p3 < 1)
         return 0;
-    r->su_slots = per_rail * m2;
+    r->su_slots = checked_mul_sat_i64(per_rail, m2);
     r->x.h = 3;
     r->x.m[2] = m2, r->x.w[2] = up / p2, r->x.p[2] = p2;
     r->x.m[3] = pods, r->x.w[3] = spine_up / p3, r->x.p[3] = p3;
@@ -338,7 +347,7 @@ int topo_i_rail_shape(const topo_params_t *p, topo_rail_shape_t *r, topo_issue_t
         return TOPO_OK;
     if (rp->tiers == 2)
         return topo_i_set_issuef(issue, "tiers", 2, "cannot hold %lld leaves on radix-%lld spines",
-                                 (long long)(r->rails * r->n_su), (long long)radix);
+                                 (long long)checked_mul_sat_i64(r->rails, r->n_su), (long long)radix);
     if (rail_three_tier(r, up, radix))
         return TOPO_OK;
     return topo_i_set_issuef(issue, "gpus", p->gpus,
@@ -351,7 +360,8 @@ int topo_i_rail_shape(const topo_params_t *p, topo_rail_shape_t *r, topo_issue_t
 int64_t topo_i_dragonfly_links_per_pair(const topo_dragonfly_params_t *d) {
     if (d->g <= 1)
         return 0;
-    return d->global_links_per_pair > 0 ? d->global_links_per_pair : d->a * d->h / (d->g - 1);
+    return d->global_links_per_pair > 0 ? d->global_links_per_pair
+                                        : checked_mul_sat_i64(d->a, d->h) / (d->g - 1);
 }
 
 static int check_dragonfly(const topo_params_t *p, topo_issue_t *issue) {
@@ -378,25 +388,25 @@ static int check_dragonfly(const topo_params_t *p, topo_issue_t *issue) {
                                  "must be absolute, relative or circulant");
     if (!isfinite(d->ugal_threshold))
         return topo_i_set_issue(issue, "ugal_threshold", "nan", "must be finite");
-    int64_t ports = smul(d->a, d->h);
+    int64_t ports = checked_mul_sat_i64(d->a, d->h);
     if (d->g > 1 && d->global_links_per_pair == 0 && ports < d->g - 1)
         return topo_i_set_issuef(
             issue, "g", d->g, "cannot be wired: a*h = %lld global ports per group reach at most %lld groups",
             (long long)ports, (long long)(ports + 1));
-    if (d->g > 1 && smul(d->global_links_per_pair, d->g - 1) > ports)
-        return topo_i_set_issuef(issue, "global_links_per_pair", d->global_links_per_pair,
-                                 "needs (g-1)*%lld = %lld global ports per group; a*h = %lld",
-                                 (long long)d->global_links_per_pair,
-                                 (long long)smul(d->global_links_per_pair, d->g - 1), (long long)ports);
+    if (d->g > 1 && checked_mul_sat_i64(d->global_links_per_pair, d->g - 1) > ports)
+        return topo_i_set_issuef(
+            issue, "global_links_per_pair", d->global_links_per_pair,
+            "needs (g-1)*%lld = %lld global ports per group; a*h = %lld", (long long)d->global_links_per_pair,
+            (long long)checked_mul_sat_i64(d->global_links_per_pair, d->g - 1), (long long)ports);
     if (p->switch_radix > 0 && d->p + d->a - 1 + d->h > p->switch_radix)
         return topo_i_set_issuef(issue, "switch_radix", p->switch_radix,
                                  "is below the p+a-1+h = %lld router ports",
                                  (long long)(d->p + d->a - 1 + d->h));
-    int64_t cables = smul(smul(d->g, d->a), d->a + d->p + d->h);
+    int64_t cables = checked_mul_sat_i64(checked_mul_sat_i64(d->g, d->a), d->a + d->p + d->h);
     if (cables > TOPO_MAX_CABLES)
         return topo_i_set_issuef(issue, "g", d->g, "gives about %lld cables; at most %lld", (long long)cables,
                                  (long long)TOPO_MAX_CABLES);
-    return check_capacity(p, smul(smul(d->g, d->a), d->p), issue);
+    return check_capacity(p, checked_mul_sat_i64(checked_mul_sat_i64(d->g, d->a), d->p), issue);
 }
 
 static int check_torus(const topo_params_t *p, topo_issue_t *issue) {
@@ -411,7 +421,7 @@ static int check_torus(const topo_params_t *p, topo_issue_t *issue) {
             snprintf(f, sizeof f, "dims[%lld]", (long long)i);
             return topo_i_set_issuef(issue, f, tp->dims[i], "must be >= 2");
         }
-        nodes = smul(nodes, tp->dims[i]);
+        nodes = checked_mul_sat_i64(nodes, tp->dims[i]);
     }
     int64_t hops = 0;
     for (int64_t i = 0; i < tp->n_dims; i++)
@@ -419,16 +429,17 @@ static int check_torus(const topo_params_t *p, topo_issue_t *issue) {
     if (hops > TOPO_MAX_ROUTE - 8)
         return topo_i_set_issuef(issue, "dims", hops, "links on the longest route; at most %d allowed",
                                  TOPO_MAX_ROUTE - 8);
-    int64_t gpus = smul(nodes, p->node.gpus_per_node);
+    int64_t gpus = checked_mul_sat_i64(nodes, p->node.gpus_per_node);
     if (gpus > TOPO_MAX_GPUS)
         return topo_i_set_issuef(issue, "dims", nodes, "nodes exceed the limit of %lld GPUs",
                                  (long long)TOPO_MAX_GPUS);
     if (p->gpus != 0 && p->gpus != gpus)
         return topo_i_set_issuef(issue, "gpus", p->gpus, "must equal the torus size %lld (or be 0)",
                                  (long long)gpus);
-    if (p->switch_radix > 0 && 2 * tp->n_dims + p->node.nics_per_node > p->switch_radix)
+    const int64_t router_ports = checked_add_sat_i64(2 * (int64_t)tp->n_dims, p->node.nics_per_node);
+    if (p->switch_radix > 0 && router_ports > p->switch_radix)
         return topo_i_set_issuef(issue, "switch_radix", p->switch_radix, "is below the %lld router ports",
-                                 (long long)(2 * tp->n_dims + p->node.nics_per_node));
+                                 (long long)router_ports);
     return TOPO_OK;
 }
 
@@ -439,16 +450,17 @@ static int check_tree(const topo_params_t *p, topo_issue_t *issue) {
         return rc;
     int64_t slots = 1;
     for (int l = 1; l <= x.h; l++)
-        slots = smul(slots, x.m[l]);
+        slots = checked_mul_sat_i64(slots, x.m[l]);
     if (slots > TOPO_MAX_GPUS)
         return topo_i_set_issuef(issue, p->kind == TOPO_KIND_IDEAL ? "gpus" : "endpoints", slots,
                                  "exceed the limit of %lld", (long long)TOPO_MAX_GPUS);
     /* switch-to-switch cables: level-l items (slots / M_l * W_l) times w_{l+1} p_{l+1} up-cables */
     int64_t cables = 0, M = 1, W = 1;
     for (int l = 1; l < x.h; l++) {
-        M = smul(M, x.m[l]);
-        W = smul(W, x.w[l]);
-        cables = smul(smul(slots / M, W), smul(x.w[l + 1], x.p[l + 1]));
+        M = checked_mul_sat_i64(M, x.m[l]);
+        W = checked_mul_sat_i64(W, x.w[l]);
+        cables = checked_mul_sat_i64(checked_mul_sat_i64(slots / M, W),
+                                     checked_mul_sat_i64(x.w[l + 1], x.p[l + 1]));
         if (cables > TOPO_MAX_CABLES)
             return topo_i_set_issuef(issue, "endpoints", slots,
                                      "give about %lld cables at tier %d; at most %lld", (long long)cables, l,

@@ -416,6 +416,10 @@ static int add_links(topo_t *t, gml_t *m, const double *bw, const double *lat, c
         if (!isfinite(bw[e]) || bw[e] <= 0 || !isfinite(lat[e]) || lat[e] < 0)
             return gml_fail(m, "edge %lld: bandwidth_bytes_per_s must be > 0 and latency_s >= 0",
                             (long long)e);
+        if (lat[e] > TOPO_MAX_LATENCY_S)
+            return gml_fail(
+                m, "edge %lld: latency_s %g must be in [0, %g] s (a latency above 1 s is not a link)",
+                (long long)e, lat[e], TOPO_MAX_LATENCY_S);
         topo_link_kind_t k = kind[e] >= 0 ? (topo_link_kind_t)kind[e] : default_link_kind(t, u, v);
         const topo_tech_info_t *ti = tech[e] >= 0 ? topo_tech_info((topo_tech_t)tech[e]) : NULL;
         if (ti && ti->link_kind != (int)k)

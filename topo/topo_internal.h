@@ -11,7 +11,10 @@
 
 #include "topo.h"
 
-#define TOPO_MAX_GPUS (INT64_C(1) << 24)   /* 16,777,216 */
+#define TOPO_MAX_GPUS (INT64_C(1) << 24) /* 16,777,216 */
+/* The longest link latency accepted (s): the simulator's bound (SIM_LINK_LATENCY_MAX_S), so that a
+ * route's latency sum stays far below the picosecond clock's limit. A latency above 1 s is not a link. */
+#define TOPO_MAX_LATENCY_S 1.0
 #define TOPO_MAX_CABLES (INT64_C(1) << 29) /* links (2 per cable) stay below INT32_MAX */
 #define TOPO_MAX_ROUTE                                                                                       \
     1040 /* longest route of any topology, in links (a ring of                                               \

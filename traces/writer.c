@@ -1,6 +1,6 @@
 /* writer.c - the streaming Chrome Trace Event writer behind trace.h.
  *
- * Events are printed one per line as the engine reports them: an operation's complete event ("X")
+ * Events are printed one per line as the engine reports them: an operation's slice ("B" and "E")
  * when it ends (its start time kept in an array indexed by operation id), a point-to-point flow
  * arrow ("s"/"f") when the second member of its sendrecv ends, process and thread names ("M") the
  * first time a GPU stream appears, counters ("C") once the clock has moved past their timestamp
@@ -60,6 +60,7 @@ struct trace_writer {
     trace_link_name_fn link_name;
     void *ctx;
     char *scenario;                     /* verbatim JSON object text, or NULL */
+    char *compute_note;                 /* appended to compute threads' names, or NULL */
     char *ranks_text;                   /* normalised, for the metadata */
     uint8_t *gpu_on;                    /* [n_gpus]: passes the rank filter */
     uint8_t *thread_named, *node_named; /* node_named: per process (pid - 1) */
@@ -329,7 +330,7 @@ static void ensure_thread(trace_writer_t *w, int32_t gpu, int32_t stream) {
         return;
     w->thread_named[idx] = 1;
     const int32_t node = gpu / w->gpn, pid = pid_of_gpu(w, gpu), tid = tid_of(w, gpu, stream);
-    char buf[64];
+    char buf[160];
     if (!w->node_named[pid - 1]) {
         w->node_named[pid - 1] = 1;
         char group[48] = "";
@@ -340,7 +341,9 @@ static void ensure_thread(trace_writer_t *w, int32_t gpu, int32_t stream) {
         put_meta(w, pid, tid, "process_name", buf, 0);
         put_meta(w, pid, tid, "process_sort_index", NULL, pid);
     }
-    if (stream == 0)
+    if (stream == 0 && w->compute_note)
+        snprintf(buf, sizeof buf, "gpu %d compute (%s)", (int)gpu, w->compute_note);
+    else if (stream == 0)
         snprintf(buf, sizeof buf, "gpu %d compute", (int)gpu);
     else
         snprintf(buf, sizeof buf, "gpu %d comm %d", (int)gpu, (int)stream);
@@ -588,8 +591,15 @@ static const char *kind_name(sim_op_kind_t k) {
     }
 }
 
+/* The slice's "cat": a send and a receive share "p2p" with their flow events, because Chrome
+ * DevTools binds a flow event to the slice of equal cat, pid, tid and ts (args.side tells them
+ * apart). */
+static const char *cat_name(sim_op_kind_t k) {
+    return k == SIM_OP_SEND || k == SIM_OP_RECV ? "p2p" : kind_name(k);
+}
+
 /* ,"args":{...} of an operation; only the fields present. */
-static void put_args(trace_writer_t *w, const trace_op_args_t *a, sim_coll_id_t coll) {
+static void put_args(trace_writer_t *w, const trace_op_args_t *a, const char *side, sim_coll_id_t coll) {
     char sep = '{';
     lb_cstr(w, ",\"args\":");
 #define ARG_KEY(k) (lb_char(w, sep), sep = ',', lb_cstr(w, "\"" k "\":"))
@@ -616,6 +626,14 @@ static void put_args(trace_writer_t *w, const trace_op_args_t *a, sim_coll_id_t 
     if (a->bytes >= 0) {
         ARG_KEY("bytes");
         lb_double(w, a->bytes, 15);
+    }
+    if (a->tp_comm_s > 0) {
+        ARG_KEY("tp_comm_us");
+        lb_units(w, units(w, (sim_time_ps_t)llround(a->tp_comm_s * 1e12)));
+    }
+    if (side) {
+        ARG_KEY("side");
+        lb_str(w, side);
     }
     if (a->collective) {
         ARG_KEY("collective");
@@ -654,9 +672,11 @@ static void put_flow(trace_writer_t *w, char ph, int64_t ts, int32_t gpu, int32_
 }
 
 /* Pair the two members of a sendrecv; when both ended and were written, draw the arrow from the
- * send's slice to the receive's at the middle of the time both slices are open (the message is in
- * flight then), strictly inside both slices whenever that interval is not empty, so that both
- * viewers bind the arrow to the right slices. */
+ * send's slice to the receive's. Each flow event sits at the start ("ts") of its slice, on its
+ * thread, with the slice's cat ("p2p"): the Trace Event Format binds an "s" event to the slice that
+ * encloses it and an "f" event with "bp":"e" likewise (Perfetto does so), and Chrome DevTools binds a
+ * flow event only to the slice of equal cat, pid, tid and ts. Both flow events follow both slices in
+ * the file, so a reader that keeps the file's order for equal timestamps sees the slice open first. */
 static void pair_member(trace_writer_t *w, sim_time_ps_t t, const sim_op_info_t *op, sim_time_ps_t start,
                         int written) {
     if (op->coll < 0)
@@ -687,13 +707,11 @@ static void pair_member(trace_writer_t *w, sim_time_ps_t t, const sim_op_info_t 
     const int first_is_send = p->kind == SIM_OP_SEND;
     const int32_t sg = first_is_send ? p->gpu : op->gpu, ss = first_is_send ? p->stream : op->stream;
     const int32_t rg = first_is_send ? op->gpu : p->gpu, rs = first_is_send ? op->stream : p->stream;
-    const int64_t s0 = units(w, p->start_ps), s1 = units(w, start);
-    const int64_t e0 = units(w, p->end_ps), e1 = units(w, t);
-    const int64_t open = s0 > s1 ? s0 : s1, close = e0 < e1 ? e0 : e1;
-    const int64_t mid = close > open ? open + (close - open) / 2 : open;
+    const int64_t send_ts = units(w, first_is_send ? p->start_ps : start);
+    const int64_t recv_ts = units(w, first_is_send ? start : p->start_ps);
     const char *name = op->name ? op->name : "p2p";
-    put_flow(w, 's', mid, sg, ss, name, op->coll);
-    put_flow(w, 'f', mid, rg, rs, name, op->coll);
+    put_flow(w, 's', send_ts, sg, ss, name, op->coll);
+    put_flow(w, 'f', recv_ts, rg, rs, name, op->coll);
     w->stats.flow_arrows++;
 }
 
@@ -707,7 +725,7 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
     sim_time_ps_t start = op->op < w->op_cap ? w->op_start[op->op] : -1;
     if (start < 0 || start > t)
         start = t; /* not seen starting (observer attached late) */
-    trace_op_args_t a = {.microbatch = -1, .stage = -1, .flops = -1.0, .bytes = -1.0};
+    trace_op_args_t a = {.microbatch = -1, .stage = -1, .flops = -1.0, .bytes = -1.0, .tp_comm_s = 0.0};
     int written = 1;
     if (w->op_args && w->op_args(w->ctx, op, &a) != 0) {
         written = 0;
@@ -717,11 +735,17 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
         ensure_thread(w, op->gpu, op->stream);
         if (begin_event(w))
             return;
+        /* A begin and an end event, not one complete event: the boundary between two back-to-back
+         * slices is then one number printed twice, which every reader parses to the same value, where
+         * a reader adding ts + dur in doubles can land past the next slice's ts and nest it. */
         const int64_t u0 = units(w, start), u1 = units(w, t);
-        lb_cstr(w, "{\"ph\":\"X\",\"ts\":");
+        /* An empty slice is one complete event of "dur" 0 (exact in any reader): speedscope orders a
+         * "B" and an "E" of one timestamp by their names and args, and may end it before it begins. */
+        const int empty = u1 == u0;
+        lb_cstr(w, empty ? "{\"ph\":\"X\",\"ts\":" : "{\"ph\":\"B\",\"ts\":");
         lb_units(w, u0);
-        lb_cstr(w, ",\"dur\":");
-        lb_units(w, u1 - u0);
+        if (empty)
+            lb_cstr(w, ",\"dur\":0");
         lb_cstr(w, ",\"pid\":");
         lb_i64(w, pid_of_gpu(w, op->gpu));
         lb_cstr(w, ",\"tid\":");
@@ -729,14 +753,31 @@ static void on_op_end(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
         lb_cstr(w, ",\"name\":");
         lb_str(w, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
         lb_cstr(w, ",\"cat\":\"");
-        lb_cstr(w, kind_name(op->kind));
+        lb_cstr(w, cat_name(op->kind));
         lb_char(w, '"');
+        const int p2p = op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV;
         const int has_args = a.layer || a.pass || a.microbatch >= 0 || a.stage >= 0 || a.flops >= 0 ||
-                             a.bytes >= 0 || a.collective || a.group || op->coll >= 0;
+                             a.bytes >= 0 || a.tp_comm_s > 0 || a.collective || a.group || p2p ||
+                             op->coll >= 0;
         if (has_args)
-            put_args(w, &a, op->kind == SIM_OP_COMPUTE ? -1 : op->coll);
+            put_args(w, &a, p2p ? kind_name(op->kind) : NULL, op->kind == SIM_OP_COMPUTE ? -1 : op->coll);
         lb_char(w, '}');
         end_event(w);
+        if (!empty) {
+            if (begin_event(w))
+                return;
+            /* The end carries the name too: speedscope ignores an "E" whose name differs from its "B"'s. */
+            lb_cstr(w, "{\"ph\":\"E\",\"ts\":");
+            lb_units(w, u1);
+            lb_cstr(w, ",\"pid\":");
+            lb_i64(w, pid_of_gpu(w, op->gpu));
+            lb_cstr(w, ",\"tid\":");
+            lb_i64(w, tid_of(w, op->gpu, op->stream));
+            lb_cstr(w, ",\"name\":");
+            lb_str(w, a.name ? a.name : op->name ? op->name : kind_name(op->kind));
+            lb_char(w, '}');
+            end_event(w);
+        }
         w->stats.complete_events++;
     }
     if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV)
@@ -765,6 +806,7 @@ static void writer_free(trace_writer_t *w) {
         return;
     free(w->path);
     free(w->scenario);
+    free(w->compute_note);
     free(w->ranks_text);
     free(w->gpu_on);
     free(w->thread_named);
@@ -923,6 +965,8 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
     for (int32_t g = 0; g < w->n_gpus; g++)
         w->gpu_on[g] = (uint8_t)(!o->ranks || trace_ranks_contains(o->ranks, g));
     if (o->scenario_json && !(w->scenario = alloc_strdup(o->scenario_json)))
+        goto oom;
+    if (o->compute_note && o->compute_note[0] && !(w->compute_note = strndup(o->compute_note, 100)))
         goto oom;
     if (o->n_links > 0) {
         int32_t max = 0;

@@ -91,6 +91,14 @@ size_t sim_queue_size(const sim_queue_t *q);
 /* ---- network description ---------------------------------------------------------------------- */
 
 #define SIM_ROUTE_MAX 1040 /* most links a route may have (topo/'s longest: a ring of 2,048 nodes) */
+/* The longest latency a link (and each per-step overhead of the configuration) may have: 1 s. A
+ * route of SIM_ROUTE_MAX such links sums to 1.04e15 ps, four thousand times below the clock's limit
+ * (INT64_MAX ps, about 107 days), so no latency sum can saturate or wrap; longer values are refused
+ * by sim_engine_new (a latency above 1 s is not a link). */
+#define SIM_LINK_LATENCY_MAX_S 1.0
+/* The longest compute operation (and the longest closed-form step the command line simulates): 9e6 s,
+ * just below the clock's end (INT64_MAX ps, 9.22e6 s). */
+#define SIM_OP_MAX_S 9e6
 
 /* What a link is made of (topo's kinds): per-kind efficiencies and NCCL's step latencies tell NVLink
  * from the network. */
@@ -105,7 +113,7 @@ typedef struct sim_network_desc {
     int32_t n_gpus;                     /* endpoints 0..n_gpus-1 */
     int32_t n_links;                    /* directed links 0..n_links-1 */
     const double *capacity_bytes_per_s; /* [n_links], > 0 */
-    const double *latency_s;            /* [n_links], >= 0 */
+    const double *latency_s;            /* [n_links], in [0, SIM_LINK_LATENCY_MAX_S] */
     sim_route_fn route;
     void *route_ctx; /* borrowed */
     /* GPUs g and h share a scale-up (NVLink) domain iff g / gpus_per_domain == h / gpus_per_domain.

@@ -192,6 +192,58 @@ static void test_bad_input(void **state) {
     sim_engine_free(NULL);
 }
 
+/* Latencies at the bound (SIM_LINK_LATENCY_MAX_S per link) over the longest route sum exactly, far
+ * from the clock's limit; one picosecond more than the bound is refused, naming link, value and bound
+ * (1e7 s used to saturate the clock and the sum to wrap, so the flow ended before it began). */
+static void test_latency_bound(void **state) {
+    (void)state;
+    static double cap[SIM_ROUTE_MAX], lat[SIM_ROUTE_MAX];
+    static int32_t route[SIM_ROUTE_MAX];
+    for (int i = 0; i < SIM_ROUTE_MAX; i++) {
+        cap[i] = 1e9;
+        lat[i] = SIM_LINK_LATENCY_MAX_S;
+        route[i] = i;
+    }
+    sim_engine_t *e = engine(SIM_ROUTE_MAX, cap, lat);
+    flow(e, route, SIM_ROUTE_MAX, 0, 0, 0, 0); /* nothing to drain: it ends when its latency does */
+    assert_int_equal(sim_engine_run(e), SIM_OK);
+    assert_int_equal(sim_engine_now(e), (sim_time_ps_t)SIM_ROUTE_MAX * SIM_PS_PER_S);
+    sim_engine_free(e);
+    for (int k = 0; k < 2; k++) {
+        const double bad[2] = {SIM_LINK_LATENCY_MAX_S * (1 + 1e-12), 1e7};
+        lat[7] = bad[k];
+        const sim_network_desc_t d = {.n_gpus = 1,
+                                      .n_links = SIM_ROUTE_MAX,
+                                      .capacity_bytes_per_s = cap,
+                                      .latency_s = lat,
+                                      .route = no_route};
+        char err[256];
+        e = NULL;
+        assert_int_equal(sim_engine_new(NULL, &d, &e, err, sizeof err), SIM_EINVAL);
+        assert_null(e);
+        assert_non_null(strstr(err, "link 7: latency_s"));
+        assert_non_null(strstr(err, "must be in [0, 1] s"));
+    }
+}
+
+/* A flow that would end past the clock's end (4e18 ps and more to drain) makes the run fail with a
+ * message; it used to end at INT64_MAX - 1 ps as if that were a time. One that ends inside is exact. */
+static void test_clock_end(void **state) {
+    (void)state;
+    const double cap[1] = {1e-3}, lat[1] = {0};
+    const int32_t route[1] = {0};
+    sim_engine_t *e = engine(1, cap, lat);
+    flow(e, route, 1, 1e6, 0, 0, 0); /* 1e9 s */
+    assert_int_equal(sim_engine_run(e), SIM_EINVAL);
+    assert_non_null(strstr(sim_engine_last_error(e), "clock's end"));
+    sim_engine_free(e);
+    e = engine(1, cap, lat);
+    flow(e, route, 1, 1e3, 0, 0, 0); /* 1e6 s */
+    assert_int_equal(sim_engine_run(e), SIM_OK);
+    assert_int_equal(sim_engine_now(e), (sim_time_ps_t)1000000 * SIM_PS_PER_S);
+    sim_engine_free(e);
+}
+
 /* link_efficiency scales what flows can use; utilisation stays relative to the nominal capacity. */
 static void test_link_efficiency(void **state) {
     (void)state;
@@ -336,6 +388,8 @@ int main(void) {
         cmocka_unit_test(test_component_local_resolve),
         cmocka_unit_test(test_batching),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_latency_bound),
+        cmocka_unit_test(test_clock_end),
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_link_efficiency),
     };

@@ -155,7 +155,7 @@ static void test_defaults_by_generation(void **state) {
     assert_true(flag(h, "overlap_grad_reduce"));
     assert_true(flag(h, "overlap_param_gather"));
     assert_true(flag(h, "tp_comm_overlap"));
-    assert_string_equal(str(h, "dp_comm"), "sharded");
+    assert_string_equal(str(h, "dp_comm"), "sharded-overlap");
     assert_string_equal(str(h, "attention"), "flash");
     assert_string_equal(str(h, "grad_accumulation"), "fused");
     not_modelled(h, nm, sizeof nm);
@@ -168,7 +168,7 @@ static void test_defaults_by_generation(void **state) {
     ja.training.dp_comm = MODEL_DP_ALLREDUCE;
     assert_rel(num(a, "predicted_s"), predict(&ja), 1e-9);
     model_job_t jh = small_job("DGX-H100", 2, 1, 8, 1, 64);
-    jh.training.dp_comm = MODEL_DP_SHARDED;
+    jh.training.dp_comm = MODEL_DP_SHARDED_OVERLAP;
     jh.training.tp_comm_overlap = 1;
     assert_rel(num(h, "predicted_s"), predict(&jh), 1e-9);
     cJSON_Delete(j);
@@ -362,7 +362,7 @@ static void test_nemo_set(void **state) {
         const cJSON *row = cJSON_GetArrayItem(item(j, "rows"), i);
         assert_string_equal(str(row, "precision"), "fp8");
         assert_true(flag(row, "distributed_optimizer"));
-        assert_string_equal(str(row, "dp_comm"), "sharded");
+        assert_string_equal(str(row, "dp_comm"), "sharded-overlap");
         assert_string_equal(str(row, "recompute"), "none");
         assert_true(flag(row, "sequence_parallel"));
         not_modelled(row, nm, sizeof nm);
@@ -372,7 +372,7 @@ static void test_nemo_set(void **state) {
     assert_string_equal(str(l7, "name"), "LLAMA2-7B-h100-4k-8-nemo2407");
     assert_rel(num(l7, "measured_s"), 128.0 * 4096.0 / (16847.0 * 8.0), 1e-15);
     not_modelled(l7, nm, sizeof nm);
-    assert_string_equal(nm, "");                               /* FP8 and the architecture are modelled */
+    assert_string_equal(nm, ""); /* FP8 and the architecture are modelled */
     /* 8K on pp 2, dp 4: the converter's assumed 4M-token batch, mbs unrecorded (1), 128 microbatches */
     const cJSON *ls = cJSON_GetArrayItem(item(j, "rows"), 13);
     assert_string_equal(str(ls, "name"), "LLAMA2-7B-h100-8k-8-nemo2403");

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "trace_format.h"
 #include "trace_test_util.h"
 
 #define GOLDEN STEPSIM_SOURCE_DIR "/tests/golden/trace_small.json"
@@ -73,10 +74,33 @@ static void test_golden(void **state) {
     free(want);
 }
 
+/* The golden trace passes the Trace Event Format validator, strictly (no slice of a thread overlaps
+ * another in doubles), with its two arrows bound. */
+static void test_golden_is_valid(void **state) {
+    (void)state;
+    size_t n = 0;
+    char *text = tt_slurp(GOLDEN, &n);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    tf_stats_t st;
+    char msg[300];
+    const int problems = tf_check(root, 1, &st, msg, sizeof msg);
+    if (problems)
+        fail_msg("%s: %d problems, the first: %s", GOLDEN, problems, msg);
+    assert_int_equal(st.slices, 28);
+    assert_int_equal(st.flow_starts, 2);
+    assert_int_equal(st.flow_ends, 2);
+    assert_int_equal(st.unbound, 0);
+    cJSON_Delete(root);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_twice_identical),
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_golden_is_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

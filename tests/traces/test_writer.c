@@ -1,8 +1,8 @@
 /* traces/test_writer.c - the Chrome trace of a small hand-built step (trace_test_util.h) read back
  * with cJSON: the file parses and carries its metadata and scenario; every event has its fields;
- * every operation is one complete event whose ts and dur are sim_op_times in nanoseconds (or exact
- * picoseconds with exact_ps); events on one thread never overlap; every thread and process is
- * named; every flow start has its end, bound inside the send's and the receive's slices; counters
+ * every operation is one slice (a B and an E event) at sim_op_times in nanoseconds (or exact
+ * picoseconds with exact_ps); slices on one thread never overlap; every thread and process is
+ * named; every flow start has its end, bound to the send's and the receive's slices; counters
  * are coalesced per timestamp. Then the rank filter, operations left out by the args callback, an
  * aborted writer (no file), and every error of open, counter and close. */
 #include <math.h>
@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "trace_format.h"
 #include "trace_test_util.h"
 
 #define MAX_EV 512
@@ -56,6 +57,8 @@ static void read_trace(const char *path, seen_t *v) {
     assert_string_equal(str(v->root, "displayTimeUnit"), "ns");
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(v->root, "traceEvents");
     assert_true(cJSON_IsArray(events));
+    const cJSON *open[TT_GPUS * TT_STREAMS + 2] = {NULL}; /* by tid: the B waiting for its E */
+    cJSON *slices = cJSON_AddArrayToObject(v->root, "test_slices");
     const cJSON *e;
     cJSON_ArrayForEach(e, events) {
         assert_true(cJSON_IsObject(e));
@@ -63,13 +66,32 @@ static void read_trace(const char *path, seen_t *v) {
         const int pid = (int)num(e, "pid"), tid = (int)num(e, "tid");
         assert_true(pid >= 1 && pid <= TT_GPUS / TT_GPN + 1); /* nodes, then "links" */
         assert_true(tid >= 1 && tid <= TT_GPUS * TT_STREAMS + 1);
-        str(e, "name");
+        if (strcmp(ph, "E"))
+            str(e, "name");
         if (!strcmp(ph, "X")) {
-            assert_true(num(e, "ts") >= 0);
-            assert_true(num(e, "dur") >= 0);
-            str(e, "cat");
+            /* only empty slices are complete events */
+            assert_true(num(e, "dur") == 0.0);
+            cJSON *x = cJSON_Duplicate(e, 1);
+            cJSON_AddNumberToObject(x, "end", num(e, "ts"));
+            cJSON_AddItemToArray(slices, x);
             assert_true(v->n_x < MAX_EV);
-            v->x[v->n_x++] = e;
+            v->x[v->n_x++] = x;
+        } else if (!strcmp(ph, "B")) {
+            /* a thread's slices come one after the other: B, its E, the next B */
+            assert_true(num(e, "ts") >= 0);
+            str(e, "cat");
+            assert_null(open[tid]);
+            open[tid] = e;
+        } else if (!strcmp(ph, "E")) {
+            /* the slice as one object: the B's fields and "end", the E's ts */
+            assert_non_null(open[tid]);
+            assert_true(num(e, "ts") >= num(open[tid], "ts"));
+            cJSON *x = cJSON_Duplicate(open[tid], 1);
+            cJSON_AddNumberToObject(x, "end", num(e, "ts"));
+            cJSON_AddItemToArray(slices, x);
+            assert_true(v->n_x < MAX_EV);
+            v->x[v->n_x++] = x;
+            open[tid] = NULL;
         } else if (!strcmp(ph, "s") || !strcmp(ph, "f")) {
             num(e, "ts");
             num(e, "id");
@@ -109,6 +131,8 @@ static void read_trace(const char *path, seen_t *v) {
             fail_msg("unexpected phase %s", ph);
         }
     }
+    for (int t = 0; t < TT_GPUS * TT_STREAMS + 2; t++)
+        assert_null(open[t]); /* every B ended */
     /* The metadata's event counts agree with the events. */
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(v->root, "metadata");
     assert_true(cJSON_IsObject(md));
@@ -127,7 +151,7 @@ static int stream_of_tid(int tid) {
     return (tid - 1) % TT_STREAMS;
 }
 
-/* The complete event of the operation on (gpu, stream) named name, or NULL. */
+/* The slice (B with its E) of the operation on (gpu, stream) named name, or NULL. */
 static const cJSON *find_x(const seen_t *v, int gpu, int stream, const char *name) {
     for (int i = 0; i < v->n_x; i++) {
         const int tid = (int)num(v->x[i], "tid");
@@ -137,7 +161,7 @@ static const cJSON *find_x(const seen_t *v, int gpu, int stream, const char *nam
     return NULL;
 }
 
-/* Every X is on a named thread of a named process with the right pid; no two X events of one thread
+/* Every slice is on a named thread of a named process with the right pid; no two slices of one thread
  * overlap (in integer units). */
 static void check_threads(const seen_t *v, double per_us) {
     for (int i = 0; i < v->n_x; i++) {
@@ -153,14 +177,18 @@ static void check_threads(const seen_t *v, double per_us) {
         snprintf(want, sizeof want, "node %d", gpu / TT_GPN);
         assert_string_equal(v->process_name[pid], want);
         const int64_t a0 = to_units(num(v->x[i], "ts"), per_us);
-        const int64_t a1 = a0 + to_units(num(v->x[i], "dur"), per_us);
+        const int64_t a1 = to_units(num(v->x[i], "end"), per_us);
         for (int j = 0; j < v->n_x; j++) {
             if (j == i || (int)num(v->x[j], "tid") != tid)
                 continue;
             const int64_t b0 = to_units(num(v->x[j], "ts"), per_us);
-            const int64_t b1 = b0 + to_units(num(v->x[j], "dur"), per_us);
+            const int64_t b1 = to_units(num(v->x[j], "end"), per_us);
             if (a0 < b1 && b0 < a1)
                 fail_msg("events \"%s\" and \"%s\" overlap on tid %d", str(v->x[i], "name"),
+                         str(v->x[j], "name"), tid);
+            /* and in doubles, as a reader adds ts + dur */
+            if (b0 >= a1 && num(v->x[i], "end") > num(v->x[j], "ts"))
+                fail_msg("event \"%s\" ends after \"%s\" starts on tid %d in doubles", str(v->x[i], "name"),
                          str(v->x[j], "name"), tid);
         }
     }
@@ -186,11 +214,19 @@ static void check_flow(const seen_t *v, const char *name, int send_gpu, int recv
     const cJSON *xs = find_x(v, send_gpu, 2, name), *xr = find_x(v, recv_gpu, 2, name);
     assert_non_null(xs);
     assert_non_null(xr);
-    assert_string_equal(str(xs, "cat"), "send");
-    assert_string_equal(str(xr, "cat"), "recv");
-    assert_true(num(s, "ts") <= num(f, "ts"));
-    assert_true(num(s, "ts") >= num(xs, "ts") && num(s, "ts") <= num(xs, "ts") + num(xs, "dur"));
-    assert_true(num(f, "ts") >= num(xr, "ts") && num(f, "ts") <= num(xr, "ts") + num(xr, "dur"));
+    /* Bound as Chrome DevTools binds (equal cat, pid, tid and ts) and as the Trace Event Format
+     * says (the slice enclosing the "s", and the "f" with "bp":"e"). */
+    assert_string_equal(str(xs, "cat"), "p2p");
+    assert_string_equal(str(xr, "cat"), "p2p");
+    assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(xs, "args"), "side"), "send");
+    assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(xr, "args"), "side"), "recv");
+    assert_string_equal(str(s, "cat"), "p2p");
+    assert_string_equal(str(f, "cat"), "p2p");
+    assert_string_equal(str(f, "bp"), "e");
+    assert_true(num(s, "ts") == num(xs, "ts") && num(s, "pid") == num(xs, "pid") &&
+                num(s, "tid") == num(xs, "tid"));
+    assert_true(num(f, "ts") == num(xr, "ts") && num(f, "pid") == num(xr, "pid") &&
+                num(f, "tid") == num(xr, "tid"));
 }
 
 static void test_full_trace(void **state) {
@@ -217,7 +253,7 @@ static void test_full_trace(void **state) {
     assert_string_equal(str(sc, "note"), "quote \" and tab \t");
     assert_string_equal(str(md, "generator"), "stepsim");
 
-    /* One complete event per operation, at sim_op_times rounded down to nanoseconds. */
+    /* One slice per operation, at sim_op_times rounded down to nanoseconds. */
     assert_int_equal(st.n_ops, sim_op_count(st.e));
     assert_int_equal(v.n_x, sim_op_count(st.e));
     int sub_ns = 0;
@@ -232,7 +268,7 @@ static void test_full_trace(void **state) {
             fail_msg("no event for operation %d (%s on gpu %d stream %d)", id, op->name, op->gpu, op->stream);
         /* ns / 1000 and the parsed decimal are both the double nearest the same number. */
         assert_true(num(x, "ts") == (double)(s0 / 1000) / 1000.0);
-        assert_true(num(x, "dur") == (double)(s1 / 1000 - s0 / 1000) / 1000.0);
+        assert_true(num(x, "end") == (double)(s1 / 1000) / 1000.0);
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(x, "args");
         assert_true(cJSON_IsObject(args));
         if (op->kind == SIM_OP_COMPUTE) {
@@ -314,7 +350,7 @@ static void test_exact_ps(void **state) {
         const cJSON *x = find_x(&v, st.ops[id].gpu, st.ops[id].stream, st.ops[id].name);
         assert_non_null(x);
         assert_true(num(x, "ts") == (double)s0 / 1e6);
-        assert_true(num(x, "dur") == (double)(s1 - s0) / 1e6);
+        assert_true(num(x, "end") == (double)s1 / 1e6);
     }
     check_threads(&v, 1e6);
     check_flow(&v, "act 1->5", 1, 5);
@@ -543,6 +579,50 @@ static void test_empty_trace(void **state) {
     free(path);
 }
 
+/* A slice shorter than the trace's unit (or empty) is one "X" of dur 0, between two B/E slices that
+ * touch it: the file passes the validator strictly. */
+static void test_empty_slice(void **state) {
+    (void)state;
+    char *path = tt_temp_path("emptyslice");
+    trace_options_t o;
+    memset(&o, 0, sizeof o);
+    o.n_gpus = 1;
+    o.streams_per_gpu = 1;
+    trace_writer_t *w = NULL;
+    char err[256];
+    assert_int_equal(trace_writer_open(path, &o, &w, err, sizeof err), TRACE_OK);
+    sim_observer_t obs;
+    trace_writer_observer(w, &obs);
+    const sim_time_ps_t t[4] = {0, 1000, 1500, 5000}; /* a: 0-1 ns, b: 1-1.5 ns (1-1 in ns), c: 1.5-5 */
+    const char *names[3] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        const sim_op_info_t op = {
+            .op = i, .kind = SIM_OP_COMPUTE, .gpu = 0, .stream = 0, .coll = -1, .name = names[i]};
+        obs.op_start(obs.ctx, t[i], &op);
+        obs.op_end(obs.ctx, t[i + 1], &op);
+    }
+    assert_int_equal(trace_writer_close(w, err, sizeof err), TRACE_OK);
+    cJSON *root = tt_parse_file(path);
+    assert_non_null(root);
+    tf_stats_t st;
+    char msg[300];
+    if (tf_check(root, 1, &st, msg, sizeof msg))
+        fail_msg("%s", msg);
+    assert_int_equal(st.slices, 3);
+    assert_int_equal(st.complete, 1);
+    assert_int_equal(st.begins, 2);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "traceEvents")) {
+        if (!strcmp(str(e, "ph"), "X")) {
+            assert_string_equal(str(e, "name"), "b");
+            assert_true(num(e, "dur") == 0.0 && num(e, "ts") == 0.001);
+        }
+    }
+    cJSON_Delete(root);
+    remove(path);
+    free(path);
+}
+
 /* Options that do not match the engine (2 streams per GPU, the engine has 3): the run goes on,
  * close reports the mismatch and leaves no file. */
 static void test_close_reports_run_error(void **state) {
@@ -570,15 +650,11 @@ static void test_close_reports_run_error(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_trace),
-        cmocka_unit_test(test_exact_ps),
-        cmocka_unit_test(test_rank_filter),
-        cmocka_unit_test(test_args_drop),
-        cmocka_unit_test(test_abort_leaves_no_file),
-        cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_counter_errors),
-        cmocka_unit_test(test_empty_trace),
-        cmocka_unit_test(test_close_reports_run_error),
+        cmocka_unit_test(test_full_trace),           cmocka_unit_test(test_exact_ps),
+        cmocka_unit_test(test_rank_filter),          cmocka_unit_test(test_args_drop),
+        cmocka_unit_test(test_abort_leaves_no_file), cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_counter_errors),       cmocka_unit_test(test_empty_trace),
+        cmocka_unit_test(test_empty_slice),          cmocka_unit_test(test_close_reports_run_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

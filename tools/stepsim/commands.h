@@ -22,6 +22,17 @@
 #include "topo.h"
 #include "trace.h"
 
+/* Results that are not finite are errors (cmd_finite.c): CLI_OK if v is finite, else CLI_ERUNTIME
+ * (exit 1) with one line "WHAT is not finite (CAUSE)", the cause being the system rate furthest
+ * below the A100 preset's, or the model's sizes; job may be NULL. The _estimate form checks the
+ * closed form's iteration time, throughput, breakdown and memory (where prefixes WHAT if given). */
+int cmd_require_finite(double v, const char *what, const model_job_t *job, cli_diag_t *d);
+int cmd_require_finite_estimate(const model_estimate_t *e, const model_job_t *job, const char *where,
+                                cli_diag_t *d);
+/* Before a simulation: CLI_EUSAGE (exit 2) if the closed-form step is longer than the simulator's
+ * clock can hold (SIM_OP_MAX_S), naming the cause as above. */
+int cmd_require_simulable(const model_estimate_t *e, const model_job_t *job, cli_diag_t *d);
+
 /* Flags that are not scenario fields. */
 typedef struct cli_opts {
     int json;   /* --json */
@@ -94,9 +105,10 @@ typedef struct run_opts {
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
     const char *calibration, *max_memory;
     const char *trace, *trace_ranks;
+    FILE *warn;                         /* stderr: the trace's size warning and rank notes (NULL: none) */
     const char *baseline, *entry_costs; /* --baseline on|off, --entry-costs auto|on|off (NULL: default) */
-    char schedule_text[32],
-        optimizer_text[8]; /* storage of schedule / optimizer when set from the scenario */
+    int64_t interleave;                 /* the scenario's virtual stages per GPU (cmd_run_scenario_opts) */
+    char optimizer_text[8];             /* storage of optimizer when set from the scenario */
 } run_opts_t;
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 /* run's result: the job, the model's estimate, the step configuration and the simulated step. */
@@ -151,10 +163,18 @@ int cmd_run_check(const run_opts_t *opts, cli_diag_t *diag);
 /* The same into the step configuration they give, and --links into *links. */
 int cmd_run_config(const run_opts_t *opts, step_config_t *cfg, int *links, cli_diag_t *diag);
 
+/* The simulating commands' scenario (run, compare, validate's waterfall, sweep's run points, each job
+ * of a jobs scenario), called after the file and the options and before the job is resolved, so that
+ * the estimate printed beside a simulation is the estimate of the configuration simulated: in the
+ * corrected model the optimizer step is on unless --optimizer-step (training.optimizer_step) says
+ * otherwise, since the simulated step runs it (the reference model has neither). */
+void cmd_sim_scenario(scenario_t *scn);
+
 /* The scenario's part of the simulated step, the same for run, compare and validate: --interleave V
- * (training.interleave) makes the schedule interleaved with V virtual stages unless opts->schedule
- * names one; --optimizer-step (training.optimizer_step, from an option or the file) decides whether
- * the step simulates the optimizer (not given: opts->optimizer stays NULL, run's auto). */
+ * (training.interleave) is the one way to the interleaved schedule, in the estimate and the
+ * simulated step alike (--schedule takes 1f1b or gpipe; gpipe with V > 1 is refused);
+ * --optimizer-step (training.optimizer_step, from an option, the file or cmd_sim_scenario) decides
+ * whether the step simulates the optimizer (not given: opts->optimizer stays NULL, the step's auto). */
 void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *opts);
 
 /* --max-memory GB (run, compare, validate): a positive number of GB into *gb_out, else CLI_EUSAGE
@@ -204,6 +224,29 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
 /* End a trace written to out's temporary file (run and jobs): with rc set, abort it (the temporary
  * is removed by outfile_discard) and return rc; else close it and rename it into place, setting
  * *traced. *stats gets the writer's counts either way. Returns rc or the error (one line in d). */
+/* run's trace, planned once the step is built (trace_plan.c; docs/traces.md "Size"): the GPUs to
+ * trace from --trace-ranks text (NULL: not given), collapsed ranks mapped to the simulated GPU that
+ * represents them (said once on warn), the size estimate and, above CMD_TRACE_WARN_BYTES, a warning
+ * naming the --trace-ranks that fit, or without --trace-ranks one tensor group per pipeline stage
+ * instead of the whole job (said once). The estimate, per traced operation: its slice, plus for a
+ * compute operation its memory sample, for a send or receive its flow event and two link samples
+ * (bytes per event as measured on the default scenario; collectives' link samples are not counted). */
+#define CMD_TRACE_SLICE_BYTES 300.0
+#define CMD_TRACE_COMPUTE_EXTRA_BYTES 100.0
+#define CMD_TRACE_P2P_EXTRA_BYTES 310.0
+#define CMD_TRACE_WARN_BYTES 100e6
+typedef struct cmd_trace_plan {
+    trace_ranks_t ranks;   /* the GPUs traced; trace_ranks_destroy */
+    double estimate_bytes; /* of the trace of those GPUs */
+    int reduced;           /* 1: the whole job was too large, one tensor group per stage is traced */
+    int folds_tp;          /* 1: compute operations hold folded tensor-parallel collectives */
+} cmd_trace_plan_t;
+int cmd_trace_plan(const step_t *step, const model_job_t *job, const step_config_t *cfg, const char *text,
+                   FILE *warn, cmd_trace_plan_t *plan, cli_diag_t *d);
+/* A link's name as the topology's (topo_link_name) with spaces: "leaf 3 -> spine 1", the spelling
+ * docs and --fail-links use (spaces ignored there). */
+void cmd_trace_link_name(const topo_t *t, int32_t link, char *buf, size_t size);
+
 struct outfile;
 int cmd_trace_finish(trace_writer_t *w, struct outfile *out, int rc, const char *path,
                      trace_writer_stats_t *stats, int *traced, cli_diag_t *d);

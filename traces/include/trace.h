@@ -1,5 +1,5 @@
 /* trace.h - Chrome Trace Event Format output of a simulated step: a streaming writer fed by the
- * engine's observer (sim_observer_t), for Perfetto (ui.perfetto.dev) and chrome://tracing.
+ * engine's observer (sim_observer_t), for Perfetto (ui.perfetto.dev), speedscope and Chrome DevTools.
  *
  * Contract
  * - Owns: the trace file (JSON object format: {"displayTimeUnit":"ns","traceEvents":[...],
@@ -18,8 +18,9 @@
  *   the kernel's idle task; with process groups, one per group and node, trace_options_t.n_groups), one
  * thread per GPU stream (tid = gpu x streams_per_gpu + stream + 1, unique over the whole trace, as Perfetto
  * requires), named "node 3", "gpu 25 compute", "gpu 25 comm 1"; a process "links" (pid = nodes + 1) holds the
- * link utilisation counters. Operations are complete events ("X"); each point-to-point message (a
- * SIM_COLL_SENDRECV collective: its SIM_OP_SEND and SIM_OP_RECV members share a coll id) is a flow arrow
+ * link utilisation counters. Operations are slices (a "B" and an "E" event each, or an "X" of dur 0 when
+ * empty); each point-to-point message (a SIM_COLL_SENDRECV collective: its SIM_OP_SEND and SIM_OP_RECV
+ * members share a coll id) is a flow arrow
  * ("s"/"f", id = coll id) from the send's slice to the receive's; counters are "C" events. docs/traces.md
  *   describes every field.
  * - Units: simulated time is integer picoseconds (sim_time_ps_t); the trace's "ts"/"dur" are
@@ -28,7 +29,11 @@
  *   ("%lld.%06lld"). Whole nanoseconds are the default because Perfetto rounds "ts" and "dur" to
  *   nanoseconds separately, so sub-nanosecond values can make back-to-back slices overlap by 1 ns
  *   and nest wrongly; start and end are each rounded down, so slices that do not overlap in the
- *   simulation never overlap in the trace.
+ *   simulation never overlap in the trace. Each operation is a begin and an end event ("B"/"E") rather
+ *   than one complete event ("X" with "dur"): a reader that adds ts + dur in doubles (speedscope,
+ *   Chrome DevTools) can land a fraction of a nanosecond past the next slice's ts, which strict-stack
+ *   viewers draw as nesting; with "B"/"E" the boundary of two back-to-back slices is one integer
+ *   printed twice, the same number in every reader.
  * - Determinism: the output depends only on the sequence of callbacks and options (no wall-clock
  *   time, no pointers, no hash order): the same simulation gives byte-identical files.
  * - Errors: functions return TRACE_OK (0) or a negative trace_status_t; those taking err fill it
@@ -94,6 +99,8 @@ typedef struct trace_op_args {
     int32_t stage;          /* "args.stage" (pipeline stage or virtual stage); < 0: absent */
     double flops;           /* "args.flops"; < 0: absent */
     double bytes;           /* "args.bytes" (HBM traffic of compute, buffer of a collective); < 0 */
+    double tp_comm_s;       /* "args.tp_comm_us": fixed-time tensor-parallel collectives folded into
+                               this compute operation (its share of the slice); <= 0: absent */
     const char *collective; /* "args.collective", e.g. "allreduce" */
     const char *group;      /* "args.group", e.g. "tp", "dp", "pp", "cp" */
 } trace_op_args_t;
@@ -129,6 +136,9 @@ typedef struct trace_options {
     trace_op_args_fn op_args;     /* NULL: args hold only the collective's id */
     void *ctx;                    /* passed to link_name and op_args; borrowed */
     int exact_ps;                 /* 1: exact picoseconds in ts/dur (see Units); 0: nanoseconds */
+    /* Appended in parentheses to every compute thread's name, e.g. "incl. tp comm" gives "gpu 8
+     * compute (incl. tp comm)": what the compute slices hold besides compute. NULL: nothing. */
+    const char *compute_note;
     /* Process groups (e.g. the jobs sharing a fabric), n_groups > 0: gpu_group(ctx, gpu) gives each
      * GPU's group, 0..n_groups-1 or -1 for none (asked once per GPU at open), and a GPU of group k is
      * in process "NAME / node N" (NAME from group_name) with pid (k + 1) x nodes + node + 1, so each
@@ -162,7 +172,7 @@ void trace_writer_observer(trace_writer_t *w, sim_observer_t *out);
 int trace_writer_counter(trace_writer_t *w, sim_time_ps_t t_ps, int32_t gpu, const char *name, double value);
 
 typedef struct trace_writer_stats {
-    int64_t complete_events; /* "X": traced operations */
+    int64_t complete_events; /* slices ("B"/"E" pairs): traced operations */
     int64_t flow_arrows;     /* "s"/"f" pairs */
     int64_t counter_events;  /* "C" */
     int64_t metadata_events; /* "M": names and sort order */

@@ -404,6 +404,16 @@ static int run_sizes(const coll_req_t *r, const coll_topo_t *ct, const sim_confi
         if (rc)
             return cli_fail(d, CLI_EUSAGE, "%s; allowed: another --algo, --gpus, --groups or --placement",
                             why);
+        const double v[4] = {rows[i].res.time_s, rows[i].res.closed_form_s, rows[i].res.algbw_bytes_per_s,
+                             rows[i].res.busbw_bytes_per_s};
+        const char *name[4] = {"time", "closed-form time", "algbw", "busbw"};
+        for (int k = 0; k < 4; k++) {
+            char what[96];
+            snprintf(what, sizeof what, "collective of %.0f bytes: %s", r->sizes[i], name[k]);
+            const int frc = cmd_require_finite(v[k], what, NULL, d);
+            if (frc)
+                return frc;
+        }
     }
     return CLI_OK;
 }

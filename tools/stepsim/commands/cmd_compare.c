@@ -95,6 +95,8 @@ static int load_scenario(const cmp_args_t *a, int64_t gpus, scenario_t *scn, cli
         snprintf(v, sizeof v, "%" PRId64, gpus);
         rc = scenario_set_option(scn, "--gpus", v, d);
     }
+    if (!rc && !scn->jobs) /* the estimate beside the simulations is of the step they simulate */
+        cmd_sim_scenario(scn);
     return rc;
 }
 
@@ -159,6 +161,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     int rc = load_scenario(a, r->n_gpus > 0 ? r->gpus[r->n_gpus - 1] : 0, &scn, d);
     if (!rc)
         rc = scenario_resolve(&scn, &r->job, d);
+    r->training_given = !rc && scenario_optimizer_step_given(&scn);
     if (!rc)
         print_compare_header(r->header, sizeof r->header, "compare", &r->job, &scn);
     if (!rc) {
@@ -191,6 +194,10 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     rc = model_estimate(&r->job, e) == MODEL_OK
              ? CLI_OK
              : cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
+    if (!rc)
+        rc = cmd_require_finite_estimate(e, &r->job, "closed form", d);
+    if (!rc)
+        rc = cmd_require_simulable(e, &r->job, d);
     if (!rc)
         r->analytic = e->summary;
     const int with_base = r->perturbed && a->baseline;
@@ -225,6 +232,8 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
         scenario_destroy(&scn);
         if (!prc && model_estimate(&job, e) != MODEL_OK)
             prc = cli_fail(&pd, CLI_EUSAGE, "the model rejected this configuration");
+        if (!prc)
+            prc = cmd_require_finite_estimate(e, &job, "closed form", &pd);
         if (prc) {
             snprintf(r->scale_analytic_error[g], sizeof r->scale_analytic_error[g], "%.159s", pd.msg);
             for (int i = 0; i < r->n_topo; i++)
@@ -334,6 +343,7 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
                      scn.file, scn.file[0] ? ": " : "");
     if (!rc)
         rc = scenario_resolve(&scn, &w->job, d);
+    w->training_given = !rc && scenario_optimizer_step_given(&scn);
     step_config_t cfg;
     step_config_default(&cfg);
     if (!rc)
@@ -358,6 +368,10 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
         rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (!rc && model_estimate(&w->job, e) != MODEL_OK)
         rc = cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
+    if (!rc)
+        rc = cmd_require_finite_estimate(e, &w->job, "analytic estimate", d);
+    if (!rc)
+        rc = cmd_require_simulable(e, &w->job, d);
     if (!rc) {
         const model_summary_t *s = &e->summary;
         w->total[WF_ANALYTIC] = s->iteration_time_s;

@@ -23,7 +23,11 @@ static int estimate_run(scenario_t *scn, model_job_t *job, model_estimate_t **e,
                         "model_job_check",
                         scn->file, scn->file[0] ? ": " : "");
     }
-    return CLI_OK;
+    if ((rc = cmd_require_finite_estimate(*e, job, NULL, diag)) != CLI_OK) {
+        free(*e);
+        *e = NULL;
+    }
+    return rc;
 }
 
 int cmd_estimate_compute(scenario_t *scn, estimate_result_t *r, cli_diag_t *diag) {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "checked.h"
 #include "jobs.h"
 #include "outfile.h"
 #include "print.h"
@@ -186,7 +187,7 @@ static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
 
 static void link_name(void *ctx, int32_t link, char *buf, size_t size) {
     const jobs_trace_t *c = ctx;
-    topo_link_name(c->topo, link, buf, size);
+    cmd_trace_link_name(c->topo, link, buf, size);
 }
 
 static int32_t gpu_group(void *ctx, int32_t gpu) {
@@ -322,6 +323,7 @@ static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jo
         jobs_job_t *j = &r->job[i];
         snprintf(j->name, sizeof j->name, "%s", sjob->name);
         snprintf(j->allocation, sizeof j->allocation, "%s", sjob->alloc_text);
+        cmd_sim_scenario(&sjob->scn); /* the job's estimate is of the step simulated */
         rc = scenario_resolve(&sjob->scn, &j->job, d);
         if (!rc && j->job.system.nvlink_size != sys.nvlink_size)
             rc = cli_fail(d, CLI_EUSAGE,
@@ -335,7 +337,7 @@ static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jo
         run_opts_t jo = *o; /* the job's own interleave and optimizer step, unless the options say */
         cmd_run_scenario_opts(&sjob->scn, &jo);
         rc = cmd_run_config(&jo, &j->cfg, links, d);
-        sum += j->job.gpus;
+        sum = checked_add_sat_i64(sum, j->job.gpus); /* a saturated sum is refused as too many GPUs */
         for (int64_t k = 0; sjob->alloc == SCN_ALLOC_GPUS && k < sjob->n_gpus; k++)
             need = sjob->gpus[k] + 1 > need ? sjob->gpus[k] + 1 : need;
     }

@@ -4,7 +4,8 @@
  * Chrome trace (traces/). output/print_run.c prints the result.
  *
  * The scenario options are estimate's (options.c, applied after the file); --interleave and
- * --optimizer-step set the simulated schedule and optimizer step too (cmd_run_scenario_opts); the
+ * --optimizer-step set the simulated schedule and optimizer step and the estimate beside it alike
+ * (cmd_sim_scenario, cmd_run_scenario_opts); the
  * run's own options choose the communication model, the schedule, the placement and what is traced.
  * The network is the scenario's topology (--topology, else the file's "topology", else "ideal" built
  * from the system and its NVLink domain); in analytic mode there is none.
@@ -74,11 +75,26 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     if (o->comm && !(rc = pick("--comm", o->comm, COMM, 2, &v, d)))
         c->comm = v ? SIM_COMM_ANALYTIC : SIM_COMM_NETWORK;
     if (!rc && o->schedule && step_schedule_parse(o->schedule, &c->schedule, &c->virtual_stages) != SIM_OK)
-        rc = cli_fail(
-            d, CLI_EUSAGE,
-            "--schedule: \"%.60s\" is not a schedule; allowed: 1f1b, gpipe, interleaved, interleaved:V "
-            "(V >= 2)",
-            o->schedule);
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: \"%.60s\" is not a schedule; allowed: 1f1b, gpipe (interleaved: "
+                      "--interleave V)",
+                      o->schedule);
+    else if (!rc && c->schedule == STEP_SCHEDULE_INTERLEAVED) /* one way: --interleave V */
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: \"%.60s\": the interleaved schedule is --interleave V (training."
+                      "interleave), which makes the estimate beside the simulation interleaved too; allowed: "
+                      "1f1b, gpipe",
+                      o->schedule);
+    else if (!rc && o->interleave > 1 && c->schedule == STEP_SCHEDULE_GPIPE)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: gpipe with --interleave %" PRId64
+                      " (training.interleave); allowed: 1f1b (interleaved with V virtual stages), or "
+                      "gpipe with interleave 1",
+                      o->interleave);
+    else if (!rc && o->interleave > 1) {
+        c->schedule = STEP_SCHEDULE_INTERLEAVED;
+        c->virtual_stages = (int32_t)o->interleave;
+    }
     if (!rc && o->placement && step_placement_parse(o->placement, &c->placement) != SIM_OK)
         rc = cli_fail(
             d, CLI_EUSAGE,
@@ -157,6 +173,8 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
                          m.first_layer ? m.first_layer : "");
             out->name = name;
         }
+        if (m.kind == STEP_OP_COMPUTE)
+            out->tp_comm_s = m.tp_comm_s;
     } else {
         out->bytes = m.comm_gb * 1e9;
     }
@@ -186,7 +204,7 @@ static int op_args(void *ctx, const sim_op_info_t *op, trace_op_args_t *out) {
 static void link_name(void *ctx, int32_t link, char *buf, size_t size) {
     const trace_ctx_t *c = ctx;
     if (c->topo)
-        topo_link_name(c->topo, link, buf, size);
+        cmd_trace_link_name(c->topo, link, buf, size);
     else
         snprintf(buf, size, "link %d", link);
 }
@@ -225,12 +243,11 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
                       const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                       const step_config_t *c, trace_ctx_t *tc, cli_diag_t *d) {
     char err[300];
-    trace_ranks_t ranks;
-    memset(&ranks, 0, sizeof ranks);
-    int rc = trace_ranks_parse(o->trace_ranks ? o->trace_ranks : "all", (int32_t)job->gpus, &ranks, err,
-                               sizeof err);
+    cmd_trace_plan_t plan;
+    int rc = cmd_trace_plan(step, job, c, o->trace_ranks, o->warn, &plan, d);
     if (rc)
-        return cli_fail(d, rc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--trace-ranks: %s", err);
+        return rc;
+    trace_ranks_t ranks = plan.ranks;
     int32_t n_links = 0;
     int32_t *links = topo ? traced_links(topo, &ranks, &n_links) : NULL;
     char *scen = print_run_trace_scenario(su, job, scn, c);
@@ -249,7 +266,8 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
         .n_links = n_links,
         .link_name = link_name,
         .op_args = op_args,
-        .ctx = tc};
+        .ctx = tc,
+        .compute_note = plan.folds_tp ? "incl. tp comm" : NULL};
     int reserved = CLI_OK;
     if ((topo && !links) || !scen)
         rc = TRACE_ENOMEM;
@@ -344,6 +362,11 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     if (model_estimate(&r->job, &r->est) != MODEL_OK) {
         topo_free(topo);
         return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
+    }
+    if ((rc = cmd_require_finite_estimate(&r->est, &r->job, "closed form", d)) ||
+        (rc = cmd_require_simulable(&r->est, &r->job, d))) {
+        topo_free(topo);
+        return rc;
     }
     double *factors = NULL; /* the perturbations' compute factors, for step_new only */
     if ((rc = scenario_perturb_step(scn, &r->job, &r->cfg, &factors, d))) {
@@ -500,11 +523,16 @@ int cmd_run_check(const run_opts_t *o, cli_diag_t *d) {
     return run_step_config(o, &c, &links, d);
 }
 
-void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
-    if (!o->schedule && scn->training.interleave > 1) {
-        snprintf(o->schedule_text, sizeof o->schedule_text, "interleaved:%" PRId64, scn->training.interleave);
-        o->schedule = o->schedule_text;
+void cmd_sim_scenario(scenario_t *scn) {
+    if (scn->compat == MODEL_COMPAT_CORRECTED && !scn->given[SCN_OPTIMIZER_STEP]) {
+        scn->training.optimizer_step = 1;
+        scn->given[SCN_OPTIMIZER_STEP] = 1;
+        scn->origin[SCN_OPTIMIZER_STEP] = SCN_FROM_DERIVED;
     }
+}
+
+void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
+    o->interleave = scn->training.interleave;
     if (scn->given[SCN_OPTIMIZER_STEP]) {
         snprintf(o->optimizer_text, sizeof o->optimizer_text, "%s",
                  scn->training.optimizer_step ? "on" : "off");
@@ -547,6 +575,7 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     o.max_memory = v[CLI_OPT_MAX_MEMORY];
     o.trace = v[CLI_OPT_TRACE];
     o.trace_ranks = v[CLI_OPT_TRACE_RANKS];
+    o.warn = err;
     o.baseline = v[CLI_OPT_BASELINE];
     o.entry_costs = v[CLI_OPT_ENTRY_COSTS];
     int rc = cli_check_placement(a, d);
@@ -554,6 +583,8 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         rc = cli_apply_scenario(a, &scn, NULL, d);
     else
         memset(&scn, 0, sizeof scn);
+    if (!rc && !scn.jobs) /* each job's own scenario: cmd_jobs.c */
+        cmd_sim_scenario(&scn);
     if (!rc)
         cmd_run_scenario_opts(&scn, &o);
     if (!rc) /* validate the run's own options before anything is built */

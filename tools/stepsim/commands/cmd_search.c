@@ -33,6 +33,16 @@ static int search_run(scenario_t *scn, const cli_opts_t *opts, model_job_t *job,
                         scn->file, scn->file[0] ? ": " : "");
     if (mrc != MODEL_OK)
         return cli_fail(diag, CLI_ERUNTIME, "search failed (model status %d)", mrc);
+    for (int i = 0; i < res->n_results; i++) {
+        const model_summary_t *s = &res->results[i];
+        char what[64];
+        snprintf(what, sizeof what, "search: iteration time of layout %d", i);
+        if ((rc = cmd_require_finite(s->iteration_time_s, what, job, diag)) ||
+            (rc = cmd_require_finite(s->throughput_samples_per_s, what, job, diag))) {
+            model_search_result_destroy(res);
+            return rc;
+        }
+    }
     return CLI_OK;
 }
 

@@ -18,10 +18,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "alloc.h"
+#include "checked.h"
 #include "commands.h"
 #include "csv.h"
+#include "input_check.h"
+#include "readfile.h"
 #include "print.h"
 #include "progress.h"
 #include "validate.h"
@@ -297,7 +301,7 @@ static int model_issue(const reader_t *rd, const model_issue_t *is) {
 
 static const char *const RECOMPUTE[] = {"none", "selective", "full"};
 static const char *const ATTENTION[] = {"flash", "materialized"};
-static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap"};
+static const char *const DP_COMM[] = {"sharded", "allreduce", "allreduce-overlap", "sharded-overlap"};
 static const char *const GRAD_ACCUM[] = {"fused", "add"};
 
 /* The software of a run that does not say, by GPU generation. Megatron-LM's releases of the A100 era
@@ -386,7 +390,7 @@ static void not_modelled(run_row_t *row) {
 static int dp_comm_of(const reader_t *rd, run_row_t *row) {
     run_settings_t *s = &row->set;
     int e = 0, g_opt = 0, g_grad = 0, g_param = 0;
-    int rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 3, &e, &row->dp_comm_recorded);
+    int rc = enum_cell(rd, "dp_comm", 0, DP_COMM, 4, &e, &row->dp_comm_recorded);
     if (!rc)
         rc = bit_cell(rd, "distributed_optimizer", &s->distributed_optimizer, &g_opt);
     if (!rc)
@@ -401,16 +405,19 @@ static int dp_comm_of(const reader_t *rd, run_row_t *row) {
                         "allowed: one or the other");
     if (row->dp_comm_recorded) {
         row->job.training.dp_comm = (model_dp_comm_t)e;
-        s->distributed_optimizer = s->overlap_param_gather = e == MODEL_DP_SHARDED;
+        s->distributed_optimizer = s->overlap_param_gather =
+            e == MODEL_DP_SHARDED || e == MODEL_DP_SHARDED_OVERLAP;
         s->overlap_grad_reduce = e != MODEL_DP_ALLREDUCE;
         return CLI_OK;
     }
     if (s->overlap_param_gather && !s->distributed_optimizer)
         return bad_cell(rd, "overlap_param_gather", "1",
                         "needs distributed_optimizer 1 (only the distributed optimizer gathers parameters)");
-    row->job.training.dp_comm = s->distributed_optimizer ? MODEL_DP_SHARDED
-                                : s->overlap_grad_reduce ? MODEL_DP_ALLREDUCE_OVERLAP
-                                                         : MODEL_DP_ALLREDUCE;
+    /* the distributed optimizer with both overlaps is Megatron-Core's bucketed one (sharded-overlap) */
+    row->job.training.dp_comm =
+        !s->distributed_optimizer ? (s->overlap_grad_reduce ? MODEL_DP_ALLREDUCE_OVERLAP : MODEL_DP_ALLREDUCE)
+        : s->overlap_grad_reduce && s->overlap_param_gather ? MODEL_DP_SHARDED_OVERLAP
+                                                            : MODEL_DP_SHARDED;
     return CLI_OK;
 }
 
@@ -450,18 +457,23 @@ static int batch_of(const reader_t *rd, run_row_t *row, int64_t dp) {
     if (!row->gbs_recorded) {
         if (!ga_given)
             row->set.ga = job->par.pp;
-        job->global_batch = dp * job->par.mbs * row->set.ga;
+        if (checked_mul_i64(dp, job->par.mbs, &job->global_batch) ||
+            checked_mul_i64(job->global_batch, row->set.ga, &job->global_batch))
+            return bad_cell(
+                rd, "gbs", "",
+                "is empty and dp x mbs x ga passes 2^63 - 1; allowed: a gbs, or smaller dp, mbs, ga");
         return CLI_OK;
     }
     if (!ga_given) {
-        row->set.ga = job->global_batch % (dp * job->par.mbs) ? 0 : job->global_batch / (dp * job->par.mbs);
+        const int64_t per_ga = checked_mul_sat_i64(dp, job->par.mbs); /* INT64_MAX never divides gbs */
+        row->set.ga = job->global_batch % per_ga ? 0 : job->global_batch / per_ga;
         return CLI_OK;
     }
-    if (!row->mbs_recorded && job->global_batch % (dp * row->set.ga) == 0) {
-        job->par.mbs = job->global_batch / (dp * row->set.ga);
+    if (!row->mbs_recorded && job->global_batch % checked_mul_sat_i64(dp, row->set.ga) == 0) {
+        job->par.mbs = job->global_batch / checked_mul_sat_i64(dp, row->set.ga);
         row->mbs_recorded = 1;
     }
-    if (dp * job->par.mbs * row->set.ga != job->global_batch) {
+    if (checked_mul_sat_i64(checked_mul_sat_i64(dp, job->par.mbs), row->set.ga) != job->global_batch) {
         char allowed[160];
         snprintf(allowed, sizeof allowed,
                  "is not gbs / (dp x mbs) (%" PRId64 " / (%" PRId64 " x %" PRId64 ")); allowed: a ga with "
@@ -522,7 +534,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (!rc)
         rc = int_cell(rd, "vocab", 1, 0, &m->vocab, NULL);
     if (!rc)
-        rc = int_cell(rd, "ffn_hidden", 0, 4 * m->hidden, &m->ffn_hidden, NULL);
+        rc = int_cell(rd, "ffn_hidden", 0, checked_mul_sat_i64(4, m->hidden), &m->ffn_hidden, NULL);
     if (!rc)
         rc = int_cell(rd, "gpus", 1, 0, &gpus, NULL);
     if (!rc)
@@ -576,12 +588,15 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (rc)
         return rc;
 
-    if (tp * pp * dp * cp != gpus) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "is not tp x pp x dp x cp (%lld x %lld x %lld x %lld = %lld); allowed: %lld", (long long)tp,
-                 (long long)pp, (long long)dp, (long long)cp, (long long)(tp * pp * dp * cp),
-                 (long long)(tp * pp * dp * cp));
+    int64_t product;
+    const int wraps = checked_mul_i64(tp, pp, &product) || checked_mul_i64(product, dp, &product) ||
+                      checked_mul_i64(product, cp, &product);
+    if (wraps || product != gpus) {
+        char msg[160], prod[32];
+        snprintf(prod, sizeof prod, wraps ? "more than 2^63" : "%lld", (long long)product);
+        snprintf(msg, sizeof msg, "is not tp x pp x dp x cp (%lld x %lld x %lld x %lld = %s); allowed: %s",
+                 (long long)tp, (long long)pp, (long long)dp, (long long)cp, prod,
+                 wraps ? "a product of at most 2^63 - 1" : prod);
         char text[32];
         snprintf(text, sizeof text, "%lld", (long long)gpus);
         return bad_cell(rd, "gpus", text, msg);
@@ -596,7 +611,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     job->compat = MODEL_COMPAT_CORRECTED;
     job->par.strategy = cp > 1 ? MODEL_STRATEGY_2D_SEQP : MODEL_STRATEGY_1D;
     job->par.dp = dp;
-    job->par.tp = tp * cp;
+    job->par.tp = tp * cp; /* tp x cp divides the checked product above */
     job->par.tp1 = tp;
     job->par.tp2 = cp;
     job->par.pp = pp;
@@ -612,18 +627,19 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         row->set.precision == RUN_PRECISION_FP8 ? MODEL_PRECISION_FP8 : MODEL_PRECISION_BF16;
     /* Megatron-Core's overlaps as the row (or its generation's recipe) sets them: tensor-parallel
      * communication in chunks under the GEMMs, and context parallelism as its ring of K and V under
-     * the attention (the only way Megatron-Core runs cp). With cp > 1 (strategy 2d-seqp) the
-     * tensor-parallel overlap is left out and noted: there the simulated step and the closed form of
-     * the overlap disagree (docs/validation.md, "What is not modelled"). */
-    job->training.tp_comm_overlap = row->set.tp_comm_overlap && tp > 1 && sp && cp == 1 &&
-                                    job->training.recompute != MODEL_RECOMPUTE_FULL;
+     * the attention (the only way Megatron-Core runs cp) */
+    job->training.tp_comm_overlap =
+        row->set.tp_comm_overlap && tp > 1 && sp && job->training.recompute != MODEL_RECOMPUTE_FULL;
     if (cp > 1)
         job->training.cp_comm = MODEL_CP_RING;
+    /* Megatron-LM overlaps the interleaved schedule's sends and receives with compute unless told
+     * not to (--no-overlap-p2p-communication; NeMo's recipes keep it on) */
+    job->training.pp_comm_overlap = !a100 && v > 1;
     nvlink_counts(job);
     not_modelled(row);
     if (m->layers % pp != 0) { /* Megatron's uneven first and last stages: not modelled */
         char what[32];
-        const int64_t even = (m->layers + pp - 1) / pp * pp;
+        const int64_t even = checked_mul_sat_i64(checked_add_sat_i64(m->layers, pp - 1) / pp, pp);
         snprintf(what, sizeof what, "layers %" PRId64 " as %" PRId64, m->layers, even);
         note(row, what);
         m->layers = even;
@@ -701,7 +717,7 @@ static int load_rows(const validate_args_t *a, const csv_table_t *t, run_row_t *
         if (rc)
             return rc;
         const model_job_t *j = &rows[r - 1].job;
-        rows[r - 1].set.ga = j->global_batch / (j->par.dp * j->par.mbs); /* as predicted */
+        rows[r - 1].set.ga = j->global_batch / checked_mul_sat_i64(j->par.dp, j->par.mbs); /* as predicted */
     }
     return CLI_OK;
 }
@@ -721,6 +737,13 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
         ref.training.precision = MODEL_PRECISION_BF16;
         if (!rc)
             rc = ANALYTIC.predict(&ref, &r->ref, d);
+        char what[128];
+        snprintf(what, sizeof what, "%s: row %zu (%.40s): predicted iteration time", pr->name, i + 1,
+                 r->name);
+        if (!rc)
+            rc = cmd_require_finite(r->pred.iteration_time_s, what, &r->job, d);
+        if (!rc)
+            rc = cmd_require_finite(r->ref.iteration_time_s, what, &r->job, d);
         if (rc)
             return rc;
         r->error_pct = 100.0 * (r->pred.iteration_time_s - r->measured_s) / r->measured_s;
@@ -943,15 +966,27 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
         errno = e;
         if (errno == ENOMEM)
             return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", a.measured);
+        if (errno == EFBIG) {
+            struct stat st;
+            const int reg = stat(a.measured, &st) == 0 && S_ISREG(st.st_mode);
+            return input_fail_too_large(a.measured, "measured-runs CSV", reg ? (long long)st.st_size : -1,
+                                        READFILE_CSV_LIMIT_BYTES, d);
+        }
+        if (errno == EINVAL && t.error_line > 0)
+            return cli_fail(d, CLI_EUSAGE,
+                            "%s: line %zu: a quoted field is never closed; allowed: RFC 4180 quoting (a "
+                            "field in double quotes, \"\" for a quote inside it)",
+                            a.measured, t.error_line);
         return cli_fail(d, CLI_EUSAGE, "%s: cannot read: %s; allowed: a CSV file with a header row",
                         a.measured, errno == EINVAL ? "empty file" : strerror(errno));
     }
     const size_t n = t.n_rows - 1;
     run_row_t *rows = n ? alloc_calloc(n, sizeof *rows) : NULL;
-    if (n == 0)
+    rc = input_check_csv(&t, a.measured, d);
+    if (!rc && n == 0)
         rc = cli_fail(d, CLI_EUSAGE, "%s: no data rows after the header; allowed: one measured run per row",
                       a.measured);
-    else if (!rows)
+    else if (!rc && !rows)
         rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (!rc)
         rc = load_rows(&a, &t, rows, d);

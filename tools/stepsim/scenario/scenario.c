@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "input_check.h"
 #include "scenario_internal.h"
 #include "scenario_jobs.h"
 #include "topo_json.h"
@@ -359,7 +360,9 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
         return cli_fail(diag, CLI_EUSAGE,
                         "%s: invalid JSON at character %ld; allowed: a preset name or a JSON object", option,
                         end ? (long)(end - value) + 1 : 0L);
-    int rc = f == SCN_MODEL ? scn_parse_model(scn, &src, obj, "model")
+    int rc = input_check_json(obj, option, diag);
+    if (!rc)
+        rc = f == SCN_MODEL ? scn_parse_model(scn, &src, obj, "model")
                             : scn_parse_system(scn, &src, obj, "system");
     cJSON_Delete(obj);
     return rc;

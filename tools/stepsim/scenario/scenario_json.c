@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "input_check.h"
+#include "readfile.h"
 #include "scenario_internal.h"
 #include "scenario_jobs.h"
 #include "topo_json.h"
@@ -490,37 +492,6 @@ int scenario_load_json(scenario_t *scn, const cJSON *root, const char *source, c
 
 /* ---- files ----------------------------------------------------------------------------------- */
 
-/* Read a whole file into a NUL-terminated buffer (caller frees). */
-static int read_file(const char *path, const char *kind, char **out, cli_diag_t *diag) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return cli_fail(diag, CLI_EUSAGE, "%s: cannot open %s file: %s; allowed: a readable JSON file", path,
-                        kind, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = alloc_malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1)
-            break;
-        char *bigger = alloc_realloc(buf, cap * 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf)
-        return cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return cli_fail(diag, CLI_ERUNTIME, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    return CLI_OK;
-}
-
 /* One line "line L, column C" diagnostic for a JSON syntax error at err inside buf. */
 static int syntax_error(const char *path, const char *buf, const char *err, cli_diag_t *diag) {
     long line = 1, col = 1;
@@ -557,7 +528,7 @@ void scenario_json_hooks(void) {
 int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_diag_t *diag) {
     char *buf = NULL;
     *root = NULL;
-    int rc = read_file(path, kind, &buf, diag);
+    int rc = input_read_file(path, kind, READFILE_JSON_LIMIT_BYTES, &buf, NULL, diag);
     if (rc)
         return rc;
     const char *end = NULL;
@@ -568,6 +539,10 @@ int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_dia
     else if (!*root)
         rc = syntax_error(path, buf, end, diag);
     free(buf);
+    if (!rc && (rc = input_check_json(*root, path, diag)) != CLI_OK) {
+        cJSON_Delete(*root);
+        *root = NULL;
+    }
     return rc;
 }
 

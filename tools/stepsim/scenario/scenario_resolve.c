@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checked.h"
 #include "scenario_internal.h"
 
 /* Largest d <= cap dividing n, and a and b when they are > 0; at least 1. */
@@ -20,12 +21,8 @@ static int64_t largest_divisor(int64_t n, int64_t cap, int64_t a, int64_t b) {
     return 1;
 }
 
-/* a x b for positive degrees, saturating at INT64_MAX: a product that large never equals a GPU count,
- * so the product check reports it instead of the arithmetic wrapping. */
-static int64_t mul_sat(int64_t a, int64_t b) {
-    int64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
+/* Products of positive degrees saturate at INT64_MAX (checked_mul_sat_i64): a product that large
+ * never equals a GPU count, so the product check reports it instead of the arithmetic wrapping. */
 
 /* Set a field that the user did not give. */
 static void derive(scenario_t *s, scenario_field_t f, int64_t v, scenario_origin_t o) {
@@ -124,7 +121,7 @@ static int tensor_2d(scenario_t *s, cli_diag_t *d) {
     scenario_field_t known = g1 ? SCN_TP1 : SCN_TP2, other = g1 ? SCN_TP2 : SCN_TP1;
     if (!(g1 && g2))
         derive(s, other, gt && v[SCN_TP] % v[known] == 0 ? v[SCN_TP] / v[known] : 1, SCN_FROM_DERIVED);
-    const int64_t t = mul_sat(v[SCN_TP1], v[SCN_TP2]);
+    const int64_t t = checked_mul_sat_i64(v[SCN_TP1], v[SCN_TP2]);
     if (gt && v[SCN_TP] != t)
         return cli_fail(d, CLI_EUSAGE, "%s: %lld is not tp1 x tp2 (%lld x %lld); allowed: %lld or absent",
                         where(s, SCN_TP, NULL, w, sizeof w), (long long)v[SCN_TP], (long long)v[SCN_TP1],
@@ -146,7 +143,7 @@ static int tensor_degree(scenario_t *s, cli_diag_t *d) {
         return CLI_OK;
     }
     int64_t T;
-    int64_t rest = mul_sat(s->given[SCN_DP] ? v[SCN_DP] : 1, s->given[SCN_PP] ? v[SCN_PP] : 1);
+    int64_t rest = checked_mul_sat_i64(s->given[SCN_DP] ? v[SCN_DP] : 1, s->given[SCN_PP] ? v[SCN_PP] : 1);
     if (s->given[SCN_DP] && s->given[SCN_PP] && gpus % rest == 0)
         T = gpus / rest;
     else
@@ -164,8 +161,8 @@ static int tensor_degree(scenario_t *s, cli_diag_t *d) {
 static void pipeline_and_data(scenario_t *s, int *no_dp) {
     int64_t *v = s->value, gpus = v[SCN_GPUS], T = v[SCN_TP];
     if (!s->given[SCN_PP]) {
-        if (s->given[SCN_DP] && gpus % mul_sat(v[SCN_DP], T) == 0)
-            derive(s, SCN_PP, gpus / mul_sat(v[SCN_DP], T), SCN_FROM_DERIVED);
+        if (s->given[SCN_DP] && gpus % checked_mul_sat_i64(v[SCN_DP], T) == 0)
+            derive(s, SCN_PP, gpus / checked_mul_sat_i64(v[SCN_DP], T), SCN_FROM_DERIVED);
         else
             derive(s, SCN_PP,
                    largest_divisor(gpus % T == 0 ? gpus / T : gpus, SCN_DEFAULT_PP_CAP, s->model.layers, 0),
@@ -173,8 +170,8 @@ static void pipeline_and_data(scenario_t *s, int *no_dp) {
     }
     *no_dp = 0;
     if (!s->given[SCN_DP]) {
-        *no_dp = gpus % mul_sat(T, v[SCN_PP]) != 0;
-        derive(s, SCN_DP, *no_dp ? 1 : gpus / mul_sat(T, v[SCN_PP]), SCN_FROM_DERIVED);
+        *no_dp = gpus % checked_mul_sat_i64(T, v[SCN_PP]) != 0;
+        derive(s, SCN_DP, *no_dp ? 1 : gpus / checked_mul_sat_i64(T, v[SCN_PP]), SCN_FROM_DERIVED);
     }
     derive(s, SCN_MBS, 1, SCN_FROM_DEFAULT);
     int64_t nb = v[SCN_TP1] > v[SCN_TP2] ? v[SCN_TP1] : v[SCN_TP2];
@@ -335,9 +332,9 @@ static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d) {
             d, CLI_ENORESULT,
             "%s%sparallel.dp: cannot be derived: %s x pp (%lld) = %lld does not divide gpus (%lld); "
             "allowed: degrees with dp x tp x pp = gpus (or try `stepsim search`)",
-            file, sep, tp, (long long)v[SCN_PP], (long long)mul_sat(v[SCN_TP], v[SCN_PP]),
+            file, sep, tp, (long long)v[SCN_PP], (long long)checked_mul_sat_i64(v[SCN_TP], v[SCN_PP]),
             (long long)v[SCN_GPUS]);
-    const int64_t product = mul_sat(mul_sat(v[SCN_DP], v[SCN_TP]), v[SCN_PP]);
+    const int64_t product = checked_mul_sat_i64(checked_mul_sat_i64(v[SCN_DP], v[SCN_TP]), v[SCN_PP]);
     if (product == INT64_MAX)
         return cli_fail(
             d, CLI_ENORESULT,
@@ -366,12 +363,12 @@ int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag) {
     nvlink_counts(scn);
     fill_job(scn, job);
     /* The model's rules first, with the GPU count the degrees imply. */
-    job->gpus = mul_sat(mul_sat(job->par.dp, job->par.tp), job->par.pp);
+    job->gpus = checked_mul_sat_i64(checked_mul_sat_i64(job->par.dp, job->par.tp), job->par.pp);
     memset(&issue, 0, sizeof issue);
     if (model_job_check(job, &issue) != MODEL_OK && strcmp(issue.field, "parallel") != 0)
         return report_issue(scn, &issue, diag);
     job->gpus = scn->value[SCN_GPUS];
-    if (no_dp || mul_sat(mul_sat(job->par.dp, job->par.tp), job->par.pp) != job->gpus)
+    if (no_dp || checked_mul_sat_i64(checked_mul_sat_i64(job->par.dp, job->par.tp), job->par.pp) != job->gpus)
         return product_mismatch(scn, no_dp, diag);
     memset(&issue, 0, sizeof issue);
     if (model_job_check(job, &issue) != MODEL_OK)
@@ -386,9 +383,14 @@ int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, c
     int rc = scn_training_for_reference(scn, diag);
     if (rc)
         return rc;
-    /* A trivially valid layout (one GPU), so that model_job_check judges the model and system only. */
+    /* A trivially valid layout (one GPU) of the strategy searched, so that model_job_check judges the
+     * model, system and training options only (the context-parallel ring is one of 2d-seqp's). */
     fill_job(scn, job);
     model_parallel_t one = {MODEL_STRATEGY_1D, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    if (s != SCN_STRATEGY_ALL)
+        one.strategy = (model_strategy_t)s;
+    else if (job->training.cp_comm == MODEL_CP_RING)
+        one.strategy = MODEL_STRATEGY_2D_SEQP;
     job->par = one;
     job->gpus = 1;
     memset(&issue, 0, sizeof issue);

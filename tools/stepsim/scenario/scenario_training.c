@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "scenario_internal.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -39,6 +40,10 @@ static int index_of(scenario_field_t f) {
 
 int scn_is_training(scenario_field_t f) {
     return index_of(f) >= 0;
+}
+
+int scenario_optimizer_step_given(const scenario_t *scn) {
+    return scn->given[SCN_OPTIMIZER_STEP];
 }
 
 /* on/off, also 1/0 and true/false; -1 for anything else. */
@@ -117,8 +122,9 @@ static const char *value_text(const cJSON *v, char *buf, size_t n) {
         return v->valuestring;
     if (cJSON_IsBool(v))
         return cJSON_IsTrue(v) ? "on" : "off";
-    if (cJSON_IsNumber(v) && v->valuedouble == (double)(long long)v->valuedouble) {
-        snprintf(buf, n, "%lld", (long long)v->valuedouble);
+    int64_t iv; /* the cast only after the range check (checked_double_to_i64) */
+    if (cJSON_IsNumber(v) && !checked_double_to_i64(v->valuedouble, &iv) && v->valuedouble == (double)iv) {
+        snprintf(buf, n, "%lld", (long long)iv);
         return buf;
     }
     return NULL;

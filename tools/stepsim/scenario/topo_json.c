@@ -17,6 +17,8 @@
 #include <igraph.h>
 
 #include "alloc.h"
+#include "input_check.h"
+#include "readfile.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define KIND(k) (1u << (k))
@@ -536,6 +538,8 @@ static int load_graphml(const topo_spec_t *spec, cli_diag_t *d) {
     int rc = topo_spec_params(spec, NULL, NULL, 0, 0, &p, d);
     if (rc)
         return rc;
+    if (p.graphml_path && (rc = input_check_size(p.graphml_path, "GraphML", READFILE_GRAPHML_LIMIT_BYTES, d)))
+        return rc;
     topo_t *t = NULL;
     topo_issue_t issue;
     char msg[400];
@@ -581,7 +585,9 @@ int topo_spec_parse_text(const char *text, const char *where, topo_spec_t *out, 
                         "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", where);
     if (!json)
         return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", where);
-    const int rc = topo_spec_parse(json, where, out, d);
+    int rc = text[0] == '{' ? input_check_json(json, where, d) : CLI_OK;
+    if (!rc)
+        rc = topo_spec_parse(json, where, out, d);
     cJSON_Delete(json);
     return rc;
 }

@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "input_check.h"
+
 int topo_item_parse(const char *text, topo_item_t *it, cli_diag_t *d) {
     const uint64_t failed = alloc_failures();
     cJSON *json = text[0] == '{' ? cJSON_Parse(text) : cJSON_CreateString(text);
@@ -24,6 +26,13 @@ int topo_item_parse(const char *text, topo_item_t *it, cli_diag_t *d) {
     }
     if (!json)
         return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
+    if (cJSON_IsObject(json)) {
+        const int rc = input_check_json(json, "--topologies", d);
+        if (rc) {
+            cJSON_Delete(json);
+            return rc;
+        }
+    }
     if (cJSON_IsObject(json)) {
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(json, "name");
         const cJSON *kd = cJSON_GetObjectItemCaseSensitive(json, "kind");

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "checked.h"
 #include "options.h"
 #include "scenario_internal.h" /* SCN_DEFAULT_MODEL, SCN_DEFAULT_SYSTEM, scn_describe */
 #include "sweep.h"
@@ -518,7 +519,8 @@ static int command_option(sweep_grid_t *g, const sweep_option_t *o, const cJSON 
                    ? CLI_OK
                    : cli_fail(d, CLI_ERUNTIME, "out of memory");
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
+    int64_t iv = 0; /* the cast only after the range check (checked_double_to_i64) */
+    if (!cJSON_IsNumber(v) || checked_double_to_i64(v->valuedouble, &iv) || v->valuedouble != (double)iv ||
         v->valuedouble < (double)o->min || v->valuedouble > (double)o->max)
         return cli_fail(d, CLI_EUSAGE, "%s: options.%s: %s; allowed: an integer %" PRId64 "..%" PRId64,
                         g->path, o->name, what, o->min, o->max);
