@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "model_internal.h"
 
 static size_t grid_points(void) {
@@ -41,7 +42,7 @@ static int errors_at(const model_job_t *jobs, const double *measured_s, size_t n
 /* err[k * n + i]: the error of run i at grid point k; row: at the runs' own efficiency. */
 static int error_table(const model_job_t *jobs, const double *measured_s, size_t n, double *err,
                        double *row) {
-    model_estimate_t *e = malloc(sizeof *e);
+    model_estimate_t *e = alloc_malloc(sizeof *e);
     if (!e)
         return MODEL_ENOMEM;
     int rc = errors_at(jobs, measured_s, n, 0.0, row, e);
@@ -92,11 +93,11 @@ int model_calibrate_fit(const model_job_t *jobs, const double *measured_s, size_
     out->current_efficiency = *fitted_efficiency(&first);
     out->fp8 = fitted_efficiency(&first) == &first.system.fp8_flop_efficiency;
     out->loo_valid = n >= 2;
-    double *err = malloc(grid_points() * n * sizeof *err);
-    double *row = malloc(n * sizeof *row);
+    double *err = alloc_malloc(grid_points() * n * sizeof *err);
+    double *row = alloc_malloc(n * sizeof *row);
     if (out->loo_valid) {
-        out->loo_efficiency = malloc(n * sizeof *out->loo_efficiency);
-        out->loo_error_pct = malloc(n * sizeof *out->loo_error_pct);
+        out->loo_efficiency = alloc_malloc(n * sizeof *out->loo_efficiency);
+        out->loo_error_pct = alloc_malloc(n * sizeof *out->loo_error_pct);
     }
     int rc = err && row && (!out->loo_valid || (out->loo_efficiency && out->loo_error_pct)) ? MODEL_OK
                                                                                             : MODEL_ENOMEM;

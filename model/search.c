@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "model_internal.h"
 
 #define MAX_DIVISORS 128
@@ -203,8 +204,8 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
         job->model.hidden < 1 || job->model.layers < 1 || job->model.seq_len < 1 ||
         job->system.nvlink_size < 1)
         return MODEL_EINVAL;
-    search_t *s = calloc(1, sizeof *s);
-    model_summary_t *top = calloc((size_t)top_k, sizeof *top);
+    search_t *s = alloc_calloc(1, sizeof *s);
+    model_summary_t *top = alloc_calloc((size_t)top_k, sizeof *top);
     if (!s || !top) {
         free(s);
         free(top);

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sim_internal.h"
 
 static const char *const op_names[SIM_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter",
@@ -119,8 +120,8 @@ void sim_dbtree_shape(int32_t n, int32_t *depth, int32_t *load) {
     *load = 0;
     if (n < 2)
         return;
-    int32_t *parent = malloc((size_t)n * 2 * sizeof *parent);
-    int32_t *child = malloc((size_t)n * 4 * sizeof *child);
+    int32_t *parent = alloc_malloc((size_t)n * 2 * sizeof *parent);
+    int32_t *child = alloc_malloc((size_t)n * 4 * sizeof *child);
     if (!parent || !child) {
         free(parent);
         free(child);

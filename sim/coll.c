@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sim_internal.h"
 
 /* Free a plan's arrays. */
@@ -48,7 +49,7 @@ static int scratch_take(sim_engine_t *e, sim_coll_t *c) {
     void *b = e->scratch_free[k];
     if (b)
         memcpy(&e->scratch_free[k], b, sizeof b);
-    else if (!(b = malloc((size_t)1 << k)))
+    else if (!(b = alloc_malloc((size_t)1 << k)))
         return SIM_ENOMEM;
     c->scratch = b;
     c->scratch_class = k;
@@ -126,7 +127,7 @@ static int pairs_alloc(sim_engine_t *e, sim_coll_t *c, int32_t n_pairs) {
     free(c->pairs);
     free(c->routes);
     c->routes = NULL;
-    c->pairs = calloc((size_t)n_pairs, sizeof *c->pairs);
+    c->pairs = alloc_calloc((size_t)n_pairs, sizeof *c->pairs);
     c->n_pairs = n_pairs;
     if (!c->pairs)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for %d pairs", n_pairs);
@@ -286,7 +287,7 @@ static int pairs_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t lo, int3
     if (shared) {
         for (int32_t i = lo; i < hi; i++)
             n_links += c->pairs[i].src < 0 ? 0 : c->pairs[i].route_len;
-        links = malloc((size_t)(n_links > 0 ? n_links : 1) * sizeof *links);
+        links = alloc_malloc((size_t)(n_links > 0 ? n_links : 1) * sizeof *links);
         if (!links)
             return SIM_ENOMEM;
         n_links = 0;
@@ -435,7 +436,7 @@ static int plan_ring(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
     if (pairs_alloc(e, c, k * n))
         return SIM_ENOMEM;
     const int node_rings = k > 1 && g > 1 && n > g, cycles = k > 1 && g > 1 && n == g && n <= 5;
-    int32_t *pos = malloc((size_t)n * sizeof *pos);
+    int32_t *pos = alloc_malloc((size_t)n * sizeof *pos);
     if (!pos)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     for (int32_t ch = 0; ch < k; ch++) {
@@ -465,7 +466,8 @@ static int cmp_i64(const void *a, const void *b) {
  * memory. O(n log n): sort (domain, index) keys, then the groups by their first index. */
 static int32_t domain_order(const sim_engine_t *e, const sim_coll_t *c, int32_t *order) {
     const int32_t n = c->n, gpd = e->gpus_per_domain;
-    int64_t *keys = malloc((size_t)n * sizeof *keys), *firsts = malloc((size_t)n * sizeof *firsts);
+    int64_t *keys = alloc_malloc((size_t)n * sizeof *keys),
+            *firsts = alloc_malloc((size_t)n * sizeof *firsts);
     int32_t g = -1;
     if (!keys || !firsts)
         goto out;
@@ -598,8 +600,8 @@ static int plan_tree(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
 #define TREE_MEMBER(t) (nd ? order[(t) % nd * g + (t) / nd] : (t))
     free(c->tree_parent); /* planned before, as a candidate of auto */
     free(c->tree_child);
-    c->tree_parent = malloc((size_t)n * 2 * sizeof *c->tree_parent);
-    c->tree_child = malloc((size_t)n * 4 * sizeof *c->tree_child);
+    c->tree_parent = alloc_malloc((size_t)n * 2 * sizeof *c->tree_parent);
+    c->tree_child = alloc_malloc((size_t)n * 4 * sizeof *c->tree_child);
     if (!c->tree_parent || !c->tree_child || pairs_alloc(e, c, 4 * n))
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory for the tree");
     sim_i_dbtree_build(n, c->tree_parent, c->tree_child);
@@ -719,7 +721,7 @@ static int sharp_bw(const sim_engine_t *e, const sim_coll_t *c, const sim_phase_
     int64_t total = 0;
     for (int32_t i = 0; i < ph->n_rings * ph->ring_len; i++)
         total += c->pairs[ph->pair0 + i].route_len;
-    int32_t *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
+    int32_t *all = alloc_malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
     if (!all)
         return SIM_ENOMEM;
     int64_t n_all = 0;
@@ -959,7 +961,7 @@ static int32_t proto_candidates(const sim_engine_t *e, const sim_coll_t *c, sim_
 /* Resolve auto algorithm, protocol and channels (the (algorithm, protocol) pair with the smallest
  * closed form, as NCCL's tuner), plan, route, and compute the closed form. */
 static int resolve_and_plan(sim_engine_t *e, sim_coll_t *c) {
-    int32_t *order = malloc((size_t)c->n * sizeof *order);
+    int32_t *order = alloc_malloc((size_t)c->n * sizeof *order);
     if (!order)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     const int32_t g = domain_order(e, c, order);
@@ -1061,7 +1063,7 @@ static int check_desc(sim_engine_t *e, const sim_coll_desc_t *d) {
             return sim_i_fail(e, SIM_EINVAL, "collective: gpus[%d] = %d is not in 0..%d", i, d->gpus[i],
                               e->n_gpus - 1);
     /* Duplicates: sort (gpu, index) keys, O(n log n) rather than a bitmap of every GPU. */
-    int64_t *keys = malloc((size_t)d->n_gpus * sizeof *keys);
+    int64_t *keys = alloc_malloc((size_t)d->n_gpus * sizeof *keys);
     if (!keys)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     for (int32_t i = 0; i < d->n_gpus; i++)
@@ -1097,7 +1099,7 @@ static int new_plan(sim_engine_t *e, const sim_coll_desc_t *d, sim_coll_t **out)
     c->wire = 1.0;
     c->bound = INFINITY;
     c->chunk = e->cfg.chunk_bytes;
-    c->gpus = malloc((size_t)c->n * sizeof *c->gpus);
+    c->gpus = alloc_malloc((size_t)c->n * sizeof *c->gpus);
     if (!c->gpus)
         return sim_i_fail(e, SIM_ENOMEM, "collective: out of memory");
     memcpy(c->gpus, d->gpus, (size_t)c->n * sizeof *c->gpus);
@@ -1181,7 +1183,7 @@ static int plan_insert(sim_engine_t *e, const sim_coll_desc_t *d, int32_t id) {
     const sim_coll_t *c = &e->plans[id];
     if (2 * (e->plan_n + 1) > e->plan_cap) {
         const int64_t cap = e->plan_cap ? 2 * e->plan_cap : 1024;
-        int32_t *old = e->plan_tab, *tab = malloc((size_t)cap * sizeof *tab);
+        int32_t *old = e->plan_tab, *tab = alloc_malloc((size_t)cap * sizeof *tab);
         if (!tab)
             return SIM_ENOMEM;
         for (int64_t i = 0; i < cap; i++)
@@ -1331,7 +1333,7 @@ static int live_take(sim_engine_t *e, int32_t id) {
     sim_coll_t *c = e->live_free;
     if (c)
         e->live_free = c->next_free;
-    else if (!(c = malloc(sizeof *c)))
+    else if (!(c = alloc_malloc(sizeof *c)))
         return SIM_ENOMEM;
     *c = e->plans[in->plan];
     c->scratch = NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sim.h"
 
 static int fail(char *err, size_t size, int status, const char *fmt, ...) {
@@ -97,7 +98,8 @@ int sim_coll_bench_run(const sim_config_t *cfg, const sim_network_desc_t *net, c
     if (rc)
         return rc;
     const int32_t groups = b->groups > 0 ? b->groups : 1, m = b->gpus / groups;
-    int32_t *sel = malloc((size_t)b->gpus * sizeof *sel), *members = malloc((size_t)m * sizeof *members);
+    int32_t *sel = alloc_malloc((size_t)b->gpus * sizeof *sel),
+            *members = alloc_malloc((size_t)m * sizeof *members);
     sim_engine_t *e = NULL;
     if (!sel || !members) {
         rc = fail(err, err_size, SIM_ENOMEM, "out of memory");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sim_internal.h"
 
 const char *sim_status_name(int status) {
@@ -54,7 +55,7 @@ static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int zero) {
     int64_t c = *cap > 0 ? *cap : 16;
     while (c < need)
         c *= 2;
-    void *p = realloc(*arr, (size_t)c * elem);
+    void *p = alloc_realloc(*arr, (size_t)c * elem);
     if (!p)
         return SIM_ENOMEM;
     if (zero)
@@ -265,7 +266,7 @@ int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_e
     *out = NULL;
     if (err && err_size)
         err[0] = '\0';
-    sim_engine_t *e = calloc(1, sizeof *e);
+    sim_engine_t *e = alloc_calloc(1, sizeof *e);
     if (!e) {
         if (err && err_size)
             snprintf(err, err_size, "engine: out of memory");
@@ -290,7 +291,7 @@ int sim_engine_new(const sim_config_t *cfg, const sim_network_desc_t *net, sim_e
     e->route_load = net->route_load;
     e->rng = e->cfg.seed;
     e->q = sim_queue_new(1024);
-    e->streams = calloc((size_t)e->n_gpus * (size_t)e->streams_per_gpu, sizeof *e->streams);
+    e->streams = alloc_calloc((size_t)e->n_gpus * (size_t)e->streams_per_gpu, sizeof *e->streams);
     if (!e->q || !e->streams) {
         rc = SIM_ENOMEM;
         goto fail;

@@ -9,6 +9,7 @@
  * list of the others (8 bytes per further dependency), so the run never allocates for the DAG. */
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "sim_internal.h"
 
 static sim_stream_t *stream_at(sim_engine_t *e, int32_t gs) {
@@ -60,8 +61,8 @@ static int32_t name_index(sim_engine_t *e, const char *name) {
         return -1;
     if (2 * (e->n_names + 1) > e->name_tab_cap) {
         const int32_t cap = e->name_tab_cap ? 2 * e->name_tab_cap : 64;
-        uint16_t *tab = calloc((size_t)cap, sizeof *tab);
-        const char **names = realloc(e->names, (size_t)(cap / 2 + 1) * sizeof *names);
+        uint16_t *tab = alloc_calloc((size_t)cap, sizeof *tab);
+        const char **names = alloc_realloc(e->names, (size_t)(cap / 2 + 1) * sizeof *names);
         if (names)
             e->names = names;
         if (!tab || !names) {
@@ -103,10 +104,10 @@ int sim_i_ops_reserve(sim_engine_t *e, int64_t need) {
         c *= 2;
     if (c > INT32_MAX)
         c = INT32_MAX;
-    sim_op_t *p = realloc(e->ops, (size_t)c * sizeof *p);
+    sim_op_t *p = alloc_realloc(e->ops, (size_t)c * sizeof *p);
     if (p)
         e->ops = p;
-    int32_t *h = p ? realloc(e->succ, (size_t)c * sizeof *h) : NULL;
+    int32_t *h = p ? alloc_realloc(e->succ, (size_t)c * sizeof *h) : NULL;
     if (!h)
         return SIM_ENOMEM;
     e->succ = h;
@@ -122,10 +123,10 @@ int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies) {
                           "sim_engine_reserve: %lld operations, %lld dependencies: out of range",
                           (long long)n_ops, (long long)n_dependencies);
     if (n_ops > e->cap_ops) {
-        sim_op_t *p = realloc(e->ops, (size_t)n_ops * sizeof *p);
+        sim_op_t *p = alloc_realloc(e->ops, (size_t)n_ops * sizeof *p);
         if (p)
             e->ops = p;
-        int32_t *h = p ? realloc(e->succ, (size_t)n_ops * sizeof *h) : NULL;
+        int32_t *h = p ? alloc_realloc(e->succ, (size_t)n_ops * sizeof *h) : NULL;
         if (!h)
             return sim_i_fail(e, SIM_ENOMEM, "sim_engine_reserve: out of memory for %lld operations",
                               (long long)n_ops);
@@ -133,7 +134,7 @@ int sim_engine_reserve(sim_engine_t *e, int64_t n_ops, int64_t n_dependencies) {
         e->cap_ops = (int32_t)n_ops;
     }
     if (2 * n_dependencies > e->cap_edges) {
-        int32_t *p = realloc(e->edges, (size_t)(2 * n_dependencies) * sizeof *p);
+        int32_t *p = alloc_realloc(e->edges, (size_t)(2 * n_dependencies) * sizeof *p);
         if (!p)
             return sim_i_fail(e, SIM_ENOMEM, "sim_engine_reserve: out of memory for %lld dependencies",
                               (long long)n_dependencies);
@@ -203,7 +204,7 @@ static int more_grow(sim_engine_t *e) {
     if (2 * (e->more_n + 1) <= e->more_cap)
         return SIM_OK;
     const int64_t old_cap = e->more_cap, cap = old_cap ? 2 * old_cap : 1024;
-    int32_t *old = e->more, *tab = malloc((size_t)cap * 2 * sizeof *tab);
+    int32_t *old = e->more, *tab = alloc_malloc((size_t)cap * 2 * sizeof *tab);
     if (!tab)
         return SIM_ENOMEM;
     for (int64_t i = 0; i < cap; i++)

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sim_heap.h"
 #include "sim_internal.h"
 
@@ -131,9 +132,9 @@ static void slot_free(sim_net_t *n, int32_t s) {
 static int loads_init(sim_engine_t *e, const sim_network_desc_t *d) {
     sim_net_t *n = &e->net;
     const size_t nl = (size_t)(d->n_links > 0 ? d->n_links : 1);
-    n->load_units = calloc(nl, sizeof *n->load_units);
-    n->load_scale = calloc(nl, sizeof *n->load_scale);
-    n->link_load = calloc(nl, sizeof *n->link_load);
+    n->load_units = alloc_calloc(nl, sizeof *n->load_units);
+    n->load_scale = alloc_calloc(nl, sizeof *n->load_scale);
+    n->link_load = alloc_calloc(nl, sizeof *n->link_load);
     if (!n->load_units || !n->load_scale || !n->link_load)
         return sim_i_fail(e, SIM_ENOMEM, "network: out of memory for the link loads of %d links", d->n_links);
     double ref = INFINITY, ref_any = INFINITY;
@@ -163,7 +164,7 @@ int sim_i_net_init(sim_engine_t *e, const sim_network_desc_t *d) {
         n->hop_free[k] = -1;
     n->epoch = n->dirty_epoch = n->merge_epoch = 1;
     n->n_links = d->n_links;
-    n->links = calloc((size_t)(d->n_links > 0 ? d->n_links : 1), sizeof *n->links);
+    n->links = alloc_calloc((size_t)(d->n_links > 0 ? d->n_links : 1), sizeof *n->links);
     if (!n->links)
         return sim_i_fail(e, SIM_ENOMEM, "network: out of memory for %d links", d->n_links);
     for (int32_t i = 0; i < d->n_links; i++) {
@@ -654,8 +655,8 @@ int sim_engine_set_link_classes(sim_engine_t *e, int32_t n_classes, const int32_
         if (class_of_gpu[g] < -1 || class_of_gpu[g] >= n_classes)
             return sim_i_fail(e, SIM_EINVAL, "sim_engine_set_link_classes: GPU %d: class %d; allowed: -1..%d",
                               (int)g, (int)class_of_gpu[g], (int)n_classes - 1);
-    double *b = calloc((size_t)(n->n_links > 0 ? n->n_links : 1) * (size_t)n_classes, sizeof *b);
-    int32_t *c = malloc((size_t)(e->n_gpus > 0 ? e->n_gpus : 1) * sizeof *c);
+    double *b = alloc_calloc((size_t)(n->n_links > 0 ? n->n_links : 1) * (size_t)n_classes, sizeof *b);
+    int32_t *c = alloc_malloc((size_t)(e->n_gpus > 0 ? e->n_gpus : 1) * sizeof *c);
     if (!b || !c) {
         free(b);
         free(c);

@@ -6,6 +6,7 @@
  * own figures are in docs/engine.md, "Speed". */
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "sim_heap.h"
 #include "sim_internal.h"
 
@@ -23,11 +24,11 @@ static int ev_less(const sim_event_t *a, const sim_event_t *b) {
 SIM_HEAP_DEFINE(evq, sim_event_t, void *, ev_less, SIM_HEAP_NO_PLACE)
 
 sim_queue_t *sim_queue_new(size_t initial_capacity) {
-    sim_queue_t *q = calloc(1, sizeof *q);
+    sim_queue_t *q = alloc_calloc(1, sizeof *q);
     if (!q)
         return NULL;
     q->cap = initial_capacity < 16 ? 16 : (int64_t)initial_capacity;
-    q->heap = malloc((size_t)q->cap * sizeof *q->heap);
+    q->heap = alloc_malloc((size_t)q->cap * sizeof *q->heap);
     if (!q->heap) {
         free(q);
         return NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sim.h"
 
 static int star_route(void *ctx, int32_t src, int32_t dst, int32_t *links, int32_t cap) {
@@ -48,8 +49,8 @@ int sim_star_init(sim_star_t *s, const sim_star_params_t *p) {
     s->n_gpus = p->n_gpus;
     s->gpus_per_domain = g;
     s->n_links = (g > 1 ? 4 : 2) * p->n_gpus;
-    s->capacity_bytes_per_s = malloc((size_t)s->n_links * sizeof *s->capacity_bytes_per_s);
-    s->latency_s = malloc((size_t)s->n_links * sizeof *s->latency_s);
+    s->capacity_bytes_per_s = alloc_malloc((size_t)s->n_links * sizeof *s->capacity_bytes_per_s);
+    s->latency_s = alloc_malloc((size_t)s->n_links * sizeof *s->latency_s);
     if (!s->capacity_bytes_per_s || !s->latency_s) {
         sim_star_destroy(s);
         return SIM_ENOMEM;

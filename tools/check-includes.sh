@@ -6,12 +6,12 @@
 #            on small fixture trees that must be rejected
 #   --graph  also print the module-level include counts ("sim -> model: 3")
 #
-# Files: every .c and .h under ROOT's model/ topo/ sim/ traces/ tools/ tests/ (tests/arch/fixtures
+# Files: every .c and .h under ROOT's alloc/ model/ topo/ sim/ traces/ tools/ tests/ (tests/arch/fixtures
 # excluded). An #include "x.h" (or <x.h>) names a project file when one ends in /x.h: first beside
 # the including file, else the one file of that name (the one in the includer's module if several).
 # Anything else is a system or third-party header and is ignored.
 #
-# Modules, by path: model/ (model), topo/ (topo), sim/step/ (step), sim/ (sim), traces/ (traces),
+# Modules, by path: alloc/ (alloc), model/ (model), topo/ (topo), sim/step/ (step), sim/ (sim), traces/ (traces),
 # tools/stepsim/ (stepsim), tools/common/ (common), the rest of tools/ (tools: bench, reports),
 # tests/ (tests). A module's public headers are those in its include/ folder (all of tools/common);
 # the others are private to it.
@@ -22,7 +22,8 @@
 #   (b) an include of another module's private header; tests/<m>/ may include module m's private
 #       headers (tests/topo/test_summary.c reads topo_internal.h);
 #   (c) an include of another module's public header against the layer direction:
-#         model, topo, common: leaves (nothing)     sim: model, topo
+#         alloc: a leaf (nothing); every other module may use alloc (the allocation wrappers)
+#         model, topo, common: alloc only               sim: model, topo
 #         step: sim, model, topo                    traces: sim, step
 #         stepsim: every layer and common           tools: everything public, stepsim's cli.h included
 #         tests: everything public
@@ -61,7 +62,7 @@ cd "$root"
 list=$(mktemp)
 trap 'rm -f "$list"' EXIT
 dirs=()
-for d in model topo sim traces tools tests; do
+for d in alloc model topo sim traces tools tests; do
     [[ -d $d ]] && dirs+=("$d")
 done
 if ((${#dirs[@]} == 0)); then
@@ -74,6 +75,7 @@ find "${dirs[@]}" -path tests/arch/fixtures -prune -o -type f \( -name '*.c' -o 
 # shellcheck disable=SC2046 # one argument per file name (the tree has no spaces in file names)
 LC_ALL=C awk -v graph="$graph" '
 function module(p) {
+    if (p ~ /^alloc\//) return "alloc"
     if (p ~ /^model\//) return "model"
     if (p ~ /^topo\//) return "topo"
     if (p ~ /^sim\/step\//) return "step"
@@ -156,15 +158,16 @@ function reaches(a, b,    queue, head, tail, u, n, i, nb, seen) {
     return 0
 }
 BEGIN {
-    allowed["model"] = " "
-    allowed["topo"] = " "
-    allowed["common"] = " "
-    allowed["sim"] = " model topo "
-    allowed["step"] = " sim model topo "
-    allowed["traces"] = " sim step "
-    allowed["stepsim"] = " model topo sim step traces common "
-    allowed["tools"] = " model topo sim step traces common stepsim "
-    allowed["tests"] = " model topo sim step traces common stepsim "
+    allowed["alloc"] = " "
+    allowed["model"] = " alloc "
+    allowed["topo"] = " alloc "
+    allowed["common"] = " alloc "
+    allowed["sim"] = " alloc model topo "
+    allowed["step"] = " alloc sim model topo "
+    allowed["traces"] = " alloc sim step "
+    allowed["stepsim"] = " alloc model topo sim step traces common "
+    allowed["tools"] = " alloc model topo sim step traces common stepsim "
+    allowed["tests"] = " alloc model topo sim step traces common stepsim "
 }
 NR == FNR { files[++nfiles] = $0; isfile[$0] = 1; next }
 FNR == 1 { nfile_scanned++ }

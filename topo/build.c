@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 static double now_s(void) {
@@ -21,7 +22,7 @@ static double now_s(void) {
 }
 
 static int grow(void **ptr, size_t elem, int64_t cap) {
-    void *q = realloc(*ptr, elem * (size_t)cap);
+    void *q = alloc_realloc(*ptr, elem * (size_t)cap);
     if (!q)
         return -1;
     *ptr = q;
@@ -163,7 +164,11 @@ int topo_i_build_nodes(topo_t *t, const topo_params_t *p) {
 /* ---- finish ------------------------------------------------------------------------------------ */
 
 int topo_i_from_igraph_error(igraph_error_t e, topo_issue_t *issue, const char *what) {
-    if (issue) {
+    if (issue && e == IGRAPH_ENOMEM) {
+        snprintf(issue->field, sizeof issue->field, "igraph");
+        issue->value[0] = '\0';
+        snprintf(issue->rule, sizeof issue->rule, "out of memory in %s", what);
+    } else if (issue) {
         snprintf(issue->field, sizeof issue->field, "igraph");
         snprintf(issue->value, sizeof issue->value, "%s", igraph_strerror(e));
         snprintf(issue->rule, sizeof issue->rule, "in %s", what);
@@ -173,15 +178,15 @@ int topo_i_from_igraph_error(igraph_error_t e, topo_issue_t *issue, const char *
 
 static int build_adjacency(topo_t *t) {
     int64_t V = t->n_vertices, L = t->n_links;
-    t->adj_off = calloc((size_t)V + 1, sizeof *t->adj_off);
-    t->adj_link = malloc(((size_t)L + 1) * sizeof *t->adj_link);
+    t->adj_off = alloc_calloc((size_t)V + 1, sizeof *t->adj_off);
+    t->adj_link = alloc_malloc(((size_t)L + 1) * sizeof *t->adj_link);
     if (!t->adj_off || !t->adj_link)
         return TOPO_ENOMEM;
     for (int64_t l = 0; l < L; l++)
         t->adj_off[t->l_from[l] + 1]++;
     for (int64_t v = 0; v < V; v++)
         t->adj_off[v + 1] += t->adj_off[v];
-    int32_t *fill = malloc(((size_t)V + 1) * sizeof *fill);
+    int32_t *fill = alloc_malloc(((size_t)V + 1) * sizeof *fill);
     if (!fill)
         return TOPO_ENOMEM;
     memcpy(fill, t->adj_off, (size_t)V * sizeof *fill);
@@ -228,8 +233,8 @@ void topo_i_bfs(const topo_t *t, int64_t s, int32_t *dist, int32_t *queue) {
 
 int topo_i_in_csr(const topo_t *t, int32_t **off_out, int32_t **in_out) {
     int64_t V = t->n_vertices, L = t->n_links;
-    int32_t *off = calloc((size_t)V + 1, sizeof *off);
-    int32_t *in = malloc(((size_t)L + 1) * sizeof *in);
+    int32_t *off = alloc_calloc((size_t)V + 1, sizeof *off);
+    int32_t *in = alloc_malloc(((size_t)L + 1) * sizeof *in);
     if (!off || !in) {
         free(off);
         free(in);
@@ -288,9 +293,9 @@ static int unreachable(topo_t *t, int64_t a, int64_t b, topo_issue_t *issue) {
 
 static int check_reachable(topo_t *t, topo_issue_t *issue) {
     int rc = TOPO_ENOMEM;
-    int32_t *dist = malloc((size_t)t->n_vertices * sizeof *dist);
-    int32_t *queue = malloc((size_t)t->n_vertices * sizeof *queue);
-    char *seen = malloc((size_t)t->n_vertices);
+    int32_t *dist = alloc_malloc((size_t)t->n_vertices * sizeof *dist);
+    int32_t *queue = alloc_malloc((size_t)t->n_vertices * sizeof *queue);
+    char *seen = alloc_malloc((size_t)t->n_vertices);
     if (!dist || !queue || !seen)
         goto done;
     topo_i_bfs(t, t->gpu_vertex[0], dist, queue);
@@ -313,7 +318,7 @@ done:
 
 int topo_i_finish(topo_t *t, topo_issue_t *issue) {
     if (!t->gpu_vertex) {
-        t->gpu_vertex = malloc((size_t)(t->n_gpus > 0 ? t->n_gpus : 1) * sizeof *t->gpu_vertex);
+        t->gpu_vertex = alloc_malloc((size_t)(t->n_gpus > 0 ? t->n_gpus : 1) * sizeof *t->gpu_vertex);
         if (!t->gpu_vertex)
             return TOPO_ENOMEM;
         for (int64_t g = 0; g < t->n_gpus; g++)
@@ -366,12 +371,18 @@ static int build_kind(topo_t *t, const topo_params_t *p, topo_issue_t *issue) {
 
 int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     *out = NULL;
+    if (issue)
+        memset(issue, 0, sizeof *issue);
     int rc = topo_params_check(p, issue);
     if (rc)
         return rc;
-    topo_t *t = calloc(1, sizeof *t);
-    if (!t)
+    topo_t *t = alloc_calloc(1, sizeof *t);
+    if (!t) {
+        if (issue)
+            topo_i_set_issue(issue, "topology", p->name[0] ? p->name : topo_kind_name(p->kind),
+                             "out of memory");
         return TOPO_ENOMEM;
+    }
     snprintf(t->name, sizeof t->name, "%s", p->name[0] ? p->name : topo_kind_name(p->kind));
     snprintf(t->source_kind, sizeof t->source_kind, "%s", topo_kind_name(p->kind));
     t->kind = p->kind;
@@ -407,7 +418,9 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
         t->stats.table_s = now_s() - t0;
     }
     if (rc == TOPO_ENOMEM && issue)
-        topo_i_set_issue(issue, "topology", t->name, "does not fit in memory");
+        topo_i_set_issue(issue, "topology", t->name, "out of memory");
+    else if (rc && issue && !issue->rule[0]) /* every failure names its cause */
+        topo_i_set_issue(issue, "topology", t->name, "%s", topo_status_name(rc));
     if (rc) {
         topo_free(t);
         return rc;

@@ -26,6 +26,12 @@ int topo_i_set_issue(topo_issue_t *issue, const char *field, const char *value, 
     return TOPO_EINVAL;
 }
 
+int topo_i_issue_fallback(topo_issue_t *issue, const char *name, int rc) {
+    if (rc && issue && !issue->rule[0])
+        topo_i_set_issue(issue, "topology", name, "%s", topo_status_name(rc));
+    return rc;
+}
+
 int topo_i_set_issuef(topo_issue_t *issue, const char *field, int64_t value, const char *fmt, ...) {
     char v[32];
     snprintf(v, sizeof v, "%lld", (long long)value);

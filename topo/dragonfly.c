@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 static int64_t slot_of(const topo_dfly_t *d, int64_t i, int64_t j) {
@@ -52,9 +53,9 @@ static int64_t pair_index(int64_t a, int64_t lo, int64_t hi) {
 
 static int add_globals(topo_t *t, topo_dfly_t *d, double bw, double lat) {
     int64_t g = d->g, n = d->n, entries = g * (g - 1) * n;
-    d->gl_link = malloc((size_t)(entries + 1) * sizeof *d->gl_link);
-    d->gl_src = malloc((size_t)(entries + 1) * sizeof *d->gl_src);
-    d->gl_dst = malloc((size_t)(entries + 1) * sizeof *d->gl_dst);
+    d->gl_link = alloc_malloc((size_t)(entries + 1) * sizeof *d->gl_link);
+    d->gl_src = alloc_malloc((size_t)(entries + 1) * sizeof *d->gl_src);
+    d->gl_dst = alloc_malloc((size_t)(entries + 1) * sizeof *d->gl_dst);
     if (!d->gl_link || !d->gl_src || !d->gl_dst)
         return TOPO_ENOMEM;
     for (int64_t i = 0; i < g; i++) {
@@ -100,7 +101,7 @@ static int add_routers(topo_t *t, topo_dfly_t *d, double bw, double lat) {
  * R's first endpoint is NIC R % m of the first node of its chassis (m = 1: endpoint R * p). */
 static int dragonfly_sources(topo_t *t, const topo_dfly_t *d) {
     const topo_nodes_t *nd = &t->nodes;
-    t->diam_sources = malloc((size_t)(2 * d->a + nd->G) * sizeof *t->diam_sources);
+    t->diam_sources = alloc_malloc((size_t)(2 * d->a + nd->G) * sizeof *t->diam_sources);
     if (!t->diam_sources)
         return TOPO_ENOMEM;
     int64_t n = 0;
@@ -133,7 +134,7 @@ static double dragonfly_closed_bisection(const topo_t *t, const topo_dfly_t *d, 
 int topo_i_build_dragonfly(topo_t *t, const topo_params_t *p, topo_issue_t *issue) {
     (void)issue;
     const topo_dragonfly_params_t *dp = &p->dragonfly;
-    topo_dfly_t *d = t->dfly = calloc(1, sizeof *t->dfly);
+    topo_dfly_t *d = t->dfly = alloc_calloc(1, sizeof *t->dfly);
     if (!d)
         return TOPO_ENOMEM;
     d->p = dp->p, d->a = dp->a, d->h = dp->h, d->g = dp->g;

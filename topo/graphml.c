@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 static const char *const VKIND[] = {"gpu", "nvswitch", "nic", "switch"};
@@ -115,11 +116,15 @@ static int write_graph(const topo_t *t, FILE *out, int format, topo_issue_t *iss
 }
 
 int topo_graphml_write(const topo_t *t, FILE *out, topo_issue_t *issue) {
-    return write_graph(t, out, 0, issue);
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, write_graph(t, out, 0, issue));
 }
 
 int topo_dot_write(const topo_t *t, FILE *out, topo_issue_t *issue) {
-    return write_graph(t, out, 1, issue);
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, write_graph(t, out, 1, issue));
 }
 
 /* ---- import ------------------------------------------------------------------------------------ */
@@ -240,8 +245,8 @@ static int is_int(double x, double lo) {
 /* Vertices: kinds, nodes, tiers, groups, racks; ranks into rank[] (-2 where absent). */
 static int import_vertices(topo_t *t, gml_t *m, double *rank) {
     int64_t V = m->V;
-    int *kind = malloc((size_t)(V + 1) * sizeof *kind);
-    double *a = malloc((size_t)(4 * V + 1) * sizeof *a);
+    int *kind = alloc_malloc((size_t)(V + 1) * sizeof *kind);
+    double *a = alloc_malloc((size_t)(4 * V + 1) * sizeof *a);
     int rc = TOPO_ENOMEM;
     if (!kind || !a)
         goto done;
@@ -269,7 +274,7 @@ done:
 /* ranks: given, or vertex order; GPUs of a node consecutive (node-major); nodes default to ranks */
 static int import_ranks(topo_t *t, gml_t *m, const double *rank) {
     int64_t G = t->n_gpus, next = 0;
-    int32_t *gv = malloc((size_t)(G + 1) * sizeof *gv);
+    int32_t *gv = alloc_malloc((size_t)(G + 1) * sizeof *gv);
     if (!gv)
         return TOPO_ENOMEM;
     for (int64_t g = 0; g < G; g++)
@@ -319,8 +324,8 @@ static int cmp_arc(const void *pa, const void *pb) {
 
 static int pair_cables(topo_t *t) {
     int64_t L = t->n_links;
-    arc_key_t *k = malloc((size_t)(L + 1) * sizeof *k);
-    int32_t *partner = malloc((size_t)(L + 1) * sizeof *partner);
+    arc_key_t *k = alloc_malloc((size_t)(L + 1) * sizeof *k);
+    int32_t *partner = alloc_malloc((size_t)(L + 1) * sizeof *partner);
     if (!k || !partner) {
         free(k);
         free(partner);
@@ -375,7 +380,7 @@ static int dense_cables(topo_t *t, gml_t *m, const double *cable) {
             return gml_fail(m, "edge %lld: cable must be an integer >= 0", (long long)l);
         max = (int64_t)cable[l] > max ? (int64_t)cable[l] : max;
     }
-    int32_t *map = malloc((size_t)(max + 1) * sizeof *map);
+    int32_t *map = alloc_malloc((size_t)(max + 1) * sizeof *map);
     if (!map)
         return TOPO_ENOMEM;
     for (int64_t i = 0; i <= max; i++)
@@ -436,8 +441,8 @@ static int add_links(topo_t *t, gml_t *m, const double *bw, const double *lat, c
 
 static int import_edges(topo_t *t, gml_t *m) {
     int64_t E = m->E;
-    double *a = malloc((size_t)(3 * E + 1) * sizeof *a);
-    int *kind = malloc((size_t)(2 * E + 1) * sizeof *kind), *tech = kind ? kind + E : NULL;
+    double *a = alloc_malloc((size_t)(3 * E + 1) * sizeof *a);
+    int *kind = alloc_malloc((size_t)(2 * E + 1) * sizeof *kind), *tech = kind ? kind + E : NULL;
     const char *tech_names[TOPO_TECH_COUNT];
     for (int i = 0; i < TOPO_TECH_COUNT; i++)
         tech_names[i] = topo_tech_info((topo_tech_t)i) ? topo_tech_name((topo_tech_t)i) : NULL;
@@ -479,7 +484,7 @@ static int import_graph(topo_t *t, gml_t *m, const topo_params_t *p) {
     if (e != IGRAPH_SUCCESS)
         return topo_i_from_igraph_error(e, m->issue, "reading GraphML attributes");
     import_names(t, m, p);
-    double *rank = malloc((size_t)(m->V + 1) * sizeof *rank);
+    double *rank = alloc_malloc((size_t)(m->V + 1) * sizeof *rank);
     if (!rank)
         return TOPO_ENOMEM;
     int rc = import_vertices(t, m, rank);
@@ -493,13 +498,17 @@ static int import_graph(topo_t *t, gml_t *m, const topo_params_t *p) {
     return rc ? rc : import_edges(t, m);
 }
 
+/* Destroys what gml_init set up, also when it stopped part-way (m zeroed first: a vector whose
+ * storage is NULL was never initialised, and igraph asserts on destroying one). */
 static void gml_destroy(gml_t *m, int has_graph) {
-    igraph_strvector_destroy(&m->gnames);
-    igraph_strvector_destroy(&m->vnames);
-    igraph_strvector_destroy(&m->enames);
-    igraph_vector_int_destroy(&m->gtypes);
-    igraph_vector_int_destroy(&m->vtypes);
-    igraph_vector_int_destroy(&m->etypes);
+    igraph_strvector_t *sv[] = {&m->gnames, &m->vnames, &m->enames};
+    igraph_vector_int_t *iv[] = {&m->gtypes, &m->vtypes, &m->etypes};
+    for (int i = 0; i < 3; i++) {
+        if (sv[i]->stor_begin)
+            igraph_strvector_destroy(sv[i]);
+        if (iv[i]->stor_begin)
+            igraph_vector_int_destroy(iv[i]);
+    }
     if (has_graph)
         igraph_destroy(&m->g);
 }
@@ -540,7 +549,7 @@ int topo_i_build_graphml(topo_t *t, const topo_params_t *p, topo_issue_t *issue)
     igraph_set_attribute_table(old);
     if (rc == TOPO_OK) {
         int64_t n = t->n_gpus < 64 ? t->n_gpus : 64;
-        t->diam_sources = malloc((size_t)n * sizeof *t->diam_sources);
+        t->diam_sources = alloc_malloc((size_t)n * sizeof *t->diam_sources);
         if (!t->diam_sources)
             return TOPO_ENOMEM;
         for (int64_t i = 0; i < n; i++)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 static const char *const CLASS_NAMES[TOPO_LINK_CLASS_COUNT] = {
@@ -188,8 +189,8 @@ static int select_fraction(const topo_t *t, topo_link_class_t c, double f, uint6
     for (int64_t l = 0; l < t->n_links; l++)
         if (t->l_cable[l] > max_cable)
             max_cable = t->l_cable[l];
-    uint8_t *in = calloc((size_t)(max_cable + 2), 1);
-    ranked_t *r = malloc((size_t)(max_cable + 2) * sizeof *r);
+    uint8_t *in = alloc_calloc((size_t)(max_cable + 2), 1);
+    ranked_t *r = alloc_malloc((size_t)(max_cable + 2) * sizeof *r);
     if (!in || !r) {
         free(in);
         free(r);
@@ -363,7 +364,7 @@ static int check_routes(const topo_t *t, topo_issue_t *issue) {
             classes = endpoint_class(t, e) + 1;
     const int pxn = t->pxn && G > 1;
     const int64_t per = pxn ? M : 1; /* representatives per class: one per NIC index under PXN */
-    int64_t *rep = malloc((size_t)(classes * per + 1) * sizeof *rep);
+    int64_t *rep = alloc_malloc((size_t)(classes * per + 1) * sizeof *rep);
     if (!rep)
         return TOPO_ENOMEM;
     for (int64_t i = 0; i < classes * per; i++)
@@ -384,21 +385,21 @@ static int check_routes(const topo_t *t, topo_issue_t *issue) {
     return rc;
 }
 
-int topo_links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,
-                      topo_issue_t *issue) {
+static int links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,
+                        topo_issue_t *issue) {
     if (bad)
         *bad = -1;
     if (n <= 0)
         return TOPO_OK;
     const size_t L = (size_t)(t->n_links > 0 ? t->n_links : 1);
-    uint8_t *mask = malloc(L);
+    uint8_t *mask = alloc_malloc(L);
     if (!t->l_factor) {
-        t->l_factor = malloc(L * sizeof *t->l_factor);
+        t->l_factor = alloc_malloc(L * sizeof *t->l_factor);
         for (int64_t l = 0; t->l_factor && l < t->n_links; l++)
             t->l_factor[l] = 1.0;
     }
     if (!t->l_failed)
-        t->l_failed = calloc(L, 1);
+        t->l_failed = alloc_calloc(L, 1);
     if (!mask || !t->l_factor || !t->l_failed) {
         free(mask);
         return TOPO_ENOMEM;
@@ -458,4 +459,11 @@ int64_t topo_slowed_link_count(const topo_t *t) {
     for (int64_t l = 0; t->l_factor && l < t->n_links; l++)
         n += t->l_factor[l] != 1.0;
     return n;
+}
+
+int topo_links_change(topo_t *t, const topo_link_change_t *changes, int n, uint64_t seed, int *bad,
+                      topo_issue_t *issue) {
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, links_change(t, changes, n, seed, bad, issue));
 }

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 #define TOPO_TABLE_MAX (INT64_C(1) << 27) /* 128 Mi entries, 512 MiB */
@@ -47,13 +48,13 @@ int topo_i_build_table(topo_t *t, topo_issue_t *issue) {
                           (long long)TOPO_TABLE_MAX);
         return TOPO_ETOOBIG;
     }
-    t->table = calloc(1, sizeof *t->table);
+    t->table = alloc_calloc(1, sizeof *t->table);
     int32_t *off = NULL, *in = NULL;
-    int32_t *dist = malloc((size_t)V * sizeof *dist), *queue = malloc((size_t)V * sizeof *queue);
+    int32_t *dist = alloc_malloc((size_t)V * sizeof *dist), *queue = alloc_malloc((size_t)V * sizeof *queue);
     int rc = TOPO_ENOMEM;
     if (!t->table || !dist || !queue || topo_i_in_csr(t, &off, &in))
         goto done;
-    t->table->next = malloc((size_t)(G * V) * sizeof *t->table->next);
+    t->table->next = alloc_malloc((size_t)(G * V) * sizeof *t->table->next);
     if (!t->table->next)
         goto done;
     int32_t far = 0;

@@ -10,13 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 #define DIAMETER_BUDGET 3e7
 
 static int diameter(const topo_t *t, topo_summary_t *s) {
     int64_t V = t->n_vertices;
-    int32_t *dist = malloc((size_t)V * sizeof *dist), *queue = malloc((size_t)V * sizeof *queue);
+    int32_t *dist = alloc_malloc((size_t)V * sizeof *dist), *queue = alloc_malloc((size_t)V * sizeof *queue);
     if (!dist || !queue) {
         free(dist);
         free(queue);
@@ -106,7 +107,7 @@ static void tech_use(const topo_t *t, int64_t l, topo_summary_t *s) {
 
 /* Cables by kind and technology (each counted once), optical cables, injection bandwidth. */
 static int cables(const topo_t *t, topo_summary_t *s) {
-    char *seen = calloc((size_t)t->n_cables + 1, 1);
+    char *seen = alloc_calloc((size_t)t->n_cables + 1, 1);
     if (!seen)
         return TOPO_ENOMEM;
     for (int64_t l = 0; l < t->n_links; l++) {
@@ -137,7 +138,7 @@ static int cables(const topo_t *t, topo_summary_t *s) {
     return TOPO_OK;
 }
 
-int topo_summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue) {
+static int summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue) {
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", t->name);
     s->kind = topo_kind_name(t->kind);
@@ -155,4 +156,10 @@ int topo_summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue
     if (rc == TOPO_OK)
         rc = bisection(t, &s->bisection_bandwidth_bytes_per_s, issue);
     return rc;
+}
+
+int topo_summary_compute(const topo_t *t, topo_summary_t *s, topo_issue_t *issue) {
+    if (issue)
+        memset(issue, 0, sizeof *issue);
+    return topo_i_issue_fallback(issue, t->name, summary_compute(t, s, issue));
 }

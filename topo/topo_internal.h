@@ -11,7 +11,7 @@
 
 #include "topo.h"
 
-#define TOPO_MAX_GPUS (INT64_C(1) << 24)   /* 16,777,216 */
+#define TOPO_MAX_GPUS (INT64_C(1) << 24) /* 16,777,216 */
 /* The longest link latency accepted (s): the simulator's bound (SIM_LINK_LATENCY_MAX_S), so that a
  * route's latency sum stays far below the picosecond clock's limit. A latency above 1 s is not a link. */
 #define TOPO_MAX_LATENCY_S 1.0
@@ -150,6 +150,9 @@ int topo_i_set_issue(topo_issue_t *issue, const char *field, const char *value, 
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* A failure that filled no issue (a bare TOPO_ENOMEM from deep inside) names the topology and the
+ * status ("topology: fat-tree out of memory"); returns rc. The issue must have been cleared. */
+int topo_i_issue_fallback(topo_issue_t *issue, const char *name, int rc);
 int topo_i_set_issuef(topo_issue_t *issue, const char *field, int64_t value, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))

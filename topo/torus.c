@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 static int64_t coord(const topo_torus_t *o, int64_t x, int64_t d) {
@@ -30,7 +31,7 @@ static int64_t rack_of(const topo_torus_t *o, int64_t x) {
 
 static int add_torus_cables(topo_t *t, topo_torus_t *o, double bw, double lat) {
     int64_t n2 = 2 * o->n_dims;
-    o->arc = malloc((size_t)(o->n_nodes * n2) * sizeof *o->arc);
+    o->arc = alloc_malloc((size_t)(o->n_nodes * n2) * sizeof *o->arc);
     if (!o->arc)
         return TOPO_ENOMEM;
     for (int64_t x = 0; x < o->n_nodes; x++) {
@@ -87,7 +88,7 @@ static double torus_closed_bisection(const topo_t *t, const topo_torus_t *o, con
 
 int topo_i_build_torus(topo_t *t, const topo_params_t *p, topo_issue_t *issue) {
     (void)issue;
-    topo_torus_t *o = t->torus = calloc(1, sizeof *t->torus);
+    topo_torus_t *o = t->torus = alloc_calloc(1, sizeof *t->torus);
     if (!o)
         return TOPO_ENOMEM;
     o->n_dims = p->torus.n_dims;
@@ -108,7 +109,7 @@ int topo_i_build_torus(topo_t *t, const topo_params_t *p, topo_issue_t *issue) {
     for (int64_t v = 0; v < t->n_vertices; v++)
         if (t->v_node[v] >= 0)
             t->v_rack[v] = (int32_t)rack_of(o, t->v_node[v]);
-    t->diam_sources = malloc((size_t)t->nodes.G * sizeof *t->diam_sources);
+    t->diam_sources = alloc_malloc((size_t)t->nodes.G * sizeof *t->diam_sources);
     if (!t->diam_sources)
         return TOPO_ENOMEM;
     for (int64_t i = 0; i < t->nodes.G; i++) /* vertex-transitive: one node's GPUs suffice */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "topo_internal.h"
 
 static int xgft_init(topo_xgft_t *x, const topo_xgft_shape_t *s) {
@@ -22,9 +23,9 @@ static int xgft_init(topo_xgft_t *x, const topo_xgft_shape_t *s) {
     }
     for (int l = 0; l <= s->h; l++) {
         x->n_items[l] = x->M[s->h] / x->M[l] * x->W[l];
-        x->item_vertex[l] = malloc((size_t)x->n_items[l] * sizeof *x->item_vertex[l]);
+        x->item_vertex[l] = alloc_malloc((size_t)x->n_items[l] * sizeof *x->item_vertex[l]);
         if (l < s->h)
-            x->up_cable[l] = malloc((size_t)x->n_items[l] * sizeof *x->up_cable[l]);
+            x->up_cable[l] = alloc_malloc((size_t)x->n_items[l] * sizeof *x->up_cable[l]);
         if (!x->item_vertex[l] || (l < s->h && !x->up_cable[l]))
             return TOPO_ENOMEM;
         for (int64_t i = 0; i < x->n_items[l]; i++) {
@@ -44,7 +45,7 @@ static int64_t xgft_parent(const topo_xgft_t *x, int l, int64_t item, int64_t be
 /* endpoint -> slot, and which slots hold an endpoint (item_vertex[0]) */
 static int place_endpoints(topo_t *t, topo_xgft_t *x, const topo_rail_shape_t *rail) {
     x->n_endpoints = t->n_endpoints;
-    x->endpoint_slot = malloc((size_t)(t->n_endpoints + 1) * sizeof *x->endpoint_slot);
+    x->endpoint_slot = alloc_malloc((size_t)(t->n_endpoints + 1) * sizeof *x->endpoint_slot);
     if (!x->endpoint_slot)
         return TOPO_ENOMEM;
     int64_t M = t->nodes.M;
@@ -74,7 +75,7 @@ static int64_t switch_group(const topo_xgft_t *x, int l, int64_t item) {
  * pop[b] says whether block b of the current level does; blocks of level l+1 are m_{l+1} blocks of
  * level l. */
 static int add_switches(topo_t *t, topo_xgft_t *x, int64_t rack0, int leaf_racks_shared) {
-    char *pop = malloc((size_t)x->n_items[0]);
+    char *pop = alloc_malloc((size_t)x->n_items[0]);
     if (!pop)
         return TOPO_ENOMEM;
     for (int64_t s = 0; s < x->n_items[0]; s++)
@@ -163,7 +164,7 @@ static int diameter_sources(topo_t *t, const topo_rail_shape_t *rail) {
     int64_t G = t->nodes.G, nodes[3] = {0, t->n_nodes - 1, -1}, n = 0;
     if (rail && rail->n_su > 1)
         nodes[2] = (rail->n_su - 1) * rail->nodes_per_su;
-    t->diam_sources = malloc((size_t)(3 * G) * sizeof *t->diam_sources);
+    t->diam_sources = alloc_malloc((size_t)(3 * G) * sizeof *t->diam_sources);
     if (!t->diam_sources)
         return TOPO_ENOMEM;
     for (int k = 0; k < 3; k++)
@@ -189,7 +190,7 @@ int topo_i_build_tree(topo_t *t, const topo_params_t *p, topo_issue_t *issue) {
     if (rc)
         return rc;
     t->n_gpus = tree_gpus(p, &rs.x);
-    t->xgft = calloc(1, sizeof *t->xgft);
+    t->xgft = alloc_calloc(1, sizeof *t->xgft);
     if (!t->xgft)
         return TOPO_ENOMEM;
     topo_xgft_t *x = t->xgft;

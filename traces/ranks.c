@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "trace.h"
 
 static int is_space(char c) {
@@ -75,7 +76,7 @@ int trace_ranks_parse(const char *text, int32_t n_gpus, trace_ranks_t *out, char
     int32_t cap = 1;
     for (const char *p = b; p < e; p++)
         cap += *p == ',';
-    trace_rank_range_t *r = malloc((size_t)cap * sizeof *r);
+    trace_rank_range_t *r = alloc_malloc((size_t)cap * sizeof *r);
     if (!r) {
         snprintf(err, err_size, "out of memory");
         return TRACE_ENOMEM;

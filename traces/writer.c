@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "trace.h"
 
 #define LINK_NAME_MAX 128
@@ -129,7 +130,7 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t elem) {
     int64_t c = *cap > 0 ? *cap : 16;
     while (c < need)
         c *= 2;
-    void *q = realloc(*p, (size_t)c * elem);
+    void *q = alloc_realloc(*p, (size_t)c * elem);
     if (!q)
         return -1;
     *p = q;
@@ -511,10 +512,10 @@ int trace_writer_counter(trace_writer_t *w, sim_time_ps_t t_ps, int32_t gpu, con
             goto oom;
         gpu_counter_t *c = &w->gc[w->n_gc];
         memset(c, 0, sizeof *c);
-        c->name = malloc(strlen(name) + 1);
-        c->last = malloc((size_t)w->n_gpus * sizeof *c->last);
-        c->has_last = calloc((size_t)w->n_gpus, 1);
-        c->pend = malloc((size_t)w->n_gpus * sizeof *c->pend);
+        c->name = alloc_malloc(strlen(name) + 1);
+        c->last = alloc_malloc((size_t)w->n_gpus * sizeof *c->last);
+        c->has_last = alloc_calloc((size_t)w->n_gpus, 1);
+        c->pend = alloc_malloc((size_t)w->n_gpus * sizeof *c->pend);
         if (!c->name || !c->last || !c->has_last || !c->pend) {
             free(c->name);
             free(c->last);
@@ -832,9 +833,9 @@ static void writer_free(trace_writer_t *w) {
 /* "0-7,64" or "all", for the metadata. */
 static char *ranks_text(const trace_ranks_t *r) {
     if (!r || r->all)
-        return strdup("all");
+        return alloc_strdup("all");
     const size_t cap = (size_t)r->n_ranges * 24 + 1;
-    char *s = malloc(cap);
+    char *s = alloc_malloc(cap);
     if (!s)
         return NULL;
     size_t n = 0;
@@ -900,9 +901,14 @@ static int check_options(const char *path, const trace_options_t *o, char *err, 
         }
     if (o->scenario_json) {
         const char *end = NULL;
+        const uint64_t failed = alloc_failures();
         cJSON *j = cJSON_ParseWithOpts(o->scenario_json, &end, 1);
         const int ok = j && cJSON_IsObject(j);
         cJSON_Delete(j);
+        if (!j && alloc_failures() != failed) {
+            SET_ERR("out of memory checking scenario_json");
+            return TRACE_ENOMEM;
+        }
         if (!ok) {
             const char *at = end ? end : cJSON_GetErrorPtr();
             if (j)
@@ -927,7 +933,7 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
     int rc = check_options(path, o, err, err_size);
     if (rc)
         return rc;
-    trace_writer_t *w = calloc(1, sizeof *w);
+    trace_writer_t *w = alloc_calloc(1, sizeof *w);
     if (!w)
         goto oom;
     w->n_gpus = o->n_gpus;
@@ -941,14 +947,14 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
     w->first_event = 1;
     w->links_all = o->n_links == TRACE_LINKS_ALL;
     w->n_links_sel = o->n_links;
-    w->path = strdup(path);
+    w->path = alloc_strdup(path);
     w->ranks_text = ranks_text(o->ranks);
-    w->gpu_on = malloc((size_t)w->n_gpus);
-    w->thread_named = calloc((size_t)w->n_gpus * (size_t)w->streams, 1);
+    w->gpu_on = alloc_malloc((size_t)w->n_gpus);
+    w->thread_named = alloc_calloc((size_t)w->n_gpus * (size_t)w->streams, 1);
     w->n_groups = o->n_groups > 0 && o->gpu_group ? o->n_groups : 0;
     w->group_name = o->group_name;
-    w->node_named = calloc((size_t)w->n_nodes * (size_t)(w->n_groups + 1), 1);
-    if (w->n_groups > 0 && (w->group = malloc((size_t)w->n_gpus * sizeof *w->group)) != NULL)
+    w->node_named = alloc_calloc((size_t)w->n_nodes * (size_t)(w->n_groups + 1), 1);
+    if (w->n_groups > 0 && (w->group = alloc_malloc((size_t)w->n_gpus * sizeof *w->group)) != NULL)
         for (int32_t g = 0; g < w->n_gpus; g++) {
             const int32_t k = o->gpu_group(o->ctx, g);
             w->group[g] = k >= 0 && k < w->n_groups ? k : -1;
@@ -958,7 +964,7 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
         goto oom;
     for (int32_t g = 0; g < w->n_gpus; g++)
         w->gpu_on[g] = (uint8_t)(!o->ranks || trace_ranks_contains(o->ranks, g));
-    if (o->scenario_json && !(w->scenario = strdup(o->scenario_json)))
+    if (o->scenario_json && !(w->scenario = alloc_strdup(o->scenario_json)))
         goto oom;
     if (o->compute_note && o->compute_note[0] && !(w->compute_note = strndup(o->compute_note, 100)))
         goto oom;
@@ -968,7 +974,7 @@ int trace_writer_open(const char *path, const trace_options_t *o, trace_writer_t
             if (o->links[i] > max)
                 max = o->links[i];
         w->link_on_n = (int64_t)max + 1;
-        if (!(w->link_on = calloc((size_t)w->link_on_n, 1)))
+        if (!(w->link_on = alloc_calloc((size_t)w->link_on_n, 1)))
             goto oom;
         for (int32_t i = 0; i < o->n_links; i++)
             w->link_on[o->links[i]] = 1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "step_internal.h"
 
 /* The time of [a, b) not covered by the sorted, disjoint intervals iv[0..n). */
@@ -44,8 +45,8 @@ int step_block_view(const step_t *s, step_block_view_t *out) {
     const model_block_t *blk = &s->est.block;
     /* the GPU's compute intervals, and the first block stage 0 computes for microbatch 0 */
     int64_t n_comp = 0, cap = 256;
-    sim_time_ps_t(*iv)[2] = malloc((size_t)cap * sizeof *iv);
-    item_t *items = malloc(sizeof *items);
+    sim_time_ps_t(*iv)[2] = alloc_malloc((size_t)cap * sizeof *iv);
+    item_t *items = alloc_malloc(sizeof *items);
     if (!iv || !items) {
         free(iv);
         free(items);
@@ -62,7 +63,7 @@ int step_block_view(const step_t *s, step_block_view_t *out) {
         if (m.kind == STEP_OP_COMPUTE && !m.fixed) {
             if (n_comp == cap) {
                 cap *= 2;
-                sim_time_ps_t(*p)[2] = realloc(iv, (size_t)cap * sizeof *iv);
+                sim_time_ps_t(*p)[2] = alloc_realloc(iv, (size_t)cap * sizeof *iv);
                 if (!p) {
                     free(iv);
                     free(items);
@@ -89,7 +90,7 @@ int step_block_view(const step_t *s, step_block_view_t *out) {
             n_items++;
     }
     free(items);
-    items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
+    items = alloc_malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
     if (!items) {
         free(iv);
         return SIM_ENOMEM;

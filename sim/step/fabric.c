@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "step_internal.h"
 
 struct step_fabric {
@@ -66,7 +67,7 @@ int step_fabric_new(const step_fabric_job_t *jobs, int32_t n_jobs, const sim_con
     if (err && err_size)
         err[0] = '\0';
     char msg[300];
-    step_fabric_t *f = calloc(1, sizeof *f);
+    step_fabric_t *f = alloc_calloc(1, sizeof *f);
     if (!f)
         return fail(NULL, err, err_size, SIM_ENOMEM, "fabric: out of memory");
     if (!net || n_jobs < 1) {
@@ -74,8 +75,8 @@ int step_fabric_new(const step_fabric_job_t *jobs, int32_t n_jobs, const sim_con
         return fail(f, err, err_size, SIM_EINVAL, msg);
     }
     f->n_gpus = net->n_gpus;
-    f->job_of_gpu = malloc((size_t)(f->n_gpus > 0 ? f->n_gpus : 1) * sizeof *f->job_of_gpu);
-    f->steps = calloc((size_t)n_jobs, sizeof *f->steps);
+    f->job_of_gpu = alloc_malloc((size_t)(f->n_gpus > 0 ? f->n_gpus : 1) * sizeof *f->job_of_gpu);
+    f->steps = alloc_calloc((size_t)n_jobs, sizeof *f->steps);
     if (!f->job_of_gpu || !f->steps)
         return fail(f, err, err_size, SIM_ENOMEM, "fabric: out of memory");
     for (int32_t g = 0; g < f->n_gpus; g++)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "step_internal.h"
 
 uint64_t step_splitmix64(uint64_t x) {
@@ -96,7 +97,7 @@ int step_perturb_init(step_t *s) {
         any |= f != 1.0;
     }
     if (any) {
-        s->slow = malloc((size_t)s->gpus * sizeof *s->slow);
+        s->slow = alloc_malloc((size_t)s->gpus * sizeof *s->slow);
         if (!s->slow)
             return step_fail(s, SIM_ENOMEM, "step: out of memory");
         memcpy(s->slow, c->compute_slowdown, (size_t)s->gpus * sizeof *s->slow);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "step.h"
 #include "topo.h"
 
@@ -53,13 +54,14 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     if (opts->progress)
         step_set_progress(step, opts->progress, opts->progress_ctx);
     if ((rc = step_run(step)) != SIM_OK) {
-        fail(out, STEP_SIM_AT_RUN, rc, step_last_error(step));
+        const char *why = step_last_error(step);
+        fail(out, STEP_SIM_AT_RUN, rc, rc == SIM_ENOMEM && (!why || !why[0]) ? "out of memory" : why);
         step_free(step);
         return rc;
     }
     if ((rc = step_result(step, &out->step)) != SIM_OK) {
         step_free(step);
-        return fail(out, STEP_SIM_AT_RUN, rc, "no result");
+        return fail(out, STEP_SIM_AT_RUN, rc, rc == SIM_ENOMEM ? "out of memory" : "no result");
     }
     if (opts->after_run && (rc = opts->after_run(opts->ctx, step)) != 0) {
         step_free(step);
@@ -68,7 +70,7 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     }
     const int64_t pp = job->par.pp;
     out->stage_peak_activations_gb =
-        malloc((size_t)(pp > 0 ? pp : 1) * sizeof *out->stage_peak_activations_gb);
+        alloc_malloc((size_t)(pp > 0 ? pp : 1) * sizeof *out->stage_peak_activations_gb);
     if (!out->stage_peak_activations_gb) {
         step_free(step);
         return fail(out, STEP_SIM_AT_RUN, SIM_ENOMEM, "out of memory");
@@ -94,7 +96,7 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     }
     if (network) {
         const int32_t nl = (int32_t)topo_link_count(topo);
-        double *bytes = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *bytes);
+        double *bytes = alloc_malloc((size_t)(nl > 0 ? nl : 1) * sizeof *bytes);
         int partial = 0;
         if (!bytes || step_link_bytes(step, bytes, &partial) != SIM_OK ||
             step_group_traffic(step, &out->traffic) != SIM_OK) {
@@ -133,7 +135,7 @@ static int jobs_fail(step_jobs_result_t *out, step_sim_stage_t at, int rc, const
 static int links_met(const step_fabric_t *f, const struct topo *topo, int32_t k, step_jobs_result_t *out) {
     const sim_engine_t *e = step_fabric_engine(f);
     const int32_t nj = out->n_jobs, nl = (int32_t)topo_link_count(topo);
-    out->met_job_bytes = calloc((size_t)(k > 0 ? k : 1) * (size_t)nj, sizeof *out->met_job_bytes);
+    out->met_job_bytes = alloc_calloc((size_t)(k > 0 ? k : 1) * (size_t)nj, sizeof *out->met_job_bytes);
     if (!out->met_job_bytes)
         return SIM_ENOMEM;
     for (int32_t l = 0; l < nl; l++) {
@@ -193,7 +195,7 @@ int step_simulate_jobs(const step_fabric_job_t *jobs, int32_t n_jobs, const stru
         return rc;
     }
     out->n_jobs = n_jobs;
-    out->jobs = calloc((size_t)n_jobs, sizeof *out->jobs);
+    out->jobs = alloc_calloc((size_t)n_jobs, sizeof *out->jobs);
     if (!out->jobs) {
         step_fabric_free(f);
         return jobs_fail(out, STEP_SIM_AT_RUN, SIM_ENOMEM, "out of memory");

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "step_internal.h"
 
 #define DEFAULT_MAX_OPS 1500000
@@ -33,7 +34,7 @@ int step_meta_reserve(step_t *s, int32_t n_ops) {
         cap *= 2;
     if (cap > INT32_MAX)
         cap = INT32_MAX;
-    step_rec_t *m = realloc(s->rec, (size_t)cap * sizeof *m);
+    step_rec_t *m = alloc_realloc(s->rec, (size_t)cap * sizeof *m);
     if (!m)
         return step_fail(s, SIM_ENOMEM, "step: out of memory for %d operations", n_ops);
     s->rec = m;
@@ -68,8 +69,8 @@ static int64_t info_slot(const step_t *s, const step_info_t *in) {
 static int32_t info_intern(step_t *s, const step_info_t *in) {
     if (2 * ((int64_t)s->n_info + 1) > s->info_tab_cap) {
         const int64_t cap = s->info_tab_cap ? 2 * s->info_tab_cap : 256;
-        int32_t *tab = malloc((size_t)cap * sizeof *tab);
-        step_info_t *info = realloc(s->info, (size_t)(cap / 2) * sizeof *info);
+        int32_t *tab = alloc_malloc((size_t)cap * sizeof *tab);
+        step_info_t *info = alloc_realloc(s->info, (size_t)(cap / 2) * sizeof *info);
         if (!tab || !info) {
             free(tab);
             if (info)
@@ -307,7 +308,7 @@ int step_fixed_time(step_t *s, step_group_t g, model_coll_op_t op, double size_b
     }
     if (s->n_fixed == s->cap_fixed) {
         const int32_t cap = s->cap_fixed ? 2 * s->cap_fixed : 16;
-        step_fixed_key_t *f = realloc(s->fixed, (size_t)cap * sizeof *f);
+        step_fixed_key_t *f = alloc_realloc(s->fixed, (size_t)cap * sizeof *f);
         if (!f) {
             free(k.links);
             free(k.bytes);
@@ -362,14 +363,21 @@ static int recompute_full(const step_t *s) {
 
 /* The optimizer step: the model's Adam step (model_estimate with training.optimizer_step, the
  * corrected model's HBM-bound pass over this GPU's shard of the stage's parameters). */
-static double optimizer_s(const step_t *s) {
+static int optimizer_s(step_t *s, double *out_s) {
     model_job_t j = s->job;
-    model_estimate_t *e = malloc(sizeof *e);
+    model_estimate_t *e = alloc_malloc(sizeof *e);
+    if (!e)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory");
     j.compat = MODEL_COMPAT_CORRECTED;
     j.training.optimizer_step = 1;
-    const double t = e && model_estimate(&j, e) == MODEL_OK ? e->summary.optimizer_s : 0.0;
+    const int mrc = model_estimate(&j, e);
+    *out_s = mrc == MODEL_OK ? e->summary.optimizer_s : 0.0;
     free(e);
-    return t;
+    if (mrc == MODEL_ENOMEM)
+        return step_fail(s, SIM_ENOMEM, "step: out of memory");
+    if (mrc != MODEL_OK)
+        return step_fail(s, SIM_EINVAL, "step: the optimizer step's estimate failed (%d)", mrc);
+    return SIM_OK;
 }
 
 /* ---- the decisions -------------------------------------------------------------------------------- */
@@ -484,8 +492,8 @@ static int stage_gpus(step_t *s) {
     for (int i = 0; i < 3; i++)
         per *= s->collapsed_dim[order[i]] ? 1 : s->n[order[i]];
     s->per_stage = (int32_t)per;
-    s->stage_gpus = malloc((size_t)s->pp * (size_t)per * sizeof *s->stage_gpus);
-    s->gpu_stage = malloc((size_t)s->engine_gpus * sizeof *s->gpu_stage);
+    s->stage_gpus = alloc_malloc((size_t)s->pp * (size_t)per * sizeof *s->stage_gpus);
+    s->gpu_stage = alloc_malloc((size_t)s->engine_gpus * sizeof *s->gpu_stage);
     if (!s->stage_gpus || !s->gpu_stage)
         return step_fail(s, SIM_ENOMEM, "step: out of memory");
     for (int32_t g = 0; g < s->engine_gpus; g++)
@@ -619,7 +627,7 @@ static int make_network(step_t *s, const sim_network_desc_t *net) {
 }
 
 static void per_domain_counts(step_t *s) {
-    int32_t *m = malloc((size_t)s->gpus * sizeof *m);
+    int32_t *m = alloc_malloc((size_t)s->gpus * sizeof *m);
     for (int g = 0; g < STEP_GROUP_COUNT; g++) {
         s->group_per_domain[g] = 1;
         if (!m)
@@ -640,7 +648,7 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
     *out = NULL;
     if (err && err_size)
         err[0] = '\0';
-    step_t *s = calloc(1, sizeof *s);
+    step_t *s = alloc_calloc(1, sizeof *s);
     if (!s) {
         if (err && err_size)
             snprintf(err, err_size, "step: out of memory");
@@ -657,7 +665,7 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
         s->cfg.collapse = STEP_COLLAPSE_OFF;
         if (s->cfg.comm != SIM_COMM_NETWORK)
             rc = step_fail(s, SIM_EINVAL, "comm: jobs on one fabric need network communication");
-        s->map = malloc((size_t)(job->gpus > 0 ? job->gpus : 1) * sizeof *s->map);
+        s->map = alloc_malloc((size_t)(job->gpus > 0 ? job->gpus : 1) * sizeof *s->map);
         if (!rc && !s->map)
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
         for (int64_t g = 0; !rc && g < job->gpus; g++)
@@ -686,7 +694,11 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
         per_domain_counts(s);
         const int opt =
             s->cfg.optimizer_step < 0 ? job->compat == MODEL_COMPAT_CORRECTED : s->cfg.optimizer_step;
-        s->optimizer_s = opt ? optimizer_s(s) : 0.0;
+        s->optimizer_s = 0.0;
+        if (opt)
+            rc = optimizer_s(s, &s->optimizer_s);
+    }
+    if (!rc) {
         s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb +
                        s->est.summary.fp8_weights_gb; /* 0 in BF16 */
         rc = decide(s);
@@ -713,8 +725,8 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
             step_fail(s, rc, "engine: %s", eerr);
     }
     if (!rc) {
-        s->act_gb = calloc((size_t)s->engine_gpus, sizeof *s->act_gb);
-        s->peak_act_gb = calloc((size_t)s->engine_gpus, sizeof *s->peak_act_gb);
+        s->act_gb = alloc_calloc((size_t)s->engine_gpus, sizeof *s->act_gb);
+        s->peak_act_gb = alloc_calloc((size_t)s->engine_gpus, sizeof *s->peak_act_gb);
         if (!s->act_gb || !s->peak_act_gb)
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
         /* full recomputation: the working set of the one block being recomputed, as the model */
@@ -892,7 +904,7 @@ static int push_edge(edge_t **e, int64_t *n, int64_t *cap, sim_time_ps_t a, sim_
         return 0;
     if (*n + 2 > *cap) {
         const int64_t nc = *cap ? 2 * *cap : 1024;
-        edge_t *ne = realloc(*e, (size_t)nc * sizeof *ne);
+        edge_t *ne = alloc_realloc(*e, (size_t)nc * sizeof *ne);
         if (!ne)
             return -1;
         *e = ne;
@@ -983,8 +995,8 @@ int step_result(const step_t *s, step_result_t *r) {
     if (s->perturbed && crit >= 0) {
         /* several GPUs end together (the members of a collective): the critical one is the one with
          * the most compute time, the one the others waited for (then the lowest id) */
-        sim_time_ps_t *busy = calloc((size_t)s->gpus, sizeof *busy);
-        char *last = calloc((size_t)s->gpus, 1);
+        sim_time_ps_t *busy = alloc_calloc((size_t)s->gpus, sizeof *busy);
+        char *last = alloc_calloc((size_t)s->gpus, 1);
         if (!busy || !last) {
             free(busy);
             free(last);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "step_internal.h"
 
 static const char *const NAME_PASS[3] = {"forward", "backward", "weight gradient"};
@@ -746,8 +747,8 @@ static int p2p_gather(builder_t *b, const step_sched_item_t *it, sim_op_id_t *op
 static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *ops2) {
     step_t *s = b->s;
     const int32_t L = s->layers_per_stage, lc = s->chunk_blocks;
-    char *seen = calloc((size_t)L, 1);
-    int32_t *bwd_count = calloc((size_t)L, sizeof *bwd_count);
+    char *seen = alloc_calloc((size_t)L, 1);
+    int32_t *bwd_count = alloc_calloc((size_t)L, sizeof *bwd_count);
     char seen_edge[STEP_PARTS] = {0, 0, 0};
     int32_t done_edge[STEP_PARTS] = {0, 0, 0};
     int rc = seen && bwd_count ? SIM_OK : step_fail(s, SIM_ENOMEM, "step: out of memory");
@@ -1037,7 +1038,7 @@ static int stage_groups(builder_t *b) {
         const int nd = step_group_dims(s, (step_group_t)g, dims);
         const int32_t sz = (int32_t)step_group_size(s, (step_group_t)g);
         b->group_size[g] = sz;
-        b->groups[g] = malloc((size_t)b->n * sizeof *b->groups[g]);
+        b->groups[g] = alloc_malloc((size_t)b->n * sizeof *b->groups[g]);
         if (!b->groups[g])
             return step_fail(s, SIM_ENOMEM, "step: out of memory");
         int32_t used = 0;
@@ -1171,30 +1172,30 @@ int step_build(step_t *s) {
     for (int g = 0; g < STEP_GROUP_COUNT; g++)
         if (step_group_size(s, (step_group_t)g) > max_group)
             max_group = step_group_size(s, (step_group_t)g);
-    b.tail = malloc(n * sizeof *b.tail);
-    b.tail_stream = malloc(n * sizeof *b.tail_stream);
-    b.tail2 = malloc(n * sizeof *b.tail2);
-    b.pend = malloc(n * sizeof *b.pend);
-    b.last_rs = malloc(n * sizeof *b.last_rs);
-    b.gbuf = malloc((size_t)max_group * sizeof *b.gbuf);
-    b.obuf = malloc((size_t)max_group * sizeof *b.obuf);
-    b.items = malloc(pp * nit * sizeof *b.items);
-    b.pos = malloc(pp * (b.split ? 3 : 2) * (size_t)s->v * (size_t)s->m * sizeof *b.pos);
-    b.first = malloc(pp * nit * n * sizeof *b.first);
-    b.last = malloc(pp * nit * n * sizeof *b.last);
-    b.last2 = malloc(pp * nit * n * sizeof *b.last2);
-    b.opt = malloc(pp * n * sizeof *b.opt);
-    b.fin = malloc(pp * n * sizeof *b.fin);
+    b.tail = alloc_malloc(n * sizeof *b.tail);
+    b.tail_stream = alloc_malloc(n * sizeof *b.tail_stream);
+    b.tail2 = alloc_malloc(n * sizeof *b.tail2);
+    b.pend = alloc_malloc(n * sizeof *b.pend);
+    b.last_rs = alloc_malloc(n * sizeof *b.last_rs);
+    b.gbuf = alloc_malloc((size_t)max_group * sizeof *b.gbuf);
+    b.obuf = alloc_malloc((size_t)max_group * sizeof *b.obuf);
+    b.items = alloc_malloc(pp * nit * sizeof *b.items);
+    b.pos = alloc_malloc(pp * (b.split ? 3 : 2) * (size_t)s->v * (size_t)s->m * sizeof *b.pos);
+    b.first = alloc_malloc(pp * nit * n * sizeof *b.first);
+    b.last = alloc_malloc(pp * nit * n * sizeof *b.last);
+    b.last2 = alloc_malloc(pp * nit * n * sizeof *b.last2);
+    b.opt = alloc_malloc(pp * n * sizeof *b.opt);
+    b.fin = alloc_malloc(pp * n * sizeof *b.fin);
     const size_t w = (size_t)s->layers_per_stage + 2, v = (size_t)s->v;
-    b.bk_of = malloc(w * sizeof *b.bk_of);
-    b.bk_head = calloc(w, 1);
-    b.bk_gb = malloc(v * w * sizeof *b.bk_gb);
-    b.bk_param = malloc(w * sizeof *b.bk_param);
-    b.bk_key = malloc(w * sizeof *b.bk_key);
-    b.bk_tmp = malloc(w * sizeof *b.bk_tmp);
-    b.bk_n = malloc(v * sizeof *b.bk_n);
-    b.ag_wait = malloc(v * n * sizeof *b.ag_wait);
-    sim_op_id_t *ops = malloc(n * sizeof *ops), *ops2 = malloc(n * sizeof *ops2);
+    b.bk_of = alloc_malloc(w * sizeof *b.bk_of);
+    b.bk_head = alloc_calloc(w, 1);
+    b.bk_gb = alloc_malloc(v * w * sizeof *b.bk_gb);
+    b.bk_param = alloc_malloc(w * sizeof *b.bk_param);
+    b.bk_key = alloc_malloc(w * sizeof *b.bk_key);
+    b.bk_tmp = alloc_malloc(w * sizeof *b.bk_tmp);
+    b.bk_n = alloc_malloc(v * sizeof *b.bk_n);
+    b.ag_wait = alloc_malloc(v * n * sizeof *b.ag_wait);
+    sim_op_id_t *ops = alloc_malloc(n * sizeof *ops), *ops2 = alloc_malloc(n * sizeof *ops2);
     int rc = SIM_OK;
     if (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_param || !b.bk_key || !b.bk_tmp || !b.bk_n || !b.ag_wait)
         rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the data-parallel buckets");

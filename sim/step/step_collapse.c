@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "step_internal.h"
 
 /* The most routes the check looks up (about 0.1 us each). */
@@ -257,13 +258,13 @@ int step_rails_exact(step_t *s, char *note, size_t note_size) {
     for (int g = 0; g < STEP_GROUP_COUNT; g++)
         if (step_group_size(s, (step_group_t)g) > max_group)
             max_group = step_group_size(s, (step_group_t)g);
-    c.members = malloc((size_t)max_group * sizeof *c.members);
-    c.rail = malloc(nl * sizeof *c.rail);
+    c.members = alloc_malloc((size_t)max_group * sizeof *c.members);
+    c.rail = alloc_malloc(nl * sizeof *c.rail);
     int ok = c.members && c.rail;
     for (int i = 0; i < 2 && ok; i++) {
-        c.owner[i] = malloc(nl * sizeof *c.owner[i]);
-        c.lambda[i] = malloc(nl * sizeof *c.lambda[i]);
-        c.lambda_inv[i] = malloc(nl * sizeof *c.lambda_inv[i]);
+        c.owner[i] = alloc_malloc(nl * sizeof *c.owner[i]);
+        c.lambda[i] = alloc_malloc(nl * sizeof *c.lambda[i]);
+        c.lambda_inv[i] = alloc_malloc(nl * sizeof *c.lambda_inv[i]);
         ok = c.owner[i] && c.lambda[i] && c.lambda_inv[i];
         if (ok) {
             memset(c.owner[i], 0xff, nl * sizeof *c.owner[i]);
@@ -331,8 +332,8 @@ int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_byte
     int rc = sim_engine_new(&ec, &s->net, &e, err, sizeof err);
     if (rc)
         return step_fail(s, rc, "engine: %s", err);
-    int32_t *members = malloc((size_t)size * sizeof *members);
-    int32_t *colls = malloc(((size_t)s->gpus / (size_t)size + 1) * sizeof *colls);
+    int32_t *members = alloc_malloc((size_t)size * sizeof *members);
+    int32_t *colls = alloc_malloc(((size_t)s->gpus / (size_t)size + 1) * sizeof *colls);
     int32_t n_colls = 0;
     if (!members || !colls)
         rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
@@ -379,8 +380,8 @@ int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_byte
         used += ls.bytes > 0.0;
     }
     if (!rc && used > 0) {
-        load->links = malloc((size_t)used * sizeof *load->links);
-        load->bytes = malloc((size_t)used * sizeof *load->bytes);
+        load->links = alloc_malloc((size_t)used * sizeof *load->links);
+        load->bytes = alloc_malloc((size_t)used * sizeof *load->bytes);
         if (!load->links || !load->bytes)
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
         for (int32_t l = 0; l < s->net.n_links && !rc; l++) {
@@ -464,7 +465,7 @@ static int count_plan(const step_t *s, step_part_t part, int pass, int64_t times
  * one of them was never measured, -1 out of memory. */
 static int count_stage(const step_t *s, int32_t p, int64_t *count) {
     const int64_t n_items = (step_schedule_splits(s->cfg.schedule) ? 3 : 2) * (int64_t)s->m * s->v;
-    step_sched_item_t *items = malloc((size_t)n_items * sizeof *items);
+    step_sched_item_t *items = alloc_malloc((size_t)n_items * sizeof *items);
     if (!items)
         return -1;
     int bad = step_schedule_order(s->cfg.schedule, s->pp, s->v, s->m, p, items) != SIM_OK;
@@ -524,7 +525,7 @@ static int full_values(const step_t *s, double *util, int as_bytes) {
     if (!(now_s > 0.0) || s->n_fixed == 0)
         return 0;
     /* executions of every fixed key per stage */
-    int64_t *count = calloc((size_t)s->n_fixed * (size_t)s->pp, sizeof *count);
+    int64_t *count = alloc_calloc((size_t)s->n_fixed * (size_t)s->pp, sizeof *count);
     if (!count)
         return -1;
     int partial = 0;
@@ -553,7 +554,7 @@ int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *u
         return 0;
     if (s->level != STEP_RAILS || !s->collapse_exact || !s->rail_map[0])
         return sim_links_busiest(s->e, k, links, utilization);
-    double *util = calloc((size_t)(s->net.n_links > 0 ? s->net.n_links : 1), sizeof *util);
+    double *util = alloc_calloc((size_t)(s->net.n_links > 0 ? s->net.n_links : 1), sizeof *util);
     if (!util)
         return -1;
     const int rc = full_values(s, util, 0);
@@ -633,7 +634,7 @@ int step_group_traffic(const step_t *s, step_traffic_t *out) {
     /* collectives taken off the network (a rail collapse): their executions per stage, counted from
      * the schedule, times what one member sends in one (measured on an idle network) */
     if (s->n_fixed > 0) {
-        int64_t *count = calloc((size_t)s->n_fixed * (size_t)s->pp, sizeof *count);
+        int64_t *count = alloc_calloc((size_t)s->n_fixed * (size_t)s->pp, sizeof *count);
         if (!count)
             return SIM_ENOMEM;
         int bad = 0;

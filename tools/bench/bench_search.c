@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "model.h"
 #include "stats.h"
 
@@ -33,7 +34,7 @@ int main(int argc, char **argv) {
     printf("# layout search, gpt3_1T, A100, NVLink domain 8, 4096 GPUs, gbs 4096, --compat reference\n");
     printf("%-8s %12s %14s %16s %12s %14s\n", "strategy", "candidates", "median_time_s", "candidates_per_s",
            "speedup_x", "best_samples/s");
-    double *times = malloc((size_t)repeats * sizeof *times);
+    double *times = alloc_malloc((size_t)repeats * sizeof *times);
     if (!times)
         return 1;
     for (int st = 0; st < MODEL_STRATEGY_COUNT; st++) {

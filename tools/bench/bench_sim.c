@@ -14,6 +14,7 @@
 
 #include <igraph.h>
 
+#include "alloc.h"
 #include "sim.h"
 #include "topo.h"
 
@@ -97,8 +98,8 @@ static int ls_init(leafspine_t *t, int32_t n) {
     t->n = n;
     t->leaves = (n + PER_LEAF - 1) / PER_LEAF;
     t->n_links = 2 * n + 2 * t->leaves * SPINES;
-    t->cap = malloc((size_t)t->n_links * sizeof *t->cap);
-    t->lat = malloc((size_t)t->n_links * sizeof *t->lat);
+    t->cap = alloc_malloc((size_t)t->n_links * sizeof *t->cap);
+    t->lat = alloc_malloc((size_t)t->n_links * sizeof *t->lat);
     if (!t->cap || !t->lat)
         return -1;
     for (int32_t i = 0; i < t->n_links; i++) {
@@ -124,7 +125,7 @@ static void ls_network(leafspine_t *t, sim_network_desc_t *d) {
 /* Start one flow per endpoint to a random other endpoint (a permutation), all at time t. */
 static void add_permutation(sim_engine_t *e, leafspine_t *t, sim_time_ps_t at, uint64_t seed) {
     const int32_t n = t->n;
-    int32_t *perm = malloc((size_t)n * sizeof *perm);
+    int32_t *perm = alloc_malloc((size_t)n * sizeof *perm);
     for (int32_t i = 0; i < n; i++)
         perm[i] = i;
     uint64_t s = seed;
@@ -205,7 +206,7 @@ static void ring_once(const char *net_name, const sim_network_desc_t *d, int32_t
     sim_engine_t *e;
     if (sim_engine_new(&cfg, d, &e, NULL, 0))
         return;
-    int32_t *gpus = malloc((size_t)n * sizeof *gpus);
+    int32_t *gpus = alloc_malloc((size_t)n * sizeof *gpus);
     for (int32_t i = 0; i < n; i++)
         gpus[i] = i;
     const sim_coll_desc_t cd = {.op = SIM_COLL_ALLREDUCE,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "csv.h"
 #include "readfile.h"
 
@@ -83,7 +84,7 @@ static int record(char **pos, size_t *line, char ***out) {
         p[-1] = '\0';
     if (!*start)
         return 0;
-    char **f = malloc(n * sizeof *f);
+    char **f = alloc_malloc(n * sizeof *f);
     if (!f) {
         errno = ENOMEM;
         return -1;
@@ -105,8 +106,8 @@ int csv_load(const char *path, csv_table_t *t) {
     size_t cap = 1;
     for (char *p = t->text; *p; p++)
         cap += *p == '\n';
-    t->rows = calloc(cap, sizeof *t->rows);
-    t->widths = calloc(cap, sizeof *t->widths);
+    t->rows = alloc_calloc(cap, sizeof *t->rows);
+    t->widths = alloc_calloc(cap, sizeof *t->widths);
     if (!t->rows || !t->widths) {
         csv_free(t);
         errno = ENOMEM;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "readfile.h"
+#include "alloc.h"
 
 /* Open path for reading: a directory is EISDIR; a regular file's size into *reg_size (else -1). */
 static FILE *open_input(const char *path, long long *reg_size) {
@@ -44,7 +45,7 @@ int readfile_bounded(const char *path, size_t limit_bytes, char **out, size_t *l
     }
     /* A regular file: its size plus one byte to see that it did not grow; else grow to the limit. */
     size_t cap = reg >= 0 ? (size_t)reg + 2 : 65536, n = 0;
-    char *buf = malloc(cap);
+    char *buf = alloc_malloc(cap);
     int rc = READFILE_OK;
     while (buf) {
         n += fread(buf + n, 1, cap - 1 - n, f);
@@ -55,7 +56,7 @@ int readfile_bounded(const char *path, size_t limit_bytes, char **out, size_t *l
         if (n < cap - 1)
             break; /* end of file or error */
         size_t want = cap * 2 > limit_bytes + 2 ? limit_bytes + 2 : cap * 2;
-        char *bigger = realloc(buf, want);
+        char *bigger = alloc_realloc(buf, want);
         if (!bigger)
             free(buf);
         buf = bigger;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "utf8.h"
+#include "alloc.h"
 
 /* Length of the valid sequence at s (at most n bytes available), or 0 if it is not one. */
 static size_t seq_len(const unsigned char *s, size_t n) {
@@ -49,7 +50,7 @@ size_t utf8_invalid_at(const char *s, size_t len) {
 
 char *utf8_sanitize(const char *s) {
     const size_t len = strlen(s);
-    char *out = malloc(3 * len + 1); /* each byte becomes at most the 3 bytes of U+FFFD */
+    char *out = alloc_malloc(3 * len + 1); /* each byte becomes at most the 3 bytes of U+FFFD */
     if (!out)
         return NULL;
     const unsigned char *u = (const unsigned char *)s;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "csv.h"
 #include "stats.h"
 #include "model.h"
@@ -110,7 +111,7 @@ static int parse_positive(const char *text, double *out) {
 static int table_push(table_t *tab, const row_t *row) {
     if (tab->n == tab->cap) {
         const size_t cap = tab->cap ? 2 * tab->cap : 256;
-        row_t *rows = realloc(tab->rows, cap * sizeof *rows);
+        row_t *rows = alloc_realloc(tab->rows, cap * sizeof *rows);
         if (!rows)
             return -1;
         tab->rows = rows;
@@ -271,7 +272,7 @@ static void print_group(const table_t *tab, const model_system_t *sys, const fil
 static void print_report(const table_t *tab, const model_system_t *sys, const char *path) {
     static const model_coll_op_t ops[] = {MODEL_COLL_ALLGATHER, MODEL_COLL_REDUCESCATTER,
                                           MODEL_COLL_ALLREDUCE, MODEL_COLL_NONE};
-    double *scratch = malloc(tab->n * sizeof *scratch);
+    double *scratch = alloc_malloc(tab->n * sizeof *scratch);
     if (!scratch) {
         fprintf(stderr, "nccl_report: out of memory\n");
         exit(2);

@@ -32,6 +32,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "csv.h"
 #include "stats.h"
@@ -85,7 +86,7 @@ static const char *op_name(const char *text) {
 static int push(table_t *t, const row_t *r) {
     if (t->n == t->cap) {
         const size_t cap = t->cap ? 2 * t->cap : 512;
-        row_t *rows = realloc(t->rows, cap * sizeof *rows);
+        row_t *rows = alloc_realloc(t->rows, cap * sizeof *rows);
         if (!rows)
             return -1;
         t->rows = rows;
@@ -303,7 +304,7 @@ static stats_t group_stats(const table_t *t, const char *op, int regime, int siz
 
 static int print_report(const table_t *t, const char *path, const opts_t *o) {
     static const char *const classes[3] = {"< 1 MiB", ">= 1 MiB", "all"};
-    double *scratch = malloc(3 * t->n * sizeof *scratch);
+    double *scratch = alloc_malloc(3 * t->n * sizeof *scratch);
     if (!scratch)
         return -1;
     size_t simulated = 0;

@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "csv.h"
 
 #define REL 1e-9
@@ -185,7 +186,7 @@ static int write_best(const char *path, const point_t *pts, size_t n) {
         fprintf(f, ",%s_s", PARTS[i]);
     fprintf(f, "\n");
     /* Rows of one configuration are spread over the strategies: gather them by a second pass. */
-    char *done = calloc(n ? n : 1, 1);
+    char *done = alloc_calloc(n ? n : 1, 1);
     if (!done) {
         fclose(f);
         return -1;
@@ -316,13 +317,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t n = 0, cap = 1024, lineno = 0;
-    point_t *pts = malloc(cap * sizeof *pts);
+    point_t *pts = alloc_malloc(cap * sizeof *pts);
     char *line = NULL;
     size_t linecap = 0;
     while (pts && getline(&line, &linecap, f) > 0) {
         lineno++;
         if (n == cap) {
-            point_t *bigger = realloc(pts, 2 * cap * sizeof *pts);
+            point_t *bigger = alloc_realloc(pts, 2 * cap * sizeof *pts);
             if (!bigger)
                 break;
             pts = bigger;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "options.h"
 #include "outfile.h"
@@ -107,7 +108,7 @@ static int run_command(cli_cmd_t cmd, int argc, char **argv, FILE *out, FILE *er
         cli_help(out, cmd);
         return CLI_OK;
     }
-    cli_args_t *a = malloc(sizeof *a);
+    cli_args_t *a = alloc_malloc(sizeof *a);
     if (!a)
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
     int rc = cli_parse(cmd, 2, argc, argv, a, d);
@@ -176,6 +177,7 @@ void cli_install_signal_handlers(void) {
 int cli_main(int argc, char **argv, FILE *out, FILE *err) {
     cli_diag_t d;
     d.msg[0] = '\0';
+    scenario_json_hooks();
     int rc = dispatch(argc, argv, out, err, &d);
     if (fflush(out) != 0 || ferror(out)) {
         if (rc == CLI_OK || rc == CLI_ENORESULT)

@@ -20,6 +20,7 @@
 
 #include <igraph.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "print.h"
 #include "progress.h"
@@ -477,7 +478,7 @@ int cmd_collective(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
                       sim_proto_name(r.proto), sim_coll_algo_name(r.algo));
     if (!rc) {
         engine_config(&r, ct.t, &cfg);
-        rows = calloc((size_t)r.n_sizes, sizeof *rows);
+        rows = alloc_calloc((size_t)r.n_sizes, sizeof *rows);
         if (!rows)
             rc = cli_fail(d, CLI_ERUNTIME, "collective: out of memory");
     }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "compare.h"
 #include "jobs.h"
@@ -138,7 +139,7 @@ static int perturb_config(const scenario_t *scn, const model_job_t *job, step_co
                           step_config_t *base, cli_diag_t *d) {
     int rc = scenario_perturb_step(scn, job, cfg, factors, d);
     if (!rc && base) {
-        scenario_t *plain = malloc(sizeof *plain);
+        scenario_t *plain = alloc_malloc(sizeof *plain);
         double *none = NULL;
         if (!plain)
             return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
@@ -187,7 +188,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     scenario_destroy(&scn);
     if (rc)
         return rc;
-    model_estimate_t *e = malloc(sizeof *e);
+    model_estimate_t *e = alloc_malloc(sizeof *e);
     if (!e)
         return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
     rc = model_estimate(&r->job, e) == MODEL_OK
@@ -281,7 +282,7 @@ int cmd_compare(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     int rc = from_args(args, &a, d);
     if (rc)
         return rc;
-    cmp_run_t *r = calloc(1, sizeof *r);
+    cmp_run_t *r = alloc_calloc(1, sizeof *r);
     if (!r)
         return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
     /* the default is the option table's (what help shows) */
@@ -362,7 +363,7 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
                                                      : "topology");
     }
     scenario_destroy(&scn);
-    model_estimate_t *e = rc ? NULL : malloc(sizeof *e);
+    model_estimate_t *e = rc ? NULL : alloc_malloc(sizeof *e);
     if (!rc && !e)
         rc = cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (!rc && model_estimate(&w->job, e) != MODEL_OK)
@@ -418,7 +419,7 @@ int cmd_waterfall(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     int rc = from_args(args, &a, d);
     if (rc)
         return rc;
-    waterfall_t *w = calloc(1, sizeof *w);
+    waterfall_t *w = alloc_calloc(1, sizeof *w);
     if (!w)
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     cli_progress_t progress;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "print.h"
 
@@ -11,7 +12,7 @@ static int estimate_run(scenario_t *scn, model_job_t *job, model_estimate_t **e,
     int rc = scenario_resolve(scn, job, diag);
     if (rc)
         return rc;
-    *e = calloc(1, sizeof **e);
+    *e = alloc_calloc(1, sizeof **e);
     if (!*e)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory");
     if (model_estimate(job, *e) != MODEL_OK) {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "checked.h"
 #include "jobs.h"
 #include "outfile.h"
@@ -88,7 +89,7 @@ static int allocate(const scn_jobs_t *sj, jobs_result_t *r, int32_t *owner, cli_
                     "-GPU nodes, which the job's layout needs (its nv counts put groups in NVLink "
                     "domains); allowed: a multiple of %" PRId64 ", or nv counts of 1",
                     sjob->where, n, D, D);
-            j->gpus = malloc((size_t)n * sizeof *j->gpus);
+            j->gpus = alloc_malloc((size_t)n * sizeof *j->gpus);
             if (!j->gpus)
                 return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", sjob->where);
             if (sjob->alloc == SCN_ALLOC_GPUS) {
@@ -116,7 +117,7 @@ static int allocate(const scn_jobs_t *sj, jobs_result_t *r, int32_t *owner, cli_
                 continue;
             }
             const int64_t unit = n % D == 0 ? D : 1, need = n / unit, units = total / unit;
-            int32_t *cand = malloc((size_t)(units > 0 ? units : 1) * sizeof *cand);
+            int32_t *cand = alloc_malloc((size_t)(units > 0 ? units : 1) * sizeof *cand);
             if (!cand)
                 return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", sjob->where);
             int64_t f = 0;
@@ -311,7 +312,7 @@ static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jo
     }
     r->n = sj->n;
     r->seed = scn->perturb.seed; /* perturbations.seed, --seed */
-    r->job = calloc((size_t)sj->n, sizeof *r->job);
+    r->job = alloc_calloc((size_t)sj->n, sizeof *r->job);
     if (!r->job)
         return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
     model_system_t sys;
@@ -373,8 +374,8 @@ static int run_on(const scenario_t *scn, const topo_spec_t *spec, const char *wh
     r->topology_gpus = topo_gpu_count(topo);
     r->gpus_per_node = (int32_t)(r->topology_gpus / topo_node_count(topo));
     r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
-    int32_t *owner = malloc((size_t)r->topology_gpus * sizeof *owner);
-    step_fabric_job_t *fj = calloc((size_t)r->n, sizeof *fj);
+    int32_t *owner = alloc_malloc((size_t)r->topology_gpus * sizeof *owner);
+    step_fabric_job_t *fj = alloc_calloc((size_t)r->n, sizeof *fj);
     if (!owner || !fj)
         rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory");
     if (!rc)
@@ -422,7 +423,7 @@ static int run_on(const scenario_t *scn, const topo_spec_t *spec, const char *wh
 }
 
 int cmd_run_jobs(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, FILE *out, cli_diag_t *d) {
-    jobs_result_t *r = calloc(1, sizeof *r);
+    jobs_result_t *r = alloc_calloc(1, sizeof *r);
     if (!r)
         return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
     int links = 5;
@@ -451,8 +452,8 @@ int cmd_compare_jobs(const cli_args_t *a, scenario_t *scn, const topo_item_t *to
     o.collapse = a->value[CLI_OPT_COLLAPSE];
     o.max_memory = a->value[CLI_OPT_MAX_MEMORY];
     cmd_run_scenario_opts(scn, &o);
-    jobs_result_t *base = calloc(1, sizeof *base);
-    jobs_result_t **rs = calloc((size_t)n_topo, sizeof *rs);
+    jobs_result_t *base = alloc_calloc(1, sizeof *base);
+    jobs_result_t **rs = alloc_calloc((size_t)n_topo, sizeof *rs);
     if (!base || !rs) {
         free(base);
         free(rs);
@@ -462,11 +463,11 @@ int cmd_compare_jobs(const cli_args_t *a, scenario_t *scn, const topo_item_t *to
     int64_t need = 0;
     int rc = prepare(a, scn, &o, base, &links, &need, d);
     for (int t = 0; !rc && t < n_topo; t++) {
-        rs[t] = calloc(1, sizeof *rs[t]);
+        rs[t] = alloc_calloc(1, sizeof *rs[t]);
         if (rs[t]) {
             *rs[t] = *base;
             memset(&rs[t]->sim, 0, sizeof rs[t]->sim);
-            rs[t]->job = malloc((size_t)base->n * sizeof *rs[t]->job);
+            rs[t]->job = alloc_malloc((size_t)base->n * sizeof *rs[t]->job);
         }
         if (!rs[t] || !rs[t]->job) {
             if (rs[t])

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "outfile.h"
 #include "jobs.h"
@@ -229,7 +230,7 @@ static void memory_sample(void *ctx, sim_time_ps_t t, int32_t gpu, double gb) {
 static int32_t *traced_links(const topo_t *t, const trace_ranks_t *ranks, int32_t *n) {
     const int64_t nl = topo_link_count(t);
     *n = 0;
-    int32_t *links = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *links);
+    int32_t *links = alloc_malloc((size_t)(nl > 0 ? nl : 1) * sizeof *links);
     if (!links)
         return NULL;
     if (nl <= 4096) {
@@ -459,8 +460,8 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
 /* The scenario s (a copy of the what-if's, changed by the caller) simulated without a trace: its step
  * time into *step_s. */
 static int simulate_variant(const scenario_t *s, const run_opts_t *opts, run_result_t **out, cli_diag_t *d) {
-    scenario_t *copy = malloc(sizeof *copy);
-    run_result_t *r = calloc(1, sizeof *r);
+    scenario_t *copy = alloc_malloc(sizeof *copy);
+    run_result_t *r = alloc_calloc(1, sizeof *r);
     if (!copy || !r) {
         free(copy);
         free(r);
@@ -482,7 +483,7 @@ static int simulate_variant(const scenario_t *s, const run_opts_t *opts, run_res
 /* The baseline (the scenario without its perturbations) and, by the policy of --entry-costs, the
  * cost of each perturbation entry alone. */
 static int what_if(const scenario_t *scn, const run_opts_t *opts, run_result_t *r, cli_diag_t *d) {
-    scenario_t *s = malloc(sizeof *s);
+    scenario_t *s = alloc_malloc(sizeof *s);
     if (!s)
         return cli_fail(d, CLI_ERUNTIME, "run: out of memory");
     *s = *scn;
@@ -527,10 +528,10 @@ static int what_if(const scenario_t *scn, const run_opts_t *opts, run_result_t *
 }
 
 int cmd_run_compute(scenario_t *scn, const run_opts_t *opts, run_result_t **result, cli_diag_t *diag) {
-    *result = calloc(1, sizeof **result);
+    *result = alloc_calloc(1, sizeof **result);
     if (!*result)
         return cli_fail(diag, CLI_ERUNTIME, "run: out of memory");
-    scenario_t *copy = malloc(sizeof *copy); /* the scenario as given, before simulate resolves it */
+    scenario_t *copy = alloc_malloc(sizeof *copy); /* the scenario as given, before simulate resolves it */
     if (!copy)
         return cli_fail(diag, CLI_ERUNTIME, "run: out of memory");
     *copy = *scn;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "checked.h"
 #include "commands.h"
 #include "csv.h"
@@ -44,7 +45,7 @@ typedef struct predictor {
 } predictor_t;
 
 static int predict_analytic(const model_job_t *job, model_summary_t *out, cli_diag_t *diag) {
-    model_estimate_t *e = malloc(sizeof *e);
+    model_estimate_t *e = alloc_malloc(sizeof *e);
     if (!e)
         return cli_fail(diag, CLI_ERUNTIME, "validate: out of memory");
     int rc = model_estimate(job, e);
@@ -890,9 +891,9 @@ static void sim_stats_of(const run_row_t *rows, size_t n, sim_stats_t *st) {
  * the FP8 GEMM efficiency, the others the FLOP efficiency (model_calibrate_fit). */
 static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char *done, validate_calib_t *c,
                             cli_diag_t *d) {
-    model_job_t *jobs = malloc(n * sizeof *jobs);
-    double *measured = malloc(n * sizeof *measured);
-    c->names = malloc(n * sizeof *c->names);
+    model_job_t *jobs = alloc_malloc(n * sizeof *jobs);
+    double *measured = alloc_malloc(n * sizeof *measured);
+    c->names = alloc_malloc(n * sizeof *c->names);
     c->system = rows[first].job.system.name;
     size_t m = 0;
     int rc = jobs && measured && c->names ? CLI_OK : cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
@@ -921,8 +922,8 @@ static int calibrate_system(const run_row_t *rows, size_t n, size_t first, char 
 
 /* Every system's fit, in the order of each system's first row. */
 static int calibrate_rows(const run_row_t *rows, size_t n, validate_result_t *r, cli_diag_t *d) {
-    char *done = calloc(n, 1);
-    r->calib = calloc(n, sizeof *r->calib);
+    char *done = alloc_calloc(n, 1);
+    r->calib = alloc_calloc(n, sizeof *r->calib);
     if (!done || !r->calib) {
         free(done);
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
@@ -951,7 +952,7 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
     int rc = from_args(p, &a, d);
     if (rc)
         return rc;
-    sim_specs_t *specs = a.sim ? malloc(sizeof *specs) : NULL;
+    sim_specs_t *specs = a.sim ? alloc_malloc(sizeof *specs) : NULL;
     if (a.sim && !specs)
         return cli_fail(d, CLI_ERUNTIME, "validate: out of memory");
     if (a.sim && (rc = sim_specs_parse(&a, specs, d)) != CLI_OK) {
@@ -980,7 +981,7 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
                         a.measured, errno == EINVAL ? "empty file" : strerror(errno));
     }
     const size_t n = t.n_rows - 1;
-    run_row_t *rows = n ? calloc(n, sizeof *rows) : NULL;
+    run_row_t *rows = n ? alloc_calloc(n, sizeof *rows) : NULL;
     rc = input_check_csv(&t, a.measured, d);
     if (!rc && n == 0)
         rc = cli_fail(d, CLI_EUSAGE, "%s: no data rows after the header; allowed: one measured run per row",

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "step.h"
 #include "topo.h"
@@ -38,7 +39,7 @@ void cmd_trace_link_name(const topo_t *t, int32_t link, char *buf, size_t size) 
 /* Ranks [0..n) with on[g] set as "0-7,64" into a new string. */
 static char *ranks_text(const uint8_t *on, int64_t n) {
     size_t cap = 64, len = 0;
-    char *s = malloc(cap);
+    char *s = alloc_malloc(cap);
     if (!s)
         return NULL;
     s[0] = '\0';
@@ -49,7 +50,7 @@ static char *ranks_text(const uint8_t *on, int64_t n) {
         while (h + 1 < n && on[h + 1])
             h++;
         if (len + 48 > cap) {
-            char *t = realloc(s, cap *= 2);
+            char *t = alloc_realloc(s, cap *= 2);
             if (!t) {
                 free(s);
                 return NULL;
@@ -127,9 +128,10 @@ int cmd_trace_plan(const step_t *step, const model_job_t *job, const step_config
     char err[300];
     const int64_t n = job->gpus;
     const sim_engine_t *e = step_engine(step);
-    int64_t *ops = calloc((size_t)n, sizeof *ops);
-    double *bytes = calloc((size_t)n, sizeof *bytes);
-    uint8_t *on = calloc((size_t)n, 1), *mapped = calloc((size_t)n, 1), *alt = calloc((size_t)n, 1);
+    int64_t *ops = alloc_calloc((size_t)n, sizeof *ops);
+    double *bytes = alloc_calloc((size_t)n, sizeof *bytes);
+    uint8_t *on = alloc_calloc((size_t)n, 1), *mapped = alloc_calloc((size_t)n, 1),
+            *alt = alloc_calloc((size_t)n, 1);
     char *alt_text = NULL, *mapped_text = NULL, *rep_text = NULL;
     int rc = CLI_OK;
     if (!ops || !bytes || !on || !mapped || !alt) {

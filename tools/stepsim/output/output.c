@@ -23,10 +23,14 @@ static void attach(json_writer_t *w, const char *key, cJSON *item) {
         w->failed = 1;
         return;
     }
-    if (cJSON_IsArray(parent))
-        cJSON_AddItemToArray(parent, item);
-    else
-        cJSON_AddItemToObject(parent, key ? key : "", item);
+    /* Adding to an object copies the key: that allocation can fail too, and then the item is not
+     * attached (a missing key is a lie; the writer fails instead). */
+    const int added = cJSON_IsArray(parent) ? cJSON_AddItemToArray(parent, item)
+                                            : cJSON_AddItemToObject(parent, key ? key : "", item);
+    if (!added) {
+        cJSON_Delete(item);
+        w->failed = 1;
+    }
 }
 
 static void open_container(json_writer_t *w, const char *key, cJSON *c) {

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "compare.h"
 #include "outfile.h"
 #include "output.h"
@@ -425,7 +426,7 @@ static void sb_printf(sbuf_t *b, const char *fmt, ...) {
             return;
         }
         const size_t cap = (b->cap + (size_t)n + 1) * 2;
-        char *p = realloc(b->s, cap);
+        char *p = alloc_realloc(b->s, cap);
         if (!p) {
             b->failed = 1;
             return;

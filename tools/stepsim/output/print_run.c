@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "output.h"
 #include "print.h"
 
@@ -28,7 +29,7 @@ static char *scenario_text_cjson(const model_summary_t *su, const model_job_t *j
 char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                                const step_config_t *c) {
     char *text = scenario_text_cjson(su, job, scn, c);
-    char *copy = text ? malloc(strlen(text) + 1) : NULL;
+    char *copy = text ? alloc_malloc(strlen(text) + 1) : NULL;
     if (copy)
         memcpy(copy, text, strlen(text) + 1);
     cJSON_free(text);
@@ -299,9 +300,8 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
         snprintf(line, sizeof line,
                  "simulation: %s%s schedule, %s sends, network communication on %s (calibration %s), "
                  "placement %s",
-                 step_schedule_name(r->cfg.schedule), vs, sends_name(r, s->virtual_stages),
-                 r->topology, r->calibrated ? "nccl" : "none",
-                 step_placement_format(&r->cfg.placement, buf, sizeof buf));
+                 step_schedule_name(r->cfg.schedule), vs, sends_name(r, s->virtual_stages), r->topology,
+                 r->calibrated ? "nccl" : "none", step_placement_format(&r->cfg.placement, buf, sizeof buf));
     output_wrapped_list(out, 12, line);
     snprintf(line, sizeof line, "            %d of %d GPUs simulated (collapsed: %s; %s)", s->simulated_gpus,
              s->gpus, level_name(s->collapsed), s->collapse_note);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "csv.h"
 #include "input_check.h"
 #include "readfile.h"
@@ -101,7 +102,7 @@ static int check_object(const check_t *c, const cJSON *obj, const char *path) {
     }
     if (n < 2)
         return CLI_OK;
-    member_t *ms = malloc(n * sizeof *ms);
+    member_t *ms = alloc_malloc(n * sizeof *ms);
     if (!ms)
         return cli_fail(c->d, CLI_ERUNTIME, "%s: out of memory", c->file);
     size_t i = 0;

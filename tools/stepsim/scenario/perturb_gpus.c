@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "perturb.h"
 #include "scenario_internal.h"
 #include "trace.h"
@@ -253,7 +254,7 @@ static int apply_entry(const scn_perturb_t *p, int k, int64_t gpus, int64_t per_
     if (e->kind == SCN_SLOW_FRACTION) {
         int64_t n = (int64_t)floor(e->fraction * (double)gpus + 0.5);
         n = n < 1 ? 1 : n > gpus ? gpus : n;
-        keyed_t *all = malloc((size_t)gpus * sizeof *all);
+        keyed_t *all = alloc_malloc((size_t)gpus * sizeof *all);
         if (!all)
             return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", e->where);
         const uint64_t base =
@@ -312,7 +313,7 @@ int scenario_perturb_step(const scenario_t *scn, const model_job_t *job, step_co
     if (p->n_slow == 0)
         return CLI_OK;
     const int64_t gpus = job->gpus;
-    double *f = malloc((size_t)gpus * sizeof *f);
+    double *f = alloc_malloc((size_t)gpus * sizeof *f);
     if (!f)
         return cli_fail(d, CLI_ERUNTIME, "perturbations: out of memory");
     for (int64_t g = 0; g < gpus; g++)
@@ -334,7 +335,7 @@ int scenario_perturb_step(const scenario_t *scn, const model_job_t *job, step_co
 
 char *scenario_slowed_list(const double *factors, int64_t gpus) {
     size_t cap = 64, len = 0;
-    char *s = malloc(cap);
+    char *s = alloc_malloc(cap);
     if (!s)
         return NULL;
     s[0] = '\0';
@@ -350,7 +351,7 @@ char *scenario_slowed_list(const double *factors, int64_t gpus) {
                   : snprintf(item, sizeof item, "%s%lld", len ? "," : "", (long long)g);
         if (len + (size_t)n + 1 > cap) {
             cap = 2 * (len + (size_t)n + 1);
-            char *t = realloc(s, cap);
+            char *t = alloc_realloc(s, cap);
             if (!t) {
                 free(s);
                 return NULL;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "perturb_links.h"
 #include "scenario_internal.h"
 
@@ -233,8 +234,8 @@ static void suggest_link(const topo_t *t, const char *given, char *out, size_t s
             word[k++] = *p;
     word[k] = '\0';
     const int64_t n = topo_link_count(t);
-    char(*names)[48] = malloc((size_t)(n > 0 ? n : 1) * sizeof *names);
-    const char **cands = malloc((size_t)(n > 0 ? n : 1) * sizeof *cands);
+    char(*names)[48] = alloc_malloc((size_t)(n > 0 ? n : 1) * sizeof *names);
+    const char **cands = alloc_malloc((size_t)(n > 0 ? n : 1) * sizeof *cands);
     if (names && cands) {
         for (int64_t l = 0; l < n; l++) {
             topo_link_name(t, l, names[l], sizeof names[l]);

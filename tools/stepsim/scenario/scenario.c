@@ -4,6 +4,7 @@
  * diagnostic line naming the source (file or option), the JSON path, the value and what is allowed.
  * JSON files are parsed in scenario_json.c, degrees derived in scenario_resolve.c.
  */
+#include "alloc.h"
 #include "scenario.h"
 
 #include <ctype.h>
@@ -352,7 +353,10 @@ static int option_object(scenario_t *scn, scenario_field_t f, const char *option
     snprintf(prefix, sizeof prefix, "%s: ", option);
     scn_src_t src = {diag, prefix, SCN_FROM_OPTION};
     const char *end = NULL;
+    const uint64_t failed = alloc_failures();
     cJSON *obj = cJSON_ParseWithOpts(value, &end, 1);
+    if (!obj && alloc_failures() != failed)
+        return cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", option);
     if (!obj)
         return cli_fail(diag, CLI_EUSAGE,
                         "%s: invalid JSON at character %ld; allowed: a preset name or a JSON object", option,
@@ -383,7 +387,7 @@ static int option_named(scenario_t *scn, scenario_field_t f, const char *option,
         return CLI_OK;
     }
     /* --topology: an inline object or a name/file, parsed now (a file it names is read now). */
-    topo_spec_t *spec = malloc(sizeof *spec);
+    topo_spec_t *spec = alloc_malloc(sizeof *spec);
     if (!spec)
         return cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", option);
     const int rc = topo_spec_parse_text(value, option, spec, diag);

@@ -156,6 +156,10 @@ typedef struct scenario {
 int scenario_init(scenario_t *scn, cli_diag_t *diag);
 void scenario_destroy(scenario_t *scn);
 
+/* Make cJSON allocate through the project's wrappers (alloc.h), so its allocations are counted and
+ * can be failed like the rest; cli_main calls it first. */
+void scenario_json_hooks(void);
+
 /* Overlay the JSON scenario file at path. CLI_EUSAGE for a missing file, broken JSON (with line and
  * column), unknown keys, wrong types or bad values; CLI_ERUNTIME for a read error or no memory. */
 int scenario_load_file(scenario_t *scn, const char *path, cli_diag_t *diag);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "scenario_jobs.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -79,7 +80,7 @@ static int parse_ranges(scn_job_t *job, const char *text, int64_t want, cli_diag
         }
         if (n + (b - a + 1) > cap) {
             cap = n + (b - a + 1);
-            int32_t *ng = realloc(g, (size_t)cap * sizeof *g);
+            int32_t *ng = alloc_realloc(g, (size_t)cap * sizeof *g);
             if (!ng) {
                 rc = cli_fail(d, CLI_ERUNTIME, "%s.allocation: out of memory", job->where);
                 break;
@@ -202,10 +203,10 @@ int scn_parse_jobs(scenario_t *scn, const scn_src_t *src, const cJSON *jobs) {
                         src->prefix, what);
     }
     scenario_jobs_free(scn);
-    scn_jobs_t *j = calloc(1, sizeof *j);
+    scn_jobs_t *j = alloc_calloc(1, sizeof *j);
     const int n = cJSON_GetArraySize(jobs);
     if (j)
-        j->job = calloc((size_t)n, sizeof *j->job);
+        j->job = alloc_calloc((size_t)n, sizeof *j->job);
     if (!j || !j->job) {
         free(j);
         return cli_fail(src->diag, CLI_ERUNTIME, "%sjobs: out of memory", src->prefix);

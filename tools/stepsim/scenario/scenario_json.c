@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "input_check.h"
 #include "readfile.h"
 #include "scenario_internal.h"
@@ -427,7 +428,7 @@ static int parse_topology(scenario_t *scn, const scn_src_t *src, const cJSON *v)
     }
     char where[320];
     snprintf(where, sizeof where, "%stopology", src->prefix);
-    topo_spec_t *spec = malloc(sizeof *spec);
+    topo_spec_t *spec = alloc_malloc(sizeof *spec);
     if (!spec)
         return cli_fail(src->diag, CLI_ERUNTIME, "%stopology: out of memory", src->prefix);
     const int rc = topo_spec_parse(v, where, spec, src->diag);
@@ -519,6 +520,11 @@ static int syntax_error(const char *path, const char *buf, const char *err, cli_
                     col, near);
 }
 
+void scenario_json_hooks(void) {
+    cJSON_Hooks hooks = {alloc_malloc, free};
+    cJSON_InitHooks(&hooks);
+}
+
 int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_diag_t *diag) {
     char *buf = NULL;
     *root = NULL;
@@ -526,8 +532,11 @@ int scenario_json_read(const char *path, const char *kind, cJSON **root, cli_dia
     if (rc)
         return rc;
     const char *end = NULL;
+    const uint64_t failed = alloc_failures();
     *root = cJSON_ParseWithOpts(buf, &end, 1);
-    if (!*root)
+    if (!*root && alloc_failures() != failed)
+        rc = cli_fail(diag, CLI_ERUNTIME, "%s: out of memory", path);
+    else if (!*root)
         rc = syntax_error(path, buf, end, diag);
     free(buf);
     if (!rc && (rc = input_check_json(*root, path, diag)) != CLI_OK) {

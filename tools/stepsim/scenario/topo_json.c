@@ -16,6 +16,7 @@
 
 #include <igraph.h>
 
+#include "alloc.h"
 #include "input_check.h"
 #include "readfile.h"
 
@@ -577,8 +578,9 @@ int topo_spec_parse(const cJSON *json, const char *where, topo_spec_t *out, cli_
 }
 
 int topo_spec_parse_text(const char *text, const char *where, topo_spec_t *out, cli_diag_t *d) {
+    const uint64_t failed = alloc_failures();
     cJSON *json = text[0] == '{' ? cJSON_Parse(text) : cJSON_CreateString(text);
-    if (!json && text[0] == '{')
+    if (!json && text[0] == '{' && alloc_failures() == failed)
         return cli_fail(d, CLI_EUSAGE,
                         "%s: invalid JSON; allowed: a topology preset name, a file or a JSON object", where);
     if (!json)

@@ -1,6 +1,7 @@
 /* topo_list.c - compare's --topologies list: entries split at top-level commas, each a name or a JSON
  * object parsed by topo_spec_parse (one meaning per name, as in every command), labelled for the
  * tables. */
+#include "alloc.h"
 #include "topo_list.h"
 
 #include <stdlib.h>
@@ -11,7 +12,10 @@
 #include "input_check.h"
 
 int topo_item_parse(const char *text, topo_item_t *it, cli_diag_t *d) {
+    const uint64_t failed = alloc_failures();
     cJSON *json = text[0] == '{' ? cJSON_Parse(text) : cJSON_CreateString(text);
+    if (!json && alloc_failures() != failed)
+        return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
     if (text[0] == '{' && !cJSON_IsObject(json)) {
         cJSON_Delete(json);
         return cli_fail(
@@ -69,7 +73,7 @@ int topo_list_parse(const char *list, topo_item_t *items, int *n, int max, cli_d
         if (*n >= max - 1)
             return cli_fail(d, CLI_EUSAGE, "--topologies: more than %d topologies; allowed: at most %d",
                             max - 1, max - 1);
-        char *text = malloc(len + 1);
+        char *text = alloc_malloc(len + 1);
         if (!text)
             return cli_fail(d, CLI_ERUNTIME, "compare: out of memory");
         memcpy(text, start, len);

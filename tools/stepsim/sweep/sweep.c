@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "input_check.h"
 #include "output.h"
@@ -126,7 +127,10 @@ static int has_id(const uint64_t *ids, size_t n, uint64_t id) {
 /* The id of one line of an existing file, or -1 with a message. */
 static int line_id(const sweep_t *sw, const char *text, size_t len, size_t line_no, uint64_t *id,
                    cli_diag_t *d) {
+    const uint64_t failed = alloc_failures();
     cJSON *obj = cJSON_ParseWithLength(text, len);
+    if (!obj && alloc_failures() != failed)
+        return cli_fail(d, CLI_ERUNTIME, "%s: out of memory", sw->args.out_path);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "id");
     char *end = NULL;
     int ok = cJSON_IsString(v) && strlen(v->valuestring) == 16;
@@ -146,7 +150,7 @@ static int line_id(const sweep_t *sw, const char *text, size_t len, size_t line_
 
 /* --resume: the ids already in the file (sorted) and the torn tail cut off. */
 static int read_existing(sweep_t *sw, off_t size, uint64_t **done, size_t *n_done, cli_diag_t *d) {
-    char *buf = malloc((size_t)size);
+    char *buf = alloc_malloc((size_t)size);
     size_t have = 0, n = 0, cap = 0, line_no = 0, start = 0;
     int rc = CLI_OK;
     *done = NULL;
@@ -174,7 +178,7 @@ static int read_existing(sweep_t *sw, off_t size, uint64_t **done, size_t *n_don
             rc = line_id(sw, buf + start, i - start, line_no, &id, d);
             if (!rc && n == cap) {
                 size_t ncap = cap ? 2 * cap : 1024;
-                uint64_t *bigger = realloc(*done, ncap * sizeof *bigger);
+                uint64_t *bigger = alloc_realloc(*done, ncap * sizeof *bigger);
                 if (!bigger)
                     rc = cli_fail(d, CLI_ERUNTIME, "out of memory");
                 else
@@ -217,7 +221,7 @@ static int lock_output(const sweep_t *sw, cli_diag_t *d) {
 /* The points this run computes: this shard's, minus those already in the file. */
 static int plan(sweep_t *sw, const uint64_t *done, size_t n_done, cli_diag_t *d) {
     const sweep_grid_t *g = &sw->grid;
-    sw->todo = malloc((g->n_points ? g->n_points : 1) * sizeof *sw->todo);
+    sw->todo = alloc_malloc((g->n_points ? g->n_points : 1) * sizeof *sw->todo);
     if (!sw->todo)
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
     for (size_t i = 0; i < g->n_points; i++) {
@@ -230,7 +234,7 @@ static int plan(sweep_t *sw, const uint64_t *done, size_t n_done, cli_diag_t *d)
             sw->todo[sw->n_todo++] = i;
     }
     /* Lines of other grids (or of an edited one) stay in the file; say how many. */
-    uint64_t *ids = malloc((g->n_points ? g->n_points : 1) * sizeof *ids);
+    uint64_t *ids = alloc_malloc((g->n_points ? g->n_points : 1) * sizeof *ids);
     if (!ids)
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
     memcpy(ids, g->ids, g->n_points * sizeof *ids);

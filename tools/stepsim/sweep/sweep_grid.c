@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "checked.h"
 #include "options.h"
 #include "scenario_internal.h" /* SCN_DEFAULT_MODEL, SCN_DEFAULT_SYSTEM, scn_describe */
@@ -62,7 +63,7 @@ static int canonicalize(cJSON *v) {
     }
     if (!cJSON_IsObject(v) || n < 2)
         return 0;
-    cJSON **items = malloc(n * sizeof *items);
+    cJSON **items = alloc_malloc(n * sizeof *items);
     if (!items)
         return -1;
     size_t i = 0;
@@ -388,7 +389,7 @@ static int parse_vary(sweep_grid_t *g, cli_diag_t *d) {
     size_t n = (size_t)cJSON_GetArraySize(vary);
     if (n > 64)
         return cli_fail(d, CLI_EUSAGE, "%s: vary: %zu keys; allowed: at most 64", g->path, n);
-    g->axes = calloc(n, sizeof *g->axes);
+    g->axes = alloc_calloc(n, sizeof *g->axes);
     if (!g->axes)
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
     for (const cJSON *c = vary->child; c; c = c->next) {
@@ -712,7 +713,7 @@ static int by_id(const void *a, const void *b) {
 }
 
 static int check_duplicates(const sweep_grid_t *g, cli_diag_t *d) {
-    id_index_t *v = malloc(g->n_points * sizeof *v);
+    id_index_t *v = alloc_malloc(g->n_points * sizeof *v);
     if (!v)
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
     for (size_t i = 0; i < g->n_points; i++)
@@ -740,7 +741,7 @@ static int expand(sweep_grid_t *g, cli_diag_t *d) {
         return cli_fail(d, CLI_ERUNTIME, "out of memory");
     uint64_t head = sweep_fnv1a(SWEEP_FNV_OFFSET, g->cmd->name, strlen(g->cmd->name));
     head = sweep_fnv1a(head, "\n", 1);
-    g->ids = malloc(g->n_points * sizeof *g->ids);
+    g->ids = alloc_malloc(g->n_points * sizeof *g->ids);
     int rc = g->ids ? CLI_OK : cli_fail(d, CLI_ERUNTIME, "out of memory");
     for (size_t i = 0; i < g->n_points && !rc; i++) {
         cJSON *scn = NULL;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sweep.h"
 
 long sweep_mpi_world_size(void) {
@@ -83,7 +84,7 @@ static int worker(const sweep_t *sw) {
         }
         if (tag == TAG_FAIL) {
             free(line);
-            line = strdup(d.msg);
+            line = alloc_strdup(d.msg);
             len = line ? strlen(line) : 0;
         }
         MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -183,7 +184,7 @@ static void send_next(coordinator_t *c, int dest) {
 static void handle(coordinator_t *c, const MPI_Status *st) {
     int count = 0;
     MPI_Get_count(st, MPI_CHAR, &count);
-    char *buf = malloc((size_t)count + 1);
+    char *buf = alloc_malloc((size_t)count + 1);
     if (!buf)
         abort(); /* MPI has no way to drop a message it cannot store; a few kB */
     MPI_Recv(buf, count, MPI_CHAR, st->MPI_SOURCE, st->MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

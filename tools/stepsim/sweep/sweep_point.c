@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "commands.h"
 #include "print.h"
 #include "sweep.h"
@@ -275,14 +276,25 @@ int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *l
     if (!scenario)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory");
     pd.msg[0] = '\0';
+    const uint64_t failed = alloc_failures();
     int prc = g->cmd->run(scenario, g->options, &result, &pd);
     snprintf(id, sizeof id, "%016" PRIx64, g->ids[index]);
+    /* A point that fails for want of memory is no result of the point: the sweep stops with exit 1
+     * and journals nothing for it, so that --resume runs it again. (igraph's own allocations are not
+     * counted; its IGRAPH_ENOMEM arrives as a message that says out of memory.) */
+    if (prc != CLI_OK && (alloc_failures() != failed || strstr(pd.msg, "out of memory"))) {
+        cJSON_Delete(scenario);
+        cJSON_Delete(result);
+        return cli_fail(diag, CLI_ERUNTIME, "point %s: out of memory", id);
+    }
     cJSON *obj = cJSON_CreateObject();
     int ok = obj && cJSON_AddStringToObject(obj, "id", id) &&
              cJSON_AddStringToObject(obj, "command", g->cmd->name);
     if (ok) {
-        cJSON_AddItemToObject(obj, "scenario", scenario);
-        scenario = NULL;
+        ok = cJSON_AddItemToObject(obj, "scenario", scenario); /* the key's copy can fail */
+        scenario = ok ? NULL : scenario;
+    }
+    if (ok) {
         cJSON *opts = cJSON_Duplicate(g->options, 1);
         ok = opts && cJSON_AddItemToObject(obj, "options", opts);
         if (!ok)
@@ -291,8 +303,8 @@ int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *l
     if (ok && prc == CLI_OK) {
         if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(result, "fits")))
             *point_error = SWEEP_LINE_NOFIT;
-        cJSON_AddItemToObject(obj, "result", result);
-        result = NULL;
+        ok = cJSON_AddItemToObject(obj, "result", result); /* the key's copy can fail */
+        result = ok ? NULL : result;
     } else if (ok) {
         *point_error = SWEEP_LINE_ERROR;
         ok = cJSON_AddStringToObject(obj, "error", pd.msg[0] ? pd.msg : "failed") &&
@@ -305,7 +317,7 @@ int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *l
     if (!text)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory while building the line of point %zu", index);
     size_t n = strlen(text);
-    *line = malloc(n + 2);
+    *line = alloc_malloc(n + 2);
     if (*line) {
         memcpy(*line, text, n);
         (*line)[n] = '\n';

@@ -1,0 +1,60 @@
+/* alloc.c - the allocation wrappers and the failure-injection hook (contract in alloc.h). */
+#include "alloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_uint_fast64_t n_calls;  /* allocations asked for */
+static atomic_uint_fast64_t n_failed; /* allocations that returned NULL */
+static atomic_uint_fast64_t fail_at;  /* the call number that fails (1-based); 0: disarmed */
+
+/* Count one call; 1 if this is the call that must fail. */
+static int injected(void) {
+    const uint_fast64_t k = atomic_fetch_add(&n_calls, 1) + 1;
+    uint_fast64_t f = k;
+    if (atomic_load(&fail_at) != k || !atomic_compare_exchange_strong(&fail_at, &f, 0))
+        return 0;
+    atomic_fetch_add(&n_failed, 1);
+    return 1;
+}
+
+static void *counted(void *p) {
+    if (!p)
+        atomic_fetch_add(&n_failed, 1);
+    return p;
+}
+
+void *alloc_malloc(size_t size) {
+    return injected() ? NULL : counted(malloc(size));
+}
+
+void *alloc_calloc(size_t count, size_t size) {
+    return injected() ? NULL : counted(calloc(count, size));
+}
+
+void *alloc_realloc(void *ptr, size_t size) {
+    return injected() ? NULL : counted(realloc(ptr, size));
+}
+
+char *alloc_strdup(const char *s) {
+    if (injected())
+        return NULL;
+    const size_t n = strlen(s) + 1;
+    char *p = counted(malloc(n));
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+void alloc_fail_at(uint64_t k) {
+    atomic_store(&fail_at, k ? atomic_load(&n_calls) + k : 0);
+}
+
+uint64_t alloc_count(void) {
+    return atomic_load(&n_calls);
+}
+
+uint64_t alloc_failures(void) {
+    return atomic_load(&n_failed);
+}

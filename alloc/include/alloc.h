@@ -1,0 +1,36 @@
+/* alloc.h - the project's allocation wrappers and their failure-injection hook.
+ *
+ * Contract:
+ * - Every allocation in model/, topo/, sim/, sim/step/, traces/ and tools/ goes through
+ *   alloc_malloc, alloc_calloc, alloc_realloc or alloc_strdup (cJSON's too: the command line
+ *   installs them with cJSON_InitHooks). They behave as malloc, calloc, realloc and strdup; memory
+ *   they return is released with free(). Allocations made inside igraph and inside the C library
+ *   (stdio buffers, getline) do not pass through here.
+ * - The hook: each call counts one allocation. alloc_fail_at(k) arms the k-th allocation from now to
+ *   fail (return NULL as if the system were out of memory) exactly once; alloc_fail_at(0) disarms.
+ *   alloc_count() is the number of calls so far, alloc_failures() the number that returned NULL
+ *   (injected or real). A caller that gets NULL from a library which hides the cause (a parser that
+ *   reports "syntax error" for both) compares alloc_failures() before and after to tell them apart.
+ * - This counter is the one piece of process-wide mutable state in the project: a test hook, never
+ *   armed unless a test calls alloc_fail_at (tests/stepsim/test_alloc_fail.c fails every allocation
+ *   of every command in turn). Its counters are atomic, so threads may allocate concurrently.
+ */
+#ifndef STEPSIM_ALLOC_H
+#define STEPSIM_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *alloc_malloc(size_t size);
+void *alloc_calloc(size_t count, size_t size);
+void *alloc_realloc(void *ptr, size_t size);
+char *alloc_strdup(const char *s);
+
+/* Fail the k-th allocation counted from this call (k >= 1), once; 0 disarms. */
+void alloc_fail_at(uint64_t k);
+/* Allocations asked for since the process started. */
+uint64_t alloc_count(void);
+/* Allocations that returned NULL since the process started (injected or real). */
+uint64_t alloc_failures(void);
+
+#endif
