@@ -373,7 +373,8 @@ typedef enum model_coll_op {
     MODEL_COLL_REDUCESCATTER,
     MODEL_COLL_BROADCAST,
     MODEL_COLL_REDUCE,
-    MODEL_COLL_P2P
+    MODEL_COLL_P2P,
+    MODEL_COLL_ALLTOALL /* every rank sends volume / n to every rank (expert parallelism) */
 } model_coll_op_t;
 const char *model_coll_op_name(model_coll_op_t op); /* "allreduce", ..., "p2p", "none" */
 
