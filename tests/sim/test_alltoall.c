@@ -3,7 +3,8 @@
  * hierarchical one (NVLink to the member on the destination's rail, then one exchange per rail) on
  * an idle star with and without NVLink domains, 2..1024 GPUs; nccl-tests' busbw factor (n - 1)/n;
  * the hierarchical algorithm beating the flat one on a rail-optimized fabric with a tapered spine
- * (and auto choosing it), not on a non-blocking one.
+ * (and auto choosing it), not on a non-blocking one; link counters: inside one NVLink domain no byte
+ * crosses the network.
  *
  * The expected times are written out here again, independently of sim/closed_form.c: with the
  * star a pair's latency is 2 x link latency + step overhead and a member's link is shared by its
@@ -182,6 +183,56 @@ static void test_hier_beats_flat_on_tapered_rails(void **state) {
     assert_close(a.time_s, hier.time_s, "tapered auto", n, 8, m);
 }
 
+/* Bytes an alltoall over `gpus` puts on the NVLink and on the network links of a rail-optimized fabric
+ * of 16 GPUs (2 nodes). */
+static void link_bytes(const int32_t *gpus, int32_t n, sim_fidelity_t fid, double size, double *nvlink,
+                       double *network) {
+    topo_params_t p;
+    topo_params_init(&p, TOPO_KIND_RAIL_OPTIMIZED);
+    p.gpus = 16;
+    topo_t *t = NULL;
+    topo_issue_t issue;
+    assert_int_equal(topo_new(&p, &t, &issue), TOPO_OK);
+    sim_network_desc_t d;
+    assert_int_equal(sim_topo_network(t, &d), SIM_OK);
+    sim_engine_t *e = NULL;
+    assert_int_equal(sim_engine_new(NULL, &d, &e, NULL, 0), SIM_OK);
+    const sim_coll_desc_t cd = {
+        .op = SIM_COLL_ALLTOALL, .fidelity = fid, .size_bytes = size, .gpus = gpus, .n_gpus = n, .stream = 1};
+    assert_int_equal(sim_coll_add(e, &cd, NULL, NULL), SIM_OK);
+    assert_int_equal(sim_engine_run(e), SIM_OK);
+    *nvlink = *network = 0.0;
+    for (int64_t l = 0; l < topo_link_count(t); l++) {
+        topo_link_info_t info;
+        sim_link_stats_t st;
+        assert_int_equal(topo_link_get(t, l, &info), TOPO_OK);
+        assert_int_equal(sim_link_stats(e, (int32_t)l, &st), SIM_OK);
+        if (info.kind == TOPO_LINK_NVLINK)
+            *nvlink += st.bytes;
+        else if (info.kind == TOPO_LINK_NETWORK)
+            *network += st.bytes;
+    }
+    sim_engine_free(e);
+    topo_free(t);
+}
+
+/* Inside one NVLink domain not a byte reaches the network, and every GPU sends (n - 1)/n of its
+ * buffer (each crossing two NVLink links, GPU -> NVSwitch -> GPU); across two domains it does. */
+static void test_link_counters(void **state) {
+    (void)state;
+    const double m = 64 * MIB;
+    const int32_t node0[8] = {0, 1, 2, 3, 4, 5, 6, 7}, both[4] = {0, 1, 8, 9};
+    for (int f = 0; f < 2; f++) {
+        double nv, net;
+        link_bytes(node0, 8, f ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST, m, &nv, &net);
+        assert_true(net == 0.0);
+        assert_close(nv, 2.0 * 8 * (7.0 / 8.0) * m, "nvlink bytes", 8, 8, m);
+        link_bytes(both, 4, f ? SIM_FIDELITY_STEP : SIM_FIDELITY_FAST, m, &nv, &net);
+        assert_true(net > 0.0);
+        assert_close(nv, 2.0 * 4 * (1.0 / 4.0) * m, "nvlink bytes, two nodes", 4, 2, m);
+    }
+}
+
 static void test_busbw_and_errors(void **state) {
     (void)state;
     sim_star_t star;
@@ -219,6 +270,7 @@ int main(void) {
         cmocka_unit_test(test_flat_star),
         cmocka_unit_test(test_hier_star),
         cmocka_unit_test(test_hier_beats_flat_on_tapered_rails),
+        cmocka_unit_test(test_link_counters),
         cmocka_unit_test(test_busbw_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
