@@ -421,7 +421,7 @@ typedef enum sim_coll_algo {
     SIM_ALGO_HIERARCHICAL,     /* intra-domain, one ring per rail across domains, intra again;
                                   alltoall: every member first hands each domain peer what goes to
                                   that peer's rail (NVLink), then one exchange per rail across domains
-                                  (PXN; DeepEP's internode kernels, in the other order) */
+                                  (NCCL's PXN; DeepEP's NVLink/RDMA forwarding) */
     SIM_ALGO_HALVING_DOUBLING, /* recursive halving / doubling (group size a power of two) */
     SIM_ALGO_CHAIN,            /* pipelined chain (broadcast, reduce) */
     SIM_ALGO_DIRECT,           /* one flow (sendrecv); alltoall: every member sends size / n to every
