@@ -11,7 +11,8 @@ int64_t model_kv_heads(const model_transformer_t *m) {
 
 int model_arch_is_default(const model_transformer_t *m) {
     return (m->kv_heads == 0 || m->kv_heads == m->heads) && m->ffn_act == MODEL_FFN_GELU &&
-           m->norm == MODEL_NORM_LAYERNORM && m->position == MODEL_POSITION_LEARNED && !m->untied_embeddings;
+           m->norm == MODEL_NORM_LAYERNORM && m->position == MODEL_POSITION_LEARNED &&
+           !m->untied_embeddings && !model_is_moe(m);
 }
 
 double model_param_count(const model_transformer_t *m) {
@@ -23,6 +24,12 @@ double model_param_count(const model_transformer_t *m) {
     const double mlp = (m->ffn_act == MODEL_FFN_SWIGLU ? 3.0 : 2.0) * e * f;
     const double block = attention + mlp + 2.0 * norm;
     double total = (double)m->layers * block + v * e + norm;
+    if (model_is_moe(m)) { /* MoE blocks: a router and E + s experts of hidden f_e instead of the MLP */
+        const double fe = (double)(m->moe.expert_ffn_hidden > 0 ? m->moe.expert_ffn_hidden : m->ffn_hidden);
+        const double experts = (double)(m->moe.experts + m->moe.shared_experts);
+        const double moe_mlp = e * (double)m->moe.experts + experts * mlp / f * fe;
+        total += (double)model_moe_layers(m) * (moe_mlp - mlp);
+    }
     if (m->position == MODEL_POSITION_LEARNED)
         total += l * e;
     if (m->untied_embeddings)

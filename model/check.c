@@ -150,6 +150,8 @@ static int check_reference_arch(const model_job_t *job, model_issue_t *is) {
     if (job->compat != MODEL_COMPAT_REFERENCE || model_arch_is_default(m))
         return MODEL_OK;
     const char *why = "the reference model has GPT's architecture only; allowed: compat corrected";
+    if (model_is_moe(m))
+        return fail_text(is, "model.experts", m->moe.experts, why);
     if (m->kv_heads != 0 && m->kv_heads != m->heads)
         return fail_text(is, "model.kv_heads", m->kv_heads, why);
     if (m->ffn_act != MODEL_FFN_GELU)
@@ -325,12 +327,57 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
     return MODEL_OK;
 }
 
+/* Mixture of experts: the expert fields, ep and etp. */
+static int check_moe(const model_job_t *job, model_issue_t *is) {
+    const model_moe_t *x = &job->model.moe;
+    const model_parallel_t *p = &job->par;
+    if (x->experts < 0)
+        return fail_text(is, "model.experts", x->experts, ">= 0 (0: a dense model)");
+    if (!model_is_moe(&job->model)) {
+        if (job->experts_par.ep > 1)
+            return fail_text(is, "parallel.ep", job->experts_par.ep, "1 (a dense model has no experts)");
+        return job->experts_par.etp > 1
+                   ? fail_text(is, "parallel.etp", job->experts_par.etp, "1 (a dense model has no experts)")
+                   : MODEL_OK;
+    }
+    if (x->topk < 1 || x->topk > x->experts)
+        return fail_int(is, "model.topk", x->topk, "in 1..%lld (the experts)", x->experts);
+    if (x->shared_experts < 0)
+        return fail_text(is, "model.shared_experts", x->shared_experts, ">= 0");
+    if (x->expert_ffn_hidden < 0)
+        return fail_text(is, "model.expert_ffn_hidden", x->expert_ffn_hidden, ">= 0 (0: ffn_hidden)");
+    if (x->first_dense < 0 || x->first_dense >= job->model.layers)
+        return fail_int(is, "model.first_dense", x->first_dense, "in 0..%lld (layers - 1)",
+                        job->model.layers - 1);
+    if (!(x->capacity_factor >= 0.0 && x->capacity_factor < 1e6)) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%g", x->capacity_factor);
+        return fail(is, "model.capacity_factor", buf, "%s", ">= 0 (0: dropless)");
+    }
+    const int64_t ep = job->experts_par.ep > 1 ? job->experts_par.ep : 1;
+    if (job->experts_par.ep < 0 || x->experts % ep)
+        return fail_int(is, "parallel.ep", job->experts_par.ep, "a divisor of the experts (%lld)",
+                        x->experts);
+    if (p->dp % ep)
+        return fail_int(is, "parallel.ep", job->experts_par.ep,
+                        "a divisor of dp (%lld): experts are split over data-parallel ranks", p->dp);
+    const int64_t fe = x->expert_ffn_hidden > 0 ? x->expert_ffn_hidden : job->model.ffn_hidden;
+    if (job->experts_par.etp < 0 || (job->experts_par.etp > 1 && fe % job->experts_par.etp))
+        return fail_int(is, "parallel.etp", job->experts_par.etp,
+                        "a divisor of the expert hidden size (%lld)", fe);
+    /* The per-layer table, the iteration, the search and the simulated step have no expert layers
+     * yet: refuse rather than time the experts as one dense feed-forward network. */
+    return fail_text(is, "model.experts", x->experts,
+                     "allowed: 0 (the estimate, the search and the simulated step do not place experts yet)");
+}
+
 int model_job_check(const model_job_t *job, model_issue_t *issue) {
     if (job->par.strategy != MODEL_STRATEGY_1D && job->par.strategy != MODEL_STRATEGY_2D &&
         job->par.strategy != MODEL_STRATEGY_2D_SEQP)
         return fail(issue, "parallel.strategy", "?", "one of 1d, 2d, 2d-seqp");
     if (check_system(&job->system, issue) || check_model(&job->model, issue) ||
-        check_reference_arch(job, issue) || check_degrees(job, issue) || check_nv(job, issue))
+        check_reference_arch(job, issue) || check_degrees(job, issue) || check_nv(job, issue) ||
+        check_moe(job, issue))
         return MODEL_EINVAL;
     if (job->compat == MODEL_COMPAT_CORRECTED && model_i_training_check(job, issue))
         return MODEL_EINVAL;

@@ -18,6 +18,8 @@ const char *model_coll_op_name(model_coll_op_t op) {
         return "reduce";
     case MODEL_COLL_P2P:
         return "p2p";
+    case MODEL_COLL_ALLTOALL:
+        return "alltoall";
     case MODEL_COLL_NONE:
         break;
     }
@@ -56,7 +58,7 @@ double model_i_collective_reference_s(const model_system_t *sys, model_coll_op_t
 
 double model_collective_time_s(const model_system_t *sys, model_compat_t compat, model_coll_op_t op,
                                double volume_gb, int64_t group_size, int64_t per_domain) {
-    if (compat == MODEL_COMPAT_REFERENCE)
+    if (compat == MODEL_COMPAT_REFERENCE && op != MODEL_COLL_ALLTOALL) /* the reference has no alltoall */
         return model_i_collective_reference_s(sys, op, volume_gb, group_size, per_domain);
     return model_i_collective_corrected_s(sys, op, volume_gb, group_size, per_domain);
 }

@@ -145,6 +145,19 @@ static double tree_s(const shape_t *sh, double volume_gb) {
     return entry_s(sh) + BASE_SIMPLE_S + fill_s + 2.0 * volume_gb / (TREE_EFF * sh->bw_gb_per_s);
 }
 
+/* Alltoall (NCCL's grouped send/recv, every pair at once): a rank sends (t - 1) / n of the buffer
+ * over NVLink and (n - t) / n over its NICs at the same time, after one step of Simple's latency
+ * (a network one if the group leaves its domain). */
+static double alltoall_s(const model_system_t *sys, double volume_gb, int64_t n, int64_t t) {
+    shape_t sh;
+    shape_init(&sh, sys, MODEL_COLL_ALLTOALL, n, t);
+    const double nics = (double)(sys->nic_factor > 0 ? sys->nic_factor : 1);
+    const double intra_s = (double)(t - 1) / (double)n * volume_gb / sh.nvlink_gb_per_s;
+    const double net_s = (double)(n - t) / (double)n * volume_gb / (nics * sys->ib_gb_per_s * sys->ib_eff);
+    const double step_s = sh.nodes > 1.0 ? NET_SIMPLE_S * sh.net_scale : NVL_SIMPLE_S * sh.nvl_scale;
+    return entry_s(&sh) + BASE_SIMPLE_S + step_s + fmax(intra_s, net_s);
+}
+
 double model_i_collective_corrected_s(const model_system_t *sys, model_coll_op_t op, double volume_gb,
                                       int64_t n, int64_t per_domain) {
     if (!(volume_gb > 0.0) || n <= 1 || op == MODEL_COLL_NONE)
@@ -152,6 +165,8 @@ double model_i_collective_corrected_s(const model_system_t *sys, model_coll_op_t
     int64_t t = per_domain < 1 ? 1 : per_domain;
     if (t > n)
         t = n;
+    if (op == MODEL_COLL_ALLTOALL)
+        return alltoall_s(sys, volume_gb, n, t);
     if (op == MODEL_COLL_P2P) { /* one transfer: a two-rank "ring" of one step carrying everything */
         n = 2;
         t = t >= 2 ? 2 : 1;

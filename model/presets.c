@@ -89,24 +89,51 @@ static const system_preset_t system_presets[] = {
 #define TF(n, l, e, h, d, f, v)                                                                              \
     {                                                                                                        \
         n, l, e, h, d, f, v, 0, MODEL_FFN_GELU, MODEL_NORM_LAYERNORM, MODEL_POSITION_LEARNED, 0,             \
-            MODEL_MASK_CAUSAL                                                                                \
+            MODEL_MASK_CAUSAL, {                                                                             \
+            0, 0, 0, 0, 0, 0.0                                                                               \
+        }                                                                                                    \
     }
 #define LLAMA(n, l, e, h, kv, d, f, v)                                                                       \
     {                                                                                                        \
         n, l, e, h, d, f, v, kv, MODEL_FFN_SWIGLU, MODEL_NORM_RMSNORM, MODEL_POSITION_ROTARY, 1,             \
-            MODEL_MASK_CAUSAL                                                                                \
+            MODEL_MASK_CAUSAL, {                                                                             \
+            0, 0, 0, 0, 0, 0.0                                                                               \
+        }                                                                                                    \
+    }
+/* Llama's architecture with experts: E experts of which k per token, s shared, expert hidden fe,
+ * the first fd blocks dense (their feed-forward hidden size f), dropless. */
+#define MOE(n, l, e, h, kv, d, f, v, E, k, s, fe, fd)                                                        \
+    {                                                                                                        \
+        n, l, e, h, d, f, v, kv, MODEL_FFN_SWIGLU, MODEL_NORM_RMSNORM, MODEL_POSITION_ROTARY, 1,             \
+            MODEL_MASK_CAUSAL, {                                                                             \
+            E, k, s, fe, fd, 0.0                                                                             \
+        }                                                                                                    \
     }
 #define NEMOTRON(n, l, e, h, kv, d, f, v)                                                                    \
     {                                                                                                        \
         n, l, e, h, d, f, v, kv, MODEL_FFN_RELU2, MODEL_NORM_LAYERNORM, MODEL_POSITION_ROTARY, 1,            \
-            MODEL_MASK_CAUSAL                                                                                \
+            MODEL_MASK_CAUSAL, {                                                                             \
+            0, 0, 0, 0, 0, 0.0                                                                               \
+        }                                                                                                    \
     }
 
 static const transformer_preset_t transformer_presets[] = {
     {TF("gpt3", 2048, 12288, 96, 96, 49152, 50257), "GPT-3 175B: l 2048, e 12288, 96 heads, 96 layers"},
     {TF("gpt3_1T", 2048, 25600, 160, 128, 102400, 51200), "GPT 1T: l 2048, e 25600, 160 heads, 128 layers"},
-    {{"vit_era5", 64800, 12288, 64, 48, 49152, 0, 0, MODEL_FFN_GELU, MODEL_NORM_LAYERNORM,
-      MODEL_POSITION_LEARNED, 0, MODEL_MASK_NONE}, /* a vision transformer: every patch sees every patch */
+    {{"vit_era5",
+      64800,
+      12288,
+      64,
+      48,
+      49152,
+      0,
+      0,
+      MODEL_FFN_GELU,
+      MODEL_NORM_LAYERNORM,
+      MODEL_POSITION_LEARNED,
+      0,
+      MODEL_MASK_NONE,
+      {0, 0, 0, 0, 0, 0.0}}, /* a vision transformer: every patch sees every patch */
      "ViT on ERA5: l 64800, e 12288, 64 heads, 48 layers"},
     {TF("GPT-1.7B", 2048, 2304, 24, 24, 9216, 51200), "Megatron GPT 1.7B (Narayanan 2021 Table 1)"},
     {TF("GPT-3.6B", 2048, 3072, 32, 30, 12288, 51200), "Megatron GPT 3.6B (Narayanan 2021 Table 1)"},
@@ -142,6 +169,13 @@ static const transformer_preset_t transformer_presets[] = {
      "Nemotron-4 15B: l 4096, e 6144, 48 heads (8 K/V), 32 layers, squared ReLU, V 256000"},
     {NEMOTRON("Nemotron4-340B", 4096, 18432, 96, 8, 96, 73728, 256000),
      "Nemotron-4 340B: l 4096, e 18432, 96 heads (8 K/V), 96 layers, squared ReLU, V 256000"},
+    {MOE("Mixtral-8x7B", 32768, 4096, 32, 8, 32, 14336, 32000, 8, 2, 0, 14336, 0),
+     "Mixtral 8x7B: l 32768, e 4096, 32 heads (8 K/V), 32 layers, 8 experts (top 2) of SwiGLU f 14336"},
+    {MOE("Mixtral-8x22B", 65536, 6144, 48, 8, 56, 16384, 32000, 8, 2, 0, 16384, 0),
+     "Mixtral 8x22B: l 65536, e 6144, 48 heads (8 K/V), 56 layers, 8 experts (top 2) of SwiGLU f 16384"},
+    {MOE("DeepSeek-V3-like", 4096, 7168, 128, 128, 61, 18432, 129280, 256, 8, 1, 2048, 3),
+     "DeepSeek-V3-like: l 4096, e 7168, 61 layers (3 dense, f 18432), 256 experts (top 8) + 1 shared of "
+     "f 2048; multi-head attention, 128 heads, stands for MLA"},
 };
 
 #define N_SYSTEMS (sizeof system_presets / sizeof system_presets[0])

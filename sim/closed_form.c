@@ -38,8 +38,8 @@
 #include "alloc.h"
 #include "sim_internal.h"
 
-static const char *const op_names[SIM_COLL_OP_COUNT] = {"allreduce", "allgather", "reducescatter",
-                                                        "broadcast", "reduce",    "sendrecv"};
+static const char *const op_names[SIM_COLL_OP_COUNT] = {
+    "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "sendrecv", "alltoall"};
 static const char *const algo_names[SIM_COLL_ALGO_COUNT] = {
     "auto", "ring", "tree", "hierarchical", "halving-doubling", "chain", "direct", "nvls", "collnet"};
 
@@ -225,6 +225,16 @@ double sim_closed_form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32
     return t >= 0.0 ? t + p->launch_s : t;
 }
 
+/* Hierarchical alltoall over n / g domains of g members: each member hands each of its g - 1 domain
+ * peers M / g (what goes to that peer's rail, its own share included) over NVLink, then each
+ * exchanges M / N with its N - 1 rail peers; intra_* for the first stage, alpha / bytes_per_s for
+ * the second, both per member (a member's pair bandwidth times its pairs). */
+static double a2a_hier_s(double m, int32_t n, const sim_ab_params_t *p) {
+    const int32_t g = p->per_domain, nd = n / g;
+    return (g > 1 ? p->intra_alpha_s + (g - 1.0) / g * m / p->intra_bytes_per_s : 0.0) +
+           (nd > 1 ? p->alpha_s + (nd - 1.0) / nd * m / p->bytes_per_s : 0.0);
+}
+
 /* The forms without the launch latency (n >= 2, m > 0). */
 static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n, const sim_ab_params_t *p) {
     const double a = p->alpha_s, b = p->bytes_per_s;
@@ -237,6 +247,8 @@ static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n
     case SIM_ALGO_HALVING_DOUBLING:
         return is_pow2(n) ? hd_s(op, m, n, a, b) : -1.0;
     case SIM_ALGO_HIERARCHICAL:
+        if (op == SIM_COLL_ALLTOALL)
+            return p->per_domain >= 1 && n % p->per_domain == 0 ? a2a_hier_s(m, n, p) : -1.0;
         return p->per_domain >= 1 && n % p->per_domain == 0 ? hier_s(op, m / ch, n, p) : -1.0;
     case SIM_ALGO_CHAIN: {
         if (op != SIM_COLL_BROADCAST && op != SIM_COLL_REDUCE)
@@ -257,6 +269,8 @@ static double form_s(sim_coll_op_t op, sim_coll_algo_t algo, double m, int32_t n
         return 2.0 * depth * (a + 2.0 * c / b) + (double)(k - 1) * load * c / b;
     }
     case SIM_ALGO_DIRECT:
+        if (op == SIM_COLL_ALLTOALL) /* every member sends (n - 1) / n of its buffer at once */
+            return a + (n - 1.0) / n * m / b;
         return op == SIM_COLL_SENDRECV ? a + m / b : -1.0;
     case SIM_ALGO_NVLS: {
         /* bytes_per_s: the narrowest switch -> GPU link; intra_bytes_per_s: GPU -> switch */
@@ -291,6 +305,15 @@ sim_coll_algo_t sim_coll_algo_choose(sim_coll_op_t op, double m, int32_t n, cons
     switch (op) {
     case SIM_COLL_SENDRECV:
         return SIM_ALGO_DIRECT;
+    case SIM_COLL_ALLTOALL: {
+        const int32_t g = p->per_domain;
+        if (!(g > 1 && n > g && n % g == 0))
+            return SIM_ALGO_DIRECT;
+        const double t_hier = sim_closed_form_s(op, SIM_ALGO_HIERARCHICAL, m, n, p);
+        return t_hier >= 0.0 && t_hier < sim_closed_form_s(op, SIM_ALGO_DIRECT, m, n, p)
+                   ? SIM_ALGO_HIERARCHICAL
+                   : SIM_ALGO_DIRECT;
+    }
     case SIM_COLL_BROADCAST:
     case SIM_COLL_REDUCE:
         return SIM_ALGO_CHAIN;

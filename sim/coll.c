@@ -194,6 +194,8 @@ static int proto_class(const sim_coll_t *c) {
  * crosses domains pay at least the proxy's overhead. */
 static double step_s(const sim_coll_t *c, const sim_pair_t *p, const sim_proto_params_t *pp) {
     const int a = proto_class(c);
+    if (c->op == SIM_COLL_ALLTOALL) /* send/recv pairs: the ring's step over their own link */
+        return p->net ? pp->net_step_s[0] : pp->nvlink_step_s[0];
     if (p->net)
         return pp->net_step_s[a == 0 && c->per_domain == 1 ? 1 : a];
     const double s = pp->nvlink_step_s[a];
@@ -242,7 +244,8 @@ static void set_costs(const sim_engine_t *e, sim_coll_t *c) {
         c->launch_ps = 0;
         return;
     }
-    if (c->crossing && c->per_domain == 1 && c->algo != SIM_ALGO_DIRECT) /* collectives, not messages */
+    if (c->crossing && c->per_domain == 1 && c->algo != SIM_ALGO_DIRECT &&
+        c->op != SIM_COLL_ALLTOALL) /* collectives, not messages */
         eff *= e->cfg.single_member_efficiency;
     if (c->algo == SIM_ALGO_NVLS) { /* NCCL: nvlsEfficiency, no launch latency (baseLat 0), no cap */
         c->wire = 1.0 / (eff * e->cfg.nvls_efficiency);
@@ -282,19 +285,31 @@ static int32_t count_of(const int32_t *sorted, int64_t n, int32_t link) {
  * capacity / c: the bandwidth one ring gets on its narrowest link of an idle network. */
 static int pairs_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t lo, int32_t hi, int shared,
                     double *alpha_s, double *bytes_per_s) {
+    /* shared: how many of the pairs cross each link, from their sorted links (few pairs) or a count
+     * per link of the network (many: an alltoall's n (n - 1) pairs share each link n - 1 times) */
     int64_t n_links = 0;
-    int32_t *links = NULL;
+    int32_t *links = NULL, *uses = NULL;
+    for (int32_t i = lo; shared && i < hi; i++)
+        n_links += c->pairs[i].src < 0 ? 0 : c->pairs[i].route_len;
+    const int by_link = n_links > 4096;
     if (shared) {
-        for (int32_t i = lo; i < hi; i++)
-            n_links += c->pairs[i].src < 0 ? 0 : c->pairs[i].route_len;
-        links = alloc_malloc((size_t)(n_links > 0 ? n_links : 1) * sizeof *links);
-        if (!links)
+        if (by_link)
+            uses = alloc_calloc((size_t)(e->net.n_links > 0 ? e->net.n_links : 1), sizeof *uses);
+        else
+            links = alloc_malloc((size_t)(n_links > 0 ? n_links : 1) * sizeof *links);
+        if (!uses && !links)
             return SIM_ENOMEM;
         n_links = 0;
         for (int32_t i = lo; i < hi; i++)
-            for (int32_t j = 0; c->pairs[i].src >= 0 && j < c->pairs[i].route_len; j++)
-                links[n_links++] = c->routes[c->pairs[i].route_off + j];
-        qsort(links, (size_t)n_links, sizeof *links, cmp_i32);
+            for (int32_t j = 0; c->pairs[i].src >= 0 && j < c->pairs[i].route_len; j++) {
+                const int32_t l = c->routes[c->pairs[i].route_off + j];
+                if (by_link)
+                    uses[l]++;
+                else
+                    links[n_links++] = l;
+            }
+        if (!by_link)
+            qsort(links, (size_t)n_links, sizeof *links, cmp_i32);
     }
     sim_time_ps_t lat = 0;
     double bw = INFINITY;
@@ -307,10 +322,11 @@ static int pairs_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t lo, int3
             bw = fmin(bw, p->min_cap);
         for (int32_t j = 0; shared && j < p->route_len; j++) {
             const int32_t l = c->routes[p->route_off + j];
-            bw = fmin(bw, e->net.links[l].cap / count_of(links, n_links, l));
+            bw = fmin(bw, e->net.links[l].cap / (by_link ? uses[l] : count_of(links, n_links, l)));
         }
     }
     free(links);
+    free(uses);
     *alpha_s = sim_ps_to_s(lat);
     *bytes_per_s = isfinite(bw) ? bw : 1.0;
     return SIM_OK;
@@ -529,6 +545,51 @@ static int plan_hier(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32
         add_ring_phase(c, k * nd, g, 0, g - 1, m / g);
         break;
     }
+    return SIM_OK;
+}
+
+static void add_a2a_phase(sim_coll_t *c, int32_t n_pairs, int32_t pair0, double bytes) {
+    if (n_pairs > 0)
+        c->phases[c->n_phases++] = (sim_phase_t){
+            .kind = SIM_PH_A2A, .steps = 1, .chunk_bytes = bytes, .n_rings = n_pairs, .pair0 = pair0};
+}
+
+/* Flat alltoall: pair r (n - 1) + k is member r -> member (r + 1 + k) mod n, each carrying M / n;
+ * one phase, every pair at once (NCCL's alltoall is a group of n - 1 sends and receives per rank). */
+static int plan_a2a_flat(sim_engine_t *e, sim_coll_t *c) {
+    const int32_t n = c->n;
+    if ((int64_t)n * (n - 1) > INT32_MAX)
+        return sim_i_fail(e, SIM_EINVAL, "collective: alltoall on %d gpus has too many pairs", n);
+    if (pairs_alloc(e, c, n * (n - 1)))
+        return SIM_ENOMEM;
+    for (int32_t r = 0; r < n; r++)
+        for (int32_t k = 0; k < n - 1; k++)
+            pair_set(c, r * (n - 1) + k, r, (r + 1 + k) % n);
+    add_a2a_phase(c, n * (n - 1), 0, c->size_bytes / n);
+    return SIM_OK;
+}
+
+/* Hierarchical alltoall over N = n / g domains of g members (order[d g + l] is domain d's l-th
+ * member, its rail l). Stage 1, pairs [0, n (g - 1)): member (d, l) hands member (d, l') of its own
+ * domain everything bound for rail l' (member (d', l') of every domain, its own share included):
+ * N M / n = M / g. Stage 2, pairs [n (g - 1), n (g - 1) + n (N - 1)): member (d, l) sends member
+ * (d', l) of each other domain what the g members of domain d gathered for it, g M / n = M / N, on
+ * its own rail. The bytes that leave a domain are those of the flat algorithm, in g times fewer,
+ * g times larger messages that never leave their rail. */
+static int plan_a2a_hier(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g) {
+    const int32_t n = c->n, nd = n / g, p1 = n * (g - 1), p2 = n * (nd - 1);
+    if (pairs_alloc(e, c, p1 + p2))
+        return SIM_ENOMEM;
+    for (int32_t d = 0; d < nd; d++)
+        for (int32_t l = 0; l < g; l++) {
+            for (int32_t k = 0; k < g - 1; k++)
+                pair_set(c, (d * g + l) * (g - 1) + k, order[d * g + l], order[d * g + (l + 1 + k) % g]);
+            for (int32_t k = 0; k < nd - 1; k++)
+                pair_set(c, p1 + (d * g + l) * (nd - 1) + k, order[d * g + l],
+                         order[(d + 1 + k) % nd * g + l]);
+        }
+    add_a2a_phase(c, p1, 0, c->size_bytes / g);
+    add_a2a_phase(c, p2, p1, c->size_bytes / nd);
     return SIM_OK;
 }
 
@@ -752,6 +813,8 @@ static int plan(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g)
     c->n_phases = 0;
     if (c->n < 2 || c->size_bytes == 0.0)
         return pairs_alloc(e, c, 0);
+    if (c->op == SIM_COLL_ALLTOALL)
+        return c->algo == SIM_ALGO_HIERARCHICAL ? plan_a2a_hier(e, c, order, g) : plan_a2a_flat(e, c);
     switch (c->algo) {
     case SIM_ALGO_RING:
         return plan_ring(e, c, order, g);
@@ -790,6 +853,22 @@ static int plan_ab(const sim_engine_t *e, const sim_coll_t *c, int32_t g, sim_ab
     p->launch_s = sim_ps_to_s(c->launch_ps);
     const int k = c->channels, rings = c->algo == SIM_ALGO_RING || c->algo == SIM_ALGO_HIERARCHICAL;
     int rc;
+    if (c->op == SIM_COLL_ALLTOALL) { /* per member: one pair's share of its narrowest link x its pairs */
+        const int hier = c->algo == SIM_ALGO_HIERARCHICAL && g >= 1;
+        const int32_t p1 = hier ? c->n * (g - 1) : 0, k1 = hier ? g - 1 : 0,
+                      k2 = hier ? c->n / g - 1 : c->n - 1;
+        p->per_domain = hier ? g : 1;
+        if ((rc = pairs_ab(e, c, 0, p1, 1, &p->intra_alpha_s, &p->intra_bytes_per_s)) ||
+            (rc = pairs_ab(e, c, p1, c->n_pairs, 1, &p->alpha_s, &p->bytes_per_s)))
+            return rc;
+        p->intra_bytes_per_s *= (k1 > 0 ? k1 : 1) / c->wire;
+        p->bytes_per_s *= (k2 > 0 ? k2 : 1) / c->wire;
+        if (!hier) {
+            p->intra_alpha_s = p->alpha_s;
+            p->intra_bytes_per_s = p->bytes_per_s;
+        }
+        return SIM_OK;
+    }
     if (c->algo == SIM_ALGO_NVLS) { /* bytes_per_s: out of the switch; intra_bytes_per_s: into it */
         sim_time_ps_t lat = 0;
         double up = INFINITY, down = INFINITY;
@@ -855,9 +934,10 @@ static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
         why = c->op == SIM_COLL_ALLREDUCE ? NULL : "tree applies to allreduce only";
         break;
     case SIM_ALGO_HIERARCHICAL:
-        why = !ring_op ? "hierarchical applies to allreduce, allgather, reducescatter"
-              : g < 1  ? "hierarchical needs the same number of members in every domain"
-                       : NULL;
+        why = !ring_op && c->op != SIM_COLL_ALLTOALL
+                  ? "hierarchical applies to allreduce, allgather, reducescatter, alltoall"
+              : g < 1 ? "hierarchical needs the same number of members in every domain"
+                      : NULL;
         break;
     case SIM_ALGO_HALVING_DOUBLING:
         why = !ring_op         ? "halving-doubling applies to allreduce, allgather, reducescatter"
@@ -869,7 +949,9 @@ static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
                                                                       : "chain applies to broadcast, reduce";
         break;
     case SIM_ALGO_DIRECT:
-        why = c->op == SIM_COLL_SENDRECV ? NULL : "direct applies to sendrecv";
+        why = c->op == SIM_COLL_SENDRECV || c->op == SIM_COLL_ALLTOALL
+                  ? NULL
+                  : "direct applies to sendrecv, alltoall";
         break;
     case SIM_ALGO_NVLS:
         why = !ring_op       ? "nvls applies to allreduce, allgather, reducescatter"
@@ -902,7 +984,9 @@ static int algo_valid(sim_engine_t *e, const sim_coll_t *c, int32_t g) {
  * its alpha-beta parameters. */
 static int plan_full(sim_engine_t *e, sim_coll_t *c, const int32_t *order, int32_t g, sim_ab_params_t *ab,
                      int quiet_nvls) {
-    c->channels = c->want_channels == SIM_CHANNELS_AUTO ? auto_channels(c, c->algo, g) : c->want_channels;
+    c->channels = c->op == SIM_COLL_ALLTOALL              ? 1 /* pairs, not rings */
+                  : c->want_channels == SIM_CHANNELS_AUTO ? auto_channels(c, c->algo, g)
+                                                          : c->want_channels;
     int rc = plan(e, c, order, g);
     if (!rc)
         rc = pairs_route(e, c);
@@ -935,6 +1019,10 @@ static int32_t algo_candidates(const sim_engine_t *e, const sim_coll_t *c, int m
         if (e->cfg.collnet && c->crossing && c->per_domain >= 1 && c->op == SIM_COLL_ALLREDUCE &&
             (c->proto == SIM_PROTO_AUTO || c->proto == SIM_PROTO_SIMPLE))
             out[n++] = SIM_ALGO_COLLNET;
+    } else if (c->op == SIM_COLL_ALLTOALL) { /* NCCL's flat one first (ties), then PXN's */
+        out[n++] = SIM_ALGO_DIRECT;
+        if (multi)
+            out[n++] = SIM_ALGO_HIERARCHICAL;
     } else {
         out[n++] = c->op == SIM_COLL_SENDRECV ? SIM_ALGO_DIRECT : SIM_ALGO_CHAIN;
     }
@@ -1313,6 +1401,8 @@ static model_coll_op_t model_op(sim_coll_op_t op) {
         return MODEL_COLL_BROADCAST;
     case SIM_COLL_REDUCE:
         return MODEL_COLL_REDUCE;
+    case SIM_COLL_ALLTOALL:
+        return MODEL_COLL_ALLTOALL;
     default:
         return MODEL_COLL_P2P;
     }

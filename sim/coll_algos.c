@@ -500,6 +500,25 @@ static void sharp_begin(sim_engine_t *e, int32_t id) {
     }
 }
 
+/* ---- alltoall ------------------------------------------------------------------------------------ */
+
+/* Every pair at once, each after its own latency (step fidelity), or one coflow over all of them
+ * after the slowest pair's latency (fast): a link crossed by c pairs carries c units, so every pair
+ * runs at the rate of the most shared link, which is closed_form.c's a + (n - 1)/n M / b with b a
+ * member's pairs times that share. */
+static void a2a_begin(sim_engine_t *e, int32_t id) {
+    sim_coll_t *c = sim_i_coll(e, id);
+    const sim_phase_t *ph = cur(e, id);
+    if (c->fidelity == SIM_FIDELITY_FAST) {
+        c->pending = 1;
+        start_coflow(e, id, ph->pair0, ph->pair0 + ph->n_rings, 1, ph->chunk_bytes, 0);
+        return;
+    }
+    c->pending = ph->n_rings;
+    for (int32_t i = 0; i < ph->n_rings && !e->fatal; i++)
+        start_pair(e, id, ph->pair0 + i, ph->chunk_bytes, i);
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------------- */
 
 void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
@@ -527,6 +546,9 @@ void sim_i_phase_begin(sim_engine_t *e, int32_t id) {
     case SIM_PH_SHARP:
         sharp_begin(e, id);
         break;
+    case SIM_PH_A2A:
+        a2a_begin(e, id);
+        break;
     }
 }
 
@@ -547,6 +569,7 @@ void sim_i_phase_flow_done(sim_engine_t *e, int32_t id, int32_t tag) {
     case SIM_PH_P2P:
     case SIM_PH_NVLS:
     case SIM_PH_SHARP:
+    case SIM_PH_A2A:
         sim_i_coll(e, id)->pending--;
         break;
     }

@@ -42,6 +42,7 @@ static double bus_factor(sim_coll_op_t op, int32_t n) {
         return 2.0 * (n - 1) / n;
     case SIM_COLL_ALLGATHER:
     case SIM_COLL_REDUCESCATTER:
+    case SIM_COLL_ALLTOALL: /* nccl-tests: doc/PERFORMANCE.md */
         return (double)(n - 1) / n;
     default:
         return 1.0;

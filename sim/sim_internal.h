@@ -140,7 +140,8 @@ typedef enum {
     SIM_PH_TREE,
     SIM_PH_P2P,
     SIM_PH_NVLS,
-    SIM_PH_SHARP
+    SIM_PH_SHARP,
+    SIM_PH_A2A /* n_rings pairs from pair0, each carrying chunk_bytes, all at once (alltoall) */
 } sim_phase_kind_t;
 
 /* One phase of a collective. Rings: n_rings rings of ring_len members; ring member i (0 <= i <

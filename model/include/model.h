@@ -111,6 +111,20 @@ typedef enum model_mask {
  * The architecture fields after vocab are zero for a GPT-style model (multi-head attention, GeLU,
  * LayerNorm, learned positions, tied embedding and output weights), which is the only architecture
  * of the reference: MODEL_COMPAT_REFERENCE refuses any other (model_job_check). */
+/* Mixture of experts (docs/model-formulas.md, "Mixture of experts"). Blocks first_dense.. of the
+ * model replace their feed-forward network by a router (an e x experts GEMM) and experts of
+ * hidden size expert_ffn_hidden (each the model's ffn_act), of which every token visits topk, plus
+ * shared_experts that every token visits. All zero: a dense model. */
+typedef struct model_moe {
+    int64_t experts;           /* routed experts E per MoE block (0: dense model) */
+    int64_t topk;              /* experts per token k, 1..E */
+    int64_t shared_experts;    /* experts every token visits (DeepSeek), >= 0 */
+    int64_t expert_ffn_hidden; /* f_e of every expert; 0: the model's ffn_hidden */
+    int64_t first_dense;       /* leading blocks that stay dense (DeepSeek's first_k_dense_replace) */
+    double capacity_factor;    /* 0: dropless (every routed token computed); > 0: an expert computes at
+                                  most capacity_factor x its fair share T k / E of tokens */
+} model_moe_t;
+
 typedef struct model_transformer {
     char name[32];
     int64_t seq_len;    /* l */
@@ -126,6 +140,7 @@ typedef struct model_transformer {
     int untied_embeddings;       /* 1: the output layer has its own V x e matrix; 0: tied (default) */
     model_mask_t attention_mask; /* corrected model, flash attention: a causal mask skips the score
                                     blocks above the diagonal (the reference counts the full square) */
+    model_moe_t moe;             /* mixture of experts; all zero: a dense model */
 } model_transformer_t;
 
 /* The K/V head count in effect: kv_heads, or heads when kv_heads is 0. */
@@ -139,6 +154,11 @@ int model_arch_is_default(const model_transformer_t *m);
  * output matrix. Linear-layer biases are not counted (Llama and Nemotron have none); the
  * vocabulary is not padded. Closed form in docs/model-formulas.md, section 15. */
 double model_param_count(const model_transformer_t *m);
+
+/* 1 if m is a mixture of experts (moe.experts > 0). */
+int model_is_moe(const model_transformer_t *m);
+/* Blocks with experts: layers - first_dense (0 for a dense model). */
+int64_t model_moe_layers(const model_transformer_t *m);
 
 const char *model_ffn_act_name(model_ffn_act_t a); /* "gelu", "swiglu", "relu2" */
 int model_ffn_act_parse(const char *name, model_ffn_act_t *out);
@@ -157,6 +177,13 @@ typedef struct model_parallel {
     int64_t dp, tp, tp1, tp2, pp, mbs, nb;
     int64_t nv_tp1, nv_tp2, nv_dp, nv_pp;
 } model_parallel_t;
+
+/* Expert parallelism of a mixture of experts (model_job_t.experts_par; zero: none). */
+typedef struct model_expert_parallel {
+    int64_t ep;  /* the experts split over ep GPUs of the data-parallel group, tokens exchanged by
+                    alltoall; 0 or 1: none */
+    int64_t etp; /* expert tensor parallelism: each expert split over etp GPUs; 0 or 1: none */
+} model_expert_parallel_t;
 
 /* Activation recomputation (Korthikanti et al. 2022). */
 typedef enum model_recompute {
@@ -301,8 +328,28 @@ typedef struct model_job {
     int64_t global_batch; /* sequences per iteration */
     model_parallel_t par;
     model_compat_t compat;
-    model_training_t training; /* zero: none of it (see model_training_t) */
+    model_training_t training;           /* zero: none of it (see model_training_t) */
+    model_expert_parallel_t experts_par; /* MoE: ep and etp (zero for a dense model) */
 } model_job_t;
+
+/* One MoE block of one microbatch on one GPU, closed form (docs/model-formulas.md, "Mixture of
+ * experts"). tokens = mbs x l / tp (the sequence-parallel shard each GPU routes). */
+typedef struct model_moe_block {
+    double tokens;              /* T: tokens one GPU routes */
+    double router_tflop;        /* forward: 2 T e E */
+    double expert_tflop;        /* forward: grouped GEMMs of the experts on this GPU: (k T c + s T)
+                                   x (3 or 2) x 2 e f_e / etp, c the capacity factor (1 dropless) */
+    double dense_ffn_tflop;     /* forward: what the dense block's feed-forward network would cost */
+    double a2a_bytes;           /* dispatch (and again combine), sent by one GPU each way:
+                                   T e bytes k (ep - 1) / ep */
+    double a2a_time_s;          /* one alltoall of T e bytes k (the whole buffer) over ep GPUs */
+    double expert_weight_bytes; /* the expert weights one GPU holds: (E / ep + s) x mlp_e / etp x bytes */
+    double experts_per_gpu;     /* E / ep */
+} model_moe_block_t;
+
+/* Fill *out for job (corrected model; bytes = 2 per element, BF16 activations and weights). Return
+ * MODEL_OK, or MODEL_EINVAL for a dense model or a layout whose ep does not divide E. */
+int model_moe_block(const model_job_t *job, model_moe_block_t *out);
 
 /* ---- presets ---------------------------------------------------------------------------- */
 
@@ -385,7 +432,8 @@ typedef enum model_coll_op {
     MODEL_COLL_REDUCESCATTER,
     MODEL_COLL_BROADCAST,
     MODEL_COLL_REDUCE,
-    MODEL_COLL_P2P
+    MODEL_COLL_P2P,
+    MODEL_COLL_ALLTOALL /* every rank sends volume / n to every rank (expert parallelism) */
 } model_coll_op_t;
 const char *model_coll_op_name(model_coll_op_t op); /* "allreduce", ..., "p2p", "none" */
 

@@ -409,18 +409,23 @@ typedef enum sim_coll_op {
     SIM_COLL_REDUCESCATTER,
     SIM_COLL_BROADCAST,
     SIM_COLL_REDUCE,
-    SIM_COLL_SENDRECV /* two members: gpus[0] sends size_bytes to gpus[1] */
+    SIM_COLL_SENDRECV, /* two members: gpus[0] sends size_bytes to gpus[1] */
+    SIM_COLL_ALLTOALL  /* every member sends size_bytes / n to every member (nccl-tests' alltoall) */
 } sim_coll_op_t;
-#define SIM_COLL_OP_COUNT 6
+#define SIM_COLL_OP_COUNT 7
 
 typedef enum sim_coll_algo {
     SIM_ALGO_AUTO,             /* chosen as NCCL would: sim_coll_algo_choose */
     SIM_ALGO_RING,             /* ring RS/AG/AR; for broadcast/reduce, the chain in ring order */
     SIM_ALGO_TREE,             /* double binary tree (allreduce only) */
-    SIM_ALGO_HIERARCHICAL,     /* intra-domain, one ring per rail across domains, intra again */
+    SIM_ALGO_HIERARCHICAL,     /* intra-domain, one ring per rail across domains, intra again;
+                                  alltoall: every member first hands each domain peer what goes to
+                                  that peer's rail (NVLink), then one exchange per rail across domains
+                                  (NCCL's PXN; DeepEP's NVLink/RDMA forwarding) */
     SIM_ALGO_HALVING_DOUBLING, /* recursive halving / doubling (group size a power of two) */
     SIM_ALGO_CHAIN,            /* pipelined chain (broadcast, reduce) */
-    SIM_ALGO_DIRECT,           /* one flow (sendrecv) */
+    SIM_ALGO_DIRECT,           /* one flow (sendrecv); alltoall: every member sends size / n to every
+                                  other member at once (NCCL's alltoall, grouped send/recv) */
     SIM_ALGO_NVLS,             /* NVLink SHARP: the members' NVSwitch reduces and multicasts (config.nvls) */
     SIM_ALGO_COLLNET           /* InfiniBand SHARP: intra-domain ring RS, the network's switches all-reduce
                                   each rail, intra-domain ring AG (allreduce; config.collnet) */
@@ -544,7 +549,8 @@ typedef struct sim_coll_bench_result {
     double time_s;            /* from the start until the last group finished */
     double closed_form_s;     /* group 0's algorithm on an idle network */
     double algbw_bytes_per_s; /* size / time */
-    double busbw_bytes_per_s; /* algbw x 2(n-1)/n (allreduce), x (n-1)/n (allgather, reducescatter) */
+    double busbw_bytes_per_s; /* algbw x 2(n-1)/n (allreduce), x (n-1)/n (allgather, reducescatter,
+                                 alltoall) */
     sim_coll_algo_t algo;     /* group 0's algorithm, auto resolved */
     int64_t flows, events;
     sim_proto_t proto; /* group 0's protocol, auto resolved */

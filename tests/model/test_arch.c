@@ -48,7 +48,8 @@ static model_job_t gqa_job(int64_t tp) {
                                     MODEL_NORM_RMSNORM,
                                     MODEL_POSITION_ROTARY,
                                     1,
-                                    MODEL_MASK_CAUSAL};
+                                    MODEL_MASK_CAUSAL,
+                                    {0}};
     j.gpus = tp;
     j.global_batch = 2;
     j.compat = MODEL_COMPAT_CORRECTED;

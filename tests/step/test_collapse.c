@@ -41,7 +41,8 @@ static model_job_t job_of(const layout_t *l, int64_t nvs, int64_t gbs, model_com
                                    MODEL_NORM_LAYERNORM,
                                    MODEL_POSITION_LEARNED,
                                    0,
-                                   MODEL_MASK_CAUSAL};
+                                   MODEL_MASK_CAUSAL,
+                                   {0}};
     job.model = t;
     const int64_t tp = l->tp1 * l->tp2;
     const model_parallel_t par = {l->strategy, l->dp, tp,        l->tp1,    l->tp2,   l->pp,

@@ -37,7 +37,8 @@ static model_job_t job_on(const char *system) {
                                    MODEL_NORM_LAYERNORM,
                                    MODEL_POSITION_LEARNED,
                                    0,
-                                   MODEL_MASK_CAUSAL};
+                                   MODEL_MASK_CAUSAL,
+                                   {0}};
     job.model = t;
     const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 8, 8, 1, 1, 1, 1, 8, 1, 1, 1};
     job.par = par;

@@ -61,7 +61,8 @@ static model_job_t job_of(int64_t pp, int64_t m) {
                                    MODEL_NORM_LAYERNORM,
                                    MODEL_POSITION_LEARNED,
                                    0,
-                                   MODEL_MASK_CAUSAL};
+                                   MODEL_MASK_CAUSAL,
+                                   {0}};
     job.model = t;
     job.gpus = 4 * pp;
     job.global_batch = 2 * m;

@@ -98,7 +98,8 @@ static model_job_t small_job(void) {
                                    MODEL_NORM_LAYERNORM,
                                    MODEL_POSITION_LEARNED,
                                    0,
-                                   MODEL_MASK_CAUSAL};
+                                   MODEL_MASK_CAUSAL,
+                                   {0}};
     job.model = t;
     const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 4, 4, 1, 2, 1, 1, 4, 1, 1, 1};
     job.par = par;

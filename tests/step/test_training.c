@@ -47,7 +47,8 @@ static model_job_t job_of(const spec_t *sp) {
                                    MODEL_NORM_LAYERNORM,
                                    MODEL_POSITION_LEARNED,
                                    0,
-                                   MODEL_MASK_CAUSAL};
+                                   MODEL_MASK_CAUSAL,
+                                   {0}};
     job.model = t;
     const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 2, 2, 1, sp->pp, 1, 1, 2, 1, 2, 1};
     job.par = par;

@@ -38,7 +38,8 @@ static model_job_t job_of(int64_t pp, int64_t layers, int64_t m, int64_t hidden,
                                    MODEL_NORM_LAYERNORM,
                                    MODEL_POSITION_LEARNED,
                                    0,
-                                   MODEL_MASK_CAUSAL};
+                                   MODEL_MASK_CAUSAL,
+                                   {0}};
     job.model = t;
     job.gpus = pp;
     job.global_batch = m;

@@ -36,6 +36,9 @@ static const error_case_t CASES[] = {
      {"collective", "--op", "allgather", "--algo", "tree"},
      {"--algo: tree applies to allreduce only (--op allgather)"}},
     {"chain_allreduce", {"collective", "--algo", "chain"}, {"--algo: chain applies to broadcast and reduce"}},
+    {"ring_alltoall",
+     {"collective", "--op", "alltoall", "--algo", "ring"},
+     {"--algo: ring does not apply (--op alltoall)"}},
     {"zero_gpus", {"collective", "--gpus", "0"}, {"--gpus: 0 is out of range", "allowed: 1.."}},
     {"text_gpus", {"collective", "--gpus", "eight"}, {"--gpus: \"eight\" is not an integer"}},
     {"gpus_not_multiple",
@@ -182,6 +185,22 @@ static void test_groups_and_placement(void **state) {
     cJSON_Delete(b);
 }
 
+/* Alltoall on 2 nodes of 8: the time is the closed form, busbw = algbw (n - 1)/n, auto takes the flat
+ * algorithm on the non-blocking rail-optimized fabric. */
+static void test_alltoall(void **state) {
+    (void)state;
+    const char *args[] = {"collective", "--topology", "rail",     "--system", "H100", "--gpus",
+                          "16",         "--op",       "alltoall", "--size",   "64M",  "--json"};
+    cJSON *doc = cli_run_json(args, 12);
+    assert_string_equal(cli_json_str(doc, "op"), "alltoall");
+    const cJSON *res = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "results"), 0);
+    assert_string_equal(cli_json_str(res, "algo"), "direct");
+    const double t = cli_json_num(res, "time_s"), m = 64 * MIB;
+    assert_true(fabs(t / cli_json_num(res, "closed_form_s") - 1.0) < 1e-3);
+    assert_true(fabs(cli_json_num(res, "busbw_bytes_per_s") - m / t * 15 / 16) < 1e-9 * m / t);
+    cJSON_Delete(doc);
+}
+
 static void test_text_and_help(void **state) {
     (void)state;
     cli_run_t r = cli_run("collective", "--topology", "perlmutter", "--gpus", "8", "--size", "64K", NULL);
@@ -209,7 +228,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_cases),       cmocka_unit_test(test_json_fields),
         cmocka_unit_test(test_uncalibrated_ring), cmocka_unit_test(test_groups_and_placement),
-        cmocka_unit_test(test_text_and_help),
+        cmocka_unit_test(test_text_and_help),     cmocka_unit_test(test_alltoall),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,8 @@ static model_job_t fixture_job(int row) {
                                         MODEL_NORM_LAYERNORM,
                                         MODEL_POSITION_LEARNED,
                                         0,
-                                        MODEL_MASK_CAUSAL};
+                                        MODEL_MASK_CAUSAL,
+                                        {0}};
         assert_int_equal(model_system_preset("DGX-A100", &j.system), MODEL_OK);
         j.gpus = 32;
         j.global_batch = 512;
@@ -82,7 +83,8 @@ static model_job_t fixture_job(int row) {
                                         MODEL_NORM_LAYERNORM,
                                         MODEL_POSITION_LEARNED,
                                         0,
-                                        MODEL_MASK_CAUSAL};
+                                        MODEL_MASK_CAUSAL,
+                                        {0}};
         assert_int_equal(model_system_preset("DGX-A100", &j.system), MODEL_OK);
         j.gpus = 256;
         j.global_batch = 512;
@@ -104,7 +106,8 @@ static model_job_t fixture_job(int row) {
                                         MODEL_NORM_LAYERNORM,
                                         MODEL_POSITION_LEARNED,
                                         0,
-                                        MODEL_MASK_CAUSAL};
+                                        MODEL_MASK_CAUSAL,
+                                        {0}};
         assert_int_equal(model_system_preset("DGX-H100", &j.system), MODEL_OK);
         j.gpus = 64;
         j.global_batch = 64;

@@ -183,8 +183,8 @@ static const cli_option_t OPTIONS[] = {
      CLI_OPT_GRAPHML},
     {"--dot", "FILE", T, "none", "also write the graph as Graphviz DOT", CLI_OPT_DOT},
     /* collective */
-    {"--op", "OP", C, "allreduce", "allreduce, allgather, reducescatter, broadcast, reduce or sendrecv",
-     CLI_OPT_OP},
+    {"--op", "OP", C, "allreduce",
+     "allreduce, allgather, reducescatter, broadcast, reduce, sendrecv or alltoall", CLI_OPT_OP},
     {"--algo", "ALGO", C, "auto",
      "ring, tree, hierarchical, halving-doubling, chain, direct, nvls (NVLink SHARP, H100 and later), "
      "collnet (InfiniBand SHARP, allreduce across nodes), or auto (as NCCL's tuner)",
@@ -280,7 +280,8 @@ static const struct {
      "[SCENARIO.json] [--option value ...]", "scenario file",
      "Simulate one collective the way nccl-tests measures a real one: G groups of GPUs run it\n"
      "at once on a topology; print time, closed form, algbw and busbw per size (busbw = algbw\n"
-     "x 2(n-1)/n for allreduce, x (n-1)/n for allgather and reducescatter, n the group size).\n",
+     "x 2(n-1)/n for allreduce, x (n-1)/n for allgather, reducescatter and alltoall, n the group\n"
+     "size).\n",
      tail_collective},
     {"run", "simulate one training step event by event: step time, breakdown, memory, links, trace",
      "[SCENARIO.json] [--option value ...]", "scenario file",

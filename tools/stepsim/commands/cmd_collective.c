@@ -163,6 +163,9 @@ static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
     case SIM_ALGO_COLLNET:
         return op == SIM_COLL_ALLREDUCE ? NULL : "applies to allreduce only";
     case SIM_ALGO_HIERARCHICAL:
+        return ring_op || op == SIM_COLL_ALLTOALL
+                   ? NULL
+                   : "applies to allreduce, allgather, reducescatter and alltoall";
     case SIM_ALGO_HALVING_DOUBLING:
     case SIM_ALGO_NVLS:
         return ring_op ? NULL : "applies to allreduce, allgather and reducescatter";
@@ -171,15 +174,15 @@ static const char *algo_mismatch(sim_coll_op_t op, sim_coll_algo_t algo) {
     case SIM_ALGO_CHAIN:
         return chain_op ? NULL : "applies to broadcast and reduce";
     case SIM_ALGO_DIRECT:
-        return op == SIM_COLL_SENDRECV ? NULL : "applies to sendrecv";
+        return op == SIM_COLL_SENDRECV || op == SIM_COLL_ALLTOALL ? NULL : "applies to sendrecv and alltoall";
     default:
         return NULL;
     }
 }
 
 static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
-    static const char *const ops[] = {"allreduce", "allgather", "reducescatter",
-                                      "broadcast", "reduce",    "sendrecv"};
+    static const char *const ops[] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                      "reduce",    "sendrecv",  "alltoall"};
     static const char *const algos[] = {"auto",  "ring",   "tree", "hierarchical", "halving-doubling",
                                         "chain", "direct", "nvls", "collnet"};
     static const char *const protos[] = {"auto", "simple", "ll", "ll128"};
@@ -196,7 +199,7 @@ static int resolve_request(const cli_args_t *a, coll_req_t *r, cli_diag_t *d) {
     const char *const *val = a->value;
     if (!rc && val[CLI_OPT_OP] &&
         !(rc = parse_choice("--op", val[CLI_OPT_OP], ops, (int)COUNT(ops), &v,
-                            "allreduce, allgather, reducescatter, broadcast, reduce, sendrecv", d)))
+                            "allreduce, allgather, reducescatter, broadcast, reduce, sendrecv, alltoall", d)))
         r->op = (sim_coll_op_t)v;
     if (!rc && val[CLI_OPT_ALGO] &&
         !(rc = parse_choice("--algo", val[CLI_OPT_ALGO], algos, (int)COUNT(algos), &v,

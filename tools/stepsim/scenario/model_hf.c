@@ -5,8 +5,10 @@
  * max_position_embeddings and hidden_act (required); num_key_value_heads (default: the attention
  * heads, as transformers does) and tie_word_embeddings (default true, PretrainedConfig's default).
  * The norm is RMSNorm when the config names an rms_norm_eps, else LayerNorm; positions are rotary
- * when it names a rope_theta or a non-null rope_scaling, else learned. Every other key is ignored
- * (docs/model.md, "Hugging Face config.json"). */
+ * when it names a rope_theta or a non-null rope_scaling, else learned. A mixture of experts:
+ * num_local_experts (Mixtral) or n_routed_experts (DeepSeek), num_experts_per_tok,
+ * moe_intermediate_size (default: intermediate_size), n_shared_experts, first_k_dense_replace.
+ * Every other key is ignored (docs/model.md, "Hugging Face config.json"). */
 #include <stdio.h>
 #include <string.h>
 
@@ -95,6 +97,21 @@ int scn_model_hf_file(const scn_src_t *src, const char *file, model_transformer_
         rc = hf_act(&hf, root, &m.ffn_act);
     if (!rc)
         rc = hf_int(&hf, root, "num_key_value_heads", 0, &m.kv_heads);
+    if (!rc)
+        rc = hf_int(&hf, root, "num_local_experts", 0, &m.moe.experts);
+    if (!rc && !m.moe.experts)
+        rc = hf_int(&hf, root, "n_routed_experts", 0, &m.moe.experts);
+    if (!rc && m.moe.experts) { /* the rest only for a mixture of experts (dense configs may name them) */
+        rc = hf_int(&hf, root, "num_experts_per_tok", 1, &m.moe.topk);
+        if (!rc)
+            rc = hf_int(&hf, root, "moe_intermediate_size", 0, &m.moe.expert_ffn_hidden);
+        if (!rc && !m.moe.expert_ffn_hidden)
+            m.moe.expert_ffn_hidden = m.ffn_hidden;
+        if (!rc)
+            rc = hf_int(&hf, root, "n_shared_experts", 0, &m.moe.shared_experts);
+        if (!rc)
+            rc = hf_int(&hf, root, "first_k_dense_replace", 0, &m.moe.first_dense);
+    }
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     if (!rc && tie && !cJSON_IsBool(tie)) {
         char what[96];
@@ -185,6 +202,21 @@ int scn_model_arch_keys(const scn_src_t *src, const cJSON *obj, const char *path
         *changed = 1;
         snprintf(p, sizeof p, "%s%skv_heads", path, path[0] ? "." : "");
         rc = scn_json_int(src, v, p, 1, &m->kv_heads);
+    }
+    static const char *const moe_keys[] = {"experts", "topk", "shared_experts", "expert_ffn_hidden",
+                                           "first_dense"};
+    int64_t *moe_dst[] = {&m->moe.experts, &m->moe.topk, &m->moe.shared_experts, &m->moe.expert_ffn_hidden,
+                          &m->moe.first_dense};
+    for (size_t i = 0; !rc && i < COUNT(moe_keys); i++)
+        if ((v = cJSON_GetObjectItemCaseSensitive(obj, moe_keys[i]))) {
+            *changed = 1;
+            snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", moe_keys[i]);
+            rc = scn_json_int(src, v, p, i < 2 ? 1 : 0, moe_dst[i]);
+        }
+    if (!rc && (v = cJSON_GetObjectItemCaseSensitive(obj, "capacity_factor"))) {
+        *changed = 1;
+        snprintf(p, sizeof p, "%s%scapacity_factor", path, path[0] ? "." : "");
+        rc = scn_json_pos(src, v, p, 0.0, &m->moe.capacity_factor);
     }
     if (!rc)
         rc = arch_enum(src, obj, path, "ffn_act", "gelu, swiglu, relu2", parse_act, &act, changed);

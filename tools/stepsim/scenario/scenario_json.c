@@ -31,9 +31,26 @@ static const char *join(char *buf, size_t n, const char *path, const char *key) 
 
 /* ---- model ----------------------------------------------------------------------------------- */
 
-static const char *const MODEL_KEYS[] = {
-    "name",  "base",     "seq_len", "hidden", "heads",    "layers",          "ffn_hidden",
-    "vocab", "kv_heads", "ffn_act", "norm",   "position", "tied_embeddings", "attention_mask"};
+static const char *const MODEL_KEYS[] = {"name",
+                                         "base",
+                                         "seq_len",
+                                         "hidden",
+                                         "heads",
+                                         "layers",
+                                         "ffn_hidden",
+                                         "vocab",
+                                         "kv_heads",
+                                         "ffn_act",
+                                         "norm",
+                                         "position",
+                                         "tied_embeddings",
+                                         "attention_mask",
+                                         "experts",
+                                         "topk",
+                                         "shared_experts",
+                                         "expert_ffn_hidden",
+                                         "first_dense",
+                                         "capacity_factor"};
 
 static int model_field(const scn_src_t *src, const cJSON *obj, const char *path, const char *key, int64_t min,
                        int64_t *dst, int *seen) {
@@ -53,7 +70,7 @@ static int model_wrong_type(const scn_src_t *src, const cJSON *v, const char *pa
         src->diag, CLI_EUSAGE,
         "%s%s: %s is not a preset name or an object; allowed: %s, a config.json path, or {seq_len, "
         "hidden, heads, layers, ffn_hidden, vocab, kv_heads, ffn_act, norm, position, tied_embeddings, "
-        "attention_mask}",
+        "attention_mask, experts, topk, shared_experts, expert_ffn_hidden, first_dense, capacity_factor}",
         src->prefix, path, what, list);
 }
 

@@ -1,0 +1,137 @@
+/* model/test_moe.c - mixture of experts in the model: the presets' parameter counts against the
+ * published totals, the MoE block's closed form (router and expert FLOPs, the alltoall volume per GPU
+ * T e bytes k (ep - 1)/ep, the expert weights per GPU), the model's alltoall time, and the checks
+ * (ep dividing the experts and dp, the reference refusing experts, a dense model refusing ep). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+
+static model_job_t mixtral_job(int64_t ep) {
+    model_job_t j;
+    memset(&j, 0, sizeof j);
+    assert_int_equal(model_transformer_preset("Mixtral-8x7B", &j.model), MODEL_OK);
+    assert_int_equal(model_system_preset("H100", &j.system), MODEL_OK);
+    j.model.seq_len = 4096;
+    j.gpus = 64;
+    j.global_batch = 256;
+    j.compat = MODEL_COMPAT_CORRECTED;
+    j.par = (model_parallel_t){MODEL_STRATEGY_1D, 16, 2, 2, 1, 2, 1, 1, 2, 1, 4, 1};
+    j.experts_par.ep = ep;
+    return j;
+}
+
+static void assert_rel(double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol * fabs(want)))
+        fail_msg("%.10g, expected %.10g", got, want);
+}
+
+static void test_param_counts(void **state) {
+    (void)state;
+    model_transformer_t m;
+    assert_int_equal(model_transformer_preset("Mixtral-8x7B", &m), MODEL_OK);
+    assert_true(model_is_moe(&m));
+    assert_int_equal(model_moe_layers(&m), 32);
+    /* Mistral AI: 46.7B parameters (12.9B active) */
+    assert_rel(model_param_count(&m), 46.7e9, 0.002);
+    assert_int_equal(model_transformer_preset("Mixtral-8x22B", &m), MODEL_OK);
+    assert_rel(model_param_count(&m), 141e9, 0.005); /* Mistral AI: 141B (39B active) */
+    assert_int_equal(model_transformer_preset("DeepSeek-V3-like", &m), MODEL_OK);
+    assert_int_equal(model_moe_layers(&m), 58);
+    /* DeepSeek-V3: 671B; the stand-in's multi-head attention has 4 e^2 = 205.5M parameters per block
+     * where MLA has 187M, +1.1B over 61 blocks (docs/model-formulas.md) */
+    assert_rel(model_param_count(&m), 671e9 + 61 * (4.0 * 7168 * 7168 - 187.1e6), 0.01);
+    /* dense presets are unchanged: not MoE, no MoE layers */
+    assert_int_equal(model_transformer_preset("Llama3-8B", &m), MODEL_OK);
+    assert_false(model_is_moe(&m));
+    assert_int_equal(model_moe_layers(&m), 0);
+}
+
+static void test_block_closed_form(void **state) {
+    (void)state;
+    for (int64_t ep = 1; ep <= 8; ep *= 2) {
+        const model_job_t j = mixtral_job(ep);
+        model_moe_block_t b;
+        assert_int_equal(model_moe_block(&j, &b), MODEL_OK);
+        const double T = 1.0 * 4096 / 2, e = 4096, k = 2, E = 8, fe = 14336;
+        assert_rel(b.tokens, T, 1e-12);
+        assert_rel(b.router_tflop, 2 * T * e * E * 1e-12, 1e-12);
+        assert_rel(b.expert_tflop, k * T * 3 * 2 * e * fe * 1e-12, 1e-12); /* dropless, SwiGLU */
+        if (ep == 1) {
+            assert_true(b.a2a_bytes == 0.0 && b.a2a_time_s == 0.0);
+        } else {
+            assert_rel(b.a2a_bytes, T * e * 2 * k * (ep - 1.0) / ep, 1e-12);
+            assert_true(b.a2a_time_s > 0.0);
+        }
+        assert_rel(b.experts_per_gpu, E / ep, 1e-12);
+        assert_rel(b.expert_weight_bytes, E / ep * 3 * e * fe * 2, 1e-12);
+        model_issue_t is;
+        assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL); /* no expert layers in the table yet */
+        assert_string_equal(is.field, "model.experts");
+    }
+    /* a capacity factor pads every expert to c x its fair share; shared experts see every token */
+    model_job_t j = mixtral_job(4);
+    j.model.moe.capacity_factor = 1.25;
+    j.model.moe.shared_experts = 1;
+    model_moe_block_t b;
+    assert_int_equal(model_moe_block(&j, &b), MODEL_OK);
+    assert_rel(b.expert_tflop, (1.25 * 2 + 1) * 2048 * 3 * 2 * 4096.0 * 14336 * 1e-12, 1e-12);
+    assert_rel(b.expert_weight_bytes, (2 + 1) * 3 * 4096.0 * 14336 * 2, 1e-12);
+    j.experts_par.ep = 3; /* does not divide 8 experts */
+    assert_int_equal(model_moe_block(&j, &b), MODEL_EINVAL);
+}
+
+/* The model's alltoall: one step's latency, then the NVLink and network shares at once. */
+static void test_alltoall_time(void **state) {
+    (void)state;
+    model_system_t h;
+    assert_int_equal(model_system_preset("H100", &h), MODEL_OK);
+    const double v = 1.0; /* GB */
+    const double in_node = model_collective_time_s(&h, MODEL_COMPAT_CORRECTED, MODEL_COLL_ALLTOALL, v, 8, 8);
+    const double two_nodes =
+        model_collective_time_s(&h, MODEL_COMPAT_CORRECTED, MODEL_COLL_ALLTOALL, v, 16, 8);
+    const double nvl = h.nvlink_gb_per_s * h.nvlink_eff,
+                 nic = h.ib_gb_per_s * h.ib_eff * (double)h.nic_factor;
+    assert_true(in_node > 7.0 / 8.0 * v / nvl && in_node < 7.0 / 8.0 * v / nvl + 50e-6);
+    assert_true(two_nodes > 8.0 / 16.0 * v / nic && two_nodes < 8.0 / 16.0 * v / nic + 100e-6);
+    /* the reference has no alltoall: both compat modes give the same time */
+    assert_true(model_collective_time_s(&h, MODEL_COMPAT_REFERENCE, MODEL_COLL_ALLTOALL, v, 16, 8) ==
+                two_nodes);
+    assert_string_equal(model_coll_op_name(MODEL_COLL_ALLTOALL), "alltoall");
+}
+
+static void test_checks(void **state) {
+    (void)state;
+    model_issue_t is;
+    model_job_t j = mixtral_job(32); /* ep 32 does not divide 8 experts */
+    assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "parallel.ep");
+    j = mixtral_job(1);
+    j.model.moe.topk = 9;
+    assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "model.topk");
+    j = mixtral_job(1);
+    j.compat = MODEL_COMPAT_REFERENCE;
+    assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "model.experts");
+    j = mixtral_job(2);
+    memset(&j.model.moe, 0, sizeof j.model.moe); /* a dense model with ep 2 */
+    assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "parallel.ep");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_block_closed_form),
+        cmocka_unit_test(test_alltoall_time),
+        cmocka_unit_test(test_checks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,72 @@
+/* stepsim/test_moe_config.c - mixture-of-experts models from the command line: the public Mixtral
+ * 8x7B config.json (mistralai/Mixtral-8x7B-v0.1) gives the Mixtral-8x7B preset field for field; the
+ * model object's expert keys; an estimate of a MoE model is one line naming model.experts (exit 2). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "scenario.h"
+#include "test_cli_run.h"
+
+#include "test_cli_assert.h"
+
+#define FIXTURE(name) STEPSIM_FIXTURE_DIR "/models/" name
+
+static model_transformer_t model_of(const char *value) {
+    scenario_t scn;
+    cli_diag_t diag;
+    memset(&diag, 0, sizeof diag);
+    assert_int_equal(scenario_init(&scn, &diag), 0);
+    assert_int_equal(scenario_set_option(&scn, "--model", value, &diag), 0);
+    const model_transformer_t m = scn.model;
+    scenario_destroy(&scn);
+    return m;
+}
+
+static void test_mixtral_config_is_the_preset(void **state) {
+    (void)state;
+    const model_transformer_t a = model_of(FIXTURE("mixtral_8x7b_config.json")), b = model_of("Mixtral-8x7B");
+    assert_string_equal(a.name, "mixtral_8x7b_config");
+    model_transformer_t a2 = a;
+    memcpy(a2.name, b.name, sizeof a2.name);
+    assert_memory_equal(&a2, &b, sizeof a2); /* every field, the experts included */
+    assert_int_equal(a.moe.experts, 8);
+    assert_int_equal(a.moe.topk, 2);
+    assert_int_equal(a.moe.expert_ffn_hidden, 14336);
+}
+
+static void test_model_object_keys(void **state) {
+    (void)state;
+    const model_transformer_t m =
+        model_of("{\"base\": \"Llama3-8B\", \"experts\": 16, \"topk\": 4, \"shared_experts\": 1, "
+                 "\"expert_ffn_hidden\": 1024, \"first_dense\": 2, \"capacity_factor\": 1.5}");
+    assert_int_equal(m.moe.experts, 16);
+    assert_int_equal(m.moe.topk, 4);
+    assert_int_equal(m.moe.shared_experts, 1);
+    assert_int_equal(m.moe.expert_ffn_hidden, 1024);
+    assert_int_equal(m.moe.first_dense, 2);
+    assert_true(m.moe.capacity_factor == 1.5);
+}
+
+static void test_estimate_refuses_experts(void **state) {
+    (void)state;
+    const char *argv[] = {"estimate", "--model", "Mixtral-8x7B", "--system", "H100",
+                          "--gpus",   "64",      "--gbs",        "256"};
+    const char *frags[] = {"--model", "model.experts: 8"};
+    cli_expect_error("estimate mixtral", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mixtral_config_is_the_preset),
+        cmocka_unit_test(test_model_object_keys),
+        cmocka_unit_test(test_estimate_refuses_experts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
