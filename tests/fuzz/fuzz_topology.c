@@ -37,9 +37,12 @@ static double elements(const topo_params_t *p) {
     switch (p->kind) {
     case TOPO_KIND_FAT_TREE:
         e += pos(f->k) * pos(f->k) * pos(f->k) * gpn;
-        e += pos(f->leaves) * (pos(f->spines) * (pos(f->links_per_leaf_spine) + 1) + pos(f->endpoints_per_leaf) * gpn);
-        e += pos(f->pods) * pos(f->leaves_per_pod) * (pos(f->spines_per_pod) + pos(f->endpoints_per_leaf) * gpn);
-        e += pos(f->pods) * pos(f->spines_per_pod) * pos(f->cores_per_spine) * (pos(f->links_per_spine_core) + 1);
+        e += pos(f->leaves) *
+             (pos(f->spines) * (pos(f->links_per_leaf_spine) + 1) + pos(f->endpoints_per_leaf) * gpn);
+        e += pos(f->pods) * pos(f->leaves_per_pod) *
+             (pos(f->spines_per_pod) + pos(f->endpoints_per_leaf) * gpn);
+        e += pos(f->pods) * pos(f->spines_per_pod) * pos(f->cores_per_spine) *
+             (pos(f->links_per_spine_core) + 1);
         break;
     case TOPO_KIND_DRAGONFLY:
         e += pos(df->g) * pos(df->a) * (pos(df->p) * gpn + pos(df->a) + pos(df->h));
@@ -80,7 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cli_diag_t d = {{0}};
     int rc = topo_spec_parse_text(text, "--topology", &spec, &d);
     free(text);
-    if (rc == CLI_OK && spec.form != TOPO_SPEC_GRAPHML && !(spec.form == TOPO_SPEC_OBJECT && spec.kind == TOPO_KIND_GRAPHML)) {
+    if (rc == CLI_OK && spec.form != TOPO_SPEC_GRAPHML &&
+        !(spec.form == TOPO_SPEC_OBJECT && spec.kind == TOPO_KIND_GRAPHML)) {
         topo_params_t p;
         rc = topo_spec_params(&spec, NULL, &sys, 0, 64, &p, &d);
         if (rc == CLI_OK && elements(&p) <= FUZZ_MAX_ELEMENTS) {
