@@ -10,7 +10,7 @@
 # Each target is built with -fsanitize=fuzzer,address,undefined (cmake -DSTEPSIM_FUZZ=ON, clang;
 # Debian packages clang and libclang-rt-14-dev, see tools/lib-deps.sh) and started on a working
 # corpus in BUILD/corpus/TARGET, seeded from tests/fixtures and tests/fuzz/seeds (inputs libFuzzer
-# finds are kept there for the next run), with a dictionary of the JSON keys in the fixtures.
+# finds are kept there for the next run), with a dictionary of the quoted words in the fixtures.
 # A crash, leak, sanitizer report or broken contract (tests/fuzz/fuzz_util.h) stops the target and
 # leaves the input in BUILD/artifacts/TARGET/; the script goes on with the other targets, prints
 # one summary line per target (executions, coverage, time) and exits 1 if any target failed, 2 on
@@ -62,7 +62,7 @@ seeds() {
     case $1 in
     scenario) ls $f/*.json $f/scenarios/*.json $f/jobs/*.json $f/topo/scenario_*.json $f/golden/*.json ;;
     topology) ls $f/topo/*.json tests/fuzz/seeds/topology/* ;;
-    graphml) ls $f/topo/*.graphml ;;
+    graphml) ls $f/topo/*.graphml tests/fuzz/seeds/graphml/* ;;
     measured) ls $f/measured/*.csv tests/data/*-runs.csv ;;
     grid) ls $f/sweep/*.json ;;
     journal) ls tests/fuzz/seeds/journal/* ;;
@@ -72,9 +72,10 @@ seeds() {
     fi
 }
 
-# A dictionary of the quoted keys and names in the JSON fixtures (one token a line).
-dict=$build/json.dict
-grep -rhoE '"[A-Za-z0-9_.:-]{1,40}"' tests/fixtures --include='*.json' tests/fuzz/seeds | sort -u >"$dict"
+# A dictionary of the quoted keys and names in the JSON and GraphML fixtures (one token a line).
+dict=$build/fuzz.dict
+grep -rhoE '"[A-Za-z0-9_.:-]{1,40}"' tests/fixtures tests/fuzz/seeds --include='*.json' --include='*.graphml' |
+    sort -u >"$dict"
 
 failed=0
 summary=()
@@ -90,7 +91,7 @@ for t in "${targets[@]}"; do
     max_len=8192
     [[ $t != measured ]] || max_len=1536
     extra=()
-    [[ $t == graphml || $t == measured ]] || extra+=(-dict="$dict")
+    [[ $t == measured ]] || extra+=(-dict="$dict")
     log=$build/fuzz-$t.log
     echo "fuzz.sh: $t for ${seconds}s (log $log)" >&2
     rc=0
