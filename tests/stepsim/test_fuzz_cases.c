@@ -60,9 +60,23 @@ static void test_journal_torn_line_only(void **state) {
     remove(out);
 }
 
+/* A grid option far outside int64_t ("top": 4e126) is refused, naming it; it was cast to int64_t before
+ * its range was checked (undefined behaviour). */
+static void test_grid_option_out_of_range(void **state) {
+    (void)state;
+    char out[256];
+    sweep_scratch(out, sizeof out, "top.jsonl");
+    cli_run_t r = cli_run("sweep", FUZZ_DIR "/grid/top_out_of_range.json", "--out", out, NULL);
+    expect_one_line(
+        &r, 2, "top_out_of_range.json: options.top: 3.9999999999999997e+126; allowed: an integer 1..1000000");
+    assert_int_equal(access(out, F_OK), -1); /* no output file */
+    cli_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_torn_line_only),
+        cmocka_unit_test(test_grid_option_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
  * it can: the base, one vary value, one points entry, the options, and only then a whole point.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,8 +518,9 @@ static int command_option(sweep_grid_t *g, const sweep_option_t *o, const cJSON 
                    ? CLI_OK
                    : cli_fail(d, CLI_ERUNTIME, "out of memory");
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-        v->valuedouble < (double)o->min || v->valuedouble > (double)o->max)
+    /* The range first: a double outside int64_t's range must not reach the cast (undefined). */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)o->min && v->valuedouble <= (double)o->max) ||
+        v->valuedouble != floor(v->valuedouble))
         return cli_fail(d, CLI_EUSAGE, "%s: options.%s: %s; allowed: an integer %" PRId64 "..%" PRId64,
                         g->path, o->name, what, o->min, o->max);
     return cJSON_AddNumberToObject(g->options, o->name, v->valuedouble)
