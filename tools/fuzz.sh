@@ -86,10 +86,12 @@ for t in "${targets[@]}"; do
     while read -r s; do
         cp "$s" "$corpus/seed-$(basename "$(dirname "$s")")-$(basename "$s")"
     done < <(seeds "$t")
-    # A measured run's cost grows with its rows (each is predicted twice and calibrated): inputs of
-    # up to about 15 rows keep it near the others' speed.
+    # A measured run's cost grows with its rows (each is predicted twice and calibrated), a GraphML
+    # file's with its graph (routes from every GPU, the summary): inputs of up to about 15 rows, and
+    # graphs of a few GPUs, keep them near the others' speed.
     max_len=8192
     [[ $t != measured ]] || max_len=1536
+    [[ $t != graphml ]] || max_len=4096
     extra=()
     [[ $t == measured ]] || extra+=(-dict="$dict")
     log=$build/fuzz-$t.log
