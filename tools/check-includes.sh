@@ -20,7 +20,8 @@
 #   (a) a cycle of includes through files of more than one module (a cycle inside one module, its
 #       private core, is allowed);
 #   (b) an include of another module's private header; tests/<m>/ may include module m's private
-#       headers (tests/topo/test_summary.c reads topo_internal.h);
+#       headers (tests/topo/test_summary.c reads topo_internal.h), tests/fuzz/ stepsim's (the fuzz
+#       targets call its loaders);
 #   (c) an include of another module's public header against the layer direction:
 #         alloc: a leaf (nothing); every other module may use alloc (the allocation wrappers)
 #         model, topo, common: alloc only               sim: model, topo
@@ -96,6 +97,8 @@ function tested_module(p,    parts) {
     if (parts[2] == "sim" || parts[2] == "model" || parts[2] == "topo" || parts[2] == "traces" ||
         parts[2] == "step" || parts[2] == "stepsim")
         return parts[2]
+    if (parts[2] == "fuzz")
+        return "stepsim"
     return ""
 }
 function dirname(p) {

@@ -11,7 +11,7 @@
 
 # Debian packages the build, the tests and the tools need (libigraph-dev for topo/,
 # gnuplot-nox for plots, Open MPI for distributed sweeps, python3 for tools/data/convert-nemo.py and
-# its test).
+# its test, clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes) for tools/fuzz.sh).
 STEPSIM_DEB_PACKAGES=(
     build-essential
     cmake
@@ -20,6 +20,8 @@ STEPSIM_DEB_PACKAGES=(
     libcmocka-dev
     libigraph-dev
     clang-format
+    clang
+    libclang-rt-dev
     gnuplot-nox
     libopenmpi-dev
     openmpi-bin

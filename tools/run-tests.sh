@@ -2,14 +2,18 @@
 # run-tests.sh - install dependencies, check formatting, build and run every test, in a normal
 # and a sanitizer build. This is what CI runs (.ci/run); it works from any directory.
 #
-# Usage: tools/run-tests.sh [--no-format] [--no-asan] [-h|--help]
+# Usage: tools/run-tests.sh [--no-format] [--no-asan] [--no-fuzz] [-h|--help]
 #   --no-format  skip the clang-format check (tools/check-format.sh)
 #   --no-asan    skip the AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/)
+#   --no-fuzz    skip the fuzz smoke run (tools/fuzz.sh, build-fuzz/)
 # Default: everything. Steps:
 #   1. deps     install missing Debian packages (tools/lib-deps.sh; STEPSIM_SKIP_DEPS=1 skips)
 #   2. format   tools/check-format.sh over model/ topo/ sim/ traces/ tools/ tests/
 #   3. build    cmake -B build      -DCMAKE_BUILD_TYPE=Release,                   build, ctest
 #   4. asan     cmake -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTEPSIM_SANITIZE=ON, build, ctest
+#   5. fuzz     tools/fuzz.sh 15: each libFuzzer target (tests/fuzz) 15 s on its seed corpus, clang
+#               (Debian clang and libclang-rt-dev, in tools/lib-deps.sh); any crash, leak or
+#               sanitizer report fails the step
 # Every step runs even if an earlier one failed (a build's tests only run if it compiled), then a
 # summary with timings is printed. Exit status: 0 if every step passed, 1 otherwise, 2 on bad usage.
 set -euo pipefail
@@ -25,10 +29,12 @@ usage() {
 
 do_format=1
 do_asan=1
+do_fuzz=1
 for arg in "$@"; do
     case $arg in
     --no-format) do_format=0 ;;
     --no-asan) do_asan=0 ;;
+    --no-fuzz) do_fuzz=0 ;;
     -h | --help)
         usage
         exit 0
@@ -100,6 +106,7 @@ if ! step "deps" stepsim_install_deps; then
     skip "format" "dependencies missing"
     skip "build (Release)" "dependencies missing"
     skip "asan build (Debug)" "dependencies missing"
+    skip "fuzz smoke" "dependencies missing"
 else
     if ((do_format)); then
         step "format" tools/check-format.sh || true
@@ -122,6 +129,12 @@ else
         fi
     else
         skip "asan build + ctest" "--no-asan"
+    fi
+
+    if ((do_fuzz)); then
+        step "fuzz smoke (15 s each)" tools/fuzz.sh 15 || true
+    else
+        skip "fuzz smoke" "--no-fuzz"
     fi
 fi
 

@@ -67,9 +67,10 @@ static int parse_entry(scenario_t *scn, const scn_src_t *src, const cJSON *v, in
                 *f = cJSON_GetObjectItemCaseSensitive(v, "fraction"),
                 *s = cJSON_GetObjectItemCaseSensitive(v, "slowdown");
     if ((g != NULL) + (n != NULL) + (f != NULL) != 1)
-        return cli_fail(
-            src->diag, CLI_EUSAGE, "%s: %s; allowed: exactly one of gpus, nodes, fraction", e.where,
-            (g != NULL) + (n != NULL) + (f != NULL) ? "several of gpus, nodes, fraction" : "no GPUs chosen");
+        return cli_fail(src->diag, CLI_EUSAGE, "%s: %s; allowed: exactly one of gpus, nodes, fraction",
+                        e.where,
+                        ((g != NULL) + (n != NULL) + (f != NULL)) ? "several of gpus, nodes, fraction"
+                                                                  : "no GPUs chosen");
     if (!s)
         return cli_fail(src->diag, CLI_EUSAGE,
                         "%s: missing key \"slowdown\"; allowed: a factor > 0 (1.25: 25%% slower)", e.where);

@@ -197,7 +197,7 @@ static int read_existing(sweep_t *sw, off_t size, uint64_t **done, size_t *n_don
                           strerror(errno));
         sw->truncated_bytes = have - start;
     }
-    if (!rc)
+    if (!rc && n > 1) /* n == 0: *done is NULL, which qsort must not get */
         qsort(*done, n, sizeof **done, by_u64);
     *n_done = n;
     return rc;

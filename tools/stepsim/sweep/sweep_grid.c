@@ -10,6 +10,7 @@
  * it can: the base, one vary value, one points entry, the options, and only then a whole point.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
