@@ -102,13 +102,19 @@ static void dragonfly_counts(const topo_params_t *p, topo_memory_t *m) {
 
 static void torus_counts(const topo_params_t *p, topo_memory_t *m) {
     const topo_torus_params_t *o = &p->torus;
-    int64_t nodes = 1;
+    int64_t nodes = 1, ring_cables = 0; /* per node: one cable per dimension; of size 2, one per pair */
     for (int64_t i = 0; i < o->n_dims; i++)
         nodes = checked_mul_sat_i64(nodes, o->dims[i]);
+    for (int64_t i = 0; i < o->n_dims; i++)
+        ring_cables = checked_add_sat_i64(ring_cables, o->dims[i] == 2 ? nodes / 2 : nodes);
     node_counts(p, checked_mul_sat_i64(nodes, p->node.gpus_per_node), m);
-    m->vertices = checked_add_sat_i64(m->vertices, nodes);
-    m->cables = checked_add_sat_i64(m->cables, checked_mul_sat_i64(nodes, p->node.nics_per_node));
-    m->cables = checked_add_sat_i64(m->cables, checked_mul_sat_i64(nodes, o->n_dims));
+    const topo_node_params_t *n = &p->node;
+    const int direct = n->gpus_per_node == 1 && n->nics_per_node == 1 && !(n->pcie_bandwidth_bytes_per_s > 0);
+    if (!direct) { /* a router per node, a cable per NIC */
+        m->vertices = checked_add_sat_i64(m->vertices, nodes);
+        m->cables = checked_add_sat_i64(m->cables, checked_mul_sat_i64(nodes, n->nics_per_node));
+    }
+    m->cables = checked_add_sat_i64(m->cables, ring_cables);
     m->table_bytes = 8.0 * (double)nodes * (double)o->n_dims;
 }
 
@@ -160,8 +166,8 @@ int topo_i_memory_check(const topo_params_t *p, const char *name, double need_by
         return TOPO_OK;
     if (issue)
         topo_i_set_issue(issue, "topology", name,
-                         "needs about %.1f GB (%lld vertices, %lld links), more than the memory budget of "
-                         "%.1f GB (--max-memory); allowed: a smaller topology or a larger budget",
+                         "needs about %.3g GB (%lld vertices, %lld links), more than the memory budget of "
+                         "%.3g GB (--max-memory); allowed: a smaller topology or a larger budget",
                          need_bytes * 1e-9, (long long)vertices, (long long)links, budget * 1e-9);
     return TOPO_ETOOBIG;
 }
