@@ -94,8 +94,9 @@ static void test_budget_refuses_before_building(void **state) {
     assert_null(t);
     char msg[400];
     topo_issue_format(&issue, msg, sizeof msg);
-    assert_non_null(strstr(msg, "topology: fat-tree needs about 13.6 GB (16936899 vertices, 100385124 links), "
-                                "more than the memory budget of 4 GB (--max-memory)"));
+    assert_non_null(strstr(msg,
+                           "topology: fat-tree needs about 13.6 GB (16936899 vertices, 100385124 links), "
+                           "more than the memory budget of 4 GB (--max-memory)"));
     p.max_memory_bytes = 0.999 * m.bytes; /* just below */
     assert_int_equal(topo_new(&p, &t, &issue), TOPO_ETOOBIG);
     p.fat_tree.k = 8; /* within it */
@@ -121,7 +122,8 @@ static void test_graphml_budget(void **state) {
     assert_null(t);
     char msg[400];
     topo_issue_format(&issue, msg, sizeof msg);
-    assert_non_null(strstr(msg, "(7 vertices, 12 links), more than the memory budget of 1e-06 GB (--max-memory)"));
+    assert_non_null(
+        strstr(msg, "(7 vertices, 12 links), more than the memory budget of 1e-06 GB (--max-memory)"));
     p.max_memory_bytes = 0;
     topo_free(tt_build(&p));
 }
