@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* sysconf */
 #endif
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "checked.h"
@@ -154,9 +155,12 @@ int topo_memory_estimate(const topo_params_t *p, topo_memory_t *out, topo_issue_
 
 double topo_memory_budget_bytes(void) {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0)
-        return 8e9;
-    return 0.5 * (double)pages * (double)page;
+    double budget = pages > 0 && page > 0 ? 0.5 * (double)pages * (double)page : 8e9;
+    struct rlimit lim; /* a process limited below the machine (ulimit -v) gets half its limit */
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        0.5 * (double)lim.rlim_cur < budget)
+        budget = 0.5 * (double)lim.rlim_cur;
+    return budget;
 }
 
 int topo_i_memory_check(const topo_params_t *p, const char *name, double need_bytes, int64_t vertices,

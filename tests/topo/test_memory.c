@@ -174,6 +174,37 @@ static void test_graphml_cable_id_costs_nothing(void **state) {
 #endif
 }
 
+/* Without max_memory_bytes the default budget holds: half the address-space limit of a process run
+ * under `ulimit -v` 3 GB (what used to grow until the allocator failed is refused up front). */
+static void test_default_budget_follows_the_limit(void **state) {
+    (void)state;
+#ifndef UNDER_ASAN
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim = {3ull << 30, 3ull << 30};
+        if (setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(3);
+        if (topo_memory_budget_bytes() != 0.5 * (double)(3ull << 30))
+            _exit(4);
+        topo_params_t p;
+        topo_params_init(&p, TOPO_KIND_FAT_TREE);
+        p.fat_tree.tiers = 3, p.fat_tree.k = 406, p.gpus = 0;
+        topo_t *t = NULL;
+        topo_issue_t issue;
+        char msg[400];
+        const int rc = topo_new(&p, &t, &issue);
+        topo_issue_format(&issue, msg, sizeof msg);
+        _exit(rc == TOPO_ETOOBIG && strstr(msg, "more than the memory budget of 1.61 GB") ? 0 : 5);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+#endif
+}
+
 int main(void) {
     igraph_set_error_handler(igraph_error_handler_printignore);
     const struct CMUnitTest tests[] = {
@@ -182,6 +213,7 @@ int main(void) {
         cmocka_unit_test(test_budget_refuses_before_building),
         cmocka_unit_test(test_graphml_budget),
         cmocka_unit_test(test_graphml_cable_id_costs_nothing),
+        cmocka_unit_test(test_default_budget_follows_the_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

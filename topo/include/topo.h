@@ -284,7 +284,8 @@ typedef struct topo_memory {
 int topo_memory_estimate(const topo_params_t *p, topo_memory_t *out, topo_issue_t *issue);
 /* The bytes of a topology of these counts with routing structures of table_bytes. */
 double topo_memory_bytes_for(int64_t vertices, int64_t links, double table_bytes);
-/* The default budget: half the physical memory (8e9 if the system does not say). */
+/* The default budget: half the physical memory (8e9 if the system does not say), or half the
+ * process' address-space limit (RLIMIT_AS, `ulimit -v`) when that is smaller. */
 double topo_memory_budget_bytes(void);
 
 /* ---- the topology ------------------------------------------------------------------------------ */
