@@ -373,7 +373,11 @@ int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue) {
     *out = NULL;
     if (issue)
         memset(issue, 0, sizeof *issue);
-    int rc = topo_params_check(p, issue);
+    topo_memory_t need;
+    int rc = topo_memory_estimate(p, &need, issue);
+    if (rc == TOPO_OK && p->kind != TOPO_KIND_GRAPHML)
+        rc = topo_i_memory_check(p, p->name[0] ? p->name : topo_kind_name(p->kind), need.bytes, need.vertices,
+                                 need.links, issue);
     if (rc)
         return rc;
     topo_t *t = alloc_calloc(1, sizeof *t);

@@ -371,27 +371,41 @@ static int pair_cables(topo_t *t) {
     return TOPO_OK;
 }
 
-/* Given cable ids: renumber densely in order of first appearance. */
+/* Given cable ids: renumber densely in order of first appearance. The ids are sorted with their
+ * links, so memory is O(links) whatever the ids' values. */
+typedef struct {
+    double id;
+    int32_t link;
+} cable_key_t;
+
+static int cmp_cable(const void *pa, const void *pb) {
+    const cable_key_t *a = pa, *b = pb;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return a->link < b->link ? -1 : a->link > b->link;
+}
+
 static int dense_cables(topo_t *t, gml_t *m, const double *cable) {
     int64_t L = t->n_links, c = 0;
-    int64_t max = 0;
-    for (int64_t l = 0; l < L; l++) {
+    for (int64_t l = 0; l < L; l++)
         if (!is_int(cable[l], 0))
             return gml_fail(m, "edge %lld: cable must be an integer >= 0", (long long)l);
-        max = (int64_t)cable[l] > max ? (int64_t)cable[l] : max;
-    }
-    int32_t *map = alloc_malloc((size_t)(max + 1) * sizeof *map);
-    if (!map)
+    cable_key_t *k = alloc_malloc((size_t)(L + 1) * sizeof *k);
+    int32_t *first = alloc_malloc((size_t)(L + 1) * sizeof *first); /* link -> first link of its id */
+    if (!k || !first) {
+        free(k);
+        free(first);
         return TOPO_ENOMEM;
-    for (int64_t i = 0; i <= max; i++)
-        map[i] = -1;
-    for (int64_t l = 0; l < L; l++) {
-        int64_t id = (int64_t)cable[l];
-        if (map[id] < 0)
-            map[id] = (int32_t)c++;
-        t->l_cable[l] = map[id];
     }
-    free(map);
+    for (int64_t l = 0; l < L; l++)
+        k[l] = (cable_key_t){cable[l], (int32_t)l};
+    qsort(k, (size_t)L, sizeof *k, cmp_cable);
+    for (int64_t i = 0; i < L; i++)
+        first[k[i].link] = i > 0 && k[i].id == k[i - 1].id ? first[k[i - 1].link] : k[i].link;
+    for (int64_t l = 0; l < L; l++) /* first[l] <= l: its number is already assigned */
+        t->l_cable[l] = first[l] == l ? (int32_t)c++ : t->l_cable[first[l]];
+    free(k);
+    free(first);
     t->n_cables = c;
     return TOPO_OK;
 }
@@ -492,6 +506,12 @@ static int import_graph(topo_t *t, gml_t *m, const topo_params_t *p) {
         rc = gml_fail(m, "has no GPU vertices (vertex kind gpu)");
     else if (rc == TOPO_OK && p->gpus != 0 && p->gpus != t->n_gpus)
         rc = gml_fail(m, "holds %lld GPUs, not the %lld asked for", (long long)t->n_gpus, (long long)p->gpus);
+    if (rc == TOPO_OK) { /* the links and the next-hop table (4 bytes per GPU and vertex) still to come */
+        const int64_t links = igraph_is_directed(&m->g) ? m->E : 2 * m->E;
+        rc = topo_i_memory_check(p, t->name,
+                                 topo_memory_bytes_for(m->V, links, 4.0 * (double)t->n_gpus * (double)m->V),
+                                 m->V, links, m->issue);
+    }
     if (rc == TOPO_OK)
         rc = import_ranks(t, m, rank);
     free(rank);

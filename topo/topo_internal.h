@@ -40,6 +40,10 @@ typedef struct topo_rail_shape {
 int topo_i_tree_shape(const topo_params_t *p, topo_xgft_shape_t *x, topo_issue_t *issue);
 int topo_i_rail_shape(const topo_params_t *p, topo_rail_shape_t *r, topo_issue_t *issue);
 int64_t topo_i_dragonfly_links_per_pair(const topo_dragonfly_params_t *d);
+/* TOPO_OK if need_bytes fits p->max_memory_bytes (0: the default budget), else TOPO_ETOOBIG with the
+ * estimate, the counts and the budget in the issue. */
+int topo_i_memory_check(const topo_params_t *p, const char *name, double need_bytes, int64_t vertices,
+                        int64_t links, topo_issue_t *issue);
 
 /* ---- per-kind routing structures --------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "step_internal.h"
+#include "topo.h"
 
 #define DEFAULT_MAX_OPS 1500000
 /* auto: compare routes for a collapse only while they are at most this many per operation of the full
@@ -153,10 +154,7 @@ double step_memory_estimate_gb(int64_t n_ops) {
 }
 
 double step_memory_budget_gb(void) {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0)
-        return 8.0;
-    return 0.5 * (double)pages * (double)page * 1e-9;
+    return topo_memory_budget_bytes() * 1e-9; /* one default budget for the topology and the step */
 }
 
 void step_config_default(step_config_t *cfg) {

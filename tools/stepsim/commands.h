@@ -181,8 +181,8 @@ void cmd_sim_scenario(scenario_t *scn);
  * whether the step simulates the optimizer (not given: opts->optimizer stays NULL, the step's auto). */
 void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *opts);
 
-/* --max-memory GB (run, compare, validate): a positive number of GB into *gb_out, else CLI_EUSAGE
- * with one line naming the option and the value. */
+/* --max-memory GB (topo, collective, run, compare, validate, jobs): a positive number of GB into *gb_out,
+ * else CLI_EUSAGE with one line naming the option and the value. */
 int cmd_parse_max_memory(const char *text, double *gb_out, cli_diag_t *d);
 /* --collapse auto|off|approx (run, compare, validate) into *out, else CLI_EUSAGE (did-you-mean). */
 int cmd_parse_collapse(const char *text, step_collapse_t *out, cli_diag_t *d);

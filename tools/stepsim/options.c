@@ -160,9 +160,9 @@ static const cli_option_t OPTIONS[] = {
     {"--calibration", "C", R | C, "nccl", "nccl (NCCL's protocols, latencies, link efficiencies) or none",
      CLI_OPT_CALIBRATION},
     {"--links", "K", R, "5", "how many of the busiest links to report (0..64)", CLI_OPT_LINKS},
-    {"--max-memory", "GB", R | P | V, "half the physical memory",
-     "memory budget of the simulation: a step whose estimate (0.2 GB and 64 bytes per operation) is "
-     "larger is refused before it is built (exit 2)",
+    {"--max-memory", "GB", T | C | R | P | V, "half the physical memory",
+     "memory budget: a topology or a step whose estimate (topology: per vertex, link and routing entry; "
+     "step: 0.2 GB and 64 bytes per operation) is larger is refused before it is built (exit 2)",
      CLI_OPT_MAX_MEMORY},
     {"--trace", "FILE", R, "none", "write a Chrome trace (Perfetto, speedscope) of the simulated GPUs",
      CLI_OPT_TRACE},

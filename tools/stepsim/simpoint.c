@@ -19,13 +19,14 @@ static double now_s(void) {
 }
 
 int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const scn_perturb_t *perturb,
-                      const char *where, topo_t **out, cli_diag_t *d) {
+                      double max_memory_gb, const char *where, topo_t **out, cli_diag_t *d) {
     char msg[400];
     topo_params_t p;
     *out = NULL;
     int rc = topo_spec_params(spec, where, &job->system, job->gpus, job->gpus, &p, d);
     if (rc)
         return rc;
+    p.max_memory_bytes = max_memory_gb * 1e9;
     topo_issue_t issue;
     igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_set_warning_handler(igraph_warning_handler_ignore);
@@ -101,7 +102,7 @@ int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_s
     topo_t *topo = NULL;
     int rc = CLI_OK;
     if (spec) {
-        rc = simpoint_topology(job, spec, perturb, where, &topo, d);
+        rc = simpoint_topology(job, spec, perturb, base ? base->max_memory_gb : 0.0, where, &topo, d);
         if (!rc)
             snprintf(out->topology, sizeof out->topology, "%s", topo_name(topo));
     } else {

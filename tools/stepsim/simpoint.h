@@ -46,9 +46,10 @@ typedef struct simpoint {
 
 /* perturb (may be NULL: the unperturbed baseline): the scenario's perturbations; its slow and failed
  * links are applied here, the one place a job's topology is built (perturb_links_apply: exit 2 for a
- * bad entry, 3 when failed links cut the job). */
+ * bad entry, 3 when failed links cut the job). max_memory_gb (--max-memory; 0: the default budget):
+ * a topology whose estimate is larger is refused before it is built (exit 2). */
 int simpoint_topology(const model_job_t *job, const topo_spec_t *spec, const scn_perturb_t *perturb,
-                      const char *where, topo_t **out, cli_diag_t *d);
+                      double max_memory_gb, const char *where, topo_t **out, cli_diag_t *d);
 
 struct cli_progress; /* output/progress.h */
 

@@ -220,6 +220,8 @@ typedef struct topo_params {
     topo_dragonfly_params_t dragonfly;
     topo_torus_params_t torus;
     const char *graphml_path; /* graphml: the file (borrowed) */
+    double max_memory_bytes;  /* topo_new refuses a topology whose estimate (topo_memory_estimate) is
+                                 larger, TOPO_ETOOBIG; 0: topo_memory_budget_bytes() */
 } topo_params_t;
 
 /* Defaults for a kind (documented per kind in docs/topology.md). */
@@ -255,12 +257,45 @@ int topo_node_set_pcie(topo_node_params_t *node, topo_tech_t tech);
  * (may be NULL). Sizes that need the file (graphml) are checked by topo_new. */
 int topo_params_check(const topo_params_t *p, topo_issue_t *issue);
 
+/* ---- memory budget ----------------------------------------------------------------------------- */
+
+/* What topo_new allocates at its peak, per element, read off the code (docs/topology.md, "Memory
+ * budget"): the vertex arrays (kind 1 byte, node, tier, group, rack, rank, index 4 bytes each) and the
+ * link arrays (from, to, cable 4, kind, tech 1, bandwidth, latency, efficiency 8) at the capacity they
+ * grow to (doubling); per vertex the adjacency offsets and their fill copy (8), igraph's two
+ * per-vertex index vectors (16) and the reachability check (9); per link its adjacency entry (4) and
+ * igraph's edge list (16), graph (from, to and two orderings: 32) and sort buffers (16); then the
+ * kind's routing structures (exact, per kind). */
+#define TOPO_MEMORY_VERTEX_ARRAY_BYTES 25.0
+#define TOPO_MEMORY_LINK_ARRAY_BYTES 38.0
+#define TOPO_MEMORY_BYTES_PER_VERTEX 33.0
+#define TOPO_MEMORY_BYTES_PER_LINK 68.0
+#define TOPO_MEMORY_BASE_BYTES 0.0
+
+typedef struct topo_memory {
+    int64_t vertices, cables, links; /* as topo_new will build them */
+    double table_bytes;              /* the kind's routing structures */
+    double bytes;                    /* everything topo_new holds at its peak */
+} topo_memory_t;
+
+/* Estimate topo_new's memory from the parameters, allocating nothing: TOPO_OK, or the error of
+ * topo_params_check. GraphML: all zero (the counts are in the file; topo_new checks them after
+ * reading it, before its own arrays and next-hop table, 4 bytes per GPU and vertex). */
+int topo_memory_estimate(const topo_params_t *p, topo_memory_t *out, topo_issue_t *issue);
+/* The bytes of a topology of these counts with routing structures of table_bytes. */
+double topo_memory_bytes_for(int64_t vertices, int64_t links, double table_bytes);
+/* The default budget: half the physical memory (8e9 if the system does not say), or half the
+ * process' address-space limit (RLIMIT_AS, `ulimit -v`) when that is smaller. */
+double topo_memory_budget_bytes(void);
+
 /* ---- the topology ------------------------------------------------------------------------------ */
 
 typedef struct topo topo_t;
 
 /* Build the topology and its routing tables. On success *out owns a new topology (topo_free).
- * Errors: TOPO_EINVAL (parameters), TOPO_EIO/TOPO_EFORMAT (GraphML file), TOPO_EUNREACHABLE (a GPU
+ * Before allocating it checks topo_memory_estimate against p->max_memory_bytes: TOPO_ETOOBIG with
+ * the estimate and the budget in the issue ("topology: NAME needs about X GB ..."). Errors:
+ * TOPO_EINVAL (parameters), TOPO_EIO/TOPO_EFORMAT (GraphML file), TOPO_EUNREACHABLE (a GPU
  * pair without a route: issue names it), TOPO_ETOOBIG, TOPO_ENOMEM, TOPO_EIGRAPH; *out is NULL then.
  * Complexity: linear in vertices and links for built kinds; graphml: O(GPUs x (V + E)). */
 int topo_new(const topo_params_t *p, topo_t **out, topo_issue_t *issue);

@@ -184,7 +184,8 @@ void step_config_default(step_config_t *cfg);
 #define STEP_MEMORY_BASE_BYTES 2e8
 /* The memory estimate for n_ops operations, GB. */
 double step_memory_estimate_gb(int64_t n_ops);
-/* The default memory budget: half the machine's physical memory (sysconf), GB; 8 if unknown. */
+/* The default memory budget, GB: topo_memory_budget_bytes (half the physical memory, or half the
+ * address-space limit when smaller; 8 GB if unknown). */
 double step_memory_budget_gb(void);
 
 const char *step_schedule_name(step_schedule_t s); /* "1f1b", "gpipe", "interleaved", "zb-h1" */

@@ -286,7 +286,14 @@ static int topo_params_for(const cli_args_t *a, scenario_t *scn, int64_t gpus, c
         snprintf(ct->prefix, sizeof ct->prefix, "%s: topology.", a->file);
     model_system_t sys;
     scenario_system(scn, &sys);
-    return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], &ct->p, d);
+    double max_memory_gb = 0.0; /* --max-memory: the topology's budget (0: the default) */
+    int rc = a->value[CLI_OPT_MAX_MEMORY]
+                 ? cmd_parse_max_memory(a->value[CLI_OPT_MAX_MEMORY], &max_memory_gb, d)
+                 : CLI_OK;
+    if (!rc)
+        rc = topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], &ct->p, d);
+    ct->p.max_memory_bytes = max_memory_gb * 1e9;
+    return rc;
 }
 
 /* Build the topology the request needs: first its own size, to learn the node; then, for kinds that

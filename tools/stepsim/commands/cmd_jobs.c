@@ -367,7 +367,10 @@ static int run_on(const scenario_t *scn, const topo_spec_t *spec, const char *wh
     fabric.system = sys;
     fabric.gpus = need;
     topo_t *topo = NULL;
-    int rc = simpoint_topology(&fabric, spec, &scn->perturb, where, &topo, d); /* the links perturbed */
+    double max_memory_gb = 0.0; /* --max-memory, checked with the other options */
+    int rc = o->max_memory ? cmd_parse_max_memory(o->max_memory, &max_memory_gb, d) : CLI_OK;
+    if (!rc) /* the links perturbed */
+        rc = simpoint_topology(&fabric, spec, &scn->perturb, max_memory_gb, where, &topo, d);
     if (rc)
         return rc;
     snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));

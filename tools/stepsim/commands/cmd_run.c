@@ -378,7 +378,8 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     const char *where = scn->topology.where;
     r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
     if (r->cfg.comm == SIM_COMM_NETWORK) {
-        if ((rc = simpoint_topology(&r->job, &scn->topology, &scn->perturb, where, &topo, d)))
+        if ((rc = simpoint_topology(&r->job, &scn->topology, &scn->perturb, r->cfg.max_memory_gb, where,
+                                    &topo, d)))
             return rc;
         snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
     } else if (scn->perturb.links.n > 0) {

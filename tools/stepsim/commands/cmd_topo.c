@@ -22,7 +22,7 @@
 
 /* The parsed options this command reads (topology and gpus are scenario options, applied in order). */
 typedef struct topo_args {
-    const char *scenario, *topology, *gpus, *graphml, *dot;
+    const char *scenario, *topology, *gpus, *graphml, *dot, *max_memory;
     int json;
 } topo_args_t;
 
@@ -31,9 +31,13 @@ static int resolve(const topo_args_t *a, scenario_t *scn, topo_params_t *p, cli_
      * the scenario's GPU count */
     const int64_t gpus = scn->given[SCN_GPUS] ? scn->value[SCN_GPUS] : 0;
     model_system_t sys;
-    (void)a;
     scenario_system(scn, &sys);
-    return topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], p, d);
+    double max_memory_gb = 0.0; /* --max-memory: the topology's budget (0: the default) */
+    int rc = a->max_memory ? cmd_parse_max_memory(a->max_memory, &max_memory_gb, d) : CLI_OK;
+    if (!rc)
+        rc = topo_spec_params(&scn->topology, NULL, &sys, gpus, scn->value[SCN_GPUS], p, d);
+    p->max_memory_bytes = max_memory_gb * 1e9;
+    return rc;
 }
 
 /* Write the export through outfile.h: whole or not at all. */
@@ -105,6 +109,7 @@ int cmd_topo(const cli_args_t *args, FILE *out, FILE *err, cli_diag_t *d) {
     a.gpus = cli_scenario_value(args, "--gpus");
     a.graphml = args->value[CLI_OPT_GRAPHML];
     a.dot = args->value[CLI_OPT_DOT];
+    a.max_memory = args->value[CLI_OPT_MAX_MEMORY];
     a.json = cli_has(args, CLI_OPT_JSON);
     scenario_t scn;
     topo_params_t p;
