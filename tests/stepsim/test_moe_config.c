@@ -54,19 +54,32 @@ static void test_model_object_keys(void **state) {
     assert_true(m.moe.capacity_factor == 1.5);
 }
 
-static void test_estimate_refuses_experts(void **state) {
+/* The estimate places the experts (--ep); the simulated step refuses them, one line naming
+ * model.experts; an ep that does not divide the experts names --ep. */
+static void test_estimate_places_experts(void **state) {
     (void)state;
-    const char *argv[] = {"estimate", "--model", "Mixtral-8x7B", "--system", "H100",
-                          "--gpus",   "64",      "--gbs",        "256"};
-    const char *frags[] = {"--model", "model.experts: 8"};
-    cli_expect_error("estimate mixtral", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
+    cli_run_t r = cli_run("estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64", "--gbs",
+                          "256", "--tp", "2", "--pp", "4", "--ep", "8", "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "\"ep\":\t8"));
+    cli_run_free(&r);
+    const char *argv[] = {"run",   "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
+                          "--gbs", "256",     "--tp",         "2",        "--pp", "4",      "--ep",
+                          "8"};
+    const char *frags[] = {"model.experts: 8", "does not place experts"};
+    cli_expect_error("run mixtral", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
+    const char *argv3[] = {"estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
+                           "--gbs",    "256",     "--tp",         "2",        "--pp", "4",      "--ep",
+                           "3"};
+    const char *frags3[] = {"--ep", "3"};
+    cli_expect_error("estimate ep 3", argv3, (int)(sizeof argv3 / sizeof argv3[0]), 2, frags3, 2);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixtral_config_is_the_preset),
         cmocka_unit_test(test_model_object_keys),
-        cmocka_unit_test(test_estimate_refuses_experts),
+        cmocka_unit_test(test_estimate_places_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,6 +215,8 @@ static void estimate_text(FILE *out, const model_estimate_t *e, const model_job_
     output_job_header(out, "estimate", job, scn);
     fprintf(out, "layout: ");
     output_layout_text(out, &s->par);
+    if (model_is_moe(&job->model))
+        fprintf(out, "  ep %" PRId64, s->experts_par.ep > 1 ? s->experts_par.ep : (int64_t)1);
     fprintf(out,
             "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
             s->n_microbatches, s->par.mbs, s->layers_per_stage);
