@@ -211,11 +211,49 @@ static void test_layer_table(void **state) {
     assert_string_equal(is.field, "training.sequence_parallel");
 }
 
+/* The search over tp, pp, dp, mbs and ep for Mixtral 8x7B on 64 H100s: its best layout fits, and
+ * estimating that layout again gives the same time and memory; ep is searched (each ep dividing the
+ * experts and dp appears) and only 1d layouts are kept. */
+static void test_search(void **state) {
+    (void)state;
+    model_job_t j;
+    memset(&j, 0, sizeof j);
+    assert_int_equal(model_transformer_preset("Mixtral-8x7B", &j.model), MODEL_OK);
+    assert_int_equal(model_system_preset("H100", &j.system), MODEL_OK);
+    j.system.nvlink_size = 8;
+    j.gpus = 64;
+    j.global_batch = 256;
+    j.compat = MODEL_COMPAT_CORRECTED;
+    model_search_result_t res;
+    assert_int_equal(model_search_run(&j, 7u, 64, &res), MODEL_OK);
+    assert_true(res.n_results > 0);
+    const model_summary_t *best = &res.results[0];
+    assert_true(best->fits);
+    assert_true(best->memory_gb <= j.system.hbm_capacity_gb);
+    model_job_t b = j;
+    b.par = best->par;
+    b.experts_par = best->experts_par;
+    model_estimate_t est;
+    assert_int_equal(model_estimate(&b, &est), MODEL_OK);
+    assert_true(est.summary.iteration_time_s == best->iteration_time_s);
+    assert_true(est.summary.memory_gb == best->memory_gb && est.summary.fits);
+    int seen[9] = {0};
+    for (int i = 0; i < res.n_results; i++) {
+        const model_summary_t *s = &res.results[i];
+        assert_int_equal(s->par.strategy, MODEL_STRATEGY_1D);
+        assert_true(s->experts_par.ep >= 1 && 8 % s->experts_par.ep == 0 &&
+                    s->par.dp % s->experts_par.ep == 0);
+        seen[s->experts_par.ep] = 1;
+    }
+    assert_true(seen[1] && seen[2] && seen[4] && seen[8]);
+    model_search_result_destroy(&res);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_counts),  cmocka_unit_test(test_block_closed_form),
         cmocka_unit_test(test_alltoall_time), cmocka_unit_test(test_checks),
-        cmocka_unit_test(test_layer_table),
+        cmocka_unit_test(test_layer_table),   cmocka_unit_test(test_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
