@@ -47,6 +47,14 @@ static void test_param_counts(void **state) {
     /* DeepSeek-V3: 671B; the stand-in's multi-head attention has 4 e^2 = 205.5M parameters per block
      * where MLA has 187M, +1.1B over 61 blocks (docs/model-formulas.md) */
     assert_rel(model_param_count(&m), 671e9 + 61 * (4.0 * 7168 * 7168 - 187.1e6), 0.01);
+    /* model FLOPs per token: the k = 2 experts of f_e 14336 each token visits (SwiGLU: 3 matrices) */
+    assert_int_equal(model_transformer_preset("Mixtral-8x7B", &m), MODEL_OK);
+    {
+        const double L = 32, h = 4096, s = (double)m.seq_len, V = (double)m.vocab, fe = 14336;
+        const double want =
+            6 * (L * 2 * h * h * (1 + 8.0 / 32) + L * 3 * h * fe * 2 + h * V) + 12 * L * s * h;
+        assert_rel(model_flops_per_token(&m), want, 1e-12);
+    }
     /* dense presets are unchanged: not MoE, no MoE layers */
     assert_int_equal(model_transformer_preset("Llama3-8B", &m), MODEL_OK);
     assert_false(model_is_moe(&m));

@@ -1,6 +1,7 @@
 /* stepsim/test_moe_config.c - mixture-of-experts models from the command line: the public Mixtral
  * 8x7B config.json (mistralai/Mixtral-8x7B-v0.1) gives the Mixtral-8x7B preset field for field; the
- * model object's expert keys; an estimate of a MoE model is one line naming model.experts (exit 2). */
+ * model object's expert keys; the estimate places the experts with --ep or a scenario's parallel.ep,
+ * the simulated step refuses them (one line naming model.experts, exit 2). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,11 +76,31 @@ static void test_estimate_places_experts(void **state) {
     cli_expect_error("estimate ep 3", argv3, (int)(sizeof argv3 / sizeof argv3[0]), 2, frags3, 2);
 }
 
+/* A scenario's parallel.ep reaches the job as --ep does. */
+static void test_scenario_ep(void **state) {
+    (void)state;
+    cJSON *root = cJSON_Parse("{\"model\": \"Mixtral-8x7B\", \"system\": \"H100\", \"gpus\": 64, "
+                              "\"global_batch\": 256, \"parallel\": {\"tp\": 2, \"pp\": 4, \"ep\": 4}}");
+    assert_non_null(root);
+    scenario_t scn;
+    cli_diag_t diag;
+    memset(&diag, 0, sizeof diag);
+    assert_int_equal(scenario_init(&scn, &diag), 0);
+    assert_int_equal(scenario_load_json(&scn, root, "moe.json", &diag), 0);
+    model_job_t job;
+    assert_int_equal(scenario_resolve(&scn, &job, &diag), 0);
+    assert_int_equal(job.experts_par.ep, 4);
+    assert_int_equal(job.par.dp, 8);
+    scenario_destroy(&scn);
+    cJSON_Delete(root);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixtral_config_is_the_preset),
         cmocka_unit_test(test_model_object_keys),
         cmocka_unit_test(test_estimate_places_experts),
+        cmocka_unit_test(test_scenario_ep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
