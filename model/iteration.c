@@ -307,7 +307,11 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
         const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
         const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP;
         const double shards = sharded ? (double)(p->dp * seqp) : 1.0;
-        const double params = w_one / job->system.element_gb / shards;
+        /* the local parameters; sharded with experts, theirs over the expert-data-parallel group */
+        const double params =
+            sharded && blk->expert_weights_gb > 0.0
+                ? optimizer_state_gb(job, blk, w_one, n_l, shards) / 6.0 / job->system.element_gb
+                : w_one / job->system.element_gb / shards;
         out->optimizer_s =
             params * OPTIMIZER_BYTES_PER_PARAM * 1e-9 / (MODEL_I_HBM_EFFICIENCY * job->system.hbm_gb_per_s);
         out->memory_s += out->optimizer_s;

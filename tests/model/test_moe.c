@@ -203,6 +203,19 @@ static void test_layer_table(void **state) {
         if (ep > 1)
             assert_rel(s->dp_allgather_one_s, ag, 1e-12);
     }
+    /* the optimizer step streams the local shard: the experts' over the expert-data-parallel group,
+     * so its time per optimizer-state byte is a dense model's */
+    {
+        model_job_t o = mixtral_job(4), d = mixtral_job(1);
+        o.training.optimizer_step = d.training.optimizer_step = 1;
+        memset(&d.model.moe, 0, sizeof d.model.moe);
+        d.experts_par.ep = 0;
+        model_estimate_t eo, ed;
+        assert_int_equal(model_estimate(&o, &eo), MODEL_OK);
+        assert_int_equal(model_estimate(&d, &ed), MODEL_OK);
+        assert_rel(eo.summary.optimizer_s / eo.summary.optimizer_gb,
+                   ed.summary.optimizer_s / ed.summary.optimizer_gb, 1e-12);
+    }
     /* placements the table does not make are refused, one field each */
     model_issue_t is;
     model_job_t j = mixtral_job(2);
