@@ -365,10 +365,30 @@ static int check_moe(const model_job_t *job, model_issue_t *is) {
     if (job->experts_par.etp < 0 || (job->experts_par.etp > 1 && fe % job->experts_par.etp))
         return fail_int(is, "parallel.etp", job->experts_par.etp,
                         "a divisor of the expert hidden size (%lld)", fe);
-    /* The per-layer table, the iteration, the search and the simulated step have no expert layers
-     * yet: refuse rather than time the experts as one dense feed-forward network. */
-    return fail_text(is, "model.experts", x->experts,
-                     "allowed: 0 (the estimate, the search and the simulated step do not place experts yet)");
+    /* What the layer table places (docs/model-formulas.md, section 18): 1d layouts with sequence
+     * parallelism (Megatron-Core requires it for MoE with tensor parallelism), every block with
+     * experts, experts whole on each GPU; refuse the rest rather than time it as something else. */
+    if (p->strategy != MODEL_STRATEGY_1D)
+        return fail(is, "parallel.strategy", model_strategy_name(p->strategy), "%s",
+                    "1d (the MoE block is placed in 1d layouts only)");
+    if (job->experts_par.etp > 1)
+        return fail_text(is, "parallel.etp", job->experts_par.etp,
+                         "1 (expert tensor parallelism is not placed in the layer table yet)");
+    if (x->first_dense > 0)
+        return fail_text(is, "model.first_dense", x->first_dense,
+                         "0 (leading dense blocks are not placed in the layer table yet)");
+    const model_training_t *t = &job->training;
+    if (t->sequence_parallel == MODEL_SEQPAR_OFF && p->tp > 1)
+        return fail(is, "training.sequence_parallel", "off", "%s",
+                    "on (Megatron-Core requires sequence parallelism for MoE with tp > 1)");
+    if (t->precision == MODEL_PRECISION_FP8)
+        return fail(is, "training.precision", "fp8", "%s", "bf16 (FP8 expert GEMMs are not modelled yet)");
+    if (t->tp_comm_overlap)
+        return fail(is, "training.tp_comm_overlap", "on", "%s", "off (with experts)");
+    if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP)
+        return fail(is, "training.dp_comm", "sharded-overlap", "%s",
+                    "sharded, allreduce, allreduce-overlap (with experts)");
+    return MODEL_OK;
 }
 
 int model_job_check(const model_job_t *job, model_issue_t *issue) {

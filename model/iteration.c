@@ -32,15 +32,43 @@ int model_i_training_active(const model_job_t *job) {
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
  * layer; only the first is fully exposed, the rest by what exceeds one layer's compute. */
+/* A data-parallel collective of a block's weights: the dense weights over the data-parallel group
+ * (g, t members per domain), and with experts the routed experts' weights over the
+ * expert-data-parallel group (model_expert_groups). A dense block: exactly the one collective. */
+static double block_dp_coll_s(const model_job_t *job, const model_block_t *blk, model_coll_op_t op, int64_t g,
+                              int64_t t) {
+    double s = model_collective_time_s(&job->system, job->compat, op,
+                                       blk->weights_gb - blk->expert_weights_gb, g, t);
+    if (blk->expert_weights_gb > 0.0) {
+        int64_t ep, ep_t, edp, edp_t;
+        model_expert_groups(job, &ep, &ep_t, &edp, &edp_t);
+        s += model_collective_time_s(&job->system, job->compat, op, blk->expert_weights_gb, edp, edp_t);
+    }
+    return s;
+}
+
+/* The optimizer state (6 bytes per 2-byte weight: fp32 main weights, momentum and variance) of
+ * weights_gb of which n_l blocks' experts: sharded over the data-parallel group (shards), the
+ * routed experts over the expert-data-parallel group. */
+static double optimizer_state_gb(const model_job_t *job, const model_block_t *blk, double weights_gb,
+                                 double n_l, double shards) {
+    const double exp_gb = blk->expert_weights_gb * n_l;
+    double gb = 6.0 * (weights_gb - exp_gb) / shards;
+    if (exp_gb > 0.0) {
+        int64_t ep, ep_t, edp, edp_t;
+        model_expert_groups(job, &ep, &ep_t, &edp, &edp_t);
+        gb += 6.0 * exp_gb / (double)edp;
+    }
+    return gb;
+}
+
 static void data_parallel(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
     const int64_t g = p->dp * (seqp ? p->tp2 : 1), t = p->nv_dp * (seqp ? p->nv_tp2 : 1);
     const double n_l = (double)out->layers_per_stage;
-    const double ag_s =
-        model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, blk->weights_gb, g, t);
-    const double rs_s =
-        model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, blk->weights_gb, g, t);
+    const double ag_s = block_dp_coll_s(job, blk, MODEL_COLL_ALLGATHER, g, t);
+    const double rs_s = block_dp_coll_s(job, blk, MODEL_COLL_REDUCESCATTER, g, t);
     out->dp_allgather_one_s = ag_s;
     out->dp_reducescatter_one_s = rs_s;
     out->dp_allgather_s = ag_s + fmax(ag_s - blk->t_fwd_s, 0.0) * (n_l - 1.0);
@@ -77,7 +105,7 @@ static void memory(const model_job_t *job, const model_block_t *blk, model_summa
     const int64_t in_flight = p->pp < out->n_microbatches ? p->pp : out->n_microbatches;
     out->weights_gb = blk->weights_gb * n_l;
     out->grads_gb = out->weights_gb;
-    out->optimizer_gb = 6.0 * out->weights_gb / (double)(p->dp * seqp);
+    out->optimizer_gb = optimizer_state_gb(job, blk, out->weights_gb, n_l, (double)(p->dp * seqp));
     out->activations_gb = blk->activations_gb * n_l * (double)in_flight;
     out->fp8_weights_gb = blk->fp8_weights_gb * n_l;
     out->memory_gb = out->weights_gb + out->grads_gb + out->optimizer_gb + out->activations_gb;
@@ -149,8 +177,16 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
     const int64_t g = p->dp * (seqp ? p->tp2 : 1), dom = p->nv_dp * (seqp ? p->nv_tp2 : 1);
     if (t->dp_comm == MODEL_DP_ALLREDUCE || t->dp_comm == MODEL_DP_ALLREDUCE_OVERLAP) {
-        const double ar_s =
-            model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLREDUCE, weights_gb, g, dom);
+        /* the routed experts' gradients over the expert-data-parallel group, the rest over dp */
+        const double exp_gb = blk->expert_weights_gb * (double)out->layers_per_stage;
+        double ar_s = model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLREDUCE,
+                                              weights_gb - exp_gb, g, dom);
+        if (exp_gb > 0.0) {
+            int64_t ep, ep_t, edp, edp_t;
+            model_expert_groups(job, &ep, &ep_t, &edp, &edp_t);
+            ar_s +=
+                model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLREDUCE, exp_gb, edp, edp_t);
+        }
         out->dp_allreduce_s = ar_s;
         if (t->dp_comm == MODEL_DP_ALLREDUCE_OVERLAP) {
             /* buckets all-reduce while the last microbatch's backward runs; the first layer's
@@ -194,7 +230,7 @@ static double stage_memory(const model_job_t *job, const model_block_t *blk, dou
     const model_dp_comm_t dpc = job->training.dp_comm;
     parts->optimizer_gb = dpc != MODEL_DP_SHARDED && dpc != MODEL_DP_SHARDED_OVERLAP
                               ? 6.0 * weights_gb
-                              : 6.0 * weights_gb / (double)(p->dp * seqp);
+                              : optimizer_state_gb(job, blk, weights_gb, n_l, (double)(p->dp * seqp));
     if (job->training.recompute == MODEL_RECOMPUTE_FULL)
         parts->activations_gb = (blk->checkpoint_gb * n_l + edge_acts_gb) * in_flight + blk->activations_gb;
     else
@@ -271,7 +307,11 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
         const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
         const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP;
         const double shards = sharded ? (double)(p->dp * seqp) : 1.0;
-        const double params = w_one / job->system.element_gb / shards;
+        /* the local parameters; sharded with experts, theirs over the expert-data-parallel group */
+        const double params =
+            sharded && blk->expert_weights_gb > 0.0
+                ? optimizer_state_gb(job, blk, w_one, n_l, shards) / 6.0 / job->system.element_gb
+                : w_one / job->system.element_gb / shards;
         out->optimizer_s =
             params * OPTIMIZER_BYTES_PER_PARAM * 1e-9 / (MODEL_I_HBM_EFFICIENCY * job->system.hbm_gb_per_s);
         out->memory_s += out->optimizer_s;
@@ -320,6 +360,7 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
     out->block_flops_tflop = blk->flops_tflop;
     out->block_activations_gb = blk->activations_gb;
     out->block_weights_gb = blk->weights_gb;
+    out->experts_par = job->experts_par;
     if (model_i_training_active(job)) {
         summarize_training(job, blk, out);
         out->throughput_samples_per_s = (double)job->global_batch / out->iteration_time_s;

@@ -634,6 +634,67 @@ static void finish_pass(const ctx_t *c, const model_layer_t *ly, model_pass_t *p
     p->time_s = fmax(p->comp_s, p->mem_s) + comm_s;
 }
 
+/* ---- mixture of experts (docs/model-formulas.md, section 18) ---------------------------------- */
+
+/* The feed-forward network of a MoE block (1d, sequence parallel, etp 1: model_job_check), in
+ * Megatron-Core's order with its alltoall token dispatcher (megatron/core/transformer/moe): the
+ * router on the T = b l / tp tokens this rank holds, the dispatch (permute, alltoall over the ep
+ * group), the grouped GEMMs of its E / ep experts (and the shared experts) on the N = c k T + s T
+ * tokens it receives on average, the combine (alltoall back, unpermute and the weighted sum of the
+ * k outputs). The alltoalls' gradients are alltoalls of the same size in the backward. */
+static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
+    const model_transformer_t *m = &c->job->model;
+    const double s = c->s_gb, e = (double)m->hidden, E = (double)m->moe.experts, k = (double)m->moe.topk;
+    const double fe = (double)(m->moe.expert_ffn_hidden > 0 ? m->moe.expert_ffn_hidden : m->ffn_hidden);
+    const double fw = m->ffn_act == MODEL_FFN_SWIGLU ? 2.0 * fe : fe; /* fc1's width per expert */
+    const double cap = m->moe.capacity_factor > 0.0 ? m->moe.capacity_factor : 1.0;
+    int64_t ep, ep_t, edp, edp_t;
+    model_expert_groups(c->job, &ep, &ep_t, &edp, &edp_t);
+    const grp_t epg = {ep, ep_t, MODEL_GROUP_EP};
+    const double routed = E / (double)ep, shared = (double)m->moe.shared_experts;
+    const double N = cap * k * T + shared * T;
+    const double a2a_gb = T * k * e * s; /* the buffer each rank sends (and receives) */
+
+    model_layer_t *r = new_layer(blk, "router", MODEL_MODULE_MLP, 1);
+    r->fwd.flops_tflop = 2.0 * T * e * E * TFLOP;
+    r->fwd.hbm_gb = (T * e + e * E + T * E) * s;
+    r->bwd.flops_tflop = 4.0 * T * e * E * TFLOP;
+    r->bwd.hbm_gb = (2.0 * e * E + 2.0 * T * e + 2.0 * T * E) * s;
+    r->activations_gb = T * e * s;
+    r->weights_gb = r->weight_grads_gb = e * E * s;
+
+    model_layer_t *d = new_layer(blk, "dispatch", MODEL_MODULE_MLP, 0);
+    d->fwd.hbm_gb = d->bwd.hbm_gb = 2.0 * a2a_gb; /* permute: gather the k copies of each token */
+    add_coll(&d->fwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
+    add_coll(&d->bwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
+
+    const double w1 = (routed + shared) * e * fw, w2 = (routed + shared) * fe * e;
+    model_layer_t *f1 = new_layer(blk, "experts-fc1", MODEL_MODULE_MLP, 1);
+    f1->fwd.flops_tflop = 2.0 * N * e * fw * TFLOP;
+    f1->fwd.hbm_gb = (N * e + N * fw + w1) * s;
+    f1->bwd.flops_tflop = 4.0 * N * e * fw * TFLOP;
+    f1->bwd.hbm_gb = (2.0 * w1 + 2.0 * N * e + 2.0 * N * fw) * s;
+    f1->activations_gb = N * e * s;
+    f1->weights_gb = f1->weight_grads_gb = w1 * s;
+    ffn_activation(c, new_layer(blk, "experts-act", MODEL_MODULE_MLP, 0), N * fe);
+    model_layer_t *f2 = new_layer(blk, "experts-fc2", MODEL_MODULE_MLP, 1);
+    f2->fwd.flops_tflop = 2.0 * N * fe * e * TFLOP;
+    f2->fwd.hbm_gb = (N * fe + N * e + w2) * s;
+    f2->bwd.flops_tflop = 4.0 * N * fe * e * TFLOP;
+    f2->bwd.hbm_gb = (2.0 * w2 + 2.0 * N * fe + 2.0 * N * e) * s;
+    f2->activations_gb = N * fe * s;
+    f2->weights_gb = f2->weight_grads_gb = w2 * s;
+    blk->expert_weights_gb = routed * (e * fw + fe * e) * s;
+
+    model_layer_t *cb = new_layer(blk, "combine", MODEL_MODULE_MLP, 0);
+    add_coll(&cb->fwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
+    add_coll(&cb->bwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
+    /* unpermute and the weighted sum of each token's k outputs: read k e and k weights, write e */
+    cb->fwd.flops_tflop = cb->bwd.flops_tflop = 2.0 * T * k * e * TFLOP;
+    cb->fwd.hbm_gb = cb->bwd.hbm_gb = (T * k * e + T * k + T * e) * s;
+    cb->activations_gb = T * k * s; /* the routing weights */
+}
+
 /* ---- modules (section 6) ---------------------------------------------------------------- */
 
 static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
@@ -648,12 +709,17 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, 1, 1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)b * (double)l_io * (double)e);
     layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
-    linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m, 1, tp);
-    bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
-    ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0), (double)b * (double)l * (double)(f / m));
-    mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)b * (double)l * (double)(f / m));
-    linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m, 1, 1, tp);
-    bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, 1, 1);
+    if (model_is_moe(&c->job->model)) {
+        moe_ffn(c, blk, (double)b * (double)l_io);
+    } else {
+        linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m, 1, tp);
+        bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
+        ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0),
+                       (double)b * (double)l * (double)(f / m));
+        mlp_dropout(c, new_layer(blk, "dpr1", MODEL_MODULE_MLP, 0), (double)b * (double)l * (double)(f / m));
+        linear(c, gemm_layer(c, blk, "fc2", MODEL_MODULE_MLP), f, e, m, 1, 1, tp);
+        bias(c, new_layer(blk, "fc2-bias", MODEL_MODULE_MLP, 0), l, e, 1, 1);
+    }
     dropout(c, new_layer(blk, "dpr2", MODEL_MODULE_MLP, 0), (double)b * (double)l_io * (double)e);
     layernorm(c, new_layer(blk, "ln1", MODEL_MODULE_MLP, 0), l, tp);
 }
@@ -797,6 +863,7 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
     const grp_t g1 = {p->strategy == MODEL_STRATEGY_1D ? p->tp : p->tp1, p->nv_tp1, MODEL_GROUP_TP1};
     const grp_t g2 = {p->strategy == MODEL_STRATEGY_1D ? 1 : p->tp2, p->nv_tp2, MODEL_GROUP_TP2};
     blk->n_layers = 0;
+    blk->expert_weights_gb = 0.0;
     if (p->strategy == MODEL_STRATEGY_1D)
         block_1d(&c, blk, g1);
     else if (p->strategy == MODEL_STRATEGY_2D)

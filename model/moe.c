@@ -45,11 +45,8 @@ int model_moe_block(const model_job_t *job, model_moe_block_t *out) {
     out->expert_tflop = (cap * k * T + s * T) * mats * 2.0 * e * fe / (double)etp * 1e-12;
     out->dense_ffn_tflop = T * mats * 2.0 * e * (double)m->ffn_hidden * 1e-12;
     out->a2a_bytes = T * e * bytes * k * (double)(ep - 1) / (double)ep;
-    int64_t per_domain = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
-    if (per_domain > ep)
-        per_domain = ep;
-    while (ep % per_domain)
-        per_domain--;
+    int64_t ep_n, per_domain, edp, edp_t;
+    model_expert_groups(job, &ep_n, &per_domain, &edp, &edp_t);
     out->a2a_time_s = ep > 1
                           ? model_collective_time_s(&job->system, MODEL_COMPAT_CORRECTED, MODEL_COLL_ALLTOALL,
                                                     T * e * bytes * k * 1e-9, ep, per_domain)
@@ -57,4 +54,16 @@ int model_moe_block(const model_job_t *job, model_moe_block_t *out) {
     out->experts_per_gpu = E / (double)ep;
     out->expert_weight_bytes = (E / (double)ep + s) * mats * e * fe / (double)etp * bytes;
     return MODEL_OK;
+}
+
+void model_expert_groups(const model_job_t *job, int64_t *ep, int64_t *ep_t, int64_t *edp, int64_t *edp_t) {
+    const model_parallel_t *p = &job->par;
+    const int64_t e = job->experts_par.ep > 1 ? job->experts_par.ep : 1,
+                  et = job->experts_par.etp > 1 ? job->experts_par.etp : 1;
+    const int64_t nvs = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
+    *ep = e;
+    *ep_t = model_divisor_upto(e, nvs);
+    *edp = p->dp * p->tp / (e * et);
+    /* the expert-data-parallel ranks are e et apart: the domain holds nvs / (e et) of them */
+    *edp_t = e * et >= nvs ? 1 : model_divisor_upto(*edp, nvs / (e * et));
 }

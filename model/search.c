@@ -129,6 +129,21 @@ static void panels(search_t *s) {
     }
 }
 
+/* A mixture of experts: every expert-parallel degree ep dividing both the experts and dp (1d only:
+ * model_job_check), each with its own block table; a dense model: ep stays as given (0). */
+static void expert_degrees(search_t *s) {
+    if (!model_is_moe(&s->job.model)) {
+        nv_tuples(s);
+        return;
+    }
+    divs_t de;
+    divisors(model_gcd(s->job.model.moe.experts, s->job.par.dp), &de);
+    for (int i = 0; i < de.n; i++) {
+        s->job.experts_par.ep = de.v[i];
+        nv_tuples(s);
+    }
+}
+
 /* pp, dp and mbs for a fixed tensor layout. */
 static void outer_degrees(search_t *s, int64_t mbs_divisor) {
     model_parallel_t *p = &s->job.par;
@@ -154,7 +169,7 @@ static void outer_degrees(search_t *s, int64_t mbs_divisor) {
                 panels(s);
             } else {
                 p->nb = 1;
-                nv_tuples(s);
+                expert_degrees(s);
             }
         }
     }
@@ -216,8 +231,8 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
     s->top_k = top_k;
     s->training = model_i_training_active(job);
     for (int st = 0; st < MODEL_STRATEGY_COUNT; st++) {
-        if (!(strategy_mask & (1u << st)))
-            continue;
+        if (!(strategy_mask & (1u << st)) || (model_is_moe(&job->model) && st != MODEL_STRATEGY_1D))
+            continue; /* the MoE block is placed in 1d layouts only */
         s->job.par.strategy = (model_strategy_t)st;
         if (st == MODEL_STRATEGY_1D)
             search_1d(s);

@@ -18,6 +18,15 @@ double model_flops_per_token(const model_transformer_t *m) {
     const double f = (double)m->ffn_hidden, v = m->vocab > 0 ? (double)m->vocab : 0.0;
     const double g_over_a = (double)model_kv_heads(m) / (double)m->heads;
     const double k = m->ffn_act == MODEL_FFN_SWIGLU ? 3.0 : 2.0;
+    if (model_is_moe(m)) {
+        /* MoE blocks: the k routed and s shared experts each token visits, as Megatron-LM counts
+         * them (ffn_hidden x topk, plus the shared experts); the router's e x E GEMM left out */
+        const double fe = (double)(m->moe.expert_ffn_hidden > 0 ? m->moe.expert_ffn_hidden : m->ffn_hidden);
+        const double L_moe = (double)model_moe_layers(m), L_dense = L - L_moe;
+        const double mlp =
+            L_dense * k * h * f + L_moe * k * h * fe * (double)(m->moe.topk + m->moe.shared_experts);
+        return 6.0 * (L * 2.0 * h * h * (1.0 + g_over_a) + mlp + h * v) + 12.0 * L * s * h;
+    }
     return 6.0 * (L * (2.0 * h * h * (1.0 + g_over_a) + k * h * f) + h * v) + 12.0 * L * s * h;
 }
 

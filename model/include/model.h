@@ -351,6 +351,13 @@ typedef struct model_moe_block {
  * MODEL_OK, or MODEL_EINVAL for a dense model or a layout whose ep does not divide E. */
 int model_moe_block(const model_job_t *job, model_moe_block_t *out);
 
+/* The groups of a MoE layout, as Megatron-Core forms them (megatron/core/parallel_state.py,
+ * initialize_model_parallel: the expert grid orders ranks expert-tensor, expert, expert-data,
+ * pipeline, innermost first, over the same tp x dp ranks of a stage as the dense grid): the ep group
+ * is ep consecutive ranks, the expert-data-parallel group the dp tp / (ep etp) ranks holding the
+ * same experts. *ep_t and *edp_t: their members per NVLink domain. */
+void model_expert_groups(const model_job_t *job, int64_t *ep, int64_t *ep_t, int64_t *edp, int64_t *edp_t);
+
 /* ---- presets ---------------------------------------------------------------------------- */
 
 /* Look a preset up by exact name. Return MODEL_OK and fill *out, or MODEL_EINVAL. */
@@ -446,7 +453,8 @@ typedef enum model_group {
     MODEL_GROUP_TP2,
     MODEL_GROUP_DP,
     MODEL_GROUP_PP,
-    MODEL_GROUP_TP
+    MODEL_GROUP_TP,
+    MODEL_GROUP_EP /* the expert-parallel group of a MoE block's dispatch and combine alltoalls */
 } model_group_t;
 
 /* Time of one collective (docs/model-formulas.md, section 4.2). volume_gb: the full (unsharded) buffer, as
@@ -534,6 +542,9 @@ typedef struct model_block {
     double first_t_fwd_s, first_t_bwd_s, last_t_fwd_s, last_t_bwd_s;
     double first_weights_gb, last_weights_gb;
     double first_activations_gb, last_activations_gb;
+    double expert_weights_gb; /* MoE: the routed experts' weights of one block on one GPU (part of
+                                 weights_gb), whose gradients are reduced over the expert-data-parallel
+                                 group (model_expert_dp); 0 for a dense model */
 } model_block_t;
 
 /* Build the layer table of one block (and the edge layers) for job->par and job->training (job
@@ -570,6 +581,7 @@ typedef struct model_summary {
     double embedding_sync_s;   /* tied-embedding gradient all-reduce first<->last stage; in dp_comm_s */
     double stage_fwd_bwd_s[2]; /* one microbatch on the first / last stage, p2p included */
     int slowest_stage;         /* 0: first, 1: last (the work term is nmb x that stage's time) */
+    model_expert_parallel_t experts_par; /* MoE: the ep and etp of the layout (zero: dense) */
 } model_summary_t;
 
 typedef struct model_estimate {

@@ -516,6 +516,11 @@ static int check_job(step_t *s) {
     memset(&issue, 0, sizeof issue);
     if (model_job_check(&s->job, &issue) != MODEL_OK)
         return step_fail(s, SIM_EINVAL, "job: %s: %s; allowed: %s", issue.field, issue.value, issue.allowed);
+    if (model_is_moe(&s->job.model))
+        return step_fail(s, SIM_EINVAL,
+                         "job: model.experts: %lld; allowed: 0 (the simulated step does not "
+                         "place experts yet; the estimate does)",
+                         (long long)s->job.model.moe.experts);
     if (s->job.gpus > INT32_MAX / 8)
         return step_fail(s, SIM_EINVAL, "job: gpus %lld; allowed: at most %d", (long long)s->job.gpus,
                          INT32_MAX / 8);

@@ -47,6 +47,14 @@ static void test_param_counts(void **state) {
     /* DeepSeek-V3: 671B; the stand-in's multi-head attention has 4 e^2 = 205.5M parameters per block
      * where MLA has 187M, +1.1B over 61 blocks (docs/model-formulas.md) */
     assert_rel(model_param_count(&m), 671e9 + 61 * (4.0 * 7168 * 7168 - 187.1e6), 0.01);
+    /* model FLOPs per token: the k = 2 experts of f_e 14336 each token visits (SwiGLU: 3 matrices) */
+    assert_int_equal(model_transformer_preset("Mixtral-8x7B", &m), MODEL_OK);
+    {
+        const double L = 32, h = 4096, s = (double)m.seq_len, V = (double)m.vocab, fe = 14336;
+        const double want =
+            6 * (L * 2 * h * h * (1 + 8.0 / 32) + L * 3 * h * fe * 2 + h * V) + 12 * L * s * h;
+        assert_rel(model_flops_per_token(&m), want, 1e-12);
+    }
     /* dense presets are unchanged: not MoE, no MoE layers */
     assert_int_equal(model_transformer_preset("Llama3-8B", &m), MODEL_OK);
     assert_false(model_is_moe(&m));
@@ -71,9 +79,7 @@ static void test_block_closed_form(void **state) {
         }
         assert_rel(b.experts_per_gpu, E / ep, 1e-12);
         assert_rel(b.expert_weight_bytes, E / ep * 3 * e * fe * 2, 1e-12);
-        model_issue_t is;
-        assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL); /* no expert layers in the table yet */
-        assert_string_equal(is.field, "model.experts");
+        assert_int_equal(model_job_check(&j, NULL), MODEL_OK);
     }
     /* a capacity factor pads every expert to c x its fair share; shared experts see every token */
     model_job_t j = mixtral_job(4);
@@ -126,12 +132,149 @@ static void test_checks(void **state) {
     assert_string_equal(is.field, "parallel.ep");
 }
 
+static const model_layer_t *find_layer(const model_block_t *b, const char *name) {
+    for (int i = 0; i < b->n_layers; i++)
+        if (strcmp(b->layers[i].name, name) == 0)
+            return &b->layers[i];
+    return NULL;
+}
+
+/* The MoE block in the layer table, by hand: T = b l / tp = 2048 tokens, e 4096, E 8, k 2, f_e 14336,
+ * SwiGLU; the router 2 T e E, the grouped GEMMs 2 k T e (2 f_e) and 2 k T f_e e forward and twice that
+ * backward; the dispatch and combine alltoalls of a T k e x 2-byte buffer over the ep group, one
+ * each way in each pass, sending T e 2 k (ep - 1) / ep bytes per GPU; the routed experts' gradients
+ * over the expert-data-parallel group of dp tp / ep GPUs. */
+static void test_layer_table(void **state) {
+    (void)state;
+    const double T = 2048, e = 4096, E = 8, k = 2, fe = 14336;
+    for (int64_t ep = 1; ep <= 8; ep *= 2) {
+        const model_job_t j = mixtral_job(ep);
+        model_estimate_t est;
+        assert_int_equal(model_estimate(&j, &est), MODEL_OK);
+        const model_block_t *b = &est.block;
+        assert_null(find_layer(b, "fc1"));
+        const model_layer_t *r = find_layer(b, "router"), *d = find_layer(b, "dispatch"),
+                            *f1 = find_layer(b, "experts-fc1"), *f2 = find_layer(b, "experts-fc2"),
+                            *cb = find_layer(b, "combine");
+        assert_non_null(r);
+        assert_non_null(d);
+        assert_non_null(f1);
+        assert_non_null(f2);
+        assert_non_null(cb);
+        assert_rel(r->fwd.flops_tflop, 2 * T * e * E * 1e-12, 1e-12);
+        assert_rel(r->bwd.flops_tflop, 4 * T * e * E * 1e-12, 1e-12);
+        assert_rel(f1->fwd.flops_tflop, 2 * k * T * e * 2 * fe * 1e-12, 1e-12);
+        assert_rel(f2->fwd.flops_tflop, 2 * k * T * fe * e * 1e-12, 1e-12);
+        assert_rel(f1->bwd.flops_tflop + f2->bwd.flops_tflop, 2 * (f1->fwd.flops_tflop + f2->fwd.flops_tflop),
+                   1e-12);
+        model_moe_block_t mb;
+        assert_int_equal(model_moe_block(&j, &mb), MODEL_OK);
+        assert_rel(f1->fwd.flops_tflop + f2->fwd.flops_tflop, mb.expert_tflop, 1e-12);
+        assert_rel(f1->weights_gb + f2->weights_gb, mb.expert_weight_bytes * 1e-9, 1e-12);
+        assert_rel(b->expert_weights_gb, E / ep * 3 * e * fe * 2 * 1e-9, 1e-12);
+        const model_pass_t *passes[4] = {&d->fwd, &d->bwd, &cb->fwd, &cb->bwd};
+        for (int i = 0; i < 4; i++) {
+            if (ep == 1) {
+                assert_int_equal(passes[i]->n_colls, 0);
+                continue;
+            }
+            assert_int_equal(passes[i]->n_colls, 1);
+            const model_coll_t *c = &passes[i]->colls[0];
+            assert_int_equal(c->op, MODEL_COLL_ALLTOALL);
+            assert_int_equal(c->group, MODEL_GROUP_EP);
+            assert_int_equal(c->group_size, ep);
+            assert_int_equal(c->per_domain, ep); /* ep <= 8: one NVLink domain */
+            /* bytes each GPU sends: T e bytes k (ep - 1) / ep */
+            assert_rel(c->volume_gb * 1e9 * (ep - 1.0) / ep, T * e * 2 * k * (ep - 1.0) / ep, 1e-12);
+            assert_rel(c->volume_gb * 1e9 * (ep - 1.0) / ep, mb.a2a_bytes, 1e-12);
+            assert_rel(c->time_s, mb.a2a_time_s, 1e-12);
+        }
+        /* memory: the routed experts' optimizer state sharded over dp tp / ep, the rest over dp */
+        const model_summary_t *s = &est.summary;
+        const double n_l = 16, w = b->weights_gb * n_l, we = b->expert_weights_gb * n_l;
+        assert_rel(s->weights_gb, w, 1e-12);
+        assert_rel(s->optimizer_gb, 6 * (w - we) / 16 + 6 * we / (16.0 * 2 / ep), 1e-12);
+        assert_int_equal(s->experts_par.ep, ep);
+        /* the data-parallel collectives: dense weights over dp, experts over the expert-dp group */
+        const double ag = model_collective_time_s(&j.system, j.compat, MODEL_COLL_ALLGATHER,
+                                                  b->weights_gb - b->expert_weights_gb, 16, 4) +
+                          model_collective_time_s(&j.system, j.compat, MODEL_COLL_ALLGATHER,
+                                                  b->expert_weights_gb, 16 * 2 / ep, 8 / ep);
+        if (ep > 1)
+            assert_rel(s->dp_allgather_one_s, ag, 1e-12);
+    }
+    /* the optimizer step streams the local shard: the experts' over the expert-data-parallel group,
+     * so its time per optimizer-state byte is a dense model's */
+    {
+        model_job_t o = mixtral_job(4), d = mixtral_job(1);
+        o.training.optimizer_step = d.training.optimizer_step = 1;
+        memset(&d.model.moe, 0, sizeof d.model.moe);
+        d.experts_par.ep = 0;
+        model_estimate_t eo, ed;
+        assert_int_equal(model_estimate(&o, &eo), MODEL_OK);
+        assert_int_equal(model_estimate(&d, &ed), MODEL_OK);
+        assert_rel(eo.summary.optimizer_s / eo.summary.optimizer_gb,
+                   ed.summary.optimizer_s / ed.summary.optimizer_gb, 1e-12);
+    }
+    /* placements the table does not make are refused, one field each */
+    model_issue_t is;
+    model_job_t j = mixtral_job(2);
+    j.experts_par.etp = 2;
+    assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "parallel.etp");
+    j = mixtral_job(2);
+    j.model.moe.first_dense = 1;
+    assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "model.first_dense");
+    j = mixtral_job(2);
+    j.training.sequence_parallel = MODEL_SEQPAR_OFF;
+    assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "training.sequence_parallel");
+}
+
+/* The search over tp, pp, dp, mbs and ep for Mixtral 8x7B on 64 H100s: its best layout fits, and
+ * estimating that layout again gives the same time and memory; ep is searched (each ep dividing the
+ * experts and dp appears) and only 1d layouts are kept. */
+static void test_search(void **state) {
+    (void)state;
+    model_job_t j;
+    memset(&j, 0, sizeof j);
+    assert_int_equal(model_transformer_preset("Mixtral-8x7B", &j.model), MODEL_OK);
+    assert_int_equal(model_system_preset("H100", &j.system), MODEL_OK);
+    j.system.nvlink_size = 8;
+    j.gpus = 64;
+    j.global_batch = 256;
+    j.compat = MODEL_COMPAT_CORRECTED;
+    model_search_result_t res;
+    assert_int_equal(model_search_run(&j, 7u, 64, &res), MODEL_OK);
+    assert_true(res.n_results > 0);
+    const model_summary_t *best = &res.results[0];
+    assert_true(best->fits);
+    assert_true(best->memory_gb <= j.system.hbm_capacity_gb);
+    model_job_t b = j;
+    b.par = best->par;
+    b.experts_par = best->experts_par;
+    model_estimate_t est;
+    assert_int_equal(model_estimate(&b, &est), MODEL_OK);
+    assert_true(est.summary.iteration_time_s == best->iteration_time_s);
+    assert_true(est.summary.memory_gb == best->memory_gb && est.summary.fits);
+    int seen[9] = {0};
+    for (int i = 0; i < res.n_results; i++) {
+        const model_summary_t *s = &res.results[i];
+        assert_int_equal(s->par.strategy, MODEL_STRATEGY_1D);
+        assert_true(s->experts_par.ep >= 1 && 8 % s->experts_par.ep == 0 &&
+                    s->par.dp % s->experts_par.ep == 0);
+        seen[s->experts_par.ep] = 1;
+    }
+    assert_true(seen[1] && seen[2] && seen[4] && seen[8]);
+    model_search_result_destroy(&res);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_param_counts),
-        cmocka_unit_test(test_block_closed_form),
-        cmocka_unit_test(test_alltoall_time),
-        cmocka_unit_test(test_checks),
+        cmocka_unit_test(test_param_counts),  cmocka_unit_test(test_block_closed_form),
+        cmocka_unit_test(test_alltoall_time), cmocka_unit_test(test_checks),
+        cmocka_unit_test(test_layer_table),   cmocka_unit_test(test_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

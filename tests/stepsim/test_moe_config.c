@@ -1,6 +1,7 @@
 /* stepsim/test_moe_config.c - mixture-of-experts models from the command line: the public Mixtral
  * 8x7B config.json (mistralai/Mixtral-8x7B-v0.1) gives the Mixtral-8x7B preset field for field; the
- * model object's expert keys; an estimate of a MoE model is one line naming model.experts (exit 2). */
+ * model object's expert keys; the estimate places the experts with --ep or a scenario's parallel.ep,
+ * the simulated step refuses them (one line naming model.experts, exit 2). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,19 +55,52 @@ static void test_model_object_keys(void **state) {
     assert_true(m.moe.capacity_factor == 1.5);
 }
 
-static void test_estimate_refuses_experts(void **state) {
+/* The estimate places the experts (--ep); the simulated step refuses them, one line naming
+ * model.experts; an ep that does not divide the experts names --ep. */
+static void test_estimate_places_experts(void **state) {
     (void)state;
-    const char *argv[] = {"estimate", "--model", "Mixtral-8x7B", "--system", "H100",
-                          "--gpus",   "64",      "--gbs",        "256"};
-    const char *frags[] = {"--model", "model.experts: 8"};
-    cli_expect_error("estimate mixtral", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
+    cli_run_t r = cli_run("estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64", "--gbs",
+                          "256", "--tp", "2", "--pp", "4", "--ep", "8", "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "\"ep\":\t8"));
+    cli_run_free(&r);
+    const char *argv[] = {"run",   "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
+                          "--gbs", "256",     "--tp",         "2",        "--pp", "4",      "--ep",
+                          "8"};
+    const char *frags[] = {"model.experts: 8", "does not place experts"};
+    cli_expect_error("run mixtral", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
+    const char *argv3[] = {"estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
+                           "--gbs",    "256",     "--tp",         "2",        "--pp", "4",      "--ep",
+                           "3"};
+    const char *frags3[] = {"--ep", "3"};
+    cli_expect_error("estimate ep 3", argv3, (int)(sizeof argv3 / sizeof argv3[0]), 2, frags3, 2);
+}
+
+/* A scenario's parallel.ep reaches the job as --ep does. */
+static void test_scenario_ep(void **state) {
+    (void)state;
+    cJSON *root = cJSON_Parse("{\"model\": \"Mixtral-8x7B\", \"system\": \"H100\", \"gpus\": 64, "
+                              "\"global_batch\": 256, \"parallel\": {\"tp\": 2, \"pp\": 4, \"ep\": 4}}");
+    assert_non_null(root);
+    scenario_t scn;
+    cli_diag_t diag;
+    memset(&diag, 0, sizeof diag);
+    assert_int_equal(scenario_init(&scn, &diag), 0);
+    assert_int_equal(scenario_load_json(&scn, root, "moe.json", &diag), 0);
+    model_job_t job;
+    assert_int_equal(scenario_resolve(&scn, &job, &diag), 0);
+    assert_int_equal(job.experts_par.ep, 4);
+    assert_int_equal(job.par.dp, 8);
+    scenario_destroy(&scn);
+    cJSON_Delete(root);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixtral_config_is_the_preset),
         cmocka_unit_test(test_model_object_keys),
-        cmocka_unit_test(test_estimate_refuses_experts),
+        cmocka_unit_test(test_estimate_places_experts),
+        cmocka_unit_test(test_scenario_ep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

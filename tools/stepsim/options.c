@@ -47,6 +47,10 @@ static const cli_option_t OPTIONS[] = {
     {"--tp", "N", LAYOUT, "8 (capped, see below)", "tensor-parallel degree; 2d: tp1*tp2 (parallel.tp)", SCN},
     {"--tp1", "N", LAYOUT, "tp", "2d/2d-seqp: first tensor group, SUMMA columns (parallel.tp1)", SCN},
     {"--tp2", "N", LAYOUT, "1", "2d/2d-seqp: second group, SUMMA rows or sequence (parallel.tp2)", SCN},
+    {"--ep", "N", LAYOUT, "1",
+     "mixture of experts: expert-parallel degree, dividing the experts and dp (parallel.ep); search: "
+     "every such degree",
+     SCN},
     {"--pp", "N", LAYOUT, "32 (capped, see below)", "pipeline-parallel degree (parallel.pp)", SCN},
     {"--mbs", "N", LAYOUT, "1", "microbatch size, in sequences (parallel.mbs)", SCN},
     {"--nb", "N", LAYOUT, "2d: max(tp1,tp2)", "SUMMA panel count, 2d only (parallel.nb)", SCN},

@@ -232,6 +232,8 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
     json_int(w, "nv_tp2", p->nv_tp2);
     json_int(w, "nv_dp", p->nv_dp);
     json_int(w, "nv_pp", p->nv_pp);
+    if (s->experts_par.ep > 0 || (job && model_is_moe(&job->model))) /* MoE only: dense output unchanged */
+        json_int(w, "ep", s->experts_par.ep > 1 ? s->experts_par.ep : 1);
     json_int(w, "n_microbatches", s->n_microbatches);
     if (job) {
         json_int(w, "gpus", job->gpus);

@@ -37,6 +37,8 @@ static void detail_json(json_writer_t *w, const model_summary_t *s, const model_
 
 static const char *group_name(model_group_t g) {
     static const char *const names[] = {"tp1", "tp2", "dp", "pp"};
+    if (g == MODEL_GROUP_EP)
+        return "ep";
     return (unsigned)g < 4 ? names[g] : "?";
 }
 
@@ -156,6 +158,8 @@ static const char *op_short(model_coll_op_t op) {
         return "BC";
     case MODEL_COLL_REDUCE:
         return "RD";
+    case MODEL_COLL_ALLTOALL:
+        return "A2A";
     case MODEL_COLL_P2P:
         return "P2P";
     default:
@@ -215,6 +219,8 @@ static void estimate_text(FILE *out, const model_estimate_t *e, const model_job_
     output_job_header(out, "estimate", job, scn);
     fprintf(out, "layout: ");
     output_layout_text(out, &s->par);
+    if (model_is_moe(&job->model))
+        fprintf(out, "  ep %" PRId64, s->experts_par.ep > 1 ? s->experts_par.ep : (int64_t)1);
     fprintf(out,
             "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
             s->n_microbatches, s->par.mbs, s->layers_per_stage);

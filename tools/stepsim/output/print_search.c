@@ -53,9 +53,12 @@ static void result_row(FILE *out, int rank, const model_summary_t *s) {
     snprintf(nv, sizeof nv, "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ")", p->nv_tp1, p->nv_tp2,
              p->nv_dp, p->nv_pp);
     fprintf(out,
-            "%4d %12.6f %12.6f %9.3f  %-7s %5" PRId64 " %-11s %4" PRId64 " %4" PRId64 " %3" PRId64 "  %s\n",
+            "%4d %12.6f %12.6f %9.3f  %-7s %5" PRId64 " %-11s %4" PRId64 " %4" PRId64 " %3" PRId64 "  %s",
             rank, s->throughput_samples_per_s, s->iteration_time_s, s->memory_gb,
             model_strategy_name(p->strategy), p->dp, tp, p->pp, p->mbs, p->nb, nv);
+    if (s->experts_par.ep > 0) /* a mixture of experts: the expert-parallel degree */
+        fprintf(out, "%*s%3" PRId64, (int)(16 - strlen(nv)), "", s->experts_par.ep);
+    fputc('\n', out);
 }
 
 static void search_text(FILE *out, const model_search_result_t *r, const model_job_t *job,
@@ -67,8 +70,9 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
             strategies, r->candidates_evaluated, r->candidates_feasible, job->system.hbm_capacity_gb);
     if (r->n_results == 0)
         return;
-    fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s\n", "rank", "samples/s", "iter. (s)",
-            "mem. (GB)", "layout", "dp", "tp (1x2)", "pp", "mbs", "nb", "nv (t1,t2,d,p)");
+    fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s%s\n", "rank", "samples/s", "iter. (s)",
+            "mem. (GB)", "layout", "dp", "tp (1x2)", "pp", "mbs", "nb", "nv (t1,t2,d,p)",
+            model_is_moe(&job->model) ? "   ep" : "");
     for (int i = 0; i < r->n_results; i++)
         result_row(out, i, &r->results[i]);
     fprintf(out, "\nrank 0:\n");

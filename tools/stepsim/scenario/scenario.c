@@ -128,6 +128,7 @@ static const struct {
     [SCN_PP_COMM_OVERLAP] = {"training.pp_comm_overlap", "--pp-comm-overlap"},
     [SCN_PIPELINE] = {"training.pipeline_schedule", "--pipeline-schedule"},
     [SCN_TOPOLOGY] = {"topology", "--topology"},
+    [SCN_EP] = {"parallel.ep", "--ep"},
 };
 
 const char *scenario_field_option(scenario_field_t f) {

@@ -94,6 +94,7 @@ typedef enum scenario_field {
     SCN_PP_COMM_OVERLAP,
     SCN_PIPELINE,
     SCN_TOPOLOGY,
+    SCN_EP, /* parallel.ep: expert parallelism of a mixture of experts (0: none) */
     SCN_FIELD_COUNT
 } scenario_field_t;
 

@@ -333,7 +333,8 @@ int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, cons
 
 /* ---- parallel -------------------------------------------------------------------------------- */
 
-static const char *const PARALLEL_KEYS[] = {"strategy", "dp", "tp", "tp1", "tp2", "pp", "mbs", "nb", "nv"};
+static const char *const PARALLEL_KEYS[] = {"strategy", "dp",  "tp", "tp1", "tp2",
+                                            "pp",       "mbs", "nb", "nv",  "ep"};
 static const char *const NV_KEYS[] = {"tp", "tp1", "tp2", "dp", "pp"};
 
 /* Integer field f at its scenario path, if present in obj under key. */
@@ -388,8 +389,8 @@ static int parse_strategy(scenario_t *scn, const scn_src_t *src, const cJSON *v)
 
 static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *par) {
     static const scenario_field_t fields[] = {SCN_DP, SCN_TP, SCN_TP1, SCN_TP2, SCN_PP, SCN_MBS, SCN_NB};
-    int rc =
-        object_or_fail(src, par, "parallel", "an object with strategy, dp, tp, tp1, tp2, pp, mbs, nb, nv");
+    int rc = object_or_fail(src, par, "parallel",
+                            "an object with strategy, dp, tp, tp1, tp2, pp, mbs, nb, nv, ep");
     if (!rc)
         rc = scn_check_keys(src, par, "parallel", PARALLEL_KEYS, COUNT(PARALLEL_KEYS));
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(par, "strategy");
@@ -397,6 +398,8 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
         rc = parse_strategy(scn, src, v);
     for (size_t i = 0; i < COUNT(fields) && !rc; i++)
         rc = int_field(scn, src, par, PARALLEL_KEYS[i + 1], fields[i]);
+    if (!rc)
+        rc = int_field(scn, src, par, "ep", SCN_EP);
     v = cJSON_GetObjectItemCaseSensitive(par, "nv");
     if (!rc && v)
         rc = parse_nv(scn, src, v);

@@ -211,6 +211,7 @@ static void fill_job(const scenario_t *s, model_job_t *job) {
     p->dp = v[SCN_DP], p->tp = v[SCN_TP], p->tp1 = v[SCN_TP1], p->tp2 = v[SCN_TP2], p->pp = v[SCN_PP];
     p->mbs = v[SCN_MBS], p->nb = v[SCN_NB];
     p->nv_tp1 = v[SCN_NV_TP1], p->nv_tp2 = v[SCN_NV_TP2], p->nv_dp = v[SCN_NV_DP], p->nv_pp = v[SCN_NV_PP];
+    job->experts_par.ep = v[SCN_EP];
 }
 
 /* Which scenario field a model_issue_t field names (-1: none). Accepts "parallel.nv_tp1" spellings. */
