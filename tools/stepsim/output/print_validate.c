@@ -167,8 +167,14 @@ static void print_text(FILE *out, const validate_result_t *vr) {
         const run_row_t *r = &rows[i];
         fprintf(out, "  %-*.*s %12.4f %12.4f %+9.2f %13.4f %+9.2f%s\n", nw, nw, r->name,
                 r->pred.iteration_time_s, r->measured_s, r->error_pct, r->ref.iteration_time_s,
-                r->ref_error_pct, r->pred.fits ? "" : "  (does not fit)");
+                r->ref_error_pct, r->pred.fits ? "" : "  no fit");
     }
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].pred.fits) {
+            fprintf(out,
+                    "  (no fit: predicted not to fit in the GPU's memory; the run is predicted anyway)\n");
+            break;
+        }
     fprintf(out, "\n  %-30s %9.2f %%   (reference %.2f %%)\n", "mean absolute error", st->mean_abs,
             st->ref_mean_abs);
     fprintf(out, "  %-30s %9.2f %%   (reference %.2f %%)\n", "max absolute error", st->max_abs,
