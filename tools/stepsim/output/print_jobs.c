@@ -178,7 +178,7 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
     }
     fprintf(out, "\nlinks where the jobs met: %d", (int)r->sim.met_total);
     if (r->sim.n_met > 0) {
-        fprintf(out, " (the %d busiest; average utilization over %.6f s, each job's share of the bytes)\n",
+        fprintf(out, " (the %d busiest;\n  average utilization over %.6f s, each job's share of the bytes)\n",
                 (int)r->sim.n_met, r->sim.end_s);
         for (int32_t i = 0; i < r->sim.n_met; i++) {
             const double tot = link_total(r, i);
