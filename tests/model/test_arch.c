@@ -36,20 +36,18 @@ static model_job_t gqa_job(int64_t tp) {
     model_job_t j;
     memset(&j, 0, sizeof j);
     assert_int_equal(model_system_preset("H100", &j.system), MODEL_OK);
-    j.model = (model_transformer_t){"gqa",
-                                    512,
-                                    1024,
-                                    16,
-                                    4,
-                                    2816,
-                                    32000,
-                                    4,
-                                    MODEL_FFN_SWIGLU,
-                                    MODEL_NORM_RMSNORM,
-                                    MODEL_POSITION_ROTARY,
-                                    1,
-                                    MODEL_MASK_CAUSAL,
-                                    {0}};
+    j.model = (model_transformer_t){.name = "gqa",
+                                    .seq_len = 512,
+                                    .hidden = 1024,
+                                    .heads = 16,
+                                    .layers = 4,
+                                    .ffn_hidden = 2816,
+                                    .vocab = 32000,
+                                    .kv_heads = 4,
+                                    .ffn_act = MODEL_FFN_SWIGLU,
+                                    .norm = MODEL_NORM_RMSNORM,
+                                    .position = MODEL_POSITION_ROTARY,
+                                    .untied_embeddings = 1};
     j.gpus = tp;
     j.global_batch = 2;
     j.compat = MODEL_COMPAT_CORRECTED;

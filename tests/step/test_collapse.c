@@ -29,20 +29,8 @@ static model_job_t job_of(const layout_t *l, int64_t nvs, int64_t gbs, model_com
     memset(&job, 0, sizeof job);
     assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
     job.system.nvlink_size = nvs;
-    const model_transformer_t t = {"small",
-                                   512,
-                                   1024,
-                                   16,
-                                   8,
-                                   4096,
-                                   0,
-                                   0,
-                                   MODEL_FFN_GELU,
-                                   MODEL_NORM_LAYERNORM,
-                                   MODEL_POSITION_LEARNED,
-                                   0,
-                                   MODEL_MASK_CAUSAL,
-                                   {0}};
+    const model_transformer_t t = {
+        .name = "small", .seq_len = 512, .hidden = 1024, .heads = 16, .layers = 8, .ffn_hidden = 4096};
     job.model = t;
     const int64_t tp = l->tp1 * l->tp2;
     const model_parallel_t par = {l->strategy, l->dp, tp,        l->tp1,    l->tp2,   l->pp,

@@ -29,20 +29,8 @@ static model_job_t small_job(void) {
     memset(&job, 0, sizeof job);
     assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
     job.system.nvlink_size = 4;
-    const model_transformer_t t = {"small",
-                                   512,
-                                   1024,
-                                   16,
-                                   4,
-                                   4096,
-                                   0,
-                                   0,
-                                   MODEL_FFN_GELU,
-                                   MODEL_NORM_LAYERNORM,
-                                   MODEL_POSITION_LEARNED,
-                                   0,
-                                   MODEL_MASK_CAUSAL,
-                                   {0}};
+    const model_transformer_t t = {
+        .name = "small", .seq_len = 512, .hidden = 1024, .heads = 16, .layers = 4, .ffn_hidden = 4096};
     job.model = t;
     const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 4, 4, 1, 1, 1, 1, 4, 1, 1, 1};
     job.par = par;

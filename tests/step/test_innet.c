@@ -25,20 +25,8 @@ static model_job_t job_on(const char *system) {
     memset(&job, 0, sizeof job);
     assert_int_equal(model_system_preset(system, &job.system), MODEL_OK);
     job.system.nvlink_size = 8;
-    const model_transformer_t t = {"small",
-                                   2048,
-                                   4096,
-                                   32,
-                                   8,
-                                   16384,
-                                   0,
-                                   0,
-                                   MODEL_FFN_GELU,
-                                   MODEL_NORM_LAYERNORM,
-                                   MODEL_POSITION_LEARNED,
-                                   0,
-                                   MODEL_MASK_CAUSAL,
-                                   {0}};
+    const model_transformer_t t = {
+        .name = "small", .seq_len = 2048, .hidden = 4096, .heads = 32, .layers = 8, .ffn_hidden = 16384};
     job.model = t;
     const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 8, 8, 1, 1, 1, 1, 8, 1, 1, 1};
     job.par = par;

@@ -49,20 +49,8 @@ static model_job_t job_of(int64_t pp, int64_t m) {
     job.system.ib_gb_per_s = job.system.nvlink_gb_per_s = 1e15;
     job.system.ib_latency_s = job.system.nvlink_latency_s = 0.0;
     job.system.nvlink_size = 2;
-    const model_transformer_t t = {"test",
-                                   2048,
-                                   4096,
-                                   32,
-                                   2 * pp,
-                                   16384,
-                                   0,
-                                   0,
-                                   MODEL_FFN_GELU,
-                                   MODEL_NORM_LAYERNORM,
-                                   MODEL_POSITION_LEARNED,
-                                   0,
-                                   MODEL_MASK_CAUSAL,
-                                   {0}};
+    const model_transformer_t t = {
+        .name = "test", .seq_len = 2048, .hidden = 4096, .heads = 32, .layers = 2 * pp, .ffn_hidden = 16384};
     job.model = t;
     job.gpus = 4 * pp;
     job.global_batch = 2 * m;

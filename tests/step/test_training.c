@@ -35,20 +35,13 @@ static model_job_t job_of(const spec_t *sp) {
     memset(&job, 0, sizeof job);
     assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
     job.system.nvlink_size = 4;
-    const model_transformer_t t = {"small",
-                                   1024,
-                                   1024,
-                                   16,
-                                   8,
-                                   4096,
-                                   50257,
-                                   0,
-                                   MODEL_FFN_GELU,
-                                   MODEL_NORM_LAYERNORM,
-                                   MODEL_POSITION_LEARNED,
-                                   0,
-                                   MODEL_MASK_CAUSAL,
-                                   {0}};
+    const model_transformer_t t = {.name = "small",
+                                   .seq_len = 1024,
+                                   .hidden = 1024,
+                                   .heads = 16,
+                                   .layers = 8,
+                                   .ffn_hidden = 4096,
+                                   .vocab = 50257};
     job.model = t;
     const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 2, 2, 1, sp->pp, 1, 1, 2, 1, 2, 1};
     job.par = par;

@@ -26,20 +26,12 @@ static model_job_t job_of(int64_t pp, int64_t layers, int64_t m, int64_t hidden,
     job.system.ib_gb_per_s = job.system.nvlink_gb_per_s = 1e12;
     job.system.ib_latency_s = job.system.nvlink_latency_s = 0.0;
     job.system.nvlink_size = 1;
-    const model_transformer_t t = {"test",
-                                   512,
-                                   hidden,
-                                   8,
-                                   layers,
-                                   4 * hidden,
-                                   0,
-                                   0,
-                                   MODEL_FFN_GELU,
-                                   MODEL_NORM_LAYERNORM,
-                                   MODEL_POSITION_LEARNED,
-                                   0,
-                                   MODEL_MASK_CAUSAL,
-                                   {0}};
+    const model_transformer_t t = {.name = "test",
+                                   .seq_len = 512,
+                                   .hidden = hidden,
+                                   .heads = 8,
+                                   .layers = layers,
+                                   .ffn_hidden = 4 * hidden};
     job.model = t;
     job.gpus = pp;
     job.global_batch = m;

@@ -48,20 +48,13 @@ static model_job_t fixture_job(int row) {
     j.training.optimizer_step = 1;
     j.training.interleave = 1;
     if (row == 0) { /* small-full: tp 1, pp 1, dp 32 on 4 DGX-A100 nodes, mbs 2, full, SP off */
-        j.model = (model_transformer_t){"x",
-                                        2048,
-                                        2304,
-                                        24,
-                                        24,
-                                        9216,
-                                        51200,
-                                        0,
-                                        MODEL_FFN_GELU,
-                                        MODEL_NORM_LAYERNORM,
-                                        MODEL_POSITION_LEARNED,
-                                        0,
-                                        MODEL_MASK_CAUSAL,
-                                        {0}};
+        j.model = (model_transformer_t){.name = "x",
+                                        .seq_len = 2048,
+                                        .hidden = 2304,
+                                        .heads = 24,
+                                        .layers = 24,
+                                        .ffn_hidden = 9216,
+                                        .vocab = 51200};
         assert_int_equal(model_system_preset("DGX-A100", &j.system), MODEL_OK);
         j.gpus = 32;
         j.global_batch = 512;
@@ -71,20 +64,13 @@ static model_job_t fixture_job(int row) {
         j.training.attention = MODEL_ATTENTION_MATERIALIZED;
         j.training.grad_accumulation = MODEL_GRAD_ACCUM_ADD;
     } else if (row == 1) { /* mid-selective: tp 8, pp 4, dp 8, interleave 2, SP on */
-        j.model = (model_transformer_t){"x",
-                                        2048,
-                                        6144,
-                                        48,
-                                        40,
-                                        4 * 6144,
-                                        51200,
-                                        0,
-                                        MODEL_FFN_GELU,
-                                        MODEL_NORM_LAYERNORM,
-                                        MODEL_POSITION_LEARNED,
-                                        0,
-                                        MODEL_MASK_CAUSAL,
-                                        {0}};
+        j.model = (model_transformer_t){.name = "x",
+                                        .seq_len = 2048,
+                                        .hidden = 6144,
+                                        .heads = 48,
+                                        .layers = 40,
+                                        .ffn_hidden = 4 * 6144,
+                                        .vocab = 51200};
         assert_int_equal(model_system_preset("DGX-A100", &j.system), MODEL_OK);
         j.gpus = 256;
         j.global_batch = 512;
@@ -94,20 +80,13 @@ static model_job_t fixture_job(int row) {
         j.training.grad_accumulation = MODEL_GRAD_ACCUM_ADD;
         j.training.interleave = 2;
     } else { /* h100-cp: tp 4 x cp 2 (2d-seqp), pp 2, dp 4, mbs unrecorded (1), flash on H100 */
-        j.model = (model_transformer_t){"x",
-                                        4096,
-                                        4096,
-                                        32,
-                                        32,
-                                        11008,
-                                        32000,
-                                        0,
-                                        MODEL_FFN_GELU,
-                                        MODEL_NORM_LAYERNORM,
-                                        MODEL_POSITION_LEARNED,
-                                        0,
-                                        MODEL_MASK_CAUSAL,
-                                        {0}};
+        j.model = (model_transformer_t){.name = "x",
+                                        .seq_len = 4096,
+                                        .hidden = 4096,
+                                        .heads = 32,
+                                        .layers = 32,
+                                        .ffn_hidden = 11008,
+                                        .vocab = 32000};
         assert_int_equal(model_system_preset("DGX-H100", &j.system), MODEL_OK);
         j.gpus = 64;
         j.global_batch = 64;
