@@ -22,25 +22,11 @@
 
 #include "step.h"
 #include "topo.h"
+#include "step_jobs.h"
 
 /* 8 GPUs: dp 2, tp 4 on NVLink domains of 4. */
 static model_job_t small_job(void) {
-    model_job_t job;
-    memset(&job, 0, sizeof job);
-    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
-    job.system.nvlink_size = 4;
-    const model_transformer_t t = {
-        .name = "small", .seq_len = 512, .hidden = 1024, .heads = 16, .layers = 4, .ffn_hidden = 4096};
-    job.model = t;
-    const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 4, 4, 1, 1, 1, 1, 4, 1, 1, 1};
-    job.par = par;
-    job.gpus = 8;
-    job.global_batch = 8;
-    job.compat = MODEL_COMPAT_CORRECTED;
-    model_issue_t issue;
-    if (model_job_check(&job, &issue) != MODEL_OK)
-        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
-    return job;
+    return step_test_small_job(1);
 }
 
 static topo_t *perlmutter(int64_t gpus) {

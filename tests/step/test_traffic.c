@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "step.h"
+#include "step_jobs.h"
 
 static double sent_of(sim_coll_op_t op, sim_coll_algo_t algo, int32_t n, double size, int nccl) {
     sim_star_t star;
@@ -82,22 +83,7 @@ static void test_collective_closed_forms(void **state) {
 
 /* 16 GPUs: dp 2, tp 4, pp 2 on NVLink domains of 4. */
 static model_job_t small_job(void) {
-    model_job_t job;
-    memset(&job, 0, sizeof job);
-    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
-    job.system.nvlink_size = 4;
-    const model_transformer_t t = {
-        .name = "small", .seq_len = 512, .hidden = 1024, .heads = 16, .layers = 8, .ffn_hidden = 4096};
-    job.model = t;
-    const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 4, 4, 1, 2, 1, 1, 4, 1, 1, 1};
-    job.par = par;
-    job.gpus = 16;
-    job.global_batch = 8;
-    job.compat = MODEL_COMPAT_CORRECTED;
-    model_issue_t issue;
-    if (model_job_check(&job, &issue) != MODEL_OK)
-        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
-    return job;
+    return step_test_small_job(2);
 }
 
 static int group_index(const char *g) {

@@ -16,29 +16,12 @@
 #include <cmocka.h>
 
 #include "step.h"
+#include "step_jobs.h"
 
 /* A job whose only cost is compute (as tests/step/test_schedule.c): pipeline messages faster than a
  * picosecond, tensor and data parallelism 1. */
 static model_job_t job_of(int64_t pp, int64_t layers, int64_t m, int64_t hidden, model_compat_t compat) {
-    model_job_t job;
-    memset(&job, 0, sizeof job);
-    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
-    job.system.ib_gb_per_s = job.system.nvlink_gb_per_s = 1e12;
-    job.system.ib_latency_s = job.system.nvlink_latency_s = 0.0;
-    job.system.nvlink_size = 1;
-    const model_transformer_t t = {.name = "test",
-                                   .seq_len = 512,
-                                   .hidden = hidden,
-                                   .heads = 8,
-                                   .layers = layers,
-                                   .ffn_hidden = 4 * hidden};
-    job.model = t;
-    job.gpus = pp;
-    job.global_batch = m;
-    const model_parallel_t par = {MODEL_STRATEGY_1D, 1, 1, 1, 1, pp, 1, 1, 1, 1, 1, 1};
-    job.par = par;
-    job.compat = compat;
-    return job;
+    return step_test_compute_job(pp, layers, m, hidden, 512, compat);
 }
 
 typedef struct outcome {

@@ -1,0 +1,56 @@
+/* step_jobs.h - the small jobs several tests/step tests run (include after <cmocka.h> and "step.h").
+ * One definition each, so a new model or layout field changes one place. */
+#ifndef STEPSIM_TESTS_STEP_JOBS_H
+#define STEPSIM_TESTS_STEP_JOBS_H
+
+#include <string.h>
+
+#include "model.h"
+
+/* 8 pp GPUs: dp 2, tp 4 on NVLink domains of 4 (Perlmutter's nodes), 4 layers per stage, a small GPT,
+ * global batch 8, corrected model; checked by model_job_check. */
+static inline model_job_t step_test_small_job(int64_t pp) {
+    model_job_t job;
+    memset(&job, 0, sizeof job);
+    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
+    job.system.nvlink_size = 4;
+    const model_transformer_t t = {
+        .name = "small", .seq_len = 512, .hidden = 1024, .heads = 16, .layers = 4 * pp, .ffn_hidden = 4096};
+    job.model = t;
+    const model_parallel_t par = {MODEL_STRATEGY_1D, 2, 4, 4, 1, pp, 1, 1, 4, 1, 1, 1};
+    job.par = par;
+    job.gpus = 8 * pp;
+    job.global_batch = 8;
+    job.compat = MODEL_COMPAT_CORRECTED;
+    model_issue_t issue;
+    if (model_job_check(&job, &issue) != MODEL_OK)
+        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
+    return job;
+}
+
+/* A pipeline whose only cost is compute: pp stages of one GPU, m microbatches of one sequence of
+ * seq_len, tensor and data parallelism 1, links so fast that a pipeline message rounds to 0 ps. */
+static inline model_job_t step_test_compute_job(int64_t pp, int64_t layers, int64_t m, int64_t hidden,
+                                                int64_t seq_len, model_compat_t compat) {
+    model_job_t job;
+    memset(&job, 0, sizeof job);
+    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
+    job.system.ib_gb_per_s = job.system.nvlink_gb_per_s = 1e12;
+    job.system.ib_latency_s = job.system.nvlink_latency_s = 0.0;
+    job.system.nvlink_size = 1;
+    const model_transformer_t t = {.name = "test",
+                                   .seq_len = seq_len,
+                                   .hidden = hidden,
+                                   .heads = 8,
+                                   .layers = layers,
+                                   .ffn_hidden = 4 * hidden};
+    job.model = t;
+    job.gpus = pp;
+    job.global_batch = m;
+    const model_parallel_t par = {MODEL_STRATEGY_1D, 1, 1, 1, 1, pp, 1, 1, 1, 1, 1, 1};
+    job.par = par;
+    job.compat = compat;
+    return job;
+}
+
+#endif
