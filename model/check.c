@@ -289,6 +289,15 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
     if (t->tp_comm_overlap && t->recompute == MODEL_RECOMPUTE_FULL)
         return fail(is, "training.tp_comm_overlap", "on",
                     "not modelled with full recomputation; allowed: recompute none or selective");
+    if (t->fp8_param_gather != 0 && t->fp8_param_gather != 1)
+        return fail_text(is, "training.fp8_param_gather", t->fp8_param_gather, "0 or 1");
+    if (t->fp8_param_gather && t->precision != MODEL_PRECISION_FP8)
+        return fail(is, "training.fp8_param_gather", "on",
+                    "FP8 parameters need precision fp8 (Transformer Engine's FP8 GEMMs)");
+    if (t->fp8_param_gather && t->dp_comm != MODEL_DP_SHARDED && t->dp_comm != MODEL_DP_SHARDED_OVERLAP)
+        return fail(is, "training.fp8_param_gather", "on",
+                    "the FP8 parameter all-gather needs dp_comm sharded or sharded-overlap (the distributed "
+                    "optimizer holds the fp32 main weights)");
     if ((unsigned)t->cp_comm > MODEL_CP_RING)
         return fail_text(is, "training.cp_comm", (int64_t)t->cp_comm, "one of allgather, ring");
     if (t->cp_comm == MODEL_CP_RING && p->strategy != MODEL_STRATEGY_2D_SEQP)

@@ -35,16 +35,17 @@ int model_dp_buckets(const double *params, int n, double bucket_params, int *buc
 /* One bucket closed, in backward order: its reduce-scatter after its backward and the one before;
  * its all-gather before the forward of the bucket closed before it (the next one in forward order). */
 typedef struct acc {
-    double params, gb, fwd_s, bwd_s; /* the open bucket */
-    double compute_end_s, rs_end_s;  /* the last microbatch's backward and the reduce-scatters */
-    double ag_exposed_s, prev_ag_s;  /* prev_ag_s < 0: no bucket closed yet */
+    double params, gb, ag_gb, fwd_s, bwd_s; /* the open bucket; ag_gb: its all-gather (weights as stored) */
+    double compute_end_s, rs_end_s;         /* the last microbatch's backward and the reduce-scatters */
+    double ag_exposed_s, prev_ag_s;         /* prev_ag_s < 0: no bucket closed yet */
     double first_rs_s;
 } acc_t;
 
 static void close_bucket(const model_job_t *job, int64_t g, int64_t dom, acc_t *a) {
     const int any = g > 1 && a->gb > 0.0;
     const double ag_s =
-        any ? model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, a->gb, g, dom) : 0.0;
+        any ? model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, a->ag_gb, g, dom)
+            : 0.0;
     const double rs_s =
         any ? model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, a->gb, g, dom)
             : 0.0;
@@ -55,13 +56,14 @@ static void close_bucket(const model_job_t *job, int64_t g, int64_t dom, acc_t *
     else
         a->first_rs_s = rs_s;
     a->prev_ag_s = ag_s;
-    a->params = a->gb = a->fwd_s = a->bwd_s = 0.0;
+    a->params = a->gb = a->ag_gb = a->fwd_s = a->bwd_s = 0.0;
 }
 
 static void add_part(const model_job_t *job, int64_t g, int64_t dom, double bucket_params, acc_t *a,
-                     double gb, double fwd_s, double bwd_s) {
+                     double gb, double ag_gb, double fwd_s, double bwd_s) {
     a->params += gb / job->system.element_gb;
     a->gb += gb;
+    a->ag_gb += ag_gb;
     a->fwd_s += fwd_s;
     a->bwd_s += bwd_s;
     if (a->params >= bucket_params)
@@ -82,9 +84,10 @@ void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_sum
     const int64_t blocks = out->layers_per_stage;
     const int emb = blk->n_edges > 0;
     const double bucket_params = model_dp_bucket_params(g);
-    acc_t a = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0};
+    acc_t a = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0};
     if (emb && p->pp == 1)
-        add_part(job, g, dom, bucket_params, &a, blk->last_weights_gb, blk->last_t_fwd_s, blk->last_t_bwd_s);
+        add_part(job, g, dom, bucket_params, &a, blk->last_weights_gb, blk->last_weights_gb,
+                 blk->last_t_fwd_s, blk->last_t_bwd_s);
     /* interleaved: the stage's blocks are v chunks; between one chunk's first forward (last backward)
      * and the next chunk's, the schedule runs the other min(pp, nmb) - 1 microbatches of the chunk,
      * compute the chunk boundary's all-gather (reduce-scatter) runs under */
@@ -95,12 +98,12 @@ void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_sum
     for (int64_t i = 0; i < blocks; i++) {
         const int boundary = v > 1 && i > 0 && i % per_chunk == 0;
         const double extra = boundary ? others * (double)per_chunk : 0.0;
-        add_part(job, g, dom, bucket_params, &a, blk->weights_gb, blk->t_fwd_s * (1.0 + extra),
-                 blk->t_bwd_s * (1.0 + extra));
+        add_part(job, g, dom, bucket_params, &a, blk->weights_gb, blk->weights_gb - blk->fp8_param_saving_gb,
+                 blk->t_fwd_s * (1.0 + extra), blk->t_bwd_s * (1.0 + extra));
     }
     if (emb)
-        add_part(job, g, dom, bucket_params, &a, blk->first_weights_gb, blk->first_t_fwd_s,
-                 blk->first_t_bwd_s);
+        add_part(job, g, dom, bucket_params, &a, blk->first_weights_gb, blk->first_weights_gb,
+                 blk->first_t_fwd_s, blk->first_t_bwd_s);
     if (a.params > 0.0 || a.fwd_s > 0.0 || a.bwd_s > 0.0) /* the parts after the last full bucket */
         close_bucket(job, g, dom, &a);
     const double first_ag_s = fmax(a.prev_ag_s, 0.0); /* the first in forward order: exposed whole */

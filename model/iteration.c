@@ -27,7 +27,7 @@ int model_i_training_active(const model_job_t *job) {
             t->attention != MODEL_ATTENTION_FLASH || t->dp_comm != MODEL_DP_SHARDED || t->embedding ||
             t->optimizer_step || t->interleave > 1 || t->grad_accumulation != MODEL_GRAD_ACCUM_FUSED ||
             t->tp_comm_overlap || t->cp_comm != MODEL_CP_ALLGATHER || t->pp_comm_overlap ||
-            t->pipeline != MODEL_PIPELINE_1F1B);
+            t->pipeline != MODEL_PIPELINE_1F1B || t->fp8_param_gather);
 }
 
 /* 7.1: one allgather (forward) and one reducescatter (backward) of a layer's weights per local
@@ -37,8 +37,10 @@ int model_i_training_active(const model_job_t *job) {
  * expert-data-parallel group (model_expert_groups). A dense block: exactly the one collective. */
 static double block_dp_coll_s(const model_job_t *job, const model_block_t *blk, model_coll_op_t op, int64_t g,
                               int64_t t) {
+    /* the parameter all-gather moves the weights as stored (FP8 with training.fp8_param_gather) */
+    const double saving_gb = op == MODEL_COLL_ALLGATHER ? blk->fp8_param_saving_gb : 0.0;
     double s = model_collective_time_s(&job->system, job->compat, op,
-                                       blk->weights_gb - blk->expert_weights_gb, g, t);
+                                       blk->weights_gb - blk->expert_weights_gb - saving_gb, g, t);
     if (blk->expert_weights_gb > 0.0) {
         int64_t ep, ep_t, edp, edp_t;
         model_expert_groups(job, &ep, &ep_t, &edp, &edp_t);
@@ -103,9 +105,9 @@ static void memory(const model_job_t *job, const model_block_t *blk, model_summa
     const double n_l = (double)out->layers_per_stage;
     const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
     const int64_t in_flight = p->pp < out->n_microbatches ? p->pp : out->n_microbatches;
-    out->weights_gb = blk->weights_gb * n_l;
-    out->grads_gb = out->weights_gb;
-    out->optimizer_gb = optimizer_state_gb(job, blk, out->weights_gb, n_l, (double)(p->dp * seqp));
+    out->grads_gb = blk->weights_gb * n_l; /* gradients and optimizer states: at the element size */
+    out->weights_gb = (blk->weights_gb - blk->fp8_param_saving_gb) * n_l;
+    out->optimizer_gb = optimizer_state_gb(job, blk, out->grads_gb, n_l, (double)(p->dp * seqp));
     out->activations_gb = blk->activations_gb * n_l * (double)in_flight;
     out->fp8_weights_gb = blk->fp8_weights_gb * n_l;
     out->memory_gb = out->weights_gb + out->grads_gb + out->optimizer_gb + out->activations_gb;
@@ -225,7 +227,7 @@ static double stage_memory(const model_job_t *job, const model_block_t *blk, dou
     const model_parallel_t *p = &job->par;
     const double n_l = (double)(job->model.layers / p->pp);
     const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
-    parts->weights_gb = weights_gb;
+    parts->weights_gb = weights_gb - blk->fp8_param_saving_gb * n_l; /* stored: FP8 GEMM weights in 1 byte */
     parts->grads_gb = weights_gb;
     const model_dp_comm_t dpc = job->training.dp_comm;
     parts->optimizer_gb = dpc != MODEL_DP_SHARDED && dpc != MODEL_DP_SHARDED_OVERLAP

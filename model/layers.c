@@ -884,7 +884,7 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         model_i_cp_ring_plan(blk);
 
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
-    blk->fp8_weights_gb = 0.0;
+    blk->fp8_weights_gb = blk->fp8_param_saving_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {
         model_layer_t *ly = &blk->layers[i];
         finish_pass(&c, ly, &ly->fwd);
@@ -902,8 +902,15 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         blk->flops_tflop += ly->fwd.flops_tflop + ly->bwd.flops_tflop;
         blk->activations_gb += ly->activations_gb;
         blk->weights_gb += ly->weights_gb;
-        if (ly->fp8_gemm)
+        if (ly->fp8_gemm && c.tr.fp8_param_gather) {
+            /* the parameter is the FP8 weight: only the transpose is an extra copy */
+            blk->fp8_weights_gb +=
+                ly->weights_gb / c.s_gb * (FP8_WEIGHT_COPY_BYTES - FP8_ELEMENT_BYTES) * BYTE_GB;
+            blk->fp8_param_saving_gb +=
+                ly->weights_gb - ly->weights_gb / c.s_gb * FP8_ELEMENT_BYTES * BYTE_GB;
+        } else if (ly->fp8_gemm) {
             blk->fp8_weights_gb += ly->weights_gb / c.s_gb * FP8_WEIGHT_COPY_BYTES * BYTE_GB;
+        }
     }
 
     blk->n_edges = 0;

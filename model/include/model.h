@@ -318,6 +318,12 @@ typedef struct model_training {
                                   the bubble less 2 (pp - 1) W (W: a stage's weight gradients per
                                   microbatch, model_layer_wgrad_s), so (pp - 1)(F + B - W) with equal
                                   stages; needs interleave 1 and at least pp microbatches */
+    int fp8_param_gather; /* 1: Megatron-Core --fp8-param-gather (NeMo's FP8 recipes set it): the GEMM weights
+                             of the FP8 layers are stored in FP8 (Transformer Engine's fp8_model_init), one
+                             byte per parameter, with no BF16 copy; the FP8 transpose is still kept, the
+                             gradients stay BF16 and the distributed optimizer's fp32 main weights do the
+                             update; its parameter all-gather moves the FP8 bytes. Needs precision fp8,
+                             dp_comm sharded or sharded-overlap and no experts */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -531,9 +537,12 @@ typedef struct model_block {
     double activations_gb;   /* A_blk: kept for the backward, after selective recomputation */
     double weights_gb;       /* W_blk */
     double fp8_weights_gb;   /* precision fp8: Transformer Engine's FP8 copies of the GEMM weights; else 0 */
-    double checkpoint_gb;    /* full recomputation: the block input kept per microbatch; else 0 */
-    double output_gb;        /* the block output one rank holds (its last LayerNorm's input): what a
-                                pipeline stage sends and what full recomputation keeps */
+    double fp8_param_saving_gb; /* training.fp8_param_gather: what storing the FP8 GEMM weights in one byte
+                                   instead of the element size saves, per block; the stored weights are
+                                   weights_gb less this, and so is the data-parallel all-gather; else 0 */
+    double checkpoint_gb;       /* full recomputation: the block input kept per microbatch; else 0 */
+    double output_gb;           /* the block output one rank holds (its last LayerNorm's input): what a
+                                   pipeline stage sends and what full recomputation keeps */
     /* Edge layers (corrected, training.embedding): module EMBEDDING on the first stage, OUTPUT on
      * the last. Their times per microbatch, weights and kept activations per stage. With one
      * stage and tied weights the output layer's weights are the embedding's (counted once). */

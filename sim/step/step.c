@@ -253,6 +253,13 @@ double step_part_weights_gb(const step_t *s, step_part_t part) {
     return part == STEP_PART_EMBEDDING ? b->first_weights_gb : b->last_weights_gb;
 }
 
+/* The weights as stored, which the data-parallel all-gather moves: with training.fp8_param_gather the
+ * blocks' FP8 GEMM weights in one byte (model_block_t.fp8_param_saving_gb). */
+double step_part_gather_gb(const step_t *s, step_part_t part) {
+    const model_block_t *b = &s->est.block;
+    return step_part_weights_gb(s, part) - (part == STEP_PART_BLOCK ? b->fp8_param_saving_gb : 0.0);
+}
+
 /* As the model sums them (model_estimate's w_first, w_last; with one stage both edges). */
 double step_stage_weights_gb(const step_t *s, int32_t stage) {
     const model_block_t *b = &s->est.block;

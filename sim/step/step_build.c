@@ -93,6 +93,7 @@ typedef struct builder {
     int32_t *bk_of;       /* [L + 2] the part's bucket within its chunk (0: the first reduce-scattered) */
     char *bk_head;        /* [L + 2] the part comes first in forward order in its bucket */
     double *bk_gb;        /* [v][L + 2] bucket weights, by chunk and bucket */
+    double *bk_ag_gb;     /* [v][L + 2] the same buckets' weights as stored: what their all-gathers move */
     double *bk_param;     /* [L + 2] scratch: parameters of a chunk's parts, backward order */
     int32_t *bk_key;      /* [L + 2] scratch: the parts' keys, same order */
     int *bk_tmp;          /* [L + 2] scratch: their buckets */
@@ -541,7 +542,7 @@ static void bucket_plan(builder_t *b, int32_t p) {
     const int32_t L = s->layers_per_stage, lc = s->chunk_blocks, w = L + 2;
     const double cap = model_dp_bucket_params(step_group_size(s, STEP_GROUP_DP));
     for (int32_t i = 0; i < s->v * w; i++)
-        b->bk_gb[i] = 0.0;
+        b->bk_gb[i] = b->bk_ag_gb[i] = 0.0;
     for (int32_t c = 0; c < s->v; c++) {
         int n = 0;
         if (s->emb && p == s->pp - 1 && c == s->v - 1)
@@ -558,6 +559,7 @@ static void bucket_plan(builder_t *b, int32_t p) {
             b->bk_of[key] = b->bk_tmp[i];
             b->bk_head[key] = (char)(i == n - 1 || b->bk_tmp[i + 1] != b->bk_tmp[i]);
             b->bk_gb[c * w + b->bk_tmp[i]] += step_part_weights_gb(s, part_of_key(s, key));
+            b->bk_ag_gb[c * w + b->bk_tmp[i]] += step_part_gather_gb(s, part_of_key(s, key));
         }
     }
 }
@@ -566,7 +568,7 @@ static void bucket_plan(builder_t *b, int32_t p) {
  * after the all-gathers dispatched before it; it waits in ag_wait until a forward needs it. */
 static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int k, sim_op_id_t *ops) {
     step_t *s = b->s;
-    const double gb = k >= 0 ? b->bk_gb[c * (s->layers_per_stage + 2) + k] : 0.0;
+    const double gb = k >= 0 ? b->bk_ag_gb[c * (s->layers_per_stage + 2) + k] : 0.0;
     sim_op_id_t *wait = b->ag_wait + (int64_t)c * b->n;
     for (int32_t j = 0; j < b->n; j++)
         wait[j] = -1;
@@ -719,7 +721,7 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
     if (!it->pass && !*seen) {
         *seen = 1;
         if (s->dp_comm == MODEL_DP_SHARDED)
-            rc = dp_allgather(b, it, w_gb, ops);
+            rc = dp_allgather(b, it, step_part_gather_gb(s, part), ops);
     }
     if (!rc && it->pass == 2)
         part_wgrad(b, it, part, block);
@@ -1091,6 +1093,7 @@ static void builder_free(builder_t *b) {
     free(b->bk_of);
     free(b->bk_head);
     free(b->bk_gb);
+    free(b->bk_ag_gb);
     free(b->bk_param);
     free(b->bk_key);
     free(b->bk_tmp);
@@ -1190,6 +1193,7 @@ int step_build(step_t *s) {
     b.bk_of = alloc_malloc(w * sizeof *b.bk_of);
     b.bk_head = alloc_calloc(w, 1);
     b.bk_gb = alloc_malloc(v * w * sizeof *b.bk_gb);
+    b.bk_ag_gb = alloc_malloc(v * w * sizeof *b.bk_ag_gb);
     b.bk_param = alloc_malloc(w * sizeof *b.bk_param);
     b.bk_key = alloc_malloc(w * sizeof *b.bk_key);
     b.bk_tmp = alloc_malloc(w * sizeof *b.bk_tmp);
@@ -1197,7 +1201,8 @@ int step_build(step_t *s) {
     b.ag_wait = alloc_malloc(v * n * sizeof *b.ag_wait);
     sim_op_id_t *ops = alloc_malloc(n * sizeof *ops), *ops2 = alloc_malloc(n * sizeof *ops2);
     int rc = SIM_OK;
-    if (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_param || !b.bk_key || !b.bk_tmp || !b.bk_n || !b.ag_wait)
+    if (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_ag_gb || !b.bk_param || !b.bk_key || !b.bk_tmp ||
+        !b.bk_n || !b.ag_wait)
         rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the data-parallel buckets");
     if (!rc && (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf ||
                 !b.items || !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2))

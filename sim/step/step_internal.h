@@ -236,6 +236,8 @@ const model_layer_t *step_layer(const step_t *s, int id);
 double step_stage_weights_gb(const step_t *s, int32_t stage);
 /* Weights (GB) of one part (a block, the embedding, the output layers). */
 double step_part_weights_gb(const step_t *s, step_part_t part);
+/* The part's weights as stored, what the data-parallel all-gather moves (FP8 parameters in 1 byte). */
+double step_part_gather_gb(const step_t *s, step_part_t part);
 /* Pipeline hop time (analytic mode) from stage a to b. */
 double step_hop_s(const step_t *s, int32_t stage_a, int32_t stage_b);
 

@@ -215,6 +215,7 @@ static void test_every_column(void **state) {
     assert_false(flag(all, "overlap_grad_reduce"));
     assert_false(flag(all, "overlap_param_gather"));
     assert_string_equal(str(all, "dp_comm"), "sharded");
+    assert_true(flag(all, "fp8_param_gather")); /* FP8 with the distributed optimizer: NeMo's recipes */
     assert_int_equal((int)num(all, "ga"), 4);
     not_modelled(all, nm, sizeof nm);
     /* the architecture columns are the model's now; what it cannot honour yet is listed */
@@ -228,6 +229,7 @@ static void test_every_column(void **state) {
     j0.model.untied_embeddings = 1;
     j0.training.precision = MODEL_PRECISION_FP8;
     j0.training.tp_comm_overlap = 1;
+    j0.training.fp8_param_gather = 1;
     assert_rel(num(all, "predicted_s"), predict(&j0), 1e-9);
 
     /* ga with gbs gives mbs (recorded); no distributed optimizer, overlapped all-reduce; tokens/s */
@@ -271,6 +273,57 @@ static void test_every_column(void **state) {
     assert_non_null(strstr(r.out, "  uneven         layers 30 as 32\n"));
     cli_run_free(&r);
     remove(path);
+}
+
+/* The fp8_param_gather column: empty, on for FP8 runs with the distributed optimizer (NeMo's FP8
+ * recipes); 0 turns it off; 1 where it cannot act (BF16, no distributed optimizer) is refused. */
+static void test_fp8_param_gather(void **state) {
+    (void)state;
+    static const char *const lines[] = {
+        "fp8,2304,24,,24,2048,51200,,,,,,8,2,2,2,1,,16,2,,,fp8,,,,,,DGX-H100,1.5,,",
+        "fp8-off,2304,24,,24,2048,51200,,,,,,8,2,2,2,1,,16,2,,,fp8,,,,,,DGX-H100,1.5,,0",
+        "bf16,2304,24,,24,2048,51200,,,,,,8,2,2,2,1,,16,2,,,bf16,,,,,,DGX-H100,1.5,,",
+        "fp8-ddp,2304,24,,24,2048,51200,,,,,,8,2,2,2,1,,16,2,,,fp8,,,0,,0,DGX-H100,1.5,,", NULL};
+    char path[64];
+    write_csv(path, ALL_COLUMNS ",fp8_param_gather", lines);
+    cli_run_t r = cli_run("validate", "--measured", path, "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    cJSON *j = parse_one(&r);
+    const cJSON *rows = item(j, "rows");
+    const int want[] = {1, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(flag(cJSON_GetArrayItem(rows, i), "fp8_param_gather"), want[i]);
+    model_job_t jo = small_job("DGX-H100", 2, 2, 2, 2, 16);
+    jo.training.dp_comm = MODEL_DP_SHARDED_OVERLAP;
+    jo.training.tp_comm_overlap = 1;
+    jo.training.precision = MODEL_PRECISION_FP8;
+    jo.training.fp8_param_gather = 1;
+    assert_rel(num(cJSON_GetArrayItem(rows, 0), "predicted_s"), predict(&jo), 1e-9);
+    jo.training.fp8_param_gather = 0;
+    assert_rel(num(cJSON_GetArrayItem(rows, 1), "predicted_s"), predict(&jo), 1e-9);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    remove(path);
+
+    static const struct {
+        const char *line, *want;
+    } bad[] = {
+        {"x,2304,24,,24,2048,51200,,,,,,8,2,2,2,1,,16,2,,,bf16,,,,,,DGX-H100,1.5,,1", "needs precision fp8"},
+        {"x,2304,24,,24,2048,51200,,,,,,8,2,2,2,1,,16,2,,,fp8,,,0,,0,DGX-H100,1.5,,1",
+         "needs the distributed optimizer"},
+        {"x,2304,24,,24,2048,51200,,,,,,8,2,2,2,1,,16,2,,,fp8,,,,,,DGX-H100,1.5,,on", "allowed: 0, 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *one[] = {bad[i].line, NULL};
+        write_csv(path, ALL_COLUMNS ",fp8_param_gather", one);
+        r = cli_run("validate", "--measured", path, "--json", NULL);
+        if (r.rc != 2 || !strstr(r.err, "row 1 (x): column fp8_param_gather:") || !strstr(r.err, bad[i].want))
+            fail_msg("case %zu: rc %d, stderr %s", i, r.rc, r.err);
+        assert_string_equal(r.out, "");
+        assert_int_equal(cli_run_lines(r.err), 1);
+        cli_run_free(&r);
+        remove(path);
+    }
 }
 
 /* A bad value in any new column: exit 2, one line naming the file, the row, the column and the value. */
@@ -363,6 +416,7 @@ static void test_nemo_set(void **state) {
         assert_string_equal(str(row, "precision"), "fp8");
         assert_true(flag(row, "distributed_optimizer"));
         assert_string_equal(str(row, "dp_comm"), "sharded-overlap");
+        assert_true(flag(row, "fp8_param_gather"));
         assert_string_equal(str(row, "recompute"), "none");
         assert_true(flag(row, "sequence_parallel"));
         not_modelled(row, nm, sizeof nm);
@@ -400,6 +454,7 @@ int main(void) {
         cmocka_unit_test(test_defaults_by_generation),
         cmocka_unit_test(test_every_column),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_fp8_param_gather),
         cmocka_unit_test(test_nemo_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,6 +85,11 @@ static const cli_option_t OPTIONS[] = {
      "corrected, 1d/2d-seqp: tensor-parallel all-gathers and reduce-scatters in chunks under the GEMMs "
      "(Megatron-Core/Transformer Engine --tp-comm-overlap)",
      SCN},
+    {"--fp8-param-gather", "on|off", JOB, "off",
+     "corrected, precision fp8, dp comm sharded or sharded-overlap: the FP8 layers' GEMM weights stored in "
+     "FP8 (one byte, no BF16 copy) and all-gathered in FP8 by the distributed optimizer (Megatron-Core "
+     "--fp8-param-gather)",
+     SCN},
     {"--pp-comm-overlap", "on|off", JOB, "off",
      "corrected, interleaved schedule: pipeline sends and receives under the compute (Megatron-Core "
      "overlap_p2p_comm); without interleaving no change (batched send/receive pairs)",

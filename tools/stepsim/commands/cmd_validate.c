@@ -421,6 +421,26 @@ static int dp_comm_of(const reader_t *rd, run_row_t *row) {
     return CLI_OK;
 }
 
+/* FP8 parameters: the fp8_param_gather column, or on for an FP8 run with the distributed optimizer,
+ * as NeMo's FP8 precision recipes (bf16_with_fp8_mixed and its variants) set fp8_param_gather; the
+ * precision and the data-parallel columns are read before. */
+static int fp8_param_gather_of(const reader_t *rd, run_row_t *row) {
+    run_settings_t *s = &row->set;
+    const int fp8 = s->precision == RUN_PRECISION_FP8;
+    const model_dp_comm_t dpc = row->job.training.dp_comm;
+    const int sharded = dpc == MODEL_DP_SHARDED || dpc == MODEL_DP_SHARDED_OVERLAP;
+    int given = 0;
+    s->fp8_param_gather = fp8 && sharded;
+    int rc = bit_cell(rd, "fp8_param_gather", &s->fp8_param_gather, &given);
+    if (!rc && given && s->fp8_param_gather && !fp8)
+        return bad_cell(rd, "fp8_param_gather", "1", "needs precision fp8; allowed: 0 or empty");
+    if (!rc && given && s->fp8_param_gather && !sharded)
+        return bad_cell(
+            rd, "fp8_param_gather", "1",
+            "needs the distributed optimizer (it holds the fp32 main weights); allowed: 0 or empty");
+    return rc;
+}
+
 /* The architecture columns beyond the reference's (kv_heads, ffn_act, norm, position,
  * untied_embeddings) and the precision. */
 static int arch_of(const reader_t *rd, run_row_t *row) {
@@ -585,6 +605,8 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         rc = bit_cell(rd, "fsdp", &row->set.fsdp, NULL);
     if (!rc)
         rc = bit_cell(rd, "tp_comm_overlap", &row->set.tp_comm_overlap, NULL);
+    if (!rc)
+        rc = fp8_param_gather_of(rd, row);
     if (rc)
         return rc;
 
@@ -632,6 +654,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         row->set.tp_comm_overlap && tp > 1 && sp && job->training.recompute != MODEL_RECOMPUTE_FULL;
     if (cp > 1)
         job->training.cp_comm = MODEL_CP_RING;
+    job->training.fp8_param_gather = row->set.fp8_param_gather;
     /* Megatron-LM overlaps the interleaved schedule's sends and receives with compute unless told
      * not to (--no-overlap-p2p-communication; NeMo's recipes keep it on) */
     job->training.pp_comm_overlap = !a100 && v > 1;

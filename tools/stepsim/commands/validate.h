@@ -45,8 +45,11 @@ typedef struct run_settings {
     int tp_comm_overlap;       /* as set; it acts only with tp > 1 */
     int distributed_optimizer; /* optimizer states sharded over dp */
     int overlap_grad_reduce, overlap_param_gather;
-    int64_t ep;                           /* 1: dense */
-    int64_t ga;                           /* microbatches per iteration and replica: gbs / (dp mbs) */
+    int fp8_param_gather; /* FP8 weights stored and all-gathered in FP8 (Megatron-Core --fp8-param-gather);
+                             empty: on for FP8 runs with the distributed optimizer, as NeMo's FP8 recipes
+                             set it */
+    int64_t ep;           /* 1: dense */
+    int64_t ga;           /* microbatches per iteration and replica: gbs / (dp mbs) */
     double measured_tokens_per_s_per_gpu; /* 0: the row gives measured_iteration_s */
 } run_settings_t;
 

@@ -94,7 +94,8 @@ typedef enum scenario_field {
     SCN_PP_COMM_OVERLAP,
     SCN_PIPELINE,
     SCN_TOPOLOGY,
-    SCN_EP, /* parallel.ep: expert parallelism of a mixture of experts (0: none) */
+    SCN_EP,               /* parallel.ep: expert parallelism of a mixture of experts (0: none) */
+    SCN_FP8_PARAM_GATHER, /* training.fp8_param_gather */
     SCN_FIELD_COUNT
 } scenario_field_t;
 
