@@ -305,6 +305,13 @@ static int model_issue(const reader_t *rd, const model_issue_t *is) {
                     strncmp(is->allowed, "needs ", 6) == 0;
     char allowed[200];
     snprintf(allowed, sizeof allowed, "%s%s", predicate ? "" : "; allowed: ", is->allowed);
+    /* the strategy is the row's cp (2d-seqp when cp > 1): name the cell, not the strategy */
+    if (strcmp(is->field, "parallel.strategy") == 0) {
+        char why[320];
+        snprintf(why, sizeof why, "; allowed: 1 (cp > 1 runs as strategy %.40s; %.160s)", is->value,
+                 is->allowed);
+        return bad_cell(rd, col, text_of(rd, "cp"), why);
+    }
     return bad_cell(rd, col, is->value, allowed);
 }
 
