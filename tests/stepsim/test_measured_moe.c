@@ -326,6 +326,80 @@ static void test_dense_row_unchanged(void **state) {
     remove(path);
 }
 
+/* A MoE row with tp 2 on a DGX H100: the tensor-parallel overlap of the Hopper recipes, the bucketed
+ * distributed optimizer and bf16 as given. Each setting the model refuses with experts is dropped and
+ * named, and the prediction is a separate estimate of the job so reduced (1e-9). */
+static void test_tp_overlap(void **state) {
+    (void)state;
+    static const char *const lines[] = {
+        "t,1024,16,4,4,1024,32000,2048,swiglu,8,2,,,,,16,2,1,8,1,4,1,64,1,bf16,"
+        "DGX-H100,1.0",
+        NULL};
+    char path[64];
+    write_csv(path, MOE_COLUMNS, lines);
+    cli_run_t r = cli_run("validate", "--measured", path, "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    cJSON *root = parse_one(&r);
+    const cJSON *row = cJSON_GetArrayItem(item(root, "rows"), 0);
+    model_job_t j;
+    memset(&j, 0, sizeof j);
+    j.model = (model_transformer_t){.seq_len = 1024,
+                                    .hidden = 1024,
+                                    .heads = 16,
+                                    .layers = 4,
+                                    .ffn_hidden = 2048,
+                                    .vocab = 32000,
+                                    .kv_heads = 4,
+                                    .ffn_act = MODEL_FFN_SWIGLU,
+                                    .moe = {.experts = 8, .topk = 2}};
+    assert_int_equal(model_system_preset("DGX-H100", &j.system), MODEL_OK);
+    j.gpus = 16;
+    j.global_batch = 64;
+    j.compat = MODEL_COMPAT_CORRECTED;
+    j.par = (model_parallel_t){MODEL_STRATEGY_1D, 8, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0};
+    const int64_t group[4] = {2, 1, 8, 1};
+    int64_t nv[4] = {0, 0, 0, 0};
+    model_nvlink_counts(j.gpus, j.system.nvlink_size, group, nv);
+    j.par.nv_tp1 = nv[0], j.par.nv_tp2 = nv[1], j.par.nv_dp = nv[2], j.par.nv_pp = nv[3];
+    j.experts_par.ep = 4;
+    j.experts_par.etp = 1;
+    j.training.embedding = 1;
+    j.training.optimizer_step = 1;
+    j.training.interleave = 1;
+    j.training.sequence_parallel = MODEL_SEQPAR_ON;
+    j.training.dp_comm = MODEL_DP_SHARDED_OVERLAP;
+    j.training.tp_comm_overlap = 1;
+    char want[128] = "";
+    for (int k = 0; k < 3; k++) {
+        model_issue_t is;
+        memset(&is, 0, sizeof is);
+        if (model_job_check(&j, &is) == MODEL_OK)
+            break;
+        if (strcmp(is.field, "training.dp_comm") == 0) {
+            j.training.dp_comm = MODEL_DP_SHARDED;
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%sdp overlap buckets (experts)",
+                     want[0] ? ", " : "");
+        } else if (strcmp(is.field, "training.tp_comm_overlap") == 0) {
+            j.training.tp_comm_overlap = 0;
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%stp_comm_overlap",
+                     want[0] ? ", " : "");
+        } else {
+            fail_msg("the model refuses %s", is.field);
+        }
+    }
+    char got[256];
+    not_modelled(row, got, sizeof got);
+    assert_string_equal(got, want);
+    model_estimate_t *e = malloc(sizeof *e);
+    assert_non_null(e);
+    assert_int_equal(model_estimate(&j, e), MODEL_OK);
+    assert_rel(num(row, "predicted_s"), e->summary.iteration_time_s, 1e-9);
+    free(e);
+    cJSON_Delete(root);
+    cli_run_free(&r);
+    remove(path);
+}
+
 /* --sim on a small MoE row: the analytic columns as without --sim; the simulated step either runs
  * the row (finite) or says why it does not, in the row. */
 static void test_sim(void **state) {
@@ -361,8 +435,11 @@ static void test_sim(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_published_set),       cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_dense_row_unchanged), cmocka_unit_test(test_sim),
+        cmocka_unit_test(test_published_set),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_dense_row_unchanged),
+        cmocka_unit_test(test_tp_overlap),
+        cmocka_unit_test(test_sim),
         cmocka_unit_test(test_text_golden), /* last: it changes the working directory */
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

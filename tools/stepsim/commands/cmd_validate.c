@@ -481,7 +481,7 @@ static int count_cell(const reader_t *rd, const char *col, int64_t *out, int *gi
  * against each other and the layout (model_job_check, reported as the column's error). */
 static int moe_of(const reader_t *rd, run_row_t *row) {
     model_moe_t *x = &row->job.model.moe;
-    int experts = 0, topk = 0, shared = 0, fe = 0, first = 0, cf = 0, ep = 0, etp = 0;
+    int experts = 0, topk = 0, shared = 0, fe = 0, first = 0, cf = 0;
     int rc = int_cell(rd, "experts", 0, 0, &x->experts, &experts);
     if (!rc)
         rc = int_cell(rd, "topk", 0, 0, &x->topk, &topk);
@@ -496,9 +496,9 @@ static int moe_of(const reader_t *rd, run_row_t *row) {
                       "is not a positive number; allowed: e.g. 1.25, or empty (dropless)",
                       &x->capacity_factor, &cf);
     if (!rc)
-        rc = int_cell(rd, "ep", 0, 1, &row->set.ep, &ep);
+        rc = int_cell(rd, "ep", 0, 1, &row->set.ep, NULL);
     if (!rc)
-        rc = int_cell(rd, "etp", 0, 1, &row->job.experts_par.etp, &etp);
+        rc = int_cell(rd, "etp", 0, 1, &row->job.experts_par.etp, NULL);
     if (rc)
         return rc;
     row->job.experts_par.ep = row->set.ep;
@@ -524,7 +524,6 @@ static int moe_of(const reader_t *rd, run_row_t *row) {
         return bad_cell(rd, "ep", text_of(rd, "ep"), "needs experts; allowed: 1 or empty (a dense row)");
     if (row->job.experts_par.etp > 1)
         return bad_cell(rd, "etp", text_of(rd, "etp"), "needs experts; allowed: 1 or empty (a dense row)");
-    (void)ep, (void)etp;
     return CLI_OK;
 }
 
