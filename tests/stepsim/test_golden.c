@@ -52,6 +52,7 @@ static const golden_case_t cases[] = {
     {"validate", "validate " SMALL " --json"},
     {"validate_measured", "validate --measured " THREE_ROWS " --json"},
     {"validate_measured_sim", "validate --measured " THREE_ROWS " --sim --json"},
+    {"validate_measured_moe", "validate --measured tests/data/nemo-moe-runs.csv --json"},
     {"sweep", "sweep tests/fixtures/golden/sweep.json --out @OUT@ --json"},
     {"sweep_search", "sweep tests/fixtures/sweep/small_search.json --out @OUT@ --json"},
 };

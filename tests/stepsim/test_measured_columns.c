@@ -340,7 +340,7 @@ static void test_bad_values(void **state) {
         {",,,,,,8,", ",,,,,2,8,", {"column untied_embeddings: \"2\"", "allowed: 0, 1"}},
         {"24,,24", "24,5,24", {"column kv_heads: \"5\"", "does not divide heads (24)"}},
         {"24,,24", "24,0,24", {"column kv_heads: \"0\"", "positive integer"}},
-        {"1,,16,", "1,8,16,", {"column ep: \"8\"", "must be 1"}},
+        {"1,,16,", "1,8,16,", {"column ep: \"8\"", "needs experts"}},
         {"16,2,,", "16,2,3,", {"column ga: \"3\"", "is not gbs / (dp x mbs) (16 / (2 x 2))"}},
         {",,,,,,,,,DGX", ",,,fp4,,,,,,DGX", {"column precision: \"fp4\"", "allowed: fp16, bf16, fp8"}},
         {",,,,,,,,,DGX", ",,,,2,,,,,DGX", {"column fsdp: \"2\"", "allowed: 0, 1"}},

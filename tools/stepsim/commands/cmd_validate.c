@@ -287,7 +287,16 @@ static int model_issue(const reader_t *rd, const model_issue_t *is) {
                {"model.vocab", "vocab"},
                {"global_batch", "gbs"},
                {"training.interleave", "interleave"},
-               {"training.sequence_parallel", "sequence_parallel"}};
+               {"training.sequence_parallel", "sequence_parallel"},
+               {"model.experts", "experts"},
+               {"model.topk", "topk"},
+               {"model.shared_experts", "shared_experts"},
+               {"model.expert_ffn_hidden", "expert_ffn_hidden"},
+               {"model.first_dense", "moe_first_dense"},
+               {"model.capacity_factor", "capacity_factor"},
+               {"parallel.ep", "ep"},
+               {"parallel.etp", "etp"},
+               {"parallel.strategy", "cp"}};
     const char *col = is->field;
     for (size_t i = 0; i < COUNT(map); i++)
         if (strcmp(is->field, map[i].field) == 0)
@@ -296,6 +305,13 @@ static int model_issue(const reader_t *rd, const model_issue_t *is) {
                     strncmp(is->allowed, "needs ", 6) == 0;
     char allowed[200];
     snprintf(allowed, sizeof allowed, "%s%s", predicate ? "" : "; allowed: ", is->allowed);
+    /* the strategy is the row's cp (2d-seqp when cp > 1): name the cell, not the strategy */
+    if (strcmp(is->field, "parallel.strategy") == 0) {
+        char why[320];
+        snprintf(why, sizeof why, "; allowed: 1 (cp > 1 runs as strategy %.40s; %.160s)", is->value,
+                 is->allowed);
+        return bad_cell(rd, col, text_of(rd, "cp"), why);
+    }
     return bad_cell(rd, col, is->value, allowed);
 }
 
@@ -461,6 +477,106 @@ static int arch_of(const reader_t *rd, run_row_t *row) {
     return bit_cell(rd, "untied_embeddings", &s->untied_embeddings, NULL);
 }
 
+/* ---- mixture of experts ------------------------------------------------------------------------ */
+
+/* A non-negative integer column; an empty cell gives 0 (and *given = 0). */
+static int count_cell(const reader_t *rd, const char *col, int64_t *out, int *given) {
+    const char *s = text_of(rd, col);
+    *given = s[0] != '\0';
+    *out = 0;
+    if (!s[0])
+        return CLI_OK;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno || v < 0)
+        return bad_cell(rd, col, s, "is not a non-negative integer; allowed: 0, 1, 2, ...");
+    *out = (int64_t)v;
+    return CLI_OK;
+}
+
+/* The expert columns: experts (empty: a dense row), topk (required with experts), shared_experts,
+ * expert_ffn_hidden (empty: ffn_hidden), moe_first_dense, capacity_factor (empty: dropless), ep and
+ * etp (empty: 1). A dense row may give none of them but ep 1 and etp 1. The model checks the values
+ * against each other and the layout (model_job_check, reported as the column's error). */
+static int moe_of(const reader_t *rd, run_row_t *row) {
+    model_moe_t *x = &row->job.model.moe;
+    int experts = 0, topk = 0, shared = 0, fe = 0, first = 0, cf = 0;
+    int rc = int_cell(rd, "experts", 0, 0, &x->experts, &experts);
+    if (!rc)
+        rc = int_cell(rd, "topk", 0, 0, &x->topk, &topk);
+    if (!rc)
+        rc = count_cell(rd, "shared_experts", &x->shared_experts, &shared);
+    if (!rc)
+        rc = int_cell(rd, "expert_ffn_hidden", 0, 0, &x->expert_ffn_hidden, &fe);
+    if (!rc)
+        rc = count_cell(rd, "moe_first_dense", &x->first_dense, &first);
+    if (!rc)
+        rc = num_cell(rd, "capacity_factor", 0,
+                      "is not a positive number; allowed: e.g. 1.25, or empty (dropless)",
+                      &x->capacity_factor, &cf);
+    if (!rc)
+        rc = int_cell(rd, "ep", 0, 1, &row->set.ep, NULL);
+    if (!rc)
+        rc = int_cell(rd, "etp", 0, 1, &row->job.experts_par.etp, NULL);
+    if (rc)
+        return rc;
+    row->job.experts_par.ep = row->set.ep;
+    if (experts) {
+        if (!topk)
+            return bad_cell(rd, "topk", "",
+                            "is empty; allowed: the experts each token visits, 1 ... experts");
+        return CLI_OK;
+    }
+    const struct {
+        const char *col;
+        int given;
+    } moe_only[] = {{"topk", topk},
+                    {"shared_experts", shared},
+                    {"expert_ffn_hidden", fe},
+                    {"moe_first_dense", first},
+                    {"capacity_factor", cf}};
+    for (size_t i = 0; i < COUNT(moe_only); i++)
+        if (moe_only[i].given)
+            return bad_cell(rd, moe_only[i].col, text_of(rd, moe_only[i].col),
+                            "is given without experts; allowed: empty (a dense row), or an experts column");
+    if (row->set.ep > 1)
+        return bad_cell(rd, "ep", text_of(rd, "ep"), "needs experts; allowed: 1 or empty (a dense row)");
+    if (row->job.experts_par.etp > 1)
+        return bad_cell(rd, "etp", text_of(rd, "etp"), "needs experts; allowed: 1 or empty (a dense row)");
+    return CLI_OK;
+}
+
+/* Settings a MoE row's software used that the model does not place with experts yet: the row is
+ * predicted without each one the model refuses, and the row names it (not_modelled). Each is tried
+ * only when model_job_check refuses that very field, so a model that learns to place it predicts it
+ * as the row says without a change here. Anything else the model refuses stays an error. */
+static void moe_fallback(run_row_t *row) {
+    model_job_t *job = &row->job;
+    if (!model_is_moe(&job->model))
+        return;
+    for (int tries = 0; tries < 4; tries++) {
+        model_issue_t is;
+        memset(&is, 0, sizeof is);
+        if (model_job_check(job, &is) == MODEL_OK)
+            return;
+        if (strcmp(is.field, "training.precision") == 0 && job->training.precision == MODEL_PRECISION_FP8) {
+            job->training.precision = MODEL_PRECISION_BF16;
+            job->training.fp8_param_gather = 0; /* FP8 parameters go with the FP8 GEMMs */
+            note(row, "fp8 with experts (as bf16)");
+        } else if (strcmp(is.field, "training.dp_comm") == 0 &&
+                   job->training.dp_comm == MODEL_DP_SHARDED_OVERLAP) {
+            job->training.dp_comm = MODEL_DP_SHARDED;
+            note(row, "dp overlap buckets (experts)");
+        } else if (strcmp(is.field, "training.tp_comm_overlap") == 0 && job->training.tp_comm_overlap) {
+            job->training.tp_comm_overlap = 0;
+            note(row, "tp_comm_overlap");
+        } else {
+            return;
+        }
+    }
+}
+
 /* gbs, mbs and ga (gbs = dp x mbs x ga): any two give the third; all three must agree. An empty gbs
  * is dp x mbs x ga with an empty mbs 1 and an empty ga pp (the fewest microbatches that fill the
  * pipeline), under both --unrecorded rules; such a row's measured figure must be a throughput. */
@@ -566,10 +682,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
     if (!rc)
         rc = int_cell(rd, "cp", 0, 1, &cp, NULL);
     if (!rc)
-        rc = int_cell(rd, "ep", 0, 1, &row->set.ep, NULL);
-    if (!rc && row->set.ep != 1)
-        return bad_cell(rd, "ep", text_of(rd, "ep"),
-                        "must be 1 (dense models; mixture of experts is not in the measured-runs schema)");
+        rc = moe_of(rd, row);
     job->par.pp = pp;
     if (!rc)
         rc = batch_of(rd, row, dp);
@@ -667,6 +780,7 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         note(row, what);
         m->layers = even;
     }
+    moe_fallback(row);
     model_issue_t is;
     memset(&is, 0, sizeof is);
     if (model_job_check(job, &is) != MODEL_OK)
@@ -758,6 +872,9 @@ static int predict_rows(const predictor_t *pr, run_row_t *rows, size_t n, cli_di
         ref.model.position = MODEL_POSITION_LEARNED;
         ref.model.untied_embeddings = 0;
         ref.training.precision = MODEL_PRECISION_BF16;
+        /* and a dense block: a mixture of experts as its feed-forward network of ffn_hidden */
+        memset(&ref.model.moe, 0, sizeof ref.model.moe);
+        memset(&ref.experts_par, 0, sizeof ref.experts_par);
         if (!rc)
             rc = ANALYTIC.predict(&ref, &r->ref, d);
         char what[128];

@@ -25,6 +25,49 @@ static void breakdown_json(json_writer_t *w, const model_summary_t *s) {
     json_close_object(w);
 }
 
+/* A mixture-of-experts row's expert columns as predicted (dense rows have none of these keys). */
+static void moe_json(json_writer_t *w, const run_row_t *r) {
+    const model_moe_t *x = &r->job.model.moe;
+    json_int(w, "experts", x->experts);
+    json_int(w, "topk", x->topk);
+    json_int(w, "shared_experts", x->shared_experts);
+    json_int(w, "expert_ffn_hidden",
+             x->expert_ffn_hidden > 0 ? x->expert_ffn_hidden : r->job.model.ffn_hidden);
+    json_int(w, "moe_first_dense", x->first_dense);
+    json_number(w, "capacity_factor", x->capacity_factor);
+    json_int(w, "ep", r->job.experts_par.ep > 1 ? r->job.experts_par.ep : 1);
+    json_int(w, "etp", r->job.experts_par.etp > 1 ? r->job.experts_par.etp : 1);
+}
+
+/* The expert layout of the MoE rows (none: nothing is printed). */
+static void moe_text(FILE *out, const run_row_t *rows, size_t n, int nw) {
+    size_t moe = 0;
+    for (size_t i = 0; i < n; i++)
+        moe += model_is_moe(&rows[i].job.model) != 0;
+    if (!moe)
+        return;
+    fprintf(out, "\n  %-*s %7s %4s %6s %9s %5s %8s %4s %4s\n", nw, "run (experts)", "experts", "topk",
+            "shared", "expert f", "dense", "capacity", "ep", "etp");
+    for (size_t i = 0; i < n; i++) {
+        const run_row_t *r = &rows[i];
+        const model_moe_t *x = &r->job.model.moe;
+        if (!model_is_moe(&r->job.model))
+            continue;
+        char cf[16];
+        if (x->capacity_factor > 0.0)
+            snprintf(cf, sizeof cf, "%.2f", x->capacity_factor);
+        else
+            snprintf(cf, sizeof cf, "dropless");
+        fprintf(out,
+                "  %-*.*s %7" PRId64 " %4" PRId64 " %6" PRId64 " %9" PRId64 " %5" PRId64 " %8s %4" PRId64
+                " %4" PRId64 "\n",
+                nw, nw, r->name, x->experts, x->topk, x->shared_experts,
+                x->expert_ffn_hidden > 0 ? x->expert_ffn_hidden : r->job.model.ffn_hidden, x->first_dense, cf,
+                r->job.experts_par.ep > 1 ? r->job.experts_par.ep : 1,
+                r->job.experts_par.etp > 1 ? r->job.experts_par.etp : 1);
+    }
+}
+
 static int print_json(FILE *out, const validate_result_t *vr, cJSON *sim, cJSON *calib) {
     const run_row_t *rows = vr->rows;
     const size_t n = vr->n;
@@ -78,6 +121,8 @@ static int print_json(FILE *out, const validate_result_t *vr, cJSON *sim, cJSON 
         json_bool(&w, "fp8_param_gather", r->set.fp8_param_gather);
         if (r->set.measured_tokens_per_s_per_gpu > 0.0)
             json_number(&w, "measured_tokens_per_s_per_gpu", r->set.measured_tokens_per_s_per_gpu);
+        if (model_is_moe(&j->model))
+            moe_json(&w, r);
         json_open_array(&w, "not_modelled");
         for (int k = 0; k < r->n_not_modelled; k++)
             json_string(&w, NULL, r->not_modelled[k]);
@@ -162,6 +207,7 @@ static void print_text(FILE *out, const validate_result_t *vr) {
                 model_recompute_name(j->training.recompute), j->training.sequence_parallel == MODEL_SEQPAR_ON,
                 model_attention_name(j->training.attention));
     }
+    moe_text(out, rows, n, nw);
     fprintf(out, "\n  %-*s %12s %12s %9s %13s %9s\n", nw, "run", "analytic (s)", "measured (s)", "error %",
             "reference (s)", "error %");
     for (size_t i = 0; i < n; i++) {
