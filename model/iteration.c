@@ -245,7 +245,7 @@ static double stage_memory(const model_job_t *job, const model_block_t *blk, dou
         parts->weights_gb = parts->grads_gb = weights_gb / shards;
         parts->optimizer_gb = 6.0 * weights_gb / shards;
         parts->fp8_weights_gb /= shards;
-        parts->fsdp_gathered_gb = gathered_gb;
+        parts->fsdp_gathered_gb = shards > 1.0 ? gathered_gb : 0.0; /* one rank: nothing to gather */
     }
     return parts->weights_gb + parts->grads_gb + parts->optimizer_gb + parts->activations_gb +
            parts->fp8_weights_gb + parts->fsdp_gathered_gb;

@@ -593,7 +593,7 @@ typedef struct model_summary {
     double fsdp_gathered_gb; /* MODEL_DP_FSDP: the full parameters and gradients of the units in flight
                                 (4 x the largest unit: the one computing, the one prefetched, and in
                                 the backward their two gradients before the reduce-scatter); in
-                                memory_gb; else 0 */
+                                memory_gb; else (and with a data-parallel group of 1) 0 */
 } model_summary_t;
 
 typedef struct model_estimate {

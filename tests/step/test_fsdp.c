@@ -200,6 +200,16 @@ static void test_memory(void **state) {
     /* the simulated step holds the same static memory */
     const step_result_t r = simulate(&jf);
     assert_true(fabs(r.static_memory_gb - (s->memory_gb - s->activations_gb)) <= 1e-12 * w);
+    /* one data-parallel rank: nothing sharded, gathered or sent; the distributed optimizer's numbers */
+    const spec_t f1 = {2, 1, 1, 6, 16, 0.0, 1, MODEL_DP_FSDP};
+    const spec_t d1 = {2, 1, 1, 6, 16, 0.0, 1, MODEL_DP_SHARDED_OVERLAP};
+    const model_job_t jf1 = job_of(&f1), jd1 = job_of(&d1);
+    assert_int_equal(model_estimate(&jf1, &ef), MODEL_OK);
+    assert_int_equal(model_estimate(&jd1, &ed), MODEL_OK);
+    assert_true(ef.summary.fsdp_gathered_gb == 0.0 && ef.summary.dp_comm_s == 0.0);
+    assert_true(fabs(ef.summary.memory_gb - ed.summary.memory_gb) <= 1e-12 * ed.summary.memory_gb);
+    assert_true(fabs(ef.summary.iteration_time_s - ed.summary.iteration_time_s) <=
+                1e-12 * ed.summary.iteration_time_s);
 }
 
 /* Network mode: each GPU of a data-parallel group of N sends (N - 1) / N of a buffer per all-gather and
