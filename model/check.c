@@ -259,9 +259,9 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.recompute", (int64_t)t->recompute, "one of none, selective, full");
     if ((unsigned)t->attention > MODEL_ATTENTION_MATERIALIZED)
         return fail_text(is, "training.attention", (int64_t)t->attention, "one of flash, materialized");
-    if ((unsigned)t->dp_comm > MODEL_DP_SHARDED_OVERLAP)
+    if ((unsigned)t->dp_comm > MODEL_DP_FSDP)
         return fail_text(is, "training.dp_comm", (int64_t)t->dp_comm,
-                         "one of sharded, allreduce, allreduce-overlap, sharded-overlap");
+                         "one of sharded, allreduce, allreduce-overlap, sharded-overlap, fsdp");
     if ((unsigned)t->grad_accumulation > MODEL_GRAD_ACCUM_ADD)
         return fail_text(is, "training.grad_accumulation", (int64_t)t->grad_accumulation,
                          "one of fused, add");
@@ -333,6 +333,15 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
                         "needs at least pp (%lld) microbatches (%lld here) for its closed form",
                         (long long)p->pp, (long long)nmb);
     }
+    /* fully sharded data parallelism: the unit order of plain 1F1B (fsdp.c) */
+    if (t->dp_comm == MODEL_DP_FSDP && t->interleave > 1)
+        return fail(is, "training.dp_comm", "fsdp", "%s", "needs interleave 1 (not modelled interleaved)");
+    if (t->dp_comm == MODEL_DP_FSDP && t->pipeline != MODEL_PIPELINE_1F1B)
+        return fail(is, "training.dp_comm", "fsdp", "%s",
+                    "needs pipeline_schedule 1f1b (not modelled with a split backward)");
+    if (t->dp_comm == MODEL_DP_FSDP && model_is_moe(&job->model))
+        return fail(is, "training.dp_comm", "fsdp", "%s",
+                    "sharded, allreduce, allreduce-overlap (fsdp is not modelled with experts)");
     return MODEL_OK;
 }
 

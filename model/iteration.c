@@ -199,6 +199,8 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
         out->dp_comm_s = out->dp_allreduce_s;
     } else if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP) {
         model_i_distopt(job, blk, out); /* Megatron-Core's buckets, the edge layers' among them */
+    } else if (t->dp_comm == MODEL_DP_FSDP) {
+        model_i_fsdp(job, blk, out); /* every unit gathered twice and reduced once per microbatch */
     } else {
         data_parallel(job, blk, out);
         /* the edge layers' weights: one more all-gather and reduce-scatter, not overlapped */
@@ -223,7 +225,8 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
 
 /* Memory per GPU of one stage: in_flight microbatches of its blocks and edge layers. */
 static double stage_memory(const model_job_t *job, const model_block_t *blk, double weights_gb,
-                           double in_flight, double edge_acts_gb, model_summary_t *parts) {
+                           double in_flight, double edge_acts_gb, double gathered_gb,
+                           model_summary_t *parts) {
     const model_parallel_t *p = &job->par;
     const double n_l = (double)(job->model.layers / p->pp);
     const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
@@ -238,8 +241,16 @@ static double stage_memory(const model_job_t *job, const model_block_t *blk, dou
     else
         parts->activations_gb = (blk->activations_gb * n_l + edge_acts_gb) * in_flight;
     parts->fp8_weights_gb = blk->fp8_weights_gb * n_l;
+    parts->fsdp_gathered_gb = 0.0;
+    if (dpc == MODEL_DP_FSDP) { /* everything sharded; the units in flight whole (fsdp.c) */
+        const double shards = (double)(p->dp * seqp);
+        parts->weights_gb = parts->grads_gb = weights_gb / shards;
+        parts->optimizer_gb = 6.0 * weights_gb / shards;
+        parts->fp8_weights_gb /= shards;
+        parts->fsdp_gathered_gb = shards > 1.0 ? gathered_gb : 0.0; /* one rank: nothing to gather */
+    }
     return parts->weights_gb + parts->grads_gb + parts->optimizer_gb + parts->activations_gb +
-           parts->fp8_weights_gb;
+           parts->fp8_weights_gb + parts->fsdp_gathered_gb;
 }
 
 static void summarize_training(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
@@ -307,7 +318,8 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     data_parallel_training(job, blk, w_one, out);
     if (t->optimizer_step) {
         const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
-        const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP;
+        const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP ||
+                            t->dp_comm == MODEL_DP_FSDP;
         const double shards = sharded ? (double)(p->dp * seqp) : 1.0;
         /* the local parameters; sharded with experts, theirs over the expert-data-parallel group */
         const double params =
@@ -328,11 +340,13 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     double mem;
     if (p->pp == 1) {
         mem = stage_memory(job, blk, w_one, in_flight, blk->first_activations_gb + blk->last_activations_gb,
-                           &first);
+                           model_i_fsdp_gathered_gb(blk, 1, 1, 1), &first);
         last = first;
     } else {
-        const double m_first = stage_memory(job, blk, w_first, in_flight, blk->first_activations_gb, &first);
-        const double m_last = stage_memory(job, blk, w_last, 1.0, blk->last_activations_gb, &last);
+        const double m_first = stage_memory(job, blk, w_first, in_flight, blk->first_activations_gb,
+                                            model_i_fsdp_gathered_gb(blk, p->pp, 1, 0), &first);
+        const double m_last = stage_memory(job, blk, w_last, 1.0, blk->last_activations_gb,
+                                           model_i_fsdp_gathered_gb(blk, p->pp, 0, 1), &last);
         mem = fmax(m_first, m_last);
         if (m_last > m_first)
             first = last;
@@ -342,6 +356,7 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     out->optimizer_gb = first.optimizer_gb;
     out->activations_gb = first.activations_gb;
     out->fp8_weights_gb = first.fp8_weights_gb;
+    out->fsdp_gathered_gb = first.fsdp_gathered_gb;
     out->memory_gb = mem;
     out->fits = out->memory_gb <= job->system.hbm_capacity_gb;
 

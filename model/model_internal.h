@@ -43,6 +43,13 @@ void model_i_overlap_refresh(model_block_t *blk);
  * dp_allgather_s, dp_reducescatter_s and dp_comm_s of out (layers_per_stage set). */
 void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
 
+/* Fully sharded data parallelism (training.dp_comm fsdp, fsdp.c): fills dp_allgather_one_s,
+ * dp_reducescatter_one_s, dp_allgather_s (the compute's waits for all-gathers), dp_reducescatter_s (the
+ * reduce-scatters after the last compute) and dp_comm_s of out (n_microbatches, layers_per_stage set). */
+void model_i_fsdp(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
+/* The units in flight of a stage under fsdp: 4 x its largest unit (block or edge part), GB per GPU. */
+double model_i_fsdp_gathered_gb(const model_block_t *blk, int64_t pp, int stage_first, int stage_last);
+
 /* Exposed pipeline transfers with overlapped sends and receives on the interleaved schedule
  * (training.pp_comm_overlap, p2p_overlap.c; out's p2p_one_s, n_microbatches, layers_per_stage set). */
 double model_i_p2p_overlap_exposed_s(const model_job_t *job, const model_block_t *blk,

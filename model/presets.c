@@ -272,7 +272,8 @@ int model_compat_parse(const char *name, model_compat_t *out) {
 /* Name tables of the training enums, indexed by value. */
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const attention_names[] = {"flash", "materialized"};
-static const char *const dp_comm_names[] = {"sharded", "allreduce", "allreduce-overlap", "sharded-overlap"};
+static const char *const dp_comm_names[] = {"sharded", "allreduce", "allreduce-overlap", "sharded-overlap",
+                                            "fsdp"};
 
 static int parse_name(const char *name, const char *const *names, int n, int *out) {
     for (int i = 0; name && i < n; i++) {
@@ -309,12 +310,12 @@ int model_attention_parse(const char *name, model_attention_t *out) {
 }
 
 const char *model_dp_comm_name(model_dp_comm_t d) {
-    return (unsigned)d < 4 ? dp_comm_names[d] : "?";
+    return (unsigned)d < 5 ? dp_comm_names[d] : "?";
 }
 
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out) {
     int v = 0;
-    if (parse_name(name, dp_comm_names, 4, &v))
+    if (parse_name(name, dp_comm_names, 5, &v))
         return MODEL_EINVAL;
     *out = (model_dp_comm_t)v;
     return MODEL_OK;

@@ -215,13 +215,21 @@ typedef enum model_dp_comm {
     MODEL_DP_ALLREDUCE_OVERLAP = 2, /* Megatron --overlap-grad-reduce: the same all-reduce in
                                       buckets during the last microbatch's backward; what exceeds
                                       that backward, and at least one layer's share, is exposed */
-    MODEL_DP_SHARDED_OVERLAP = 3    /* Megatron-Core --use-distributed-optimizer --overlap-grad-reduce
+    MODEL_DP_SHARDED_OVERLAP = 3,   /* Megatron-Core --use-distributed-optimizer --overlap-grad-reduce
                                       --overlap-param-gather as it runs: optimizer states sharded as
                                       sharded's; gradients in buckets of model_dp_bucket_params
                                       parameters, each reduce-scattered once the last microbatch's
                                       backward has made it final; each bucket's all-gather dispatched
                                       when the previous bucket's forward of the first microbatch
                                       starts (docs/model-formulas.md, section 16.5) */
+    MODEL_DP_FSDP = 4               /* fully sharded data parallelism (ZeRO-3, Megatron-FSDP, PyTorch FSDP2):
+                                       parameters, gradients and optimizer states sharded over dp; every
+                                       microbatch all-gathers each unit's (block's, edge part's) parameters before
+                                       its forward and again before its backward, and reduce-scatters its
+                                       gradients after its backward, the collectives one after another on the
+                                       data-parallel stream, the next unit's all-gather prefetched under the
+                                       current unit's compute (depth 1); 1F1B without interleaving, dense models
+                                       (docs/model-formulas.md, section 16.7) */
 } model_dp_comm_t;
 
 /* How each microbatch's weight gradients reach the accumulated gradient. */
@@ -391,7 +399,7 @@ int model_recompute_parse(const char *name, model_recompute_t *out);
 const char *model_attention_name(model_attention_t a); /* "flash", "materialized" */
 int model_attention_parse(const char *name, model_attention_t *out);
 const char *model_dp_comm_name(model_dp_comm_t d); /* "sharded", "allreduce", "allreduce-overlap",
-                                                      "sharded-overlap" */
+                                                      "sharded-overlap", "fsdp" */
 int model_dp_comm_parse(const char *name, model_dp_comm_t *out);
 const char *model_grad_accum_name(model_grad_accum_t g); /* "fused", "add" */
 int model_grad_accum_parse(const char *name, model_grad_accum_t *out);
@@ -591,6 +599,10 @@ typedef struct model_summary {
     double stage_fwd_bwd_s[2]; /* one microbatch on the first / last stage, p2p included */
     int slowest_stage;         /* 0: first, 1: last (the work term is nmb x that stage's time) */
     model_expert_parallel_t experts_par; /* MoE: the ep and etp of the layout (zero: dense) */
+    double fsdp_gathered_gb; /* MODEL_DP_FSDP: the full parameters and gradients of the units in flight
+                                (4 x the largest unit: the one computing, the one prefetched, and in
+                                the backward their two gradients before the reduce-scatter); in
+                                memory_gb; else (and with a data-parallel group of 1) 0 */
 } model_summary_t;
 
 typedef struct model_estimate {

@@ -584,11 +584,15 @@ static int check_job(step_t *s) {
             "1d, or embedding 0",
             model_strategy_name(s->job.par.strategy));
     if (s->dp_comm != MODEL_DP_SHARDED && s->dp_comm != MODEL_DP_ALLREDUCE &&
-        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP && s->dp_comm != MODEL_DP_SHARDED_OVERLAP)
-        return step_fail(
-            s, SIM_EINVAL,
-            "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap, sharded-overlap",
-            (int)s->dp_comm);
+        s->dp_comm != MODEL_DP_ALLREDUCE_OVERLAP && s->dp_comm != MODEL_DP_SHARDED_OVERLAP &&
+        s->dp_comm != MODEL_DP_FSDP)
+        return step_fail(s, SIM_EINVAL,
+                         "job: training.dp_comm: %d; allowed: sharded, allreduce, allreduce-overlap, "
+                         "sharded-overlap, fsdp",
+                         (int)s->dp_comm);
+    if (s->dp_comm == MODEL_DP_FSDP && (s->v > 1 || step_schedule_splits(c->schedule)))
+        return step_fail(s, SIM_EINVAL, "schedule: %s with training.dp_comm fsdp; allowed: 1f1b or gpipe",
+                         step_schedule_name(c->schedule));
     if (s->job.compat == MODEL_COMPAT_CORRECTED && t->interleave > 1 && t->interleave != s->v)
         return step_fail(
             s, SIM_EINVAL,
@@ -710,7 +714,8 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
     }
     if (!rc) {
         s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb +
-                       s->est.summary.fp8_weights_gb; /* 0 in BF16 */
+                       s->est.summary.fp8_weights_gb      /* 0 in BF16 */
+                       + s->est.summary.fsdp_gathered_gb; /* 0 but with fsdp */
         rc = decide(s);
     }
     if (!rc && shared)

@@ -18,6 +18,10 @@
  * model_dp_buckets: a bucket's reduce-scatter after the last backward of its parts; its all-gather
  * dispatched when the previous bucket's first forward starts (the chunk's first bucket's at the start
  * of the chunk before it, the first two chunks' at the start), the bucket's first forward waiting for it.
+ * fsdp (fully sharded), per unit pass (a part's forward or backward of one microbatch) an all-gather
+ * of the part's weights that the pass waits for, issued when the pass before it starts (prefetch
+ * depth 1; the stage's first at the start), and after every backward pass the part's reduce-scatter,
+ * all on the data-parallel stream in that order (model/fsdp.c).
  * Then, with several stages and the embedding, the tied embedding's gradient all-reduce between
  * the first and the last stage, then the optimizer step.
  * Pipeline messages are added last, once every stage's passes exist: per channel in the sender's
@@ -99,6 +103,10 @@ typedef struct builder {
     int *bk_tmp;          /* [L + 2] scratch: their buckets */
     int32_t *bk_n;        /* [v] buckets per chunk */
     sim_op_id_t *ag_wait; /* [v][n] the chunk's dispatched all-gather not yet waited for, -1 */
+    /* fsdp, the current stage's unit passes (a part's forward or backward of one microbatch) */
+    double *fs_gb;        /* [n_items x (chunk blocks + 2)] their weights, in the order they run */
+    int64_t fs_n, fs_k;   /* how many; the next one to run */
+    sim_op_id_t *fs_wait; /* [n] the all-gather the next unit pass waits for, -1 */
 } builder_t;
 
 /* ---- operations and their metadata -------------------------------------------------------------- */
@@ -609,6 +617,55 @@ static int bucket_forward(builder_t *b, const step_sched_item_t *it, int32_t key
     return rc ? rc : ag_dispatch(b, it, it->chunk, b->bk_of[key] - 1, ops);
 }
 
+/* ---- fully sharded data parallelism (fsdp) ------------------------------------------------------------ */
+
+/* The all-gather of unit pass k's weights on the data-parallel stream after the chain's tail (the end of
+ * the pass before the one now starting); fs_wait receives it. Nothing for a part without weights or
+ * without a data-parallel group: its pass then waits for no gather. */
+static int fsdp_gather(builder_t *b, const step_sched_item_t *it, int64_t k, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    for (int32_t j = 0; j < b->n; j++)
+        b->fs_wait[j] = -1;
+    const double gb = k < b->fs_n ? b->fs_gb[k] : 0.0;
+    if (step_group_size(s, STEP_GROUP_DP) <= 1 || gb <= 0.0)
+        return SIM_OK;
+    int rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, it->chunk,
+                      it->microbatch, ops);
+    for (int32_t j = 0; j < b->n && !rc; j++) {
+        rc = depend(b, ops[j], b->tail[j]);
+        if (!rc)
+            rc = depend(b, ops[j], b->tail2[j]);
+        b->fs_wait[j] = ops[j];
+    }
+    return rc;
+}
+
+/* The stage's unit passes in the order build_stage runs them; the first one's all-gather at the start. */
+static int fsdp_plan(builder_t *b, int32_t p, const step_sched_item_t *items, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    const int32_t lc = s->chunk_blocks;
+    b->fs_n = b->fs_k = 0;
+    for (int64_t i = 0; i < b->n_items; i++) {
+        const step_sched_item_t *it = &items[i];
+        const int vs_first = s->emb && p == 0 && it->chunk == 0;
+        const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
+        if (it->pass == 2)
+            continue;
+        if (it->pass ? vs_last : vs_first)
+            b->fs_gb[b->fs_n++] = step_part_weights_gb(s, it->pass ? STEP_PART_OUTPUT : STEP_PART_EMBEDDING);
+        for (int32_t k = 0; k < lc; k++)
+            b->fs_gb[b->fs_n++] = step_part_weights_gb(s, STEP_PART_BLOCK);
+        if (it->pass ? vs_first : vs_last)
+            b->fs_gb[b->fs_n++] = step_part_weights_gb(s, it->pass ? STEP_PART_EMBEDDING : STEP_PART_OUTPUT);
+    }
+    return b->n_items > 0 ? fsdp_gather(b, &items[0], 0, ops) : SIM_OK;
+}
+
+/* A unit pass: wait for its all-gather, issue the next one's, run it, and after a backward
+ * reduce-scatter the part's gradients. */
+static int fsdp_pass(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block,
+                     sim_op_id_t *ops, sim_op_id_t *ops2);
+
 /* ---- one stage -------------------------------------------------------------------------------------- */
 
 /* The weight-gradient part of a backward compute segment (model_layer_wgrad_s of its layers). */
@@ -689,6 +746,20 @@ static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
     return rc;
 }
 
+static int fsdp_pass(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block,
+                     sim_op_id_t *ops, sim_op_id_t *ops2) {
+    int rc = flush(b);
+    for (int32_t j = 0; j < b->n; j++)
+        b->pend[j] = b->fs_wait[j];
+    if (!rc)
+        rc = fsdp_gather(b, it, ++b->fs_k, ops);
+    if (!rc)
+        rc = part_pass(b, it, part, block, ops, ops2);
+    if (!rc && it->pass == 1)
+        rc = dp_after(b, it, MODEL_COLL_REDUCESCATTER, step_part_weights_gb(b->s, part), ops);
+    return rc;
+}
+
 /* The data-parallel work of a part around its passes: sharded, an all-gather of its weights before
  * its first forward and a reduce-scatter after its last backward; allreduce-overlap, an all-reduce
  * bucket of its gradients after its last backward; allreduce, nothing here (one all-reduce of the
@@ -700,6 +771,8 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
     /* the gradients are complete after the last backward, or the last W when the schedule splits */
     const int last_grad = it->pass == (b->split ? 2 : 1) && ++*done == s->m;
     int rc = SIM_OK;
+    if (s->dp_comm == MODEL_DP_FSDP)
+        return fsdp_pass(b, it, part, block, ops, ops2);
     if (s->dp_comm == MODEL_DP_SHARDED_OVERLAP) {
         const int32_t L = s->layers_per_stage;
         const int32_t key = part == STEP_PART_BLOCK ? block : part == STEP_PART_EMBEDDING ? L : L + 1;
@@ -768,6 +841,8 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
                        s->job.training.sequence_parallel == MODEL_SEQPAR_OFF &&
                        step_group_size(s, STEP_GROUP_TP) > 1;
     const step_sched_item_t *items = b->items + (int64_t)p * b->n_items;
+    if (!rc && s->dp_comm == MODEL_DP_FSDP)
+        rc = fsdp_plan(b, p, items, ops);
     for (int64_t i = 0; i < b->n_items && !rc; i++) {
         const step_sched_item_t *it = &items[i];
         /* the first and the last virtual stage run the edge layers */
@@ -1099,6 +1174,8 @@ static void builder_free(builder_t *b) {
     free(b->bk_tmp);
     free(b->bk_n);
     free(b->ag_wait);
+    free(b->fs_gb);
+    free(b->fs_wait);
 }
 
 /* The fixed times of every plan segment: a COLL segment's collective, a SUMMA layer's exposed
@@ -1201,8 +1278,14 @@ int step_build(step_t *s) {
     b.ag_wait = alloc_malloc(v * n * sizeof *b.ag_wait);
     sim_op_id_t *ops = alloc_malloc(n * sizeof *ops), *ops2 = alloc_malloc(n * sizeof *ops2);
     int rc = SIM_OK;
-    if (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_ag_gb || !b.bk_param || !b.bk_key || !b.bk_tmp ||
-        !b.bk_n || !b.ag_wait)
+    if (s->dp_comm == MODEL_DP_FSDP) {
+        b.fs_gb = alloc_malloc(nit * ((size_t)s->chunk_blocks + 2) * sizeof *b.fs_gb);
+        b.fs_wait = alloc_malloc(n * sizeof *b.fs_wait);
+        if (!b.fs_gb || !b.fs_wait)
+            rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the fully sharded units");
+    }
+    if (!rc && (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_ag_gb || !b.bk_param || !b.bk_key || !b.bk_tmp ||
+                !b.bk_n || !b.ag_wait))
         rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the data-parallel buckets");
     if (!rc && (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf ||
                 !b.items || !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2))
@@ -1304,6 +1387,8 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
     per_gpu += 4.0 * s->m * s->v + 2.0 * s->layers_per_stage + 1.0 + (s->emb ? 6.0 : 0.0);
     if (step_schedule_splits(s->cfg.schedule)) /* the W passes: about two operations per chunk */
         per_gpu += 2.0 * s->m * s->v;
+    if (s->dp_comm == MODEL_DP_FSDP) /* fsdp: per unit pass a gather, a reduce-scatter, a compute */
+        per_gpu += 3.0 * 2.0 * s->m * ((double)s->layers_per_stage + 2.0);
     const double total = per_gpu * gpus;
     return total > 9e18 ? INT64_MAX : (int64_t)total;
 }

@@ -74,7 +74,9 @@ static const cli_option_t OPTIONS[] = {
      "corrected: virtual pipeline stages per GPU (pp > 1): the interleaved estimate, and the simulated "
      "step runs interleaved 1F1B with V stages (the one way to the interleaved schedule)",
      SCN},
-    {"--dp-comm", "M", JOB, "sharded", "corrected: sharded, allreduce, allreduce-overlap or sharded-overlap",
+    {"--dp-comm", "M", JOB, "sharded",
+     "corrected: sharded, allreduce, allreduce-overlap, sharded-overlap, or fsdp (fully sharded: ZeRO-3, "
+     "Megatron-FSDP)",
      SCN},
     {"--grad-accumulation", "G", JOB, "fused", "corrected: fused, or add (a separate kernel)", SCN},
     {"--precision", "P", JOB, "bf16",

@@ -390,13 +390,21 @@ static void arch_into_model(const run_settings_t *s, model_transformer_t *m) {
  * predicted with the next multiple of pp and noted the same way (read_row). */
 static void not_modelled(run_row_t *row) {
     const run_settings_t *s = &row->set;
-    if (s->fsdp)
+    /* fsdp 1: Megatron-FSDP shards parameters, gradients and optimizer states itself, whatever the
+     * distributed optimizer's columns say (dp_comm fsdp); not modelled interleaved or with experts */
+    const int fsdp = s->fsdp && row->job.training.interleave <= 1 && !model_is_moe(&row->job.model);
+    if (fsdp)
+        row->job.training.dp_comm = MODEL_DP_FSDP;
+    if (fsdp && row->job.training.fp8_param_gather) { /* the FP8 unit gathers of FSDP: not modelled */
+        row->job.training.fp8_param_gather = 0;
+        note(row, "fp8_param_gather with fsdp");
+    } else if (!fsdp && s->fsdp)
         note(row, "fsdp");
     if (s->tp_comm_overlap && row->job.par.tp1 > 1 && !row->job.training.tp_comm_overlap)
         note(row, "tp_comm_overlap");
-    if (s->distributed_optimizer && !s->overlap_grad_reduce)
+    if (!fsdp && s->distributed_optimizer && !s->overlap_grad_reduce)
         note(row, "overlap_grad_reduce 0");
-    if (s->distributed_optimizer && !s->overlap_param_gather)
+    if (!fsdp && s->distributed_optimizer && !s->overlap_param_gather)
         note(row, "overlap_param_gather 0");
 }
 
@@ -446,7 +454,7 @@ static int fp8_param_gather_of(const reader_t *rd, run_row_t *row) {
     const model_dp_comm_t dpc = row->job.training.dp_comm;
     const int sharded = dpc == MODEL_DP_SHARDED || dpc == MODEL_DP_SHARDED_OVERLAP;
     int given = 0;
-    s->fp8_param_gather = fp8 && sharded;
+    s->fp8_param_gather = fp8 && sharded && !s->fsdp; /* Megatron-FSDP: its own gathers (not modelled) */
     int rc = bit_cell(rd, "fp8_param_gather", &s->fp8_param_gather, &given);
     if (!rc && given && s->fp8_param_gather && !fp8)
         return bad_cell(rd, "fp8_param_gather", "1", "needs precision fp8; allowed: 0 or empty");

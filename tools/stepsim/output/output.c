@@ -149,6 +149,8 @@ void output_memory_json(json_writer_t *w, const model_summary_t *s) {
     json_number(w, "optimizer", s->optimizer_gb);
     json_number(w, "activations", s->activations_gb);
     json_number(w, "fp8_weights", s->fp8_weights_gb);
+    if (s->fsdp_gathered_gb > 0.0) /* fsdp only: other outputs unchanged */
+        json_number(w, "fsdp_gathered", s->fsdp_gathered_gb);
     json_close_object(w);
 }
 

@@ -135,6 +135,8 @@ static void summary_text(FILE *out, const model_summary_t *s, const model_job_t 
     fprintf(out, "    %-26s %14.6f\n", "activations", s->activations_gb);
     if (s->fp8_weights_gb > 0.0)
         fprintf(out, "    %-26s %14.6f\n", "FP8 weight copies", s->fp8_weights_gb);
+    if (s->fsdp_gathered_gb > 0.0)
+        fprintf(out, "    %-26s %14.6f\n", "fsdp units in flight", s->fsdp_gathered_gb);
 }
 
 static void block_text(FILE *out, const model_summary_t *s) {

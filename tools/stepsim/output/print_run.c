@@ -333,7 +333,7 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
         fprintf(out, "    (compute includes the optimizer step, %.6f s)\n", s->optimizer_s);
     fprintf(out, "\n  %-34s %14s %14s\n", "memory per GPU (GB)", "simulated", "analytic");
     fprintf(out, "    %-32s %14.3f %14.3f\n", "weights, gradients, optimizer", s->static_memory_gb,
-            su->weights_gb + su->grads_gb + su->optimizer_gb + su->fp8_weights_gb);
+            su->weights_gb + su->grads_gb + su->optimizer_gb + su->fp8_weights_gb + su->fsdp_gathered_gb);
     fprintf(out, "    %-32s %14.3f %14.3f\n", "activations (peak)", s->peak_activations_gb,
             su->activations_gb);
     fprintf(out, "    %-32s %14.3f %14.3f   of %.6g: %s\n", "total (peak)", s->peak_memory_gb, su->memory_gb,

@@ -23,7 +23,7 @@ static const struct {
     {SCN_EMBEDDING, "embedding", "on, off"},
     {SCN_OPTIMIZER_STEP, "optimizer_step", "on, off"},
     {SCN_INTERLEAVE, "interleave", "a positive integer (virtual stages per GPU)"},
-    {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap, sharded-overlap"},
+    {SCN_DP_COMM, "dp_comm", "sharded, allreduce, allreduce-overlap, sharded-overlap, fsdp"},
     {SCN_GRAD_ACCUM, "grad_accumulation", "fused, add"},
     {SCN_PRECISION, "precision", "bf16, fp8"},
     {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
