@@ -1,7 +1,7 @@
 /* stepsim/test_moe_config.c - mixture-of-experts models from the command line: the public Mixtral
  * 8x7B config.json (mistralai/Mixtral-8x7B-v0.1) gives the Mixtral-8x7B preset field for field; the
  * model object's expert keys; the estimate places the experts with --ep or a scenario's parallel.ep,
- * the simulated step refuses them (one line naming model.experts, exit 2). */
+ * the simulated step runs them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,8 +55,9 @@ static void test_model_object_keys(void **state) {
     assert_true(m.moe.capacity_factor == 1.5);
 }
 
-/* The estimate places the experts (--ep); the simulated step refuses them, one line naming
- * model.experts; an ep that does not divide the experts names --ep. */
+/* The estimate places the experts (--ep), and so does the simulated step (its expert line); an
+ * expert skew on a dense model is refused, one line naming it; an ep that does not divide the
+ * experts names --ep. */
 static void test_estimate_places_experts(void **state) {
     (void)state;
     cli_run_t r = cli_run("estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64", "--gbs",
@@ -64,11 +65,14 @@ static void test_estimate_places_experts(void **state) {
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "\"ep\":\t8"));
     cli_run_free(&r);
-    const char *argv[] = {"run",   "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
-                          "--gbs", "256",     "--tp",         "2",        "--pp", "4",      "--ep",
-                          "8"};
-    const char *frags[] = {"model.experts: 8", "does not place experts"};
-    cli_expect_error("run mixtral", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
+    r = cli_run("run", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64", "--gbs", "256", "--tp",
+                "2", "--pp", "4", "--ep", "8", "--comm", "analytic", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "experts: ep 8, expert data parallel 2, uniform routing"));
+    cli_run_free(&r);
+    const char *argv[] = {"run", "--model", "GPT-1.7B", "--gpus", "8", "--gbs", "8", "--expert-skew", "1"};
+    const char *frags[] = {"expert skew: 1", "dense model"};
+    cli_expect_error("run dense skew", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
     const char *argv3[] = {"estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
                            "--gbs",    "256",     "--tp",         "2",        "--pp", "4",      "--ep",
                            "3"};
