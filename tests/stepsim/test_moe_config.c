@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
@@ -80,6 +81,59 @@ static void test_estimate_places_experts(void **state) {
     cli_expect_error("estimate ep 3", argv3, (int)(sizeof argv3 / sizeof argv3[0]), 2, frags3, 2);
 }
 
+/* run with experts on the network: the bytes per group gain ep (text and JSON, per GPU and total:
+ * 4 all-to-alls of T e bytes k (ep - 1) / ep per block and microbatch), the JSON names the expert
+ * groups and the skew, the trace's all-to-alls are cat "ep"; a dense run prints no ep row. */
+static void test_run_ep_outputs(void **state) {
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/stepsim_moe_trace_%d.json", (int)getpid());
+    cli_run_t r = cli_run("run", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "16", "--gbs", "16",
+                          "--tp", "1", "--pp", "2", "--ep", "8", "--trace", path, "--quiet", NULL);
+    assert_int_equal(r.rc, 0);
+    /* T = 32768 tokens, e 4096, 2 bytes, k 2, 7/8: 0.469762048 GB per all-to-all; x 4 x 16 blocks x 2
+     * microbatches = 60.130 GB per GPU, 962.073 GB for 16 GPUs */
+    assert_non_null(strstr(r.out, "    ep                                       60.130        962.073\n"));
+    assert_non_null(strstr(r.out, "experts: ep 8, expert data parallel 1, uniform routing"));
+    cli_run_free(&r);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)size + 1);
+    assert_non_null(buf);
+    assert_true(fread(buf, 1, (size_t)size, f) == (size_t)size);
+    buf[size] = '\0';
+    fclose(f);
+    remove(path);
+    assert_non_null(strstr(buf, "\"name\":\"ep alltoall\",\"cat\":\"ep\""));
+    free(buf);
+    r = cli_run("run", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "16", "--gbs", "16", "--tp",
+                "1", "--pp", "2", "--ep", "8", "--expert-skew", "0.5", "--seed", "3", "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    cJSON *d = cJSON_Parse(r.out);
+    assert_non_null(d);
+    const cJSON *ep =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "bytes_sent"), "ep");
+    assert_non_null(ep);
+    const double per = cJSON_GetObjectItemCaseSensitive(ep, "per_gpu_bytes")->valuedouble;
+    assert_true(per > 60.13e9); /* the skew: every member sends what the busiest receives */
+    const cJSON *x =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "simulation"), "experts");
+    assert_non_null(x);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(x, "ep")->valueint, 8);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(x, "seed")->valueint, 3);
+    assert_true(cJSON_GetObjectItemCaseSensitive(x, "skew")->valuedouble == 0.5);
+    cJSON_Delete(d);
+    cli_run_free(&r);
+    r = cli_run("run", "--model", "GPT-1.7B", "--gpus", "16", "--gbs", "16", "--tp", "2", "--pp", "2", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_null(strstr(r.out, "    ep  "));
+    assert_null(strstr(r.out, "experts:"));
+    cli_run_free(&r);
+}
+
 /* A scenario's parallel.ep reaches the job as --ep does. */
 static void test_scenario_ep(void **state) {
     (void)state;
@@ -105,6 +159,7 @@ int main(void) {
         cmocka_unit_test(test_model_object_keys),
         cmocka_unit_test(test_estimate_places_experts),
         cmocka_unit_test(test_scenario_ep),
+        cmocka_unit_test(test_run_ep_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
