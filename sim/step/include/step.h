@@ -63,6 +63,15 @@
  *   operation is busy from the moment its collective starts, not while it waits for its peers), so
  *   the parts add up to the step time; and per GPU the activation memory over time (allocated at the
  *   end of a forward operation, freed at the end of the matching backward one) and its peak.
+ * - Mixtures of experts (1d, corrected): each MoE block's dispatch and combine all-to-alls (forward
+ *   and backward) over the expert-parallel group, in the pass's chain on stream 1 (counted as
+ *   tensor-parallel communication in the breakdown, group "ep" in step_op and the traffic), and the
+ *   routed experts' gradients over the expert-data-parallel group after the dense weights' on stream 2;
+ *   the groups are Megatron-Core's expert grid (model_expert_groups: ep consecutive ranks of a
+ *   stage's tp x dp ranks numbered tp rank + tp x dp rank, placed as every rank). Analytic mode
+ *   collapses the stages exactly; network mode simulates every GPU (the note says why).
+ *   expert_skew draws a load per expert and microbatch (step_expert_shares): the busiest expert's
+ *   GPU computes longer and the all-to-alls carry the busiest member's share; every GPU simulated.
  * - Memory and errors as the engine: step_new copies the job and the configuration; the network
  *   description's arrays are copied by the engine, its route context must outlive the step. Errors
  *   are SIM_EINVAL (err names the field and value), SIM_ENOMEM, SIM_EDEADLOCK. */
