@@ -127,6 +127,13 @@ static void test_run_ep_outputs(void **state) {
     assert_true(cJSON_GetObjectItemCaseSensitive(x, "skew")->valuedouble == 0.5);
     cJSON_Delete(d);
     cli_run_free(&r);
+    /* compare's bytes table gains an ep column, the same bytes */
+    r = cli_run("compare", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "16", "--gbs", "16",
+                "--tp", "1", "--pp", "2", "--ep", "8", "--topologies", "ideal", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "dp/GPU   ep/GPU\n"));
+    assert_non_null(strstr(r.out, "   60.130\n"));
+    cli_run_free(&r);
     r = cli_run("run", "--model", "GPT-1.7B", "--gpus", "16", "--gbs", "16", "--tp", "2", "--pp", "2", NULL);
     assert_int_equal(r.rc, 0);
     assert_null(strstr(r.out, "    ep  "));
