@@ -294,6 +294,28 @@ static void test_analytic_matches_estimate(void **state) {
     }
 }
 
+/* The stage collapse of analytic mode stays exact with experts: two stages, the sharded and the
+ * all-reduce-overlap data parallelism (its all-gathers and reduce-scatters of the dense weights over
+ * dp and the experts' over the expert-data-parallel group overlap the passes), ep inside and across
+ * domains: collapsed and every GPU simulated agree to a picosecond per operation. */
+static void test_analytic_collapse_exact(void **state) {
+    (void)state;
+    const model_dp_comm_t modes[] = {MODEL_DP_SHARDED, MODEL_DP_ALLREDUCE_OVERLAP};
+    for (int k = 0; k < 2; k++)
+        for (int64_t nvs = 4; nvs <= 8; nvs *= 2) {
+            const model_job_t job = moe_job(nvs, 2, 2, 4, 4, 16, modes[k]);
+            step_result_t a, b;
+            const double ta = analytic_step(&job, STEP_COLLAPSE_AUTO, 0.0, 1, &a);
+            const double tb = analytic_step(&job, STEP_COLLAPSE_OFF, 0.0, 1, &b);
+            assert_true(a.simulated_gpus == 2 && b.simulated_gpus == job.gpus);
+            if (fabs(ta - tb) > 1e-12 * (double)b.operations + 1e-12 * tb)
+                fail_msg("dp_comm %d, nvs %lld: collapsed %.12g s, full %.12g s", (int)modes[k],
+                         (long long)nvs, ta, tb);
+            assert_true(fabs(a.breakdown.exposed_dp_comm_s - b.breakdown.exposed_dp_comm_s) <=
+                        1e-12 * (double)b.operations + 1e-9 * tb);
+        }
+}
+
 /* The routed experts' time of one block and microbatch, forward plus backward (the experts-*
  * layers), and the all-to-all buffer. */
 static double experts_s(const model_job_t *job) {
@@ -400,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_a2a_bytes_per_gpu),
         cmocka_unit_test(test_ep_inside_and_across_domains),
         cmocka_unit_test(test_analytic_matches_estimate),
+        cmocka_unit_test(test_analytic_collapse_exact),
         cmocka_unit_test(test_skew),
         cmocka_unit_test(test_refusals),
     };
