@@ -324,7 +324,8 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
         if (r->cfg.expert_skew > 0.0)
             snprintf(line, sizeof line,
                      "            experts: ep %" PRId64 ", expert data parallel %" PRId64
-                     ", routing skewed (Zipf exponent %g, seed %" PRIu64 ")",
+                     ", routing skewed (Zipf exponent %g, seed %" PRIu64
+                     "; all-to-alls at the busiest GPU's share)",
                      ep, edp, r->cfg.expert_skew, r->cfg.expert_seed);
         else
             snprintf(line, sizeof line,
