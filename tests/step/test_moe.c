@@ -385,6 +385,22 @@ static void test_skew(void **state) {
     const double u1 = analytic_step(&j4, STEP_COLLAPSE_AUTO, 0.5, 3, &b);
     const double u2 = analytic_step(&j4, STEP_COLLAPSE_AUTO, 2.0, 3, &c);
     assert_true(u0 < u1 && u1 < u2);
+    /* and each block and microbatch pays its own draw's busiest GPU: the growth is the sum over the
+     * draws of the same terms, f_max from step_expert_shares */
+    const double V4 = a2a_bytes(&j4) * 4.0 / 3.0, X4 = experts_s(&j4);
+    const double B0 = model_collective_time_s(&j4.system, j4.compat, MODEL_COLL_ALLTOALL, V4 * 1e-9, 4, 4);
+    double grow = 0.0, fsum = 0.0;
+    for (int64_t blk = 0; blk < 2; blk++)
+        for (int64_t mb = 0; mb < 2; mb++) {
+            const double fm = step_expert_shares(E, 4, 2.0, 3, blk, mb, NULL, NULL);
+            const double B1 =
+                model_collective_time_s(&j4.system, j4.compat, MODEL_COLL_ALLTOALL, fm * V4 * 1e-9, 4, 4);
+            grow += (fm - 1.0) * X4 + 4.0 * (B1 - B0);
+            fsum += fm;
+        }
+    if (fabs((u2 - u0) - grow) > 1e-9 * u0)
+        fail_msg("ep 4, skew 2: the step grew by %.12g s, the draws' sum %.12g s", u2 - u0, grow);
+    assert_true(fsum > 4.0 * 1.01); /* the draws are skewed */
 }
 
 /* Refused: a skew on a dense model, a skew with a capacity factor, --collapse approx with experts on
