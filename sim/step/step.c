@@ -202,6 +202,8 @@ int step_group_dims(const step_t *s, step_group_t g, int dims[STEP_DIM_COUNT]) {
 }
 
 int64_t step_group_size(const step_t *s, step_group_t g) {
+    if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP)
+        return g == STEP_GROUP_EP ? s->ep : s->edp;
     int dims[STEP_DIM_COUNT];
     const int nd = step_group_dims(s, g, dims);
     int64_t size = 1;
@@ -216,6 +218,20 @@ int32_t step_gpu(const step_t *s, const int64_t x[STEP_DIM_COUNT]) {
 
 int32_t step_group_members(const step_t *s, step_group_t g, const int64_t x[STEP_DIM_COUNT],
                            int32_t *members) {
+    if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP) {
+        /* the expert grid (1d): q = tp rank + tp x dp rank; EP: ep consecutive q, EDP: q mod ep equal */
+        const int64_t ntp = s->n[STEP_DIM_TP], q = x[STEP_DIM_TP] + ntp * x[STEP_DIM_DP], ep = s->ep;
+        const int64_t size = step_group_size(s, g);
+        int64_t y[STEP_DIM_COUNT];
+        memcpy(y, x, sizeof y);
+        for (int64_t r = 0; r < size; r++) {
+            const int64_t q2 = g == STEP_GROUP_EP ? q - q % ep + r : q % ep + ep * r;
+            y[STEP_DIM_TP] = q2 % ntp;
+            y[STEP_DIM_DP] = q2 / ntp;
+            members[r] = step_gpu(s, y);
+        }
+        return (int32_t)size;
+    }
     int dims[STEP_DIM_COUNT];
     const int nd = step_group_dims(s, g, dims);
     const int64_t size = step_group_size(s, g);
@@ -394,6 +410,7 @@ static void set_level(step_t *s, step_collapsed_t level) {
     if (level == STEP_STAGES) {
         s->collapsed_dim[STEP_DIM_TP] = s->collapsed_dim[STEP_DIM_CP] = s->collapsed_dim[STEP_DIM_DP] = 1;
         s->fixed_group[STEP_GROUP_TP] = s->fixed_group[STEP_GROUP_CP] = s->fixed_group[STEP_GROUP_DP] = 1;
+        s->fixed_group[STEP_GROUP_EP] = s->fixed_group[STEP_GROUP_EDP] = 1;
     } else if (level == STEP_RAILS) {
         const int two_d = s->job.par.strategy == MODEL_STRATEGY_2D;
         s->collapsed_dim[STEP_DIM_TP] = 1;
@@ -411,6 +428,14 @@ static int decide(step_t *s) {
         return step_fail(s, SIM_EINVAL,
                          "collapse: approx with perturbations (slow GPUs or jitter), which make identical "
                          "ranks differ; allowed: auto or off (every GPU simulated)");
+    if (s->expert_skew > 0.0 && s->cfg.collapse == STEP_COLLAPSE_APPROX)
+        return step_fail(s, SIM_EINVAL,
+                         "collapse: approx with an expert skew, which makes the ranks of an expert-parallel "
+                         "group differ; allowed: auto or off (every GPU simulated)");
+    if (s->moe && s->cfg.comm == SIM_COMM_NETWORK && s->cfg.collapse == STEP_COLLAPSE_APPROX)
+        return step_fail(s, SIM_EINVAL,
+                         "collapse: approx with experts, whose all-to-alls mix tensor and data ranks that "
+                         "one tensor rank cannot stand for; allowed: auto or off (every GPU simulated)");
     if (s->cfg.collapse == STEP_COLLAPSE_OFF) {
         set_level(s, STEP_FULL);
         snprintf(s->collapse_note, sizeof s->collapse_note, "off: every GPU simulated");
@@ -418,6 +443,10 @@ static int decide(step_t *s) {
         set_level(s, STEP_FULL);
         snprintf(s->collapse_note, sizeof s->collapse_note,
                  "every GPU simulated: perturbations (slow GPUs or jitter) make identical ranks differ");
+    } else if (s->expert_skew > 0.0) {
+        set_level(s, STEP_FULL);
+        snprintf(s->collapse_note, sizeof s->collapse_note,
+                 "every GPU simulated: the expert skew makes the ranks of an expert-parallel group differ");
     } else if (s->cfg.comm == SIM_COMM_ANALYTIC) {
         set_level(s, STEP_STAGES);
         snprintf(s->collapse_note, sizeof s->collapse_note,
@@ -432,6 +461,13 @@ static int decide(step_t *s) {
         if (rail <= 1) {
             set_level(s, STEP_FULL);
             snprintf(s->collapse_note, sizeof s->collapse_note, "none: one tensor rank, nothing to collapse");
+        } else if (s->moe) {
+            /* the expert groups (q = tp rank + tp x dp rank) mix tensor and data ranks: a rail does not
+             * hold its own expert traffic, so collapsing the tensor ranks would not be exact */
+            set_level(s, STEP_FULL);
+            snprintf(s->collapse_note, sizeof s->collapse_note,
+                     "every GPU simulated: the expert-parallel all-to-alls and the expert gradients' "
+                     "reduction mix tensor and data ranks, which one tensor rank cannot stand for");
         } else if (s->cfg.collapse == STEP_COLLAPSE_AUTO && routes > CHECK_ROUTES_PER_OP * full_ops) {
             /* Checking costs more than it can save: a route compared costs about half an operation
              * simulated, and the collapsed step still simulates an eighth or more of the operations
@@ -523,11 +559,33 @@ static int check_job(step_t *s) {
     memset(&issue, 0, sizeof issue);
     if (model_job_check(&s->job, &issue) != MODEL_OK)
         return step_fail(s, SIM_EINVAL, "job: %s: %s; allowed: %s", issue.field, issue.value, issue.allowed);
-    if (model_is_moe(&s->job.model))
+    s->ep = s->edp = 1;
+    s->moe = model_is_moe(&s->job.model) && model_moe_layers(&s->job.model) > 0;
+    if (s->moe) {
+        int64_t ep, ep_t, edp, edp_t;
+        model_expert_groups(&s->job, &ep, &ep_t, &edp, &edp_t);
+        s->ep = (int32_t)ep;
+        s->edp = (int32_t)edp;
+    }
+    s->expert_skew = s->cfg.expert_skew;
+    s->expert_seed = s->cfg.expert_seed;
+    if (!(s->expert_skew >= 0.0 && s->expert_skew <= STEP_EXPERT_SKEW_MAX))
+        return step_fail(s, SIM_EINVAL, "expert skew: %g; allowed: 0..%g", s->expert_skew,
+                         (double)STEP_EXPERT_SKEW_MAX);
+    if (s->expert_skew > 0.0 && !s->moe)
         return step_fail(s, SIM_EINVAL,
-                         "job: model.experts: %lld; allowed: 0 (the simulated step does not "
-                         "place experts yet; the estimate does)",
-                         (long long)s->job.model.moe.experts);
+                         "expert skew: %g with a dense model (model.experts 0); allowed: 0, or a model "
+                         "with experts",
+                         s->expert_skew);
+    if (s->expert_skew > 0.0 && s->job.model.moe.experts > STEP_EXPERT_MAX)
+        return step_fail(s, SIM_EINVAL,
+                         "expert skew: %g with %lld experts; allowed: 0, or at most %d experts",
+                         s->expert_skew, (long long)s->job.model.moe.experts, STEP_EXPERT_MAX);
+    if (s->expert_skew > 0.0 && s->job.model.moe.capacity_factor > 0.0)
+        return step_fail(s, SIM_EINVAL,
+                         "expert skew: %g with model.capacity_factor %g (tokens padded to capacity: the "
+                         "skew would change nothing); allowed: 0, or a dropless model (capacity_factor 0)",
+                         s->expert_skew, s->job.model.moe.capacity_factor);
     if (s->job.gpus > INT32_MAX / 8)
         return step_fail(s, SIM_EINVAL, "job: gpus %lld; allowed: at most %d", (long long)s->job.gpus,
                          INT32_MAX / 8);
@@ -1007,7 +1065,7 @@ int step_result(const step_t *s, step_result_t *r) {
             crit_stage = s->gpu_stage[g];
         }
     }
-    if (s->perturbed && crit >= 0) {
+    if ((s->perturbed || s->expert_skew > 0.0) && crit >= 0) {
         /* several GPUs end together (the members of a collective): the critical one is the one with
          * the most compute time, the one the others waited for (then the lowest id) */
         sim_time_ps_t *busy = alloc_calloc((size_t)s->gpus, sizeof *busy);
@@ -1083,7 +1141,8 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
     if (op < s->op0 || op >= s->op_end || op - s->op0 >= s->cap_rec)
         return SIM_EINVAL;
     static const char *const PASS[4] = {"fwd", "bwd", "opt", "wgrad"};
-    static const char *const GROUP[4] = {"tp", "cp", "dp", "pp"};
+    /* by step_group_t, then STEP_META_GROUP_PP; the expert gradients' group is data parallel */
+    static const char *const GROUP[6] = {"tp", "cp", "dp", "ep", "dp", "pp"};
     step_meta_t mm;
     step_meta_get(s, op, &mm);
     const step_meta_t *m = &mm;
@@ -1099,7 +1158,7 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
     out->first_layer = l0 ? l0->name : NULL;
     out->last_layer = l1 ? l1->name : NULL;
     out->collective = m->coll_op >= 0 ? model_coll_op_name((model_coll_op_t)m->coll_op) : NULL;
-    out->group = m->group >= 0 && m->group < 4 ? GROUP[m->group] : NULL;
+    out->group = m->group >= 0 && m->group < 6 ? GROUP[m->group] : NULL;
     out->flops_tflop = m->flops_tflop;
     out->hbm_gb = m->hbm_gb;
     out->comm_gb = m->comm_gb;

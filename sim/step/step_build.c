@@ -37,13 +37,21 @@ static const char *const NAME_PASS[3] = {"forward", "backward", "weight gradient
 
 static const char *coll_name(step_group_t g, model_coll_op_t op) {
     static const char *const tp[] = {"tp none",      "tp allreduce", "tp allgather", "tp reducescatter",
-                                     "tp broadcast", "tp reduce",    "tp p2p"};
+                                     "tp broadcast", "tp reduce",    "tp p2p",       "tp alltoall"};
     static const char *const cp[] = {"cp none",      "cp allreduce", "cp allgather", "cp reducescatter",
-                                     "cp broadcast", "cp reduce",    "cp p2p"};
+                                     "cp broadcast", "cp reduce",    "cp p2p",       "cp alltoall"};
     static const char *const dp[] = {"dp none",      "dp allreduce", "dp allgather", "dp reducescatter",
-                                     "dp broadcast", "dp reduce",    "dp p2p"};
-    const unsigned i = (unsigned)op <= MODEL_COLL_P2P ? (unsigned)op : 0u;
-    return g == STEP_GROUP_CP ? cp[i] : g == STEP_GROUP_DP ? dp[i] : tp[i];
+                                     "dp broadcast", "dp reduce",    "dp p2p",       "dp alltoall"};
+    static const char *const ep[] = {"ep none",      "ep allreduce", "ep allgather", "ep reducescatter",
+                                     "ep broadcast", "ep reduce",    "ep p2p",       "ep alltoall"};
+    static const char *const edp[] = {"edp none",      "edp allreduce", "edp allgather", "edp reducescatter",
+                                      "edp broadcast", "edp reduce",    "edp p2p",       "edp alltoall"};
+    const unsigned i = (unsigned)op <= MODEL_COLL_ALLTOALL ? (unsigned)op : 0u;
+    return g == STEP_GROUP_CP    ? cp[i]
+           : g == STEP_GROUP_DP  ? dp[i]
+           : g == STEP_GROUP_EP  ? ep[i]
+           : g == STEP_GROUP_EDP ? edp[i]
+                                 : tp[i];
 }
 
 static sim_coll_op_t sim_op_of(model_coll_op_t op) {
@@ -58,6 +66,8 @@ static sim_coll_op_t sim_op_of(model_coll_op_t op) {
         return SIM_COLL_BROADCAST;
     case MODEL_COLL_REDUCE:
         return SIM_COLL_REDUCE;
+    case MODEL_COLL_ALLTOALL:
+        return SIM_COLL_ALLTOALL;
     default:
         return SIM_COLL_SENDRECV;
     }
@@ -107,6 +117,12 @@ typedef struct builder {
     double *fs_gb;        /* [n_items x (chunk blocks + 2)] their weights, in the order they run */
     int64_t fs_n, fs_k;   /* how many; the next one to run */
     sim_op_id_t *fs_wait; /* [n] the all-gather the next unit pass waits for, -1 */
+    /* the expert skew: per GPU the accumulated operation's extra expert time (acc_skewed 1: some),
+     * and the load factors of every expert-parallel rank for (skew_block, skew_mb) */
+    double *acc_skew, *skew_f;
+    int acc_skewed;
+    int32_t skew_block, skew_mb;
+    double skew_fmax;
 } builder_t;
 
 /* ---- operations and their metadata -------------------------------------------------------------- */
@@ -181,6 +197,10 @@ static void acc_add(builder_t *b, int32_t block, int layer0, int layer1, double 
         b->acc_layer0 = layer0;
         b->acc_layer1 = layer1;
         b->acc_dur = b->acc_tp = b->acc_flops = b->acc_hbm = b->acc_act = 0.0;
+        if (b->acc_skewed)
+            for (int32_t j = 0; j < b->n; j++)
+                b->acc_skew[j] = 0.0;
+        b->acc_skewed = 0;
     }
     if (block >= 0) { /* -1: an edge layer, no block */
         if (b->acc_block0 < 0)
@@ -208,8 +228,9 @@ static int flush(builder_t *b) {
     for (int32_t j = 0; j < b->n; j++) {
         sim_op_id_t op;
         /* perturbations scale the compute, not the fixed-time communication folded into it */
-        const double dur = b->s->perturbed ? step_perturb_s(b->s, b->gpus[j], key, b->acc_dur) + b->acc_tp
-                                           : b->acc_dur + b->acc_tp;
+        const double comp = b->acc_skewed ? b->acc_dur + b->acc_skew[j] : b->acc_dur;
+        const double dur =
+            b->s->perturbed ? step_perturb_s(b->s, b->gpus[j], key, comp) + b->acc_tp : comp + b->acc_tp;
         int rc = sim_op_compute(b->e, b->gpus[j], STEP_STREAM_COMPUTE, dur, NAME_PASS[b->acc_pass], &op);
         if (rc)
             return engine_fail(b, rc);
@@ -241,7 +262,9 @@ static int comm_meta(builder_t *b, sim_op_id_t op, int32_t gpu, step_group_t g, 
                      double bytes, int fixed, int pass, int32_t chunk, int32_t mb) {
     step_meta_t m = meta_none(b);
     m.gpu = gpu;
-    m.kind = g == STEP_GROUP_DP ? STEP_OP_DP : STEP_OP_TP;
+    /* the expert all-to-alls count as the layers' collectives (tensor-parallel comm, as the model
+     * charges them), the expert gradients' reduction as data parallelism */
+    m.kind = g == STEP_GROUP_DP || g == STEP_GROUP_EDP ? STEP_OP_DP : STEP_OP_TP;
     m.group = (int8_t)g;
     m.coll_op = (int8_t)cop;
     m.comm_gb = bytes * 1e-9;
@@ -499,17 +522,32 @@ static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *
 
 /* ---- data parallelism -------------------------------------------------------------------------------- */
 
-/* The all-gather of a part's weights (weights_gb) before its first forward (sharded). */
-static int dp_allgather(builder_t *b, const step_sched_item_t *it, double weights_gb, sim_op_id_t *ops) {
+/* The data-parallel groups of a part's weights (weights_gb, of which expert_gb are routed experts'):
+ * the dense weights over the data-parallel group, the experts' over the expert-data-parallel group
+ * (as model_expert_groups); *gb 0 where a group has one member or nothing to carry. */
+static void dp_split(const step_t *s, double weights_gb, double expert_gb, double gb[2]) {
+    gb[0] = step_group_size(s, STEP_GROUP_DP) > 1 ? weights_gb - expert_gb : 0.0;
+    gb[1] = expert_gb > 0.0 && step_group_size(s, STEP_GROUP_EDP) > 1 ? expert_gb : 0.0;
+}
+
+/* The all-gather of a part's weights (weights_gb, expert_gb of them over the expert-data-parallel
+ * group) before its first forward (sharded). */
+static int dp_allgather(builder_t *b, const step_sched_item_t *it, double weights_gb, double expert_gb,
+                        sim_op_id_t *ops) {
     step_t *s = b->s;
-    if (step_group_size(s, STEP_GROUP_DP) <= 1 || weights_gb <= 0.0)
-        return SIM_OK;
-    int rc = flush(b);
-    if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, weights_gb * 1e9, 0, STEP_STREAM_DP, 0,
-                      it->chunk, it->microbatch, ops);
-    for (int32_t j = 0; j < b->n && !rc; j++)
-        b->pend[j] = ops[j];
+    double gb[2];
+    dp_split(s, weights_gb, expert_gb, gb);
+    int rc = SIM_OK;
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (gb[k] <= 0.0)
+            continue;
+        rc = flush(b);
+        if (!rc)
+            rc = comm_ops(b, k ? STEP_GROUP_EDP : STEP_GROUP_DP, MODEL_COLL_ALLGATHER, gb[k] * 1e9, 0,
+                          STEP_STREAM_DP, 0, it->chunk, it->microbatch, ops);
+        for (int32_t j = 0; j < b->n && !rc; j++)
+            b->pend[j] = ops[j]; /* the second follows the first on the stream */
+    }
     return rc;
 }
 
@@ -517,19 +555,24 @@ static int dp_allgather(builder_t *b, const step_sched_item_t *it, double weight
  * part's reduce-scatter after its last backward (sharded), its bucket's all-reduce
  * (allreduce-overlap), or the stage's one all-reduce after the last backward (allreduce). */
 static int dp_after(builder_t *b, const step_sched_item_t *it, model_coll_op_t cop, double weights_gb,
-                    sim_op_id_t *ops) {
+                    double expert_gb, sim_op_id_t *ops) {
     step_t *s = b->s;
-    if (step_group_size(s, STEP_GROUP_DP) <= 1 || weights_gb <= 0.0)
-        return SIM_OK;
-    int rc = flush(b);
-    if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, cop, weights_gb * 1e9, 0, STEP_STREAM_DP, 1, it ? it->chunk : -1,
-                      it ? it->microbatch : -1, ops);
-    for (int32_t j = 0; j < b->n && !rc; j++) {
-        rc = depend(b, ops[j], b->tail[j]);
+    double gb[2];
+    dp_split(s, weights_gb, expert_gb, gb);
+    int rc = SIM_OK;
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (gb[k] <= 0.0)
+            continue;
+        rc = flush(b);
         if (!rc)
-            rc = depend(b, ops[j], b->tail2[j]);
-        b->last_rs[j] = ops[j];
+            rc = comm_ops(b, k ? STEP_GROUP_EDP : STEP_GROUP_DP, cop, gb[k] * 1e9, 0, STEP_STREAM_DP, 1,
+                          it ? it->chunk : -1, it ? it->microbatch : -1, ops);
+        for (int32_t j = 0; j < b->n && !rc; j++) {
+            rc = depend(b, ops[j], b->tail[j]);
+            if (!rc)
+                rc = depend(b, ops[j], b->tail2[j]);
+            b->last_rs[j] = ops[j];
+        }
     }
     return rc;
 }
@@ -682,6 +725,57 @@ static void seg_wgrad(const step_t *s, const step_seg_t *seg, double *w_s, doubl
         *w_s = seg->dur_s;
 }
 
+/* ---- the expert skew -------------------------------------------------------------------------------- */
+
+/* The routed experts' time in a compute segment of a block's pass (the experts-* layers' compute and
+ * exposed memory time, scaled to the routed tokens k of k + s): mode 0 all of it, 1 its B part (less
+ * the weight gradients), 2 its W part. */
+static double expert_routed_s(const step_t *s, const step_seg_t *seg, int pass, int mode) {
+    const int lo = seg->layer0 < seg->layer1 ? seg->layer0 : seg->layer1;
+    const int hi = seg->layer0 < seg->layer1 ? seg->layer1 : seg->layer0;
+    const double k = (double)s->job.model.moe.topk, sh = (double)s->job.model.moe.shared_experts;
+    double t = 0.0;
+    for (int l = lo; l <= hi && l < STEP_EDGE_ID; l++) {
+        const model_layer_t *ly = step_layer(s, l);
+        if (!ly || strncmp(ly->name, "experts-", 8) != 0)
+            continue;
+        const model_pass_t *ps = pass ? &ly->bwd : &ly->fwd;
+        const double full = ps->comp_s + ps->mem_exposed_s, w = pass ? model_layer_wgrad_s(ly) : 0.0;
+        t += mode == 0 ? full : mode == 1 ? full - w : w;
+    }
+    return t * k / (k + sh);
+}
+
+/* The load factors of block (stage-local) in microbatch mb, cached; returns the largest. */
+static double skew_factors(builder_t *b, int32_t chunk, int32_t block, int32_t mb) {
+    const step_t *s = b->s;
+    const int32_t gb = global_block(b, chunk, block);
+    if (gb != b->skew_block || mb != b->skew_mb) {
+        b->skew_fmax = step_expert_shares(s->job.model.moe.experts, s->ep, s->expert_skew, s->expert_seed, gb,
+                                          mb, NULL, b->skew_f);
+        b->skew_block = gb;
+        b->skew_mb = mb;
+    }
+    return b->skew_fmax;
+}
+
+/* With an expert skew: each GPU's extra expert time in the accumulated operation (after acc_add):
+ * (f - 1) times the segment's routed expert time, f its expert-parallel rank's load factor. Every GPU
+ * is simulated (step.c), stage-local GPU j being q = tp rank + tp x dp rank of the expert grid. */
+static void skew_add(builder_t *b, const step_seg_t *seg, int32_t block, const step_sched_item_t *it,
+                     int mode) {
+    const step_t *s = b->s;
+    if (s->expert_skew <= 0.0 || s->ep <= 1 || block < 0)
+        return;
+    const double t = expert_routed_s(s, seg, it->pass ? 1 : 0, mode);
+    if (t <= 0.0)
+        return;
+    skew_factors(b, it->chunk, block, it->microbatch);
+    for (int32_t j = 0; j < b->n; j++)
+        b->acc_skew[j] += (b->skew_f[j % s->ep] - 1.0) * t;
+    b->acc_skewed = 1;
+}
+
 /* The W pass of a part (split schedules): the weight gradients of its backward's compute segments,
  * one compute operation with the rest of the item; it frees the part's activations. */
 static void part_wgrad(builder_t *b, const step_sched_item_t *it, step_part_t part, int32_t block) {
@@ -697,6 +791,7 @@ static void part_wgrad(builder_t *b, const step_sched_item_t *it, step_part_t pa
         double w_s, w_tflop;
         seg_wgrad(s, seg, &w_s, &w_tflop);
         acc_add(b, block, seg->layer0, seg->layer1, w_s, 0.0, w_tflop, 0.0, seg->act_gb);
+        skew_add(b, seg, block, it, 2);
     }
 }
 
@@ -721,15 +816,22 @@ static int part_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
                 seg_wgrad(s, seg, &w_s, &w_tflop);
                 acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s - w_s, 0.0, seg->flops_tflop - w_tflop,
                         seg->hbm_gb, 0.0);
+                skew_add(b, seg, block, it, 1);
             } else {
                 acc_add(b, block, seg->layer0, seg->layer1, seg->dur_s, 0.0, seg->flops_tflop, seg->hbm_gb,
                         seg->act_gb);
+                skew_add(b, seg, block, it, 0);
             }
             break;
         case STEP_SEG_COLL: {
             const model_coll_t *c = &ps->colls[seg->coll];
-            rc = chain_coll(b, step_group_of(c->group), c->op, c->volume_gb * 1e9, 0, block, it, fixed_s[k],
-                            ops);
+            const step_group_t g = step_group_of(c->group);
+            double bytes = c->volume_gb * 1e9;
+            /* with an expert skew every member sends what the busiest receives from each (the
+             * engine's all-to-all moves equal shares): the group's pace, its bytes an upper bound */
+            if (g == STEP_GROUP_EP && s->expert_skew > 0.0 && block >= 0)
+                bytes *= skew_factors(b, it->chunk, block, it->microbatch);
+            rc = chain_coll(b, g, c->op, bytes, 0, block, it, fixed_s[k], ops);
             break;
         }
         case STEP_SEG_OVERLAP:
@@ -756,7 +858,8 @@ static int fsdp_pass(builder_t *b, const step_sched_item_t *it, step_part_t part
     if (!rc)
         rc = part_pass(b, it, part, block, ops, ops2);
     if (!rc && it->pass == 1)
-        rc = dp_after(b, it, MODEL_COLL_REDUCESCATTER, step_part_weights_gb(b->s, part), ops);
+        rc = dp_after(b, it, MODEL_COLL_REDUCESCATTER, step_part_weights_gb(b->s, part), 0.0,
+                      ops); /* fsdp has no experts (model_job_check) */
     return rc;
 }
 
@@ -768,6 +871,7 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
                         char *seen, int32_t *done, sim_op_id_t *ops, sim_op_id_t *ops2) {
     step_t *s = b->s;
     const double w_gb = step_part_weights_gb(s, part);
+    const double exp_gb = part == STEP_PART_BLOCK ? s->est.block.expert_weights_gb : 0.0;
     /* the gradients are complete after the last backward, or the last W when the schedule splits */
     const int last_grad = it->pass == (b->split ? 2 : 1) && ++*done == s->m;
     int rc = SIM_OK;
@@ -787,14 +891,14 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
         else if (!rc)
             rc = part_pass(b, it, part, block, ops, ops2);
         if (!rc && last_grad && head)
-            rc =
-                dp_after(b, it, MODEL_COLL_REDUCESCATTER, b->bk_gb[it->chunk * (L + 2) + b->bk_of[key]], ops);
+            rc = dp_after(b, it, MODEL_COLL_REDUCESCATTER, b->bk_gb[it->chunk * (L + 2) + b->bk_of[key]], 0.0,
+                          ops);
         return rc;
     }
     if (!it->pass && !*seen) {
         *seen = 1;
         if (s->dp_comm == MODEL_DP_SHARDED)
-            rc = dp_allgather(b, it, step_part_gather_gb(s, part), ops);
+            rc = dp_allgather(b, it, step_part_gather_gb(s, part), exp_gb, ops);
     }
     if (!rc && it->pass == 2)
         part_wgrad(b, it, part, block);
@@ -802,7 +906,7 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
         rc = part_pass(b, it, part, block, ops, ops2);
     if (!rc && last_grad && s->dp_comm != MODEL_DP_ALLREDUCE)
         rc = dp_after(b, it, s->dp_comm == MODEL_DP_SHARDED ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE,
-                      w_gb, ops);
+                      w_gb, exp_gb, ops);
     return rc;
 }
 
@@ -878,7 +982,8 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
     b->cur_item = -1;
     /* allreduce: the stage's gradients, all at once after its last backward */
     if (!rc && s->dp_comm == MODEL_DP_ALLREDUCE)
-        rc = dp_after(b, NULL, MODEL_COLL_ALLREDUCE, step_stage_weights_gb(s, p), ops);
+        rc = dp_after(b, NULL, MODEL_COLL_ALLREDUCE, step_stage_weights_gb(s, p),
+                      s->est.block.expert_weights_gb * (double)s->layers_per_stage, ops);
     for (int32_t j = 0; j < b->n && !rc; j++)
         b->fin[(int64_t)p * b->n + j] = b->last_rs[j] >= 0 ? b->last_rs[j] : b->tail[j];
     /* the optimizer step: the model's time on the stage with the most weights, scaled to this one's */
@@ -1057,7 +1162,7 @@ static int messages(builder_t *b) {
                     m.stage = e ? q : p;
                     m.gpu = e ? dst : src;
                     m.kind = STEP_OP_PP;
-                    m.group = 3;
+                    m.group = STEP_META_GROUP_PP;
                     m.coll_op = MODEL_COLL_P2P;
                     m.comm_gb = bytes * 1e-9;
                     m.fixed = (int8_t)fixed_pair;
@@ -1111,6 +1216,23 @@ static int stage_groups(builder_t *b) {
         b->group_size[g] = 0;
         if (s->fixed_group[g])
             continue;
+        if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP) {
+            if (!s->moe)
+                continue;
+            /* every GPU simulated (step.c): stage-local j is the expert grid's q */
+            if (s->level != STEP_FULL || (int64_t)s->ep * s->edp != b->n)
+                return step_fail(s, SIM_EINVAL, "step: expert groups need every GPU of a stage simulated");
+            const int32_t ep = s->ep, edp = s->edp;
+            b->group_size[g] = g == STEP_GROUP_EP ? ep : edp;
+            b->groups[g] = alloc_malloc((size_t)b->n * sizeof *b->groups[g]);
+            if (!b->groups[g])
+                return step_fail(s, SIM_ENOMEM, "step: out of memory");
+            int32_t used = 0;
+            for (int32_t a = 0; a < (g == STEP_GROUP_EP ? edp : ep); a++)
+                for (int32_t r = 0; r < b->group_size[g]; r++)
+                    b->groups[g][used++] = g == STEP_GROUP_EP ? a * ep + r : a + ep * r;
+            continue;
+        }
         int dims[STEP_DIM_COUNT];
         const int nd = step_group_dims(s, (step_group_t)g, dims);
         const int32_t sz = (int32_t)step_group_size(s, (step_group_t)g);
@@ -1176,6 +1298,8 @@ static void builder_free(builder_t *b) {
     free(b->ag_wait);
     free(b->fs_gb);
     free(b->fs_wait);
+    free(b->acc_skew);
+    free(b->skew_f);
 }
 
 /* The fixed times of every plan segment: a COLL segment's collective, a SUMMA layer's exposed
@@ -1276,6 +1400,9 @@ int step_build(step_t *s) {
     b.bk_tmp = alloc_malloc(w * sizeof *b.bk_tmp);
     b.bk_n = alloc_malloc(v * sizeof *b.bk_n);
     b.ag_wait = alloc_malloc(v * n * sizeof *b.ag_wait);
+    b.acc_skew = alloc_calloc(n, sizeof *b.acc_skew);
+    b.skew_f = alloc_calloc((size_t)s->ep, sizeof *b.skew_f);
+    b.skew_block = b.skew_mb = -1;
     sim_op_id_t *ops = alloc_malloc(n * sizeof *ops), *ops2 = alloc_malloc(n * sizeof *ops2);
     int rc = SIM_OK;
     if (s->dp_comm == MODEL_DP_FSDP) {
@@ -1285,7 +1412,7 @@ int step_build(step_t *s) {
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the fully sharded units");
     }
     if (!rc && (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_ag_gb || !b.bk_param || !b.bk_key || !b.bk_tmp ||
-                !b.bk_n || !b.ag_wait))
+                !b.bk_n || !b.ag_wait || !b.acc_skew || !b.skew_f))
         rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the data-parallel buckets");
     if (!rc && (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf ||
                 !b.items || !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2))
@@ -1361,7 +1488,7 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
     int fixed[STEP_GROUP_COUNT] = {0, 0, 0};
     double gpus = (double)s->gpus;
     if (level == STEP_STAGES) {
-        fixed[0] = fixed[1] = fixed[2] = 1;
+        fixed[0] = fixed[1] = fixed[2] = fixed[STEP_GROUP_EP] = fixed[STEP_GROUP_EDP] = 1;
         gpus = (double)s->pp;
     } else if (level == STEP_RAILS) {
         fixed[STEP_GROUP_TP] = 1;

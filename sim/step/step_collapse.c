@@ -623,6 +623,7 @@ int step_group_traffic(const step_t *s, step_traffic_t *out) {
                       : strcmp(info.group, "cp") == 0 ? STEP_TRAFFIC_CP
                       : strcmp(info.group, "pp") == 0 ? STEP_TRAFFIC_PP
                       : strcmp(info.group, "dp") == 0 ? STEP_TRAFFIC_DP
+                      : strcmp(info.group, "ep") == 0 ? STEP_TRAFFIC_EP
                                                       : -1;
         if (g >= 0)
             sim_sent[g] += r.sent_bytes / (double)r.members;
@@ -655,5 +656,6 @@ int step_group_traffic(const step_t *s, step_traffic_t *out) {
     }
     for (int g = 0; g < STEP_TRAFFIC_GROUPS; g++)
         out->per_gpu_bytes[g] = s->gpus > 0 ? out->sent_bytes[g] / (double)s->gpus : 0.0;
+    out->has_ep = s->moe;
     return SIM_OK;
 }

@@ -21,13 +21,21 @@ enum {
     STEP_COMM_STREAMS = 6
 };
 
-/* Collective groups of the step. DP is dp (1d, 2d) or tp2 x dp (2d-seqp). */
+/* Collective groups of the step. DP is dp (1d, 2d) or tp2 x dp (2d-seqp). With experts (1d), EP is
+ * the expert-parallel group and EDP the expert-data-parallel group of Megatron-Core's expert grid
+ * (model_expert_groups): the stage's tp x dp ranks numbered q = tp rank + tp x dp rank, an EP group
+ * ep consecutive q, an EDP group the q equal modulo ep. Not groups of dimensions: step_group_dims
+ * gives none for them, step_group_members lists them. */
 typedef enum step_group {
     STEP_GROUP_TP = 0,
     STEP_GROUP_CP = 1,
     STEP_GROUP_DP = 2,
-    STEP_GROUP_COUNT = 3
+    STEP_GROUP_EP = 3,
+    STEP_GROUP_EDP = 4,
+    STEP_GROUP_COUNT = 5
 } step_group_t;
+/* step_meta_t.group of a pipeline message */
+#define STEP_META_GROUP_PP 5
 
 /* ---- plans ------------------------------------------------------------------------------------ */
 
@@ -72,7 +80,7 @@ typedef enum step_part { STEP_PART_BLOCK = 0, STEP_PART_EMBEDDING = 1, STEP_PART
 /* Build the forward (pass 0) and backward (pass 1) plans of the n layers (ids id0..id0+n-1). */
 /* checkpoint_gb >= 0: full recomputation, only that is kept from the forward to the backward. */
 void step_plan_build(const model_layer_t *layers, int n, int id0, double checkpoint_gb, step_plan_t plans[2]);
-/* The step group of a model collective (TP1 -> TP, TP2 -> CP, DP -> DP). */
+/* The step group of a model collective (TP1 -> TP, TP2 -> CP, DP -> DP, EP -> EP). */
 step_group_t step_group_of(model_group_t g);
 
 /* ---- per-operation metadata ------------------------------------------------------------------- */
@@ -90,7 +98,7 @@ typedef struct step_meta {
     int8_t pass; /* -1 none, 0 fwd, 1 bwd, 2 optimizer */
     int8_t layer0, layer1;
     int8_t coll_op; /* model_coll_op_t, -1 */
-    int8_t group;   /* step_group_t, 3 for pp, -1 */
+    int8_t group;   /* step_group_t, STEP_META_GROUP_PP for pp, -1 */
     int8_t fixed;   /* 1: a fixed-duration stand-in for communication (busy from its own start) */
     double flops_tflop, hbm_gb, comm_gb, tp_comm_s, act_gb;
 } step_meta_t;
@@ -189,6 +197,12 @@ struct sim_step {
      * shares the engine with other jobs: its GPU r is engine GPU map[r] and its operations are the
      * ids [op0, op_end). Every GPU id in the step's arrays and results is the engine's. */
     int32_t engine_gpus;
+    /* experts (1d MoE): ep and the expert-data-parallel size (step_group_size of EP, EDP); 1, 1 dense.
+     * expert_skew: step_config_t's (0: none); the expert load factors of every (block, microbatch)
+     * are drawn by step_expert_factors (expert.c). */
+    int32_t ep, edp, moe;
+    double expert_skew;
+    uint64_t expert_seed;
     int32_t *map; /* [gpus]; NULL: identity */
     int own_engine;
     sim_op_id_t op0, op_end;

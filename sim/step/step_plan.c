@@ -12,6 +12,8 @@ step_group_t step_group_of(model_group_t g) {
         return STEP_GROUP_CP;
     case MODEL_GROUP_DP:
         return STEP_GROUP_DP;
+    case MODEL_GROUP_EP:
+        return STEP_GROUP_EP;
     default:
         return STEP_GROUP_TP;
     }

@@ -1,13 +1,14 @@
 /* stepsim/test_moe_config.c - mixture-of-experts models from the command line: the public Mixtral
  * 8x7B config.json (mistralai/Mixtral-8x7B-v0.1) gives the Mixtral-8x7B preset field for field; the
  * model object's expert keys; the estimate places the experts with --ep or a scenario's parallel.ep,
- * the simulated step refuses them (one line naming model.experts, exit 2). */
+ * the simulated step runs them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
@@ -55,8 +56,9 @@ static void test_model_object_keys(void **state) {
     assert_true(m.moe.capacity_factor == 1.5);
 }
 
-/* The estimate places the experts (--ep); the simulated step refuses them, one line naming
- * model.experts; an ep that does not divide the experts names --ep. */
+/* The estimate places the experts (--ep), and so does the simulated step (its expert line); an
+ * expert skew on a dense model is refused, one line naming it; an ep that does not divide the
+ * experts names --ep. */
 static void test_estimate_places_experts(void **state) {
     (void)state;
     cli_run_t r = cli_run("estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64", "--gbs",
@@ -64,16 +66,79 @@ static void test_estimate_places_experts(void **state) {
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "\"ep\":\t8"));
     cli_run_free(&r);
-    const char *argv[] = {"run",   "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
-                          "--gbs", "256",     "--tp",         "2",        "--pp", "4",      "--ep",
-                          "8"};
-    const char *frags[] = {"model.experts: 8", "does not place experts"};
-    cli_expect_error("run mixtral", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
+    r = cli_run("run", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64", "--gbs", "256", "--tp",
+                "2", "--pp", "4", "--ep", "8", "--comm", "analytic", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "experts: ep 8, expert data parallel 2, uniform routing"));
+    cli_run_free(&r);
+    const char *argv[] = {"run", "--model", "GPT-1.7B", "--gpus", "8", "--gbs", "8", "--expert-skew", "1"};
+    const char *frags[] = {"expert skew: 1", "dense model"};
+    cli_expect_error("run dense skew", argv, (int)(sizeof argv / sizeof argv[0]), 2, frags, 2);
     const char *argv3[] = {"estimate", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "64",
                            "--gbs",    "256",     "--tp",         "2",        "--pp", "4",      "--ep",
                            "3"};
     const char *frags3[] = {"--ep", "3"};
     cli_expect_error("estimate ep 3", argv3, (int)(sizeof argv3 / sizeof argv3[0]), 2, frags3, 2);
+}
+
+/* run with experts on the network: the bytes per group gain ep (text and JSON, per GPU and total:
+ * 4 all-to-alls of T e bytes k (ep - 1) / ep per block and microbatch), the JSON names the expert
+ * groups and the skew, the trace's all-to-alls are cat "ep"; a dense run prints no ep row. */
+static void test_run_ep_outputs(void **state) {
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/stepsim_moe_trace_%d.json", (int)getpid());
+    cli_run_t r = cli_run("run", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "16", "--gbs", "16",
+                          "--tp", "1", "--pp", "2", "--ep", "8", "--trace", path, "--quiet", NULL);
+    assert_int_equal(r.rc, 0);
+    /* T = 32768 tokens, e 4096, 2 bytes, k 2, 7/8: 0.469762048 GB per all-to-all; x 4 x 16 blocks x 2
+     * microbatches = 60.130 GB per GPU, 962.073 GB for 16 GPUs */
+    assert_non_null(strstr(r.out, "    ep                                       60.130        962.073\n"));
+    assert_non_null(strstr(r.out, "experts: ep 8, expert data parallel 1, uniform routing"));
+    cli_run_free(&r);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)size + 1);
+    assert_non_null(buf);
+    assert_true(fread(buf, 1, (size_t)size, f) == (size_t)size);
+    buf[size] = '\0';
+    fclose(f);
+    remove(path);
+    assert_non_null(strstr(buf, "\"name\":\"ep alltoall\",\"cat\":\"ep\""));
+    free(buf);
+    r = cli_run("run", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "16", "--gbs", "16", "--tp",
+                "1", "--pp", "2", "--ep", "8", "--expert-skew", "0.5", "--seed", "3", "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    cJSON *d = cJSON_Parse(r.out);
+    assert_non_null(d);
+    const cJSON *ep =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "bytes_sent"), "ep");
+    assert_non_null(ep);
+    const double per = cJSON_GetObjectItemCaseSensitive(ep, "per_gpu_bytes")->valuedouble;
+    assert_true(per > 60.13e9); /* the skew: every member sends what the busiest receives */
+    const cJSON *x =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "simulation"), "experts");
+    assert_non_null(x);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(x, "ep")->valueint, 8);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(x, "seed")->valueint, 3);
+    assert_true(cJSON_GetObjectItemCaseSensitive(x, "skew")->valuedouble == 0.5);
+    cJSON_Delete(d);
+    cli_run_free(&r);
+    /* compare's bytes table gains an ep column, the same bytes */
+    r = cli_run("compare", "--model", "Mixtral-8x7B", "--system", "H100", "--gpus", "16", "--gbs", "16",
+                "--tp", "1", "--pp", "2", "--ep", "8", "--topologies", "ideal", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "dp/GPU   ep/GPU\n"));
+    assert_non_null(strstr(r.out, "   60.130\n"));
+    cli_run_free(&r);
+    r = cli_run("run", "--model", "GPT-1.7B", "--gpus", "16", "--gbs", "16", "--tp", "2", "--pp", "2", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_null(strstr(r.out, "    ep  "));
+    assert_null(strstr(r.out, "experts:"));
+    cli_run_free(&r);
 }
 
 /* A scenario's parallel.ep reaches the job as --ep does. */
@@ -101,6 +166,7 @@ int main(void) {
         cmocka_unit_test(test_model_object_keys),
         cmocka_unit_test(test_estimate_places_experts),
         cmocka_unit_test(test_scenario_ep),
+        cmocka_unit_test(test_run_ep_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

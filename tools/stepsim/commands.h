@@ -108,6 +108,7 @@ typedef struct run_opts {
     const char *trace, *trace_ranks;
     FILE *warn;                         /* stderr: the trace's size warning and rank notes (NULL: none) */
     const char *baseline, *entry_costs; /* --baseline on|off, --entry-costs auto|on|off (NULL: default) */
+    const char *expert_skew;            /* --expert-skew S (NULL: 0) */
     int64_t interleave;                 /* the scenario's virtual stages per GPU (cmd_run_scenario_opts) */
     int pipeline;                       /* the scenario's model_pipeline_t (cmd_run_scenario_opts) */
     char optimizer_text[8];             /* storage of optimizer when set from the scenario */

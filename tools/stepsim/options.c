@@ -159,6 +159,11 @@ static const cli_option_t OPTIONS[] = {
      "estimate beside the simulation the same schedule)",
      CLI_OPT_SCHEDULE},
     {"--p2p", "MODE", R, "blocking", "blocking (a sender waits for its send) or async", CLI_OPT_P2P},
+    {"--expert-skew", "S", R, "0",
+     "mixture of experts: route each MoE block's tokens of each microbatch to the experts by a Zipf law of "
+     "exponent S (0..8) over a permutation drawn from --seed, the block and the microbatch; 0: uniform "
+     "(docs/run.md)",
+     CLI_OPT_EXPERT_SKEW},
     {"--collapse", "MODE", R | P | V, "auto",
      "auto (identical ranks simulated once where that is provably exact, else every GPU), off (every "
      "GPU), or approx (one tensor rank even where not exact: approximate, flagged in every output; "

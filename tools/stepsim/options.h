@@ -88,6 +88,7 @@ typedef enum cli_opt {
     CLI_OPT_QUIET,
     CLI_OPT_BASELINE,
     CLI_OPT_ENTRY_COSTS,
+    CLI_OPT_EXPERT_SKEW,
     CLI_OPT_COUNT
 } cli_opt_t;
 

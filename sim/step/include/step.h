@@ -63,6 +63,15 @@
  *   operation is busy from the moment its collective starts, not while it waits for its peers), so
  *   the parts add up to the step time; and per GPU the activation memory over time (allocated at the
  *   end of a forward operation, freed at the end of the matching backward one) and its peak.
+ * - Mixtures of experts (1d, corrected): each MoE block's dispatch and combine all-to-alls (forward
+ *   and backward) over the expert-parallel group, in the pass's chain on stream 1 (counted as
+ *   tensor-parallel communication in the breakdown, group "ep" in step_op and the traffic), and the
+ *   routed experts' gradients over the expert-data-parallel group after the dense weights' on stream 2;
+ *   the groups are Megatron-Core's expert grid (model_expert_groups: ep consecutive ranks of a
+ *   stage's tp x dp ranks numbered tp rank + tp x dp rank, placed as every rank). Analytic mode
+ *   collapses the stages exactly; network mode simulates every GPU (the note says why).
+ *   expert_skew draws a load per expert and microbatch (step_expert_shares): the busiest expert's
+ *   GPU computes longer and the all-to-alls carry the busiest member's share; every GPU simulated.
  * - Memory and errors as the engine: step_new copies the job and the configuration; the network
  *   description's arrays are copied by the engine, its route context must outlive the step. Errors
  *   are SIM_EINVAL (err names the field and value), SIM_ENOMEM, SIM_EDEADLOCK. */
@@ -173,7 +182,29 @@ typedef struct step_config {
     /* Engine settings (fidelity, step overhead, link efficiency, chunk, seed); the step sets
      * comm_streams, comm_mode, has_system, system and compat itself. */
     sim_config_t engine;
+    /* Expert load skew (a model with experts; docs/run.md, "Experts in the step"): 0 (default) none;
+     * S > 0 routes the tokens of every (MoE block, microbatch) to the experts by step_expert_shares,
+     * keyed by expert_seed. Not with a capacity factor. STEP_COLLAPSE_AUTO then simulates every GPU,
+     * STEP_COLLAPSE_APPROX is refused. */
+    double expert_skew;
+    uint64_t expert_seed;
 } step_config_t;
+
+/* ---- expert load skew (sim/step/expert.c) --------------------------------------------------------- */
+
+#define STEP_EXPERT_SKEW_MAX 8.0
+#define STEP_EXPERT_MAX 1024
+/* The token shares of the E experts of one MoE block (global index block) in one microbatch, with
+ * skew S: the experts ranked by a permutation keyed by splitmix64 over (seed, block, microbatch),
+ * the expert of rank r (0 the busiest) receives the share (r + 1)^-S / H, H = sum_{r=1..E} r^-S (a
+ * Zipf law of exponent S; S = 0 is uniform, 1/E each). shares[0..E) by expert index. The expert-
+ * parallel rank i holds experts i E/ep .. (i + 1) E/ep - 1 (Megatron-Core's local experts); its
+ * load factor, factors[i] (NULL: not wanted), is ep times its experts' shares (mean 1): it computes
+ * factors[i] times the uniform routing's expert tokens and receives as many in the dispatch. Returns
+ * the largest factor, which sets the pace of the group. With ep = E it is E / H whatever the
+ * permutation (the closed form); with ep = 1 it is 1. E in 1..STEP_EXPERT_MAX, ep dividing E. */
+double step_expert_shares(int64_t experts, int64_t ep, double skew, uint64_t seed, int64_t block,
+                          int64_t microbatch, double *shares, double *factors);
 
 void step_config_default(step_config_t *cfg);
 
@@ -309,11 +340,21 @@ int step_link_bytes(const step_t *s, double *bytes, int *partial);
  * one member's bytes measured on an idle network (partial 1: one was never measured, left out). A
  * ring all-reduce of S bytes on n GPUs sends 2 (n - 1) / n S per GPU. Network mode, after step_run:
  * SIM_OK, SIM_ESTATE, SIM_ENOMEM. O(operations). */
-enum { STEP_TRAFFIC_TP, STEP_TRAFFIC_CP, STEP_TRAFFIC_PP, STEP_TRAFFIC_DP, STEP_TRAFFIC_GROUPS };
+/* EP: the expert-parallel all-to-alls (dispatch and combine; a model with experts, has_ep 1); the
+ * expert weights' gradients, reduced over the expert-data-parallel group, count as DP. */
+enum {
+    STEP_TRAFFIC_TP,
+    STEP_TRAFFIC_CP,
+    STEP_TRAFFIC_PP,
+    STEP_TRAFFIC_DP,
+    STEP_TRAFFIC_EP,
+    STEP_TRAFFIC_GROUPS
+};
 typedef struct step_traffic {
     double sent_bytes[STEP_TRAFFIC_GROUPS];    /* all GPUs together */
     double per_gpu_bytes[STEP_TRAFFIC_GROUPS]; /* sent_bytes / the job's GPUs */
     int partial;
+    int has_ep; /* 1: the job has experts (outputs print the ep row only then) */
 } step_traffic_t;
 int step_group_traffic(const step_t *s, step_traffic_t *out);
 
@@ -361,7 +402,7 @@ typedef struct step_op {
     int32_t first_block, n_blocks;        /* blocks of the stage covered (first_block global in the model) */
     const char *first_layer, *last_layer; /* layer names of the block table (NULL for none) */
     const char *collective;               /* "allgather", ..., "p2p" or NULL */
-    const char *group;                    /* "tp", "cp", "dp", "pp" or NULL */
+    const char *group;                    /* "tp", "cp", "dp", "pp", "ep" or NULL */
     double flops_tflop, hbm_gb;           /* compute */
     double comm_gb;                       /* buffer of a collective or message (nccl-tests size) */
     double tp_comm_s;                     /* fixed-time collectives folded into a compute operation */

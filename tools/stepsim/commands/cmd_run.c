@@ -143,6 +143,15 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
         rc = pick("--baseline", o->baseline, OFF_ON, 2, &v, d);
     if (!rc && o->entry_costs)
         rc = pick("--entry-costs", o->entry_costs, AUTO_ON_OFF, 3, &v, d);
+    if (!rc && o->expert_skew) {
+        char *end = NULL;
+        const double x = strtod(o->expert_skew, &end);
+        if (!o->expert_skew[0] || *end || !(x >= 0.0 && x <= STEP_EXPERT_SKEW_MAX))
+            rc = cli_fail(d, CLI_EUSAGE, "--expert-skew: \"%.60s\"; allowed: a number 0..%g", o->expert_skew,
+                          (double)STEP_EXPERT_SKEW_MAX);
+        else
+            c->expert_skew = x;
+    }
     if (!rc && o->trace_ranks && !o->trace)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--trace-ranks: given without --trace; allowed: --trace FILE --trace-ranks LIST");
@@ -417,6 +426,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     if (r->perturbed && !(r->slowed_list = scenario_slowed_list(factors, r->job.gpus)))
         rc = cli_fail(d, CLI_ERUNTIME, "run: out of memory");
     r->seed = scn->perturb.seed_given ? scn->perturb.seed : 1;
+    r->cfg.expert_seed = (uint64_t)r->seed; /* the expert skew's draws: --seed, as the perturbations' */
     trace_ctx_t tc;
     memset(&tc, 0, sizeof tc);
     tc.out.slot = -1;
@@ -610,6 +620,7 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     o.warn = err;
     o.baseline = v[CLI_OPT_BASELINE];
     o.entry_costs = v[CLI_OPT_ENTRY_COSTS];
+    o.expert_skew = v[CLI_OPT_EXPERT_SKEW];
     o.layers = cli_has(a, CLI_OPT_LAYERS);
     int rc = cli_check_placement(a, d);
     if (!rc)

@@ -366,11 +366,16 @@ void output_trace_json(json_writer_t *w, const char *file, const trace_writer_st
     json_close_object(w);
 }
 
-static const char *const TRAFFIC_GROUP[STEP_TRAFFIC_GROUPS] = {"tp", "cp", "pp", "dp"};
+static const char *const TRAFFIC_GROUP[STEP_TRAFFIC_GROUPS] = {"tp", "cp", "pp", "dp", "ep"};
+
+/* The groups printed: ep only for a job with experts (a dense job's output is unchanged). */
+static int traffic_groups(const step_traffic_t *t) {
+    return t->has_ep ? STEP_TRAFFIC_GROUPS : STEP_TRAFFIC_EP;
+}
 
 void output_traffic_text(FILE *f, const step_traffic_t *t) {
     fprintf(f, "\n  bytes sent per step (data bytes)   %14s %14s\n", "per GPU (GB)", "all GPUs (GB)");
-    for (int g = 0; g < STEP_TRAFFIC_GROUPS; g++)
+    for (int g = 0; g < traffic_groups(t); g++)
         fprintf(f, "    %-32s %14.3f %14.3f\n", TRAFFIC_GROUP[g], t->per_gpu_bytes[g] * 1e-9,
                 t->sent_bytes[g] * 1e-9);
     if (t->partial)
@@ -379,7 +384,7 @@ void output_traffic_text(FILE *f, const step_traffic_t *t) {
 
 void output_traffic_json(json_writer_t *w, const step_traffic_t *t) {
     json_open_object(w, "bytes_sent");
-    for (int g = 0; g < STEP_TRAFFIC_GROUPS; g++) {
+    for (int g = 0; g < traffic_groups(t); g++) {
         json_open_object(w, TRAFFIC_GROUP[g]);
         json_number(w, "per_gpu_bytes", t->per_gpu_bytes[g]);
         json_number(w, "total_bytes", t->sent_bytes[g]);

@@ -32,22 +32,27 @@ void print_compare_header(char *buf, size_t n, const char *cmd, const model_job_
 
 /* Bytes per step: the busiest link's, all links', and each parallel group's sent per GPU. */
 static void traffic_text(FILE *out, const cmp_run_t *r) {
-    int any = 0;
-    for (int i = 0; i < r->n_topo; i++)
+    int any = 0, ep = 0;
+    for (int i = 0; i < r->n_topo; i++) {
         any |= r->row[i].p.has_traffic;
+        ep |= r->row[i].p.has_traffic && r->row[i].p.traffic.has_ep;
+    }
     if (!any)
         return;
-    fprintf(out, "\n  %-16s %-22s %8s %10s %8s %8s %8s %8s\n", "bytes per step", "busiest link", "GB",
-            "all links", "tp/GPU", "cp/GPU", "pp/GPU", "dp/GPU");
+    fprintf(out, "\n  %-16s %-22s %8s %10s %8s %8s %8s %8s%s\n", "bytes per step", "busiest link", "GB",
+            "all links", "tp/GPU", "cp/GPU", "pp/GPU", "dp/GPU", ep ? "   ep/GPU" : "");
     for (int i = 0; i < r->n_topo; i++) {
         const simpoint_t *p = &r->row[i].p;
         if (!p->has_traffic)
             continue;
         const double *g = p->traffic.per_gpu_bytes;
-        fprintf(out, "  %-16.16s %-22.22s %8.3f %10.3f %8.3f %8.3f %8.3f %8.3f\n", r->topo[i].label,
+        fprintf(out, "  %-16.16s %-22.22s %8.3f %10.3f %8.3f %8.3f %8.3f %8.3f", r->topo[i].label,
                 p->busiest_link, p->busiest_link_bytes * 1e-9, p->total_link_bytes * 1e-9,
                 g[STEP_TRAFFIC_TP] * 1e-9, g[STEP_TRAFFIC_CP] * 1e-9, g[STEP_TRAFFIC_PP] * 1e-9,
                 g[STEP_TRAFFIC_DP] * 1e-9);
+        if (ep) /* a model with experts: the expert all-to-alls (a dense job's table is unchanged) */
+            fprintf(out, " %8.3f", g[STEP_TRAFFIC_EP] * 1e-9);
+        fprintf(out, "\n");
     }
     fprintf(out,
             "  (GB: the busiest link's and all links' wire bytes; per GPU: data bytes each group sent)\n");

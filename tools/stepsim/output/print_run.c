@@ -264,6 +264,16 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
     json_int(&w, "critical_gpu", s->critical_gpu);
     json_int(&w, "critical_stage", s->critical_stage);
     json_number(&w, "optimizer_s", s->optimizer_s);
+    if (model_is_moe(&r->job.model)) { /* a job with experts only: dense output unchanged */
+        int64_t ep, ep_t, edp, edp_t;
+        model_expert_groups(&r->job, &ep, &ep_t, &edp, &edp_t);
+        json_open_object(&w, "experts");
+        json_int(&w, "ep", ep);
+        json_int(&w, "edp", edp);
+        json_number(&w, "skew", r->cfg.expert_skew);
+        json_int(&w, "seed", (int64_t)r->cfg.expert_seed);
+        json_close_object(&w);
+    }
     json_close_object(&w);
     if (r->traced)
         output_trace_json(&w, o->trace, &r->trace_stats);
@@ -308,6 +318,21 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
     output_wrapped(out, 12, line);
     if (!s->collapse_exact)
         fprintf(out, "  warning: %s\n", STEP_APPROX_WARNING);
+    if (model_is_moe(&r->job.model)) { /* a job with experts only: dense output unchanged */
+        int64_t ep, ep_t, edp, edp_t;
+        model_expert_groups(&r->job, &ep, &ep_t, &edp, &edp_t);
+        if (r->cfg.expert_skew > 0.0)
+            snprintf(line, sizeof line,
+                     "            experts: ep %" PRId64 ", expert data parallel %" PRId64
+                     ", routing skewed (Zipf exponent %g, seed %" PRIu64
+                     "; all-to-alls at the busiest GPU's share)",
+                     ep, edp, r->cfg.expert_skew, r->cfg.expert_seed);
+        else
+            snprintf(line, sizeof line,
+                     "            experts: ep %" PRId64 ", expert data parallel %" PRId64 ", uniform routing",
+                     ep, edp);
+        output_wrapped(out, 12, line);
+    }
     fprintf(out, "            %" PRId64 " operations (%s granularity), %" PRId64 " events, %" PRId64 " flows",
             s->operations, s->granularity == STEP_GRANULARITY_LAYER ? "layer" : "microbatch", s->events,
             s->flows);
