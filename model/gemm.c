@@ -6,10 +6,11 @@
  * (NVIDIA, "Matrix Multiplication Background User's Guide", DU-09799-001, sections 2.3 "Typical
  * tile dimensions in cuBLAS and performance" and 3 "Dimension quantization effects"). The tile
  * shapes are the large ones cuBLAS and CUTLASS use for 16-bit (and, with k twice as deep, FP8)
- * tensor-core GEMMs on Ampere, Hopper and Blackwell (per SM): 128 x 256 and 256 x 128 (CUTLASS's default Sm80 tensor-op threadblock tile,
- * GemmShape<128, 256, 64> in include/cutlass/gemm/device/default_gemm_configuration.h; cuBLAS's
- * Hopper kernels' 128x256x64 and 256x128x64; one SM's half of Blackwell's 2-SM 256 x 256 tile) and
- * the half tile 128 x 128 that cuBLAS falls back to when it fills the last wave better.
+ * tensor-core GEMMs on Ampere, Hopper and Blackwell (per SM): 128 x 256 and 256 x 128 (CUTLASS's default Sm80
+ * tensor-op threadblock tile, GemmShape<128, 256, 64> in
+ * include/cutlass/gemm/device/default_gemm_configuration.h; cuBLAS's Hopper kernels' 128x256x64 and
+ * 256x128x64; one SM's half of Blackwell's 2-SM 256 x 256 tile) and the half tile 128 x 128 that cuBLAS falls
+ * back to when it fills the last wave better.
  *
  * Small and skinny GEMMs: a dimension shorter than the tile gets a tile cut to it (cuBLASLt has
  * tiles from 8 x 8 up, cublasLtMatmulTile_t), and when there are fewer tiles than SMs the kernel

@@ -20,7 +20,10 @@ typedef struct {
  * efficiency, kernel overhead s, then no FP8, and the SM count (0 for the reference's presets: the
  * flat GEMM time). */
 #define SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, eff, sm)                    \
-    { n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6, 0, 0, 0, sm }
+    {                                                                                                        \
+        n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6, 0, 0, 0, \
+            sm                                                                                               \
+    }
 #define SYS(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs)                                 \
     SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 0.8, 0)
 /* The systems of today's datasheets (docs/model.md, "System presets", cites each figure): dense BF16
@@ -41,31 +44,29 @@ typedef struct {
 #define GIB(x) ((x)*1.073741824)
 
 /* Kernel efficiencies of the corrected model on Hopper and Blackwell (docs/model.md, "Kernel
- * efficiencies"; docs/validation.md lists the fits): the FP8 GEMM efficiency fitted per GPU
- * generation on the NeMo / Megatron-Core FP8 runs of tests/data/nemo-h100-b200-fp8-runs.csv
- * (`stepsim validate --measured ... --calibrate`), and the flash-attention efficiency that
- * FlashAttention-3's authors measured for FlashAttention-2 on the H100: 35% of the BF16 peak on the
- * FLOPs it executes (Shah et al. 2024, arXiv 2407.08608, introduction). Blackwell keeps the
- * H100's attention figure: no published measurement of the kernels these runs used. BF16 GEMMs keep
+ * efficiencies"; docs/validation.md lists the fits): the FP8 GEMM efficiency (the fraction of an
+ * SM's FP8 peak one GEMM tile sustains: the GEMM time by tiles and waves, docs/model.md "GEMM
+ * time") fitted per GPU generation on the NeMo / Megatron-Core FP8 runs of
+ * tests/data/nemo-h100-b200-fp8-runs.csv (`stepsim validate --measured ... --calibrate`), and the
+ * flash-attention efficiency that FlashAttention-3's authors measured for FlashAttention-2 on the H100: 35%
+ * of the BF16 peak on the FLOPs it executes (Shah et al. 2024, arXiv 2407.08608, introduction). Blackwell
+ * keeps the H100's attention figure: no published measurement of the kernels these runs used. BF16 GEMMs keep
  * the reference's 0.8. */
 #define HOPPER_FP8_EFFICIENCY 0.555
 #define BLACKWELL_FP8_EFFICIENCY 0.485
 #define FLASH_ATTENTION_EFFICIENCY 0.35
-#define HOPPER_BF16_EFFICIENCY 0.79
-#define BLACKWELL_BF16_EFFICIENCY 0.8
+#define BF16_EFFICIENCY 0.8
 /* SMs per GPU (the corrected model's GEMM time, model/gemm.c): H100 SXM5 132, from NVIDIA's "NVIDIA
  * H100 Tensor Core GPU Architecture" whitepaper (2022), the H200 being the same GH100 part; B200 148
  * (two dies of 74 enabled SMs; Chips and Cheese, "Nvidia's B200: Keeping the CUDA Juggernaut
  * Rolling", 2025), GB200's Blackwell the same part; Blackwell Ultra (GB300) 160, from NVIDIA's
  * "Inside NVIDIA Blackwell Ultra: The Chip Powering the AI Factory Era" (technical blog, 2025). */
-#define HOPPER                                                                                               \
-    HOPPER_BF16_EFFICIENCY, HOPPER_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 132
-#define BLACKWELL                                                                                            \
-    BLACKWELL_BF16_EFFICIENCY, BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 148
-#define BLACKWELL_ULTRA                                                                                      \
-    BLACKWELL_BF16_EFFICIENCY, BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 160
+#define HOPPER BF16_EFFICIENCY, HOPPER_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 132
+#define BLACKWELL BF16_EFFICIENCY, BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 148
+#define BLACKWELL_ULTRA BF16_EFFICIENCY, BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 160
 
-/* The DGX A100's FLOP efficiency is the one constant fitted to measured runs: least squares over
+/* The DGX A100's FLOP efficiency (for its GEMMs, the fraction of an SM's peak one tile sustains) is
+ * fitted to measured runs: least squares over
  * Narayanan et al. 2021, Table 1 (`stepsim validate --measured megatron-narayanan2021-runs.csv
  * --calibrate`; docs/validation.md gives the fit and its leave-one-out error). The other presets keep
  * the reference's 0.8. */
