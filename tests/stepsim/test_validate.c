@@ -181,8 +181,9 @@ static void test_megatron_set(void **state) {
     assert_rel(num(j, "mean_abs_error_pct"), MEAN_ABS, 1e-9);
     assert_rel(num(j, "max_abs_error_pct"), MAX_ABS, 1e-9);
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(j, "reference");
-    assert_rel(num(ref, "mean_abs_error_pct"), 39.1922848851157, 1e-9);
-    assert_rel(num(ref, "max_abs_error_pct"), 50.79849679949056, 1e-9);
+    /* the published model at the preset's FLOP efficiency (0.81) */
+    assert_rel(num(ref, "mean_abs_error_pct"), 41.519632906234754, 1e-9);
+    assert_rel(num(ref, "max_abs_error_pct"), 52.86460308900184, 1e-9);
     cJSON_Delete(j);
     cli_run_free(&r);
 }
