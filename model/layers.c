@@ -74,10 +74,12 @@ static model_layer_t *new_layer(model_block_t *blk, const char *name, model_modu
     return ly;
 }
 
-/* Record one GEMM of a pass (corrected model only: the reference times every layer by the flat
- * rule and its table stays as it was). m x n output, k reduction, batch products of that shape. */
+/* Record one GEMM of a pass (corrected model on a system with an SM count only: otherwise every
+ * layer is timed by the flat rule and its table stays as it was). m x n output, k reduction, batch
+ * products of that shape. */
 static void add_gemm(const ctx_t *c, model_pass_t *p, double m, double n, double k, double batch) {
-    if (c->job->compat != MODEL_COMPAT_CORRECTED || p->n_gemms >= MODEL_MAX_GEMMS)
+    if (c->job->compat != MODEL_COMPAT_CORRECTED || c->job->system.sm_count <= 0 ||
+        p->n_gemms >= MODEL_MAX_GEMMS)
         return;
     model_gemm_t *g = &p->gemms[p->n_gemms++];
     g->m = (int64_t)m;

@@ -460,9 +460,10 @@ typedef struct model_pass {
                                 and of comp_s + mem_exposed_s */
     int64_t chunks;          /* pieces of the overlap (the tensor group's size) */
     double time_s;           /* comp_s + mem_exposed_s + comm_s */
-    /* Corrected model only: the GEMMs of a tensor-core layer's pass (none for fused attention and
-     * vector layers, and none at all in the reference). With system.sm_count > 0 the pass's comp_s is
-     * kernel_overhead + the sum of their time_s (model_gemm_time_s). */
+    /* Corrected model with system.sm_count > 0 only: the GEMMs of a tensor-core layer's pass (none
+     * for fused attention and vector layers, none without an SM count, none at all in the
+     * reference); the pass's comp_s is then kernel_overhead + the sum of their time_s
+     * (model_gemm_time_s). */
     model_gemm_t gemms[MODEL_MAX_GEMMS];
     int n_gemms;
 } model_pass_t;
