@@ -127,15 +127,17 @@ static void test_topology_parsed_first(void **state) {
     cli_run_t r = cli_run("run", scn, "--trace", trace, NULL);
     expect_topology_first(&r, "topo.json: line 1", trace);
     cli_run_free(&r);
-    /* a GraphML file that does not parse, with a schedule the step would refuse later (pp 1) */
-    r = cli_run("run", gml_scn, "--schedule", "interleaved:2", "--trace", trace, NULL);
+    /* a GraphML file that does not parse, with a memory budget the step would refuse later (the
+     * interleaved schedule, which this case used before, is --interleave now: the scenario refuses
+     * it with pp 1 before any topology) */
+    r = cli_run("run", gml_scn, "--max-memory", "0.01", "--trace", trace, NULL);
     expect_topology_first(&r, "malformed.graphml is not readable GraphML", trace);
     cli_run_free(&r);
-    /* the same schedule on a good topology is refused by the step: the order above is the parse's */
+    /* the same budget on a good topology is refused by the step: the order above is the parse's */
     r = cli_run("run", "--model", "gpt3", "--gpus", "64", "--gbs", "16", "--pp", "1", "--dp", "8",
-                "--schedule", "interleaved:2", "--trace", trace, NULL);
+                "--max-memory", "0.01", "--trace", trace, NULL);
     assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "interleaved needs pp >= 2"));
+    assert_non_null(strstr(r.err, "more than the memory budget"));
     cli_run_free(&r);
     snprintf(text, sizeof text, "fat-tree,%s/topo/malformed.graphml", STEPSIM_FIXTURE_DIR);
     r = cli_run("compare", "--model", "gpt3", "--gpus", "64", "--gbs", "16", "--pp", "4", "--topologies",

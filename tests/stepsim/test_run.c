@@ -64,11 +64,12 @@ static void test_json_fields(void **state) {
 
 static void test_text(void **state) {
     (void)state;
-    cli_run_t r = cli_run("run", SMALL, "--comm", "analytic", "--schedule", "interleaved:2", NULL);
+    cli_run_t r = cli_run("run", SMALL, "--comm", "analytic", "--interleave", "2", NULL);
     if (r.rc != 0)
         fail_msg("exit %d: %s", r.rc, r.err);
     assert_non_null(strstr(r.out, "step time (simulated)"));
     assert_non_null(strstr(r.out, "interleaved:2 schedule"));
+    assert_non_null(strstr(r.out, "interleave 2"));
     assert_non_null(strstr(r.out, "bubble and idle"));
     assert_string_equal(r.err, "");
     cli_run_free(&r);
@@ -101,7 +102,9 @@ static void test_bad_options(void **state) {
     } cases[] = {
         {{"--comm", "flows"}, "--comm: \"flows\" is not allowed"},
         {{"--schedule", "zb-h1"}, "--schedule: \"zb-h1\" is not a schedule"},
-        {{"--schedule", "interleaved:5"}, "does not divide the"},
+        {{"--schedule", "interleaved:2"}, "the interleaved schedule is --interleave V"},
+        {{"--interleave", "5"}, "5 must divide the layers per pipeline stage"},
+        {{"--schedule", "gpipe", "--interleave", "2"}, "--schedule: gpipe with --interleave 2"},
         {{"--placement", "tp,tp"}, "--placement: \"tp,tp\""},
         {{"--p2p", "eager"}, "--p2p: \"eager\""},
         {{"--collapse", "yes"}, "--collapse: \"yes\""},

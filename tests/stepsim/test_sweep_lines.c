@@ -81,7 +81,7 @@ static void search_lines(void **state) {
     free(a);
     free(b);
     assert_int_equal(cJSON_GetArraySize(lines), 10); /* 2 x 2 x 2 vary points + 2 points */
-    int errors = 0;
+    int errors = 0, nofit = 0;
     const cJSON *line;
     cJSON_ArrayForEach(line, lines) {
         const cJSON *id = get(line, "id"), *scn = get(line, "scenario"), *opts = get(line, "options");
@@ -102,9 +102,13 @@ static void search_lines(void **state) {
         cJSON *want = command_json("search", scn, "--top", "2", &rc);
         if (get(line, "error")) {
             errors++;
-            assert_int_equal((int)get(line, "exit_code")->valuedouble, rc);
+        } else if (cJSON_IsFalse(get(get(line, "result"), "fits"))) {
+            /* nothing fits: a result (search itself exits 3), the empty list and the reason */
+            nofit++;
             assert_int_equal(rc, 3);
-            assert_null(get(line, "result"));
+            assert_int_equal(cJSON_GetArraySize(get(get(line, "result"), "results")), 0);
+            assert_true(get(get(line, "result"), "candidates_evaluated")->valuedouble > 0);
+            assert_non_null(strstr(get(get(line, "result"), "note")->valuestring, "no configuration fits"));
         } else {
             assert_int_equal(rc, 0);
             if (!cJSON_Compare(get(line, "result"), want, 1))
@@ -112,7 +116,8 @@ static void search_lines(void **state) {
         }
         cJSON_Delete(want);
     }
-    assert_int_equal(errors, 5); /* nothing fits on 4 GPUs, nor 2d on 128 */
+    assert_int_equal(errors, 0);
+    assert_int_equal(nofit, 5); /* nothing fits on 4 GPUs, nor 2d on 128 */
     cJSON_Delete(lines);
     remove(out1);
     remove(out2);
@@ -126,7 +131,7 @@ static void estimate_layouts(void **state) {
     cJSON *lines = run_grid("layouts.json", out);
     assert_int_equal(cJSON_GetArraySize(lines), 9);
     const cJSON *line;
-    int searched = 0, failed = 0;
+    int searched = 0, failed = 0, nofit = 0;
     cJSON_ArrayForEach(line, lines) {
         const cJSON *scn = get(line, "scenario"), *par = get(scn, "parallel"), *res = get(line, "result");
         const cJSON *tp = get(par, "tp"), *err = get(line, "error");
@@ -150,9 +155,12 @@ static void estimate_layouts(void **state) {
         assert_null(tp);
         assert_string_equal(get(par, "layout")->valuestring, "search");
         searched++;
-        if (err) { /* 4 GPUs: nothing fits */
-            assert_int_equal((int)get(line, "exit_code")->valuedouble, 3);
-            assert_non_null(strstr(err->valuestring, "no configuration fits"));
+        assert_null(err);
+        if (cJSON_IsFalse(get(res, "fits"))) { /* 4 GPUs: nothing fits, a result */
+            assert_non_null(strstr(get(res, "note")->valuestring, "no configuration fits"));
+            assert_true(get(get(res, "layout_search"), "candidates_evaluated")->valuedouble > 0);
+            assert_true(get(get(res, "layout_search"), "candidates_feasible")->valuedouble == 0);
+            nofit++;
             continue;
         }
         cJSON *copy = cJSON_Duplicate(scn, 1);
@@ -172,6 +180,7 @@ static void estimate_layouts(void **state) {
     }
     assert_int_equal(failed, 2);
     assert_int_equal(searched, 4);
+    assert_true(nofit > 0);
     cJSON_Delete(lines);
     remove(out);
 }
@@ -215,8 +224,11 @@ static void summary_json(void **state) {
     assert_non_null(s);
     assert_int_equal((int)get(s, "points")->valuedouble, 9);
     assert_int_equal((int)get(s, "written")->valuedouble, 9);
-    assert_int_equal((int)get(s, "errors")->valuedouble, 3);
-    assert_int_equal((int)get(s, "results")->valuedouble, 6);
+    /* the two bad degrees are errors; the searched layout where nothing fits is a result, and so is
+     * the given layout that does not fit (estimate's "fits": false) */
+    assert_int_equal((int)get(s, "errors")->valuedouble, 2);
+    assert_int_equal((int)get(s, "results")->valuedouble, 7);
+    assert_int_equal((int)get(s, "results_nothing_fits")->valuedouble, 2);
     assert_int_equal((int)get(s, "ranks")->valuedouble, 1);
     assert_string_equal(get(s, "command")->valuestring, "estimate");
     cJSON_Delete(s);
@@ -253,11 +265,33 @@ static void help(void **state) {
     cli_run_free(&r);
 }
 
+/* stepsim help names every command sweep runs; the text summary counts the points where nothing fits
+ * as results, as the lines do. */
+static void help_and_text_summary(void **state) {
+    (void)state;
+    cli_run_t r = cli_run("help", NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "sweep       run estimate, search or run over a grid"));
+    cli_run_free(&r);
+    r = cli_run("sweep", "--help", NULL);
+    assert_non_null(strstr(r.out, "Run a command (estimate, search, run) over a grid"));
+    assert_non_null(strstr(r.out, "\"fits\": false"));
+    cli_run_free(&r);
+    char out[128];
+    sweep_scratch(out, sizeof out, "text.jsonl");
+    remove(out);
+    r = cli_run("sweep", "@sweep/small_search.json", "--out", out, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "wrote 10 lines (10 results, 5 of them where nothing fits; 0 errors)"));
+    cli_run_free(&r);
+    remove(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(search_lines),  cmocka_unit_test(estimate_layouts),
         cmocka_unit_test(training_grid), cmocka_unit_test(summary_json),
-        cmocka_unit_test(help),
+        cmocka_unit_test(help),          cmocka_unit_test(help_and_text_summary),
     };
     return cmocka_run_group_tests_name("stepsim.sweep_lines", tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* csv.c - whole-file CSV reader with RFC 4180 quoting (see csv.h). Lines end in \n or \r\n; blank lines
- * are skipped. */
+/* csv.c - whole-file CSV reader with RFC 4180 quoting (see csv.h). Records end in \n or \r\n outside
+ * quotes; blank lines are skipped. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +17,13 @@ static char *slurp(const char *path) {
     return rc == READFILE_OK ? buf : NULL;
 }
 
-int csv_split_line(char *line, char **fields, int max_fields) {
+/* Cut one record (NUL-terminated, its line end removed) into at most max_fields fields in place:
+ * a double quote opens or closes quoting anywhere in a field, "" inside quotes is a quote, and a
+ * comma or line break inside quotes is part of the field. Return the count, or -1 for unbalanced
+ * quotes or more than max_fields fields. */
+static int split_fields(char *src, char **fields, int max_fields) {
     int count = 0;
-    char *src = line, *dst = line;
-    line[strcspn(line, "\r\n")] = '\0';
+    char *dst = src;
     for (;;) {
         if (count == max_fields)
             return -1;
@@ -47,25 +50,52 @@ int csv_split_line(char *line, char **fields, int max_fields) {
     }
 }
 
-/* Split one line into fields (allocated: commas bound the count); return the count, or 0 with errno
- * ENOMEM or EINVAL (unbalanced quotes). */
-static size_t split(char *line, char ***out) {
+int csv_split_line(char *line, char **fields, int max_fields) {
+    line[strcspn(line, "\r\n")] = '\0';
+    return split_fields(line, fields, max_fields);
+}
+
+/* The record at *pos: its end found (a line break outside quotes, or the end of the text), cut
+ * there, and its fields split into *out (allocated). *pos moves past it and *line past its line
+ * breaks. Return the field count, 0 for a blank line, or -1 with errno ENOMEM or EINVAL (a quote
+ * left open: it runs to the end of the file). */
+static int record(char **pos, size_t *line, char ***out) {
+    char *start = *pos, *p = start;
     size_t n = 1;
-    for (char *p = line; *p; p++)
-        n += *p == ',';
+    int quoted = 0;
+    for (; *p && (quoted || *p != '\n'); p++) {
+        if (*p == '"')
+            quoted = !quoted;
+        else if (*p == ',' && !quoted)
+            n++;
+        else if (*p == '\n')
+            (*line)++;
+    }
+    if (quoted) {
+        errno = EINVAL;
+        return -1;
+    }
+    *pos = *p ? p + 1 : p;
+    if (*p)
+        (*line)++;
+    *p = '\0';
+    if (p > start && p[-1] == '\r')
+        p[-1] = '\0';
+    if (!*start)
+        return 0;
     char **f = malloc(n * sizeof *f);
     if (!f) {
         errno = ENOMEM;
-        return 0;
+        return -1;
     }
-    const int got = csv_split_line(line, f, (int)n);
-    if (got < 0) {
+    const int got = split_fields(start, f, (int)n);
+    if (got < 0) { /* cannot happen: the scan above counted the quotes and the commas */
         free(f);
         errno = EINVAL;
-        return 0;
+        return -1;
     }
     *out = f;
-    return (size_t)got;
+    return got;
 }
 
 int csv_load(const char *path, csv_table_t *t) {
@@ -82,23 +112,19 @@ int csv_load(const char *path, csv_table_t *t) {
         errno = ENOMEM;
         return -1;
     }
-    for (char *line = t->text, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        size_t len = strlen(line);
-        if (len > 0 && line[len - 1] == '\r')
-            line[--len] = '\0';
-        if (len == 0)
-            continue;
-        t->widths[t->n_rows] = split(line, &t->rows[t->n_rows]);
-        if (t->widths[t->n_rows] == 0) {
+    size_t line = 1;
+    for (char *pos = t->text; *pos;) {
+        const size_t first = line;
+        const int got = record(&pos, &line, &t->rows[t->n_rows]);
+        if (got < 0) {
             const int err = errno;
             csv_free(t);
+            t->error_line = err == EINVAL ? first : 0;
             errno = err;
             return -1;
         }
-        t->n_rows++;
+        if (got > 0)
+            t->widths[t->n_rows++] = (size_t)got;
     }
     if (t->n_rows == 0) {
         csv_free(t);

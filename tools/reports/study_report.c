@@ -90,11 +90,13 @@ static int parse_line(const char *line, point_t *p) {
     const cJSON *code = get(o, "exit_code");
     if (res && p->n_results > 0)
         snprintf(p->status, sizeof p->status, "ok");
-    else if (cJSON_IsNumber(code) && code->valuedouble == 3)
+    else if (cJSON_IsFalse(get(res, "fits")) || (cJSON_IsNumber(code) && code->valuedouble == 3))
         snprintf(p->status, sizeof p->status, "no-fit");
     else
         snprintf(p->status, sizeof p->status, "error");
     text(p->error, sizeof p->error, get(o, "error"), "");
+    if (!p->error[0]) /* nothing fits: the result's note says why */
+        text(p->error, sizeof p->error, get(res, "note"), "");
     cJSON_Delete(o);
     return 0;
 }

@@ -151,6 +151,10 @@ static int dispatch(int argc, char **argv, FILE *out, FILE *err, cli_diag_t *d) 
         fprintf(out, "stepsim %s\n", STEPSIM_VERSION);
         return CLI_OK;
     }
+    if (strcmp(c, "--man") == 0) { /* the manual page, for the build (not in the help) */
+        cli_man(out);
+        return CLI_OK;
+    }
     if (strcmp(c, "help") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0)
         return help_command(argc, argv, out, d);
     cli_cmd_t cmd;

@@ -107,8 +107,8 @@ typedef struct run_opts {
     const char *trace, *trace_ranks;
     FILE *warn;                         /* stderr: the trace's size warning and rank notes (NULL: none) */
     const char *baseline, *entry_costs; /* --baseline on|off, --entry-costs auto|on|off (NULL: default) */
-    char schedule_text[32],
-        optimizer_text[8]; /* storage of schedule / optimizer when set from the scenario */
+    int64_t interleave;                 /* the scenario's virtual stages per GPU (cmd_run_scenario_opts) */
+    char optimizer_text[8];             /* storage of optimizer when set from the scenario */
 } run_opts_t;
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 /* run's result: the job, the model's estimate, the step configuration and the simulated step. */
@@ -163,10 +163,18 @@ int cmd_run_check(const run_opts_t *opts, cli_diag_t *diag);
 /* The same into the step configuration they give, and --links into *links. */
 int cmd_run_config(const run_opts_t *opts, step_config_t *cfg, int *links, cli_diag_t *diag);
 
+/* The simulating commands' scenario (run, compare, validate's waterfall, sweep's run points, each job
+ * of a jobs scenario), called after the file and the options and before the job is resolved, so that
+ * the estimate printed beside a simulation is the estimate of the configuration simulated: in the
+ * corrected model the optimizer step is on unless --optimizer-step (training.optimizer_step) says
+ * otherwise, since the simulated step runs it (the reference model has neither). */
+void cmd_sim_scenario(scenario_t *scn);
+
 /* The scenario's part of the simulated step, the same for run, compare and validate: --interleave V
- * (training.interleave) makes the schedule interleaved with V virtual stages unless opts->schedule
- * names one; --optimizer-step (training.optimizer_step, from an option or the file) decides whether
- * the step simulates the optimizer (not given: opts->optimizer stays NULL, run's auto). */
+ * (training.interleave) is the one way to the interleaved schedule, in the estimate and the
+ * simulated step alike (--schedule takes 1f1b or gpipe; gpipe with V > 1 is refused);
+ * --optimizer-step (training.optimizer_step, from an option, the file or cmd_sim_scenario) decides
+ * whether the step simulates the optimizer (not given: opts->optimizer stays NULL, the step's auto). */
 void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *opts);
 
 /* --max-memory GB (run, compare, validate): a positive number of GB into *gb_out, else CLI_EUSAGE

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "model.h"
+#include "output.h"
 #include "step.h"
 #include "topo.h"
 
@@ -63,11 +64,11 @@ static const cli_option_t OPTIONS[] = {
     {"--embedding", "on|off", JOB, "off", "corrected: the embedding and output layer, the loss", SCN},
     {"--optimizer-step", "on|off", JOB, "off; simulations: on",
      "corrected: the Adam step of the local parameters, in the estimate and in the simulated step; "
-     "not given, run, compare and validate still simulate it (the estimate beside them leaves it out)",
+     "not given, run, compare and validate simulate it and their estimate includes it",
      SCN},
     {"--interleave", "V", LAYOUT, "1",
      "corrected: virtual pipeline stages per GPU (pp > 1): the interleaved estimate, and the simulated "
-     "step runs interleaved 1F1B with V stages",
+     "step runs interleaved 1F1B with V stages (the one way to the interleaved schedule)",
      SCN},
     {"--dp-comm", "M", JOB, "sharded", "corrected: sharded, allreduce, allreduce-overlap or sharded-overlap",
      SCN},
@@ -137,9 +138,7 @@ static const cli_option_t OPTIONS[] = {
     {"--comm", "MODE", R, "network", "network (flows on the topology) or analytic (the model's times)",
      CLI_OPT_COMM},
     {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V",
-     "1f1b or gpipe; interleaved[:V] simulates V virtual stages (default 2) against the plain estimate "
-     "(--interleave V makes both interleaved)",
-     CLI_OPT_SCHEDULE},
+     "1f1b or gpipe (interleaved: --interleave V, which interleaves the estimate too)", CLI_OPT_SCHEDULE},
     {"--p2p", "MODE", R, "blocking", "blocking (a sender waits for its send) or async", CLI_OPT_P2P},
     {"--collapse", "MODE", R | P | V, "auto",
      "auto (identical ranks simulated once where that is provably exact, else every GPU), off (every "
@@ -333,6 +332,10 @@ const char *cli_command_summary(cli_cmd_t cmd) {
     return COMMANDS[cmd].summary;
 }
 
+const char *cli_command_usage(cli_cmd_t cmd) {
+    return COMMANDS[cmd].usage;
+}
+
 /* ---- help ---------------------------------------------------------------------------------------- */
 
 #define HELP_LEFT 24   /* the width of "--name ARG" */
@@ -369,7 +372,10 @@ static void help_line(FILE *out, const cli_option_t *o) {
 }
 
 void cli_help(FILE *out, cli_cmd_t cmd) {
-    fprintf(out, "usage: stepsim %s %s\n\n", COMMANDS[cmd].name, COMMANDS[cmd].usage);
+    char usage[512];
+    snprintf(usage, sizeof usage, "usage: stepsim %s %s", COMMANDS[cmd].name, COMMANDS[cmd].usage);
+    output_wrapped(out, 8, usage);
+    fputc('\n', out);
     if (COMMANDS[cmd].about)
         fputs(COMMANDS[cmd].about, out);
     else
@@ -382,25 +388,30 @@ void cli_help(FILE *out, cli_cmd_t cmd) {
     COMMANDS[cmd].tail(out);
 }
 
+/* "  NAME           summary", wrapped to 100 columns under the summary. */
+static void preset_line(FILE *out, int name_width, const char *name, const char *summary) {
+    char line[512];
+    snprintf(line, sizeof line, "  %-*s %s", name_width, name, summary ? summary : "");
+    output_wrapped(out, name_width + 3, line);
+}
+
 static void print_presets(FILE *out) {
     fprintf(out, "\nsystem presets (--system, scenario \"system\"):\n");
     for (size_t i = 0; model_system_preset_name(i); i++) {
         const char *n = model_system_preset_name(i);
-        const char *s = model_system_preset_summary(n);
-        fprintf(out, "  %-14s %s\n", n, s ? s : "");
+        preset_line(out, 14, n, model_system_preset_summary(n));
     }
     fprintf(out, "\nmodel presets (--model, scenario \"model\"):\n");
     for (size_t i = 0; model_transformer_preset_name(i); i++) {
         const char *n = model_transformer_preset_name(i);
-        const char *s = model_transformer_preset_summary(n);
-        fprintf(out, "  %-14s %s\n", n, s ? s : "");
+        preset_line(out, 14, n, model_transformer_preset_summary(n));
     }
 }
 
 static void print_topology_presets(FILE *out, const char *heading) {
     fprintf(out, "\n%s:\n", heading);
     for (size_t i = 0; topo_preset_name(i); i++)
-        fprintf(out, "  %-18s %s\n", topo_preset_name(i), topo_preset_summary(topo_preset_name(i)));
+        preset_line(out, 18, topo_preset_name(i), topo_preset_summary(topo_preset_name(i)));
 }
 
 static void tail_job(FILE *out) {
@@ -431,8 +442,7 @@ static void tail_topo(FILE *out) {
     print_topology_presets(out, "topology presets");
     fprintf(out, "\nnode presets (\"node\" in a topology object):\n");
     for (size_t i = 0; topo_node_preset_name(i); i++)
-        fprintf(out, "  %-18s %s\n", topo_node_preset_name(i),
-                topo_node_preset_summary(topo_node_preset_name(i)));
+        preset_line(out, 18, topo_node_preset_name(i), topo_node_preset_summary(topo_node_preset_name(i)));
     fprintf(out,
             "\nkinds: ideal, fat-tree, rail-optimized, dragonfly, torus, graphml; every key and default is\n"
             "in docs/topology.md, e.g. --topology '{\"kind\": \"fat-tree\", \"tiers\": 3, \"k\": 8}'.\n");
@@ -502,10 +512,11 @@ static void tail_validate(FILE *out) {
         "Constants and reasons: docs/validation.md.\n"
         "Exit codes: 0 ok; 2 bad usage or a bad file (one line naming the file, row and column).\n");
     fprintf(out, "\n%s", scenario_defaults_help());
-    fprintf(out, "\nsystem presets:");
-    for (size_t i = 0; model_system_preset_name(i); i++)
-        fprintf(out, " %s", model_system_preset_name(i));
-    fprintf(out, "\n");
+    char list[512] = "system presets:";
+    for (size_t i = 0, used = strlen(list); model_system_preset_name(i) && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, " %s", model_system_preset_name(i));
+    fputc('\n', out);
+    output_wrapped(out, 2, list);
 }
 
 static void tail_sweep(FILE *out) {

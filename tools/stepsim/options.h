@@ -110,6 +110,12 @@ const cli_option_t *cli_option_find(const char *name, cli_cmd_t cmd);
 int cli_command_find(const char *name, cli_cmd_t *cmd);
 const char *cli_command_name(cli_cmd_t cmd);
 const char *cli_command_summary(cli_cmd_t cmd);
+const char *cli_command_usage(cli_cmd_t cmd); /* the usage line's arguments */
+
+/* The manual page stepsim(1), troff (man macros), generated from the table: every command and every
+ * option with its metavar, default, help and the commands that take it. `stepsim --man` prints it;
+ * the build writes stepsim.1 with it and `cmake --install` installs that (man.c). */
+void cli_man(FILE *out);
 
 #define CLI_MAX_SCENARIO_OPTIONS 128
 

@@ -94,6 +94,8 @@ static int load_scenario(const cmp_args_t *a, int64_t gpus, scenario_t *scn, cli
         snprintf(v, sizeof v, "%" PRId64, gpus);
         rc = scenario_set_option(scn, "--gpus", v, d);
     }
+    if (!rc && !scn->jobs) /* the estimate beside the simulations is of the step they simulate */
+        cmd_sim_scenario(scn);
     return rc;
 }
 
@@ -158,6 +160,7 @@ static int compare_run(const cmp_args_t *a, cmp_run_t *r, FILE *err, cli_diag_t 
     int rc = load_scenario(a, r->n_gpus > 0 ? r->gpus[r->n_gpus - 1] : 0, &scn, d);
     if (!rc)
         rc = scenario_resolve(&scn, &r->job, d);
+    r->training_given = !rc && scenario_optimizer_step_given(&scn);
     if (!rc)
         print_compare_header(r->header, sizeof r->header, "compare", &r->job, &scn);
     if (!rc) {
@@ -339,6 +342,7 @@ static int waterfall_run(const cmp_args_t *a, waterfall_t *w, cli_diag_t *d) {
                      scn.file, scn.file[0] ? ": " : "");
     if (!rc)
         rc = scenario_resolve(&scn, &w->job, d);
+    w->training_given = !rc && scenario_optimizer_step_given(&scn);
     step_config_t cfg;
     step_config_default(&cfg);
     if (!rc)

@@ -322,6 +322,7 @@ static int prepare(const cli_args_t *a, scenario_t *scn, const run_opts_t *o, jo
         jobs_job_t *j = &r->job[i];
         snprintf(j->name, sizeof j->name, "%s", sjob->name);
         snprintf(j->allocation, sizeof j->allocation, "%s", sjob->alloc_text);
+        cmd_sim_scenario(&sjob->scn); /* the job's estimate is of the step simulated */
         rc = scenario_resolve(&sjob->scn, &j->job, d);
         if (!rc && j->job.system.nvlink_size != sys.nvlink_size)
             rc = cli_fail(d, CLI_EUSAGE,

@@ -4,7 +4,8 @@
  * Chrome trace (traces/). output/print_run.c prints the result.
  *
  * The scenario options are estimate's (options.c, applied after the file); --interleave and
- * --optimizer-step set the simulated schedule and optimizer step too (cmd_run_scenario_opts); the
+ * --optimizer-step set the simulated schedule and optimizer step and the estimate beside it alike
+ * (cmd_sim_scenario, cmd_run_scenario_opts); the
  * run's own options choose the communication model, the schedule, the placement and what is traced.
  * The network is the scenario's topology (--topology, else the file's "topology", else "ideal" built
  * from the system and its NVLink domain); in analytic mode there is none.
@@ -73,11 +74,26 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     if (o->comm && !(rc = pick("--comm", o->comm, COMM, 2, &v, d)))
         c->comm = v ? SIM_COMM_ANALYTIC : SIM_COMM_NETWORK;
     if (!rc && o->schedule && step_schedule_parse(o->schedule, &c->schedule, &c->virtual_stages) != SIM_OK)
-        rc = cli_fail(
-            d, CLI_EUSAGE,
-            "--schedule: \"%.60s\" is not a schedule; allowed: 1f1b, gpipe, interleaved, interleaved:V "
-            "(V >= 2)",
-            o->schedule);
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: \"%.60s\" is not a schedule; allowed: 1f1b, gpipe (interleaved: "
+                      "--interleave V)",
+                      o->schedule);
+    else if (!rc && c->schedule == STEP_SCHEDULE_INTERLEAVED) /* one way: --interleave V */
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: \"%.60s\": the interleaved schedule is --interleave V (training."
+                      "interleave), which makes the estimate beside the simulation interleaved too; allowed: "
+                      "1f1b, gpipe",
+                      o->schedule);
+    else if (!rc && o->interleave > 1 && c->schedule == STEP_SCHEDULE_GPIPE)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--schedule: gpipe with --interleave %" PRId64
+                      " (training.interleave); allowed: 1f1b (interleaved with V virtual stages), or "
+                      "gpipe with interleave 1",
+                      o->interleave);
+    else if (!rc && o->interleave > 1) {
+        c->schedule = STEP_SCHEDULE_INTERLEAVED;
+        c->virtual_stages = (int32_t)o->interleave;
+    }
     if (!rc && o->placement && step_placement_parse(o->placement, &c->placement) != SIM_OK)
         rc = cli_fail(
             d, CLI_EUSAGE,
@@ -506,11 +522,16 @@ int cmd_run_check(const run_opts_t *o, cli_diag_t *d) {
     return run_step_config(o, &c, &links, d);
 }
 
-void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
-    if (!o->schedule && scn->training.interleave > 1) {
-        snprintf(o->schedule_text, sizeof o->schedule_text, "interleaved:%" PRId64, scn->training.interleave);
-        o->schedule = o->schedule_text;
+void cmd_sim_scenario(scenario_t *scn) {
+    if (scn->compat == MODEL_COMPAT_CORRECTED && !scn->given[SCN_OPTIMIZER_STEP]) {
+        scn->training.optimizer_step = 1;
+        scn->given[SCN_OPTIMIZER_STEP] = 1;
+        scn->origin[SCN_OPTIMIZER_STEP] = SCN_FROM_DERIVED;
     }
+}
+
+void cmd_run_scenario_opts(const scenario_t *scn, run_opts_t *o) {
+    o->interleave = scn->training.interleave;
     if (scn->given[SCN_OPTIMIZER_STEP]) {
         snprintf(o->optimizer_text, sizeof o->optimizer_text, "%s",
                  scn->training.optimizer_step ? "on" : "off");
@@ -561,6 +582,8 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         rc = cli_apply_scenario(a, &scn, NULL, d);
     else
         memset(&scn, 0, sizeof scn);
+    if (!rc && !scn.jobs) /* each job's own scenario: cmd_jobs.c */
+        cmd_sim_scenario(&scn);
     if (!rc)
         cmd_run_scenario_opts(&scn, &o);
     if (!rc) /* validate the run's own options before anything is built */

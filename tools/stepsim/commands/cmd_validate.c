@@ -971,6 +971,11 @@ int cmd_validate(const cli_args_t *p, FILE *out, FILE *err, cli_diag_t *d) {
             return input_fail_too_large(a.measured, "measured-runs CSV", reg ? (long long)st.st_size : -1,
                                         READFILE_CSV_LIMIT_BYTES, d);
         }
+        if (errno == EINVAL && t.error_line > 0)
+            return cli_fail(d, CLI_EUSAGE,
+                            "%s: line %zu: a quoted field is never closed; allowed: RFC 4180 quoting (a "
+                            "field in double quotes, \"\" for a quote inside it)",
+                            a.measured, t.error_line);
         return cli_fail(d, CLI_EUSAGE, "%s: cannot read: %s; allowed: a CSV file with a header row",
                         a.measured, errno == EINVAL ? "empty file" : strerror(errno));
     }

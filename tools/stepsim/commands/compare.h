@@ -27,6 +27,7 @@ typedef struct scale_cell {
 
 typedef struct cmp_run {
     model_job_t job;
+    int training_given;    /* the optimizer step was given or derived (scenario_optimizer_step_given) */
     scn_perturb_t perturb; /* the scenario's perturbations, applied to every topology */
     char header[1024];     /* the job header and layout lines, printed while the scenario was alive */
     model_summary_t analytic;
@@ -56,6 +57,7 @@ enum { WF_ANALYTIC, WF_SIM_ANALYTIC, WF_SIM_IDEAL, WF_SIM_TOPO, WF_COUNT };
 
 typedef struct waterfall {
     model_job_t job;
+    int training_given; /* as cmp_run_t's */
     char header[1024];
     char topology[64];
     double total[WF_COUNT];

@@ -175,19 +175,20 @@ void output_throughput_text(FILE *f, int label_width, const model_job_t *job, do
     fprintf(f, "  %-*s %.1f\n", label_width, "tokens/s per GPU", t.tokens_per_s_per_gpu);
 }
 
-/* Whether a corrected job uses any training option (the reference has none). */
-static int has_training(const model_job_t *job) {
+/* Whether a corrected job uses any training option, or its optimizer step was given (even off, the
+ * estimate's default and not the simulations'; the reference has none). */
+static int has_training(const model_job_t *job, int given) {
     const model_training_t *t = &job->training;
     return job->compat == MODEL_COMPAT_CORRECTED &&
-           (t->recompute || t->sequence_parallel || t->attention || t->embedding || t->optimizer_step ||
-            t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision || t->tp_comm_overlap ||
-            t->cp_comm || t->pp_comm_overlap);
+           (given || t->recompute || t->sequence_parallel || t->attention || t->embedding ||
+            t->optimizer_step || t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision ||
+            t->tp_comm_overlap || t->cp_comm || t->pp_comm_overlap);
 }
 
 /* "training": every field, when any is set. */
-static void training_json(json_writer_t *w, const model_job_t *job) {
+void output_training_json(json_writer_t *w, const model_job_t *job, int given) {
     const model_training_t *t = &job->training;
-    if (!has_training(job))
+    if (!has_training(job, given))
         return;
     json_open_object(w, "training");
     json_string(w, "recompute", model_recompute_name(t->recompute));
@@ -233,7 +234,7 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
         json_string(w, "model", scenario_model_name(scn));
         json_string(w, "system", scenario_system_name(scn));
         json_string(w, "compat", model_compat_name(job->compat));
-        training_json(w, job);
+        output_training_json(w, job, scn && scenario_optimizer_step_given(scn));
     }
     json_close_object(w);
 }
@@ -262,34 +263,79 @@ void output_layout_text(FILE *f, const model_parallel_t *p) {
     fprintf(f, "  nv %s", nv);
 }
 
+/* text wrapped to OUTPUT_COLUMNS, breaking only after an occurrence of sep (its trailing spaces
+ * dropped at the break); continuation lines indented by indent; '\n' in text ends a line. */
+static void wrap_at(FILE *f, int indent, const char *text, const char *sep) {
+    const size_t sl = strlen(sep);
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        const char *end = nl ? nl : p + strlen(p);
+        int col = 0;
+        size_t pending = 0; /* spaces owed before the next token on this line */
+        for (const char *q = p; q < end;) {
+            const char *s = q;
+            while (s < end && strncmp(s, sep, sl) != 0)
+                s++;
+            const char *tok_end = s < end ? s + sl : end;
+            size_t len = (size_t)(tok_end - q), trail = 0;
+            while (trail < len && q[len - 1 - trail] == ' ')
+                trail++;
+            if (col > indent && col + (int)pending + (int)(len - trail) > OUTPUT_COLUMNS) {
+                col = fprintf(f, "\n%*s", indent, "") - 1;
+                pending = 0;
+                while (len > trail && *q == ' ') /* no leading spaces on a continuation */
+                    q++, len--;
+            }
+            col += fprintf(f, "%*s%.*s", (int)pending, "", (int)(len - trail), q);
+            pending = trail;
+            q = tok_end;
+        }
+        fputc('\n', f);
+        p = nl ? nl + 1 : end;
+    }
+}
+
+void output_wrapped(FILE *f, int indent, const char *text) {
+    wrap_at(f, indent, text, " ");
+}
+
+void output_wrapped_list(FILE *f, int indent, const char *text) {
+    wrap_at(f, indent, text, ", ");
+}
+
 void output_job_header(FILE *f, const char *command, const model_job_t *job, const scenario_t *scn) {
-    fprintf(f, "stepsim %s", command);
+    char line[1024];
+    int n = snprintf(line, sizeof line, "stepsim %s", command);
     if (scn->name[0])
-        fprintf(f, " [%s]", scn->name);
-    fprintf(f,
-            ": model %s on %" PRId64 " x %s GPUs, NVLink domains of %" PRId64 ", global batch %" PRId64
-            " sequences, compat %s\n",
-            scenario_model_name(scn), job->gpus, scenario_system_name(scn), job->system.nvlink_size,
-            job->global_batch, model_compat_name(job->compat));
+        n += snprintf(line + n, sizeof line - (size_t)n, " [%s]", scn->name);
+    snprintf(line + n, sizeof line - (size_t)n,
+             ": model %s on %" PRId64 " x %s GPUs, NVLink domains of %" PRId64 ", global batch %" PRId64
+             " sequences, compat %s",
+             scenario_model_name(scn), job->gpus, scenario_system_name(scn), job->system.nvlink_size,
+             job->global_batch, model_compat_name(job->compat));
+    output_wrapped_list(f, 2, line);
     const model_training_t *t = &job->training;
-    if (has_training(job))
-        fprintf(f,
-                "training: recompute %s, sequence parallelism %s, %s attention, embedding %s, optimizer step "
-                "%s, interleave %" PRId64 ", dp comm %s, grad accumulation %s\n",
-                model_recompute_name(t->recompute), t->sequence_parallel == MODEL_SEQPAR_ON ? "on" : "off",
-                model_attention_name(t->attention), t->embedding ? "on" : "off",
-                t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
-                model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
-    if (has_training(job) && t->precision != MODEL_PRECISION_BF16)
+    const int given = scenario_optimizer_step_given(scn);
+    if (has_training(job, given)) {
+        snprintf(line, sizeof line,
+                 "training: recompute %s, sequence parallelism %s, %s attention, embedding %s, optimizer "
+                 "step %s, interleave %" PRId64 ", dp comm %s, grad accumulation %s",
+                 model_recompute_name(t->recompute), t->sequence_parallel == MODEL_SEQPAR_ON ? "on" : "off",
+                 model_attention_name(t->attention), t->embedding ? "on" : "off",
+                 t->optimizer_step ? "on" : "off", t->interleave > 1 ? t->interleave : 1,
+                 model_dp_comm_name(t->dp_comm), model_grad_accum_name(t->grad_accumulation));
+        output_wrapped_list(f, 10, line);
+    }
+    if (has_training(job, given) && t->precision != MODEL_PRECISION_BF16)
         fprintf(f, "precision: %s (Transformer Engine: the block's GEMMs at %.6g TFLOP/s)\n",
                 model_precision_name(t->precision), model_peak_tflop_per_s(&job->system, t->precision));
-    if (has_training(job) && t->tp_comm_overlap)
+    if (has_training(job, given) && t->tp_comm_overlap)
         fprintf(f, "          tp comm overlap on (chunked under the GEMMs)\n");
-    if (has_training(job) && t->pp_comm_overlap)
+    if (has_training(job, given) && t->pp_comm_overlap)
         fprintf(f, "          pp comm overlap on (%s)\n",
                 t->interleave > 1 ? "sends and receives under the compute"
                                   : "no effect without interleaving: batched send/receive pairs");
-    if (has_training(job) && t->cp_comm != MODEL_CP_ALLGATHER)
+    if (has_training(job, given) && t->cp_comm != MODEL_CP_ALLGATHER)
         fprintf(f, "          cp comm %s (K and V passed around the context-parallel ranks)\n",
                 model_cp_comm_name(t->cp_comm));
 }

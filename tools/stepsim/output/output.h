@@ -53,6 +53,10 @@ void output_breakdown_json(json_writer_t *w, const model_summary_t *s);
  * (estimate) also gpus, nvlink_size, global_batch, model, system, compat. */
 void output_config_json(json_writer_t *w, const model_summary_t *s, const model_job_t *job,
                         const scenario_t *scn);
+/* "training": the corrected model's training options in effect (every field, when any is set or
+ * given is 1: scenario_optimizer_step_given; the same object as in "config"), for outputs whose "config"
+ * is not output_config_json's (search, compare, validate). */
+void output_training_json(json_writer_t *w, const model_job_t *job, int given);
 /* "trace": file, complete_events, flow_arrows, counter_events (a written trace). */
 struct trace_writer_stats;
 void output_trace_json(json_writer_t *w, const char *file, const struct trace_writer_stats *st);
@@ -74,7 +78,15 @@ model_precision_t output_precision(const model_job_t *job);
 void output_layout_text(FILE *f, const model_parallel_t *p);
 /* "(tp 8, dp 1, pp 1)" or "(tp1 4, tp2 2, dp 1, pp 1)". */
 void output_nv_text(char *buf, size_t n, const model_parallel_t *p);
-/* One header line: model, system, GPUs, NVLink domain, global batch, compat. */
+/* Text output fits OUTPUT_COLUMNS columns (tests/stepsim/test_columns.c checks every command). */
+#define OUTPUT_COLUMNS 100
+/* text and a line break, wrapped at spaces to OUTPUT_COLUMNS; continuation lines are indented by
+ * indent spaces; a '\n' in text starts a new line (not indented). */
+void output_wrapped(FILE *f, int indent, const char *text);
+/* The same, breaking only after ", " (a list whose items stay whole). */
+void output_wrapped_list(FILE *f, int indent, const char *text);
+/* The header: model, system, GPUs, NVLink domain, global batch, compat (wrapped), and the training
+ * options when set. */
 void output_job_header(FILE *f, const char *command, const model_job_t *job, const scenario_t *scn);
 
 #endif

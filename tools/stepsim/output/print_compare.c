@@ -33,11 +33,11 @@ static void compare_text(FILE *out, const cmp_run_t *r) {
     const model_summary_t *s = &r->analytic;
     fputs(r->header, out);
     fprintf(out, "analytic estimate: %.6f s per step\n\n", s->iteration_time_s);
-    fprintf(out, "  %-16s %11s %8s %10s %10s %10s %10s %10s %8s %10s %10s\n", "topology", "step (s)",
-            "vs ideal", "compute", "exp. TP", "exp. PP", "exp. DP", "bubble", "link %", "cost", "thr/kcost");
+    fprintf(out, "  %-14s %9s %7s %7s %7s %7s %7s %7s %6s %7s %9s\n", "topology", "step (s)", "vs ideal",
+            "compute", "exp. TP", "exp. PP", "exp. DP", "bubble", "link %", "cost", "thr/kcost");
     for (int i = 0; i < r->n_topo; i++) {
         const cmp_row_t *w = &r->row[i];
-        fprintf(out, "  %-16.16s %11.4f %7.3fx %10.4f %10.4f %10.4f %10.4f %10.4f %8.2f %10.0f %10.4f\n",
+        fprintf(out, "  %-14.14s %9.4f %6.3fx %7.3f %7.3f %7.3f %7.3f %7.3f %6.2f %7.0f %9.2f\n",
                 r->topo[i].label, w->p.step_time_s, w->slowdown, w->p.compute_s, w->p.exposed_tp_s,
                 w->p.exposed_pp_s, w->p.exposed_dp_s, w->p.bubble_idle_s, 100.0 * w->p.max_link_utilization,
                 w->cost_units, w->perf_per_kcost);
@@ -76,32 +76,32 @@ static void scaling_text(FILE *out, const cmp_run_t *r) {
     if (r->n_gpus == 0)
         return;
     fprintf(out, "\n  scaling (global batch fixed): step time in s, throughput in samples/s\n");
-    fprintf(out, "  %-8s %12s", "gpus", "analytic");
+    fprintf(out, "  %-8s %10s", "gpus", "analytic");
     for (int i = 0; i < r->n_topo; i++)
-        fprintf(out, " %14.14s", r->topo[i].label);
+        fprintf(out, " %12.12s", r->topo[i].label);
     fprintf(out, "\n");
     for (int g = 0; g < r->n_gpus; g++) {
         fprintf(out, "  %-8" PRId64, r->gpus[g]);
         if (r->scale_analytic[g] > 0)
-            fprintf(out, " %12.4f", r->scale_analytic[g]);
+            fprintf(out, " %10.4f", r->scale_analytic[g]);
         else
-            fprintf(out, " %12s", "-");
+            fprintf(out, " %10s", "-");
         for (int i = 0; i < r->n_topo; i++) {
             if (r->scale[g][i].ok)
-                fprintf(out, " %14.4f", r->scale[g][i].step_s);
+                fprintf(out, " %12.4f", r->scale[g][i].step_s);
             else
-                fprintf(out, " %14s", "-");
+                fprintf(out, " %12s", "-");
         }
         fprintf(out, "\n  %-8s", "");
         if (r->scale_analytic[g] > 0)
-            fprintf(out, " %12.3f", (double)r->scale_gbs[g] / r->scale_analytic[g]);
+            fprintf(out, " %10.3f", (double)r->scale_gbs[g] / r->scale_analytic[g]);
         else
-            fprintf(out, " %12s", "");
+            fprintf(out, " %10s", "");
         for (int i = 0; i < r->n_topo; i++) {
             if (r->scale[g][i].ok)
-                fprintf(out, " %14.3f", (double)r->scale_gbs[g] / r->scale[g][i].step_s);
+                fprintf(out, " %12.3f", (double)r->scale_gbs[g] / r->scale[g][i].step_s);
             else
-                fprintf(out, " %14s", "");
+                fprintf(out, " %12s", "");
         }
         fprintf(out, "\n");
     }
@@ -118,7 +118,7 @@ static void scaling_text(FILE *out, const cmp_run_t *r) {
 }
 
 /* "config": the job's size and layout, shared by compare's and the waterfall's JSON. */
-static void config_json(json_writer_t *w, const model_job_t *job) {
+static void config_json(json_writer_t *w, const model_job_t *job, int training_given) {
     json_open_object(w, "config");
     json_int(w, "gpus", job->gpus);
     json_int(w, "global_batch", job->global_batch);
@@ -127,6 +127,7 @@ static void config_json(json_writer_t *w, const model_job_t *job) {
     json_int(w, "pp", job->par.pp);
     json_int(w, "mbs", job->par.mbs);
     json_string(w, "system", job->system.name);
+    output_training_json(w, job, training_given); /* the options simulated and estimated */
     json_close_object(w);
 }
 
@@ -218,7 +219,7 @@ static cJSON *compare_json(const cmp_run_t *r) {
         }
         json_close_array(&w);
     }
-    config_json(&w, &r->job);
+    config_json(&w, &r->job, r->training_given);
     return json_take(&w);
 }
 
@@ -267,15 +268,17 @@ static void waterfall_text(FILE *out, const waterfall_t *w) {
         fprintf(out, "  warning: %s\n", STEP_APPROX_WARNING);
     fprintf(out, "\n");
     const double a = w->total[WF_ANALYTIC];
-    fprintf(out, "  %-36s %12s %12s %9s  %s\n", "step", "total (s)", "change (s)", "change %", "from");
-    fprintf(out, "  %-36s %12.6f %12s %9s  %s\n", WF_NAMES[0], a, "", "", WF_CAUSE[0]);
+    fprintf(out, "  %-36s %12s %12s %9s\n", "step", "total (s)", "change (s)", "change %");
+    fprintf(out, "  %-36s %12.6f\n      from: %s\n", WF_NAMES[0], a, WF_CAUSE[0]);
     for (int k = 1; k < WF_COUNT; k++) {
         const double dk = w->total[k] - w->total[k - 1];
-        char moved[200];
+        char moved[200], line[400];
         moved_text(w, k, moved, sizeof moved);
-        fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%  %s\n", WF_NAMES[k], w->total[k], dk,
-                a > 0 ? 100.0 * dk / a : 0.0, WF_CAUSE[k]);
-        fprintf(out, "  %-36s %12s %12s %9s    (%s)\n", "", "", "", "", moved);
+        fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%\n", WF_NAMES[k], w->total[k], dk,
+                a > 0 ? 100.0 * dk / a : 0.0);
+        fprintf(out, "      from: %s\n", WF_CAUSE[k]);
+        snprintf(line, sizeof line, "      parts moved: %s", moved);
+        output_wrapped_list(out, 19, line);
     }
     const double gap = w->total[WF_SIM_TOPO] - a;
     fprintf(out, "  %-36s %12.6f %+12.6f %+8.2f%%  the sum of the changes\n", "simulated step (total)",
@@ -322,7 +325,7 @@ static cJSON *waterfall_json(const waterfall_t *w) {
         json_close_object(&j);
     }
     json_close_array(&j);
-    config_json(&j, &w->job);
+    config_json(&j, &w->job, w->training_given);
     return json_take(&j);
 }
 

@@ -182,7 +182,7 @@ static const char *op_short(model_coll_op_t op) {
     }
 }
 
-/* "AG 0.104858" or "AG+RS 0.2097" (total volume, GB) or "-". */
+/* "AG 0.105" or "AG+RS 0.21" (total volume, GB, 3 digits as the table's) or "-". */
 static void comm_cell(char *buf, size_t n, const model_pass_t *p) {
     double v = 0;
     size_t used = 0;
@@ -195,15 +195,16 @@ static void comm_cell(char *buf, size_t n, const model_pass_t *p) {
     if (p->n_colls <= 0)
         snprintf(buf, n, "-");
     else if (used < n)
-        snprintf(buf + used, n - used, " %.6g", v);
+        snprintf(buf + used, n - used, " %.3g", v);
 }
 
-static void pass_row(FILE *out, const char *name, const char *module, const char *pass,
-                     const model_pass_t *p) {
+/* One pass of a layer: 100 columns with the fwd row's act and weights cells (3 significant digits;
+ * --json has every digit). */
+static void pass_row(FILE *out, const char *name, const char *pass, const model_pass_t *p) {
     char comm[48];
     comm_cell(comm, sizeof comm, p);
-    fprintf(out, "  %-11s %-6s %-4s %12.6g %12.6g %-16s %12.6g %12.6g %12.6g %12.6g", name, module, pass,
-            p->flops_tflop, p->hbm_gb, comm, p->time_s, p->comp_s, p->mem_exposed_s, p->comm_s);
+    fprintf(out, "  %-10s %-3s %8.3g %8.3g %-11s %8.3g %8.3g %8.3g %8.3g", name, pass, p->flops_tflop,
+            p->hbm_gb, comm, p->time_s, p->comp_s, p->mem_exposed_s, p->comm_s);
 }
 
 /* The GEMMs of the GEMM time by shape (none without an SM count): shape, tile, tiles, waves, time. */
@@ -213,9 +214,9 @@ static void gemms_text(FILE *out, const model_block_t *b) {
         any |= b->layers[i].fwd.n_gemms > 0;
     if (!any)
         return;
-    fprintf(out, "\n  GEMMs: C (M x N) = A (M x K) B (K x N), batch products; tiles of the output in waves "
-                 "over the SMs\n");
-    fprintf(out, "  %-11s %-4s %8s %8s %8s %6s %9s %8s %7s %6s %12s\n", "layer", "pass", "M", "N", "K",
+    fprintf(out, "\n  GEMMs: C (M x N) = A (M x K) B (K x N), batch products; output tiles in waves over the "
+                 "SMs\n");
+    fprintf(out, "  %-10s %-3s %8s %8s %8s %6s %9s %7s %7s %6s %9s\n", "layer", "pass", "M", "N", "K",
             "batch", "tile", "tiles", "split-K", "waves", "time (s)");
     for (int i = 0; i < b->n_layers && i < MODEL_BLOCK_LAYERS; i++) {
         const model_layer_t *l = &b->layers[i];
@@ -225,7 +226,7 @@ static void gemms_text(FILE *out, const model_block_t *b) {
                 const model_gemm_t *g = &p->gemms[j];
                 char tile[48];
                 snprintf(tile, sizeof tile, "%lldx%lld", (long long)g->tile_m, (long long)g->tile_n);
-                fprintf(out, "  %-11s %-4s %8lld %8lld %8lld %6lld %9s %8lld %7lld %6lld %12.6g\n",
+                fprintf(out, "  %-10s %-3s %8lld %8lld %8lld %6lld %9s %7lld %7lld %6lld %9.3g\n",
                         j ? "" : l->name, j ? "" : (pass ? "bwd" : "fwd"), (long long)g->m, (long long)g->n,
                         (long long)g->k, (long long)g->batch, tile, (long long)g->tiles,
                         (long long)g->split_k, (long long)g->waves, g->time_s);
@@ -235,22 +236,24 @@ static void gemms_text(FILE *out, const model_block_t *b) {
 }
 
 static void layers_text(FILE *out, const model_block_t *b) {
-    fprintf(
-        out,
-        "\n  per-layer table: one block, one microbatch (comm: op and total volume; mem: exposed time)\n");
-    fprintf(out, "  %-11s %-6s %-4s %12s %12s %-16s %12s %12s %12s %12s %12s %12s\n", "layer", "module",
-            "pass", "F (TFLOP)", "HBM (GB)", "comm (GB)", "time (s)", "comp (s)", "mem (s)", "comm (s)",
-            "act (GB)", "weights (GB)");
+    fprintf(out, "\n  per-layer table: one block, one microbatch (comm: op and total volume; mem: exposed "
+                 "time;\n  units in the header: TFLOP, GB, s)\n");
+    fprintf(out, "  %-10s %-3s %8s %8s %-11s %8s %8s %8s %8s %8s %8s\n", "layer", "", "F TFLOP", "HBM GB",
+            "comm GB", "time s", "comp s", "mem s", "comm s", "act GB", "wts GB");
+    int module = -1;
     for (int i = 0; i < b->n_layers && i < MODEL_BLOCK_LAYERS; i++) {
         const model_layer_t *l = &b->layers[i];
-        const char *module = l->module == MODEL_MODULE_SA ? "SA" : "MLP";
-        pass_row(out, l->name, module, "fwd", &l->fwd);
-        fprintf(out, " %12.6g %12.6g\n", l->activations_gb, l->weights_gb);
-        pass_row(out, "", "", "bwd", &l->bwd);
+        if ((int)l->module != module) {
+            module = (int)l->module;
+            fprintf(out, "  %s\n", l->module == MODEL_MODULE_SA ? "self-attention (SA):" : "MLP:");
+        }
+        pass_row(out, l->name, "fwd", &l->fwd);
+        fprintf(out, " %8.3g %8.3g\n", l->activations_gb, l->weights_gb);
+        pass_row(out, "", "bwd", &l->bwd);
         fputc('\n', out);
     }
-    fprintf(out, "  %-11s %-6s %-4s %12s %12s %-16s %12.6g\n", "block", "", "fwd", "", "", "", b->t_fwd_s);
-    fprintf(out, "  %-11s %-6s %-4s %12s %12s %-16s %12.6g\n", "", "", "bwd", "", "", "", b->t_bwd_s);
+    fprintf(out, "  %-10s %-3s %8s %8s %-11s %8.3g\n", "block", "fwd", "", "", "", b->t_fwd_s);
+    fprintf(out, "  %-10s %-3s %8s %8s %-11s %8.3g\n", "", "bwd", "", "", "", b->t_bwd_s);
     gemms_text(out, b);
 }
 

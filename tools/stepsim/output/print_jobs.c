@@ -123,16 +123,20 @@ static cJSON *result_json(const jobs_result_t *r, const scenario_t *scn, const r
 
 static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn, const run_opts_t *o) {
     const scn_jobs_t *sj = scn->jobs;
-    char buf[64];
-    fprintf(out, "stepsim run: %d jobs on one fabric, %s (%" PRId64 " GPUs, nodes of %d; %" PRId64 " idle)\n",
-            (int)r->n, r->topology, r->topology_gpus, (int)r->gpus_per_node, r->idle_gpus);
-    fprintf(out,
-            "simulation: together on one engine, network communication (calibration %s, %s fidelity), "
-            "placement %s, %s sends\n",
-            r->calibrated ? "nccl" : "none", r->cfg.engine.fidelity == SIM_FIDELITY_STEP ? "step" : "fast",
-            step_placement_format(&r->cfg.placement, buf, sizeof buf),
-            r->cfg.p2p_async ? "async" : "blocking");
-    fprintf(out, "            %s\n", r->n > 0 ? r->job[0].res.collapse_note : "");
+    char buf[64], line[1024];
+    snprintf(line, sizeof line,
+             "stepsim run: %d jobs on one fabric, %s (%" PRId64 " GPUs, nodes of %d; %" PRId64 " idle)",
+             (int)r->n, r->topology, r->topology_gpus, (int)r->gpus_per_node, r->idle_gpus);
+    output_wrapped(out, 2, line);
+    snprintf(line, sizeof line,
+             "simulation: together on one engine, network communication (calibration %s, %s fidelity), "
+             "placement %s, %s sends",
+             r->calibrated ? "nccl" : "none", r->cfg.engine.fidelity == SIM_FIDELITY_STEP ? "step" : "fast",
+             step_placement_format(&r->cfg.placement, buf, sizeof buf),
+             r->cfg.p2p_async ? "async" : "blocking");
+    output_wrapped_list(out, 12, line);
+    snprintf(line, sizeof line, "            %s", r->n > 0 ? r->job[0].res.collapse_note : "");
+    output_wrapped(out, 12, line);
     fprintf(out,
             "            %" PRId64 " operations, %" PRId64 " events, %" PRId64
             " flows; random allocations: seed %" PRIu64 "\n",
@@ -140,9 +144,10 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
     for (int32_t i = 0; i < r->n; i++) {
         const jobs_job_t *j = &r->job[i];
         const step_result_t *s = &j->res;
-        fprintf(out, "\njob %s: %s on %s, %" PRId64 " GPUs %s (%s), global batch %" PRId64 "\n", j->name,
-                scenario_model_name(&sj->job[i].scn), scenario_system_name(&sj->job[i].scn), j->job.gpus,
-                j->gpus_text, j->allocation, j->job.global_batch);
+        snprintf(line, sizeof line, "\njob %s: %s on %s, %" PRId64 " GPUs %s (%s), global batch %" PRId64,
+                 j->name, scenario_model_name(&sj->job[i].scn), scenario_system_name(&sj->job[i].scn),
+                 j->job.gpus, j->gpus_text, j->allocation, j->job.global_batch);
+        output_wrapped(out, 2, line);
         fprintf(out, "  layout: ");
         output_layout_text(out, &j->est.summary.par);
         fprintf(out, "; %s", step_schedule_name(j->cfg.schedule));
@@ -156,17 +161,20 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
                     s->step_time_s - j->alone.step_time_s, 100.0 * (slowdown(j) - 1.0));
         }
         fprintf(out, "  %-28s %.6f s\n", "analytic estimate (alone)", j->est.summary.iteration_time_s);
-        fprintf(out,
-                "  breakdown of GPU %d (stage %d, the job's last to finish), s: compute %.6f, "
-                "exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f\n",
-                s->critical_gpu, s->critical_stage, s->breakdown.compute_s, s->breakdown.exposed_tp_comm_s,
-                s->breakdown.exposed_pp_comm_s, s->breakdown.exposed_dp_comm_s, s->breakdown.bubble_idle_s);
-        if (j->has_alone)
-            fprintf(out,
-                    "  alone, s:%*s compute %.6f, exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f\n",
-                    0, "", j->alone.breakdown.compute_s, j->alone.breakdown.exposed_tp_comm_s,
-                    j->alone.breakdown.exposed_pp_comm_s, j->alone.breakdown.exposed_dp_comm_s,
-                    j->alone.breakdown.bubble_idle_s);
+        snprintf(line, sizeof line,
+                 "  breakdown of GPU %d (stage %d, the job's last to finish), s: compute %.6f, "
+                 "exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f",
+                 s->critical_gpu, s->critical_stage, s->breakdown.compute_s, s->breakdown.exposed_tp_comm_s,
+                 s->breakdown.exposed_pp_comm_s, s->breakdown.exposed_dp_comm_s, s->breakdown.bubble_idle_s);
+        output_wrapped_list(out, 4, line);
+        if (j->has_alone) {
+            snprintf(line, sizeof line,
+                     "  alone, s: compute %.6f, exposed tp %.6f, pp %.6f, dp %.6f, bubble and idle %.6f",
+                     j->alone.breakdown.compute_s, j->alone.breakdown.exposed_tp_comm_s,
+                     j->alone.breakdown.exposed_pp_comm_s, j->alone.breakdown.exposed_dp_comm_s,
+                     j->alone.breakdown.bubble_idle_s);
+            output_wrapped_list(out, 4, line);
+        }
     }
     fprintf(out, "\nlinks where the jobs met: %d", (int)r->sim.met_total);
     if (r->sim.n_met > 0) {
@@ -174,13 +182,15 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
                 (int)r->sim.n_met, r->sim.end_s);
         for (int32_t i = 0; i < r->sim.n_met; i++) {
             const double tot = link_total(r, i);
-            fprintf(out, "  %-36s %7.2f%%  ", r->sim.met_names[i], 100.0 * r->sim.met_utilization[i]);
-            for (int32_t j = 0; j < r->n; j++) {
+            size_t used = (size_t)snprintf(line, sizeof line, "  %-36s %7.2f%%  ", r->sim.met_names[i],
+                                           100.0 * r->sim.met_utilization[i]);
+            for (int32_t j = 0; j < r->n && used < sizeof line; j++) {
                 const double b = r->sim.met_job_bytes[(int64_t)i * r->n + j];
-                fprintf(out, "%s%s %.1f%% (%.6g GB)", j ? ", " : "", r->job[j].name,
-                        tot > 0 ? 100.0 * b / tot : 0.0, b * 1e-9);
+                used +=
+                    (size_t)snprintf(line + used, sizeof line - used, "%s%s %.1f%% (%.6g GB)", j ? ", " : "",
+                                     r->job[j].name, tot > 0 ? 100.0 * b / tot : 0.0, b * 1e-9);
             }
-            fprintf(out, "\n");
+            output_wrapped_list(out, 4, line);
         }
     } else {
         fprintf(out, "\n");
@@ -261,19 +271,19 @@ int print_jobs_compare(FILE *out, const jobs_result_t *const *rs, const char *co
     }
     fprintf(out, "stepsim compare: %d jobs on %d topologies, together and each alone on the same GPUs%s\n",
             n > 0 ? (int)rs[0]->n : 0, n, n > 0 && !rs[0]->baseline ? " (baseline off)" : "");
-    fprintf(out, "  %-20s %-8s %-28s %14s %14s %10s %10s\n", "topology", "job", "GPUs", "together (s)",
+    fprintf(out, "  %-14s %-8s %-20s %12s %12s %9s %9s\n", "topology", "job", "GPUs", "together (s)",
             "alone (s)", "slowdown", "links met");
     for (int t = 0; t < n; t++)
         for (int32_t i = 0; i < rs[t]->n; i++) {
             const jobs_job_t *j = &rs[t]->job[i];
-            fprintf(out, "  %-20.20s %-8.8s %-28.28s %14.6f ", i == 0 ? labels[t] : "", j->name, j->gpus_text,
+            fprintf(out, "  %-14.14s %-8.8s %-20.20s %12.6f ", i == 0 ? labels[t] : "", j->name, j->gpus_text,
                     j->res.step_time_s);
             if (j->has_alone)
-                fprintf(out, "%14.6f %10.6f", j->alone.step_time_s, slowdown(j));
+                fprintf(out, "%12.6f %9.6f", j->alone.step_time_s, slowdown(j));
             else
-                fprintf(out, "%14s %10s", "-", "-");
+                fprintf(out, "%12s %9s", "-", "-");
             if (i == 0)
-                fprintf(out, " %10d\n", (int)rs[t]->sim.met_total);
+                fprintf(out, " %9d\n", (int)rs[t]->sim.met_total);
             else
                 fprintf(out, "\n");
         }

@@ -104,13 +104,17 @@ static void what_if_text(FILE *out, const run_result_t *r, const scenario_t *scn
         return;
     }
     const step_result_t *b = &r->baseline->res;
-    fprintf(out, "  %-34s %.6f s (GPU %d, stage %d the last to finish; %d of %d GPUs simulated)\n",
-            "baseline (without perturbations)", b->step_time_s, b->critical_gpu, b->critical_stage,
-            b->simulated_gpus, b->gpus);
+    char line[512];
+    snprintf(line, sizeof line,
+             "  %-34s %.6f s (GPU %d, stage %d the last to finish; %d of %d GPUs simulated)",
+             "baseline (without perturbations)", b->step_time_s, b->critical_gpu, b->critical_stage,
+             b->simulated_gpus, b->gpus);
+    output_wrapped(out, 37, line);
     fprintf(out, "  %-34s %+.6f s (%+.3f%%)\n", "cost of the what-if", run_cost_s(r), run_cost_percent(r));
     if (r->n_entries > 1 || !r->entry_costs) {
-        fprintf(out, "    each entry alone:%s%s\n", r->entry_costs ? "" : " ",
-                r->entry_costs ? "" : r->entry_costs_note);
+        snprintf(line, sizeof line, "    each entry alone:%s%s", r->entry_costs ? "" : " ",
+                 r->entry_costs ? "" : r->entry_costs_note);
+        output_wrapped(out, 6, line);
         for (int k = 0; k < r->n_entries && r->entry_costs; k++)
             fprintf(out, "    %-32s %+.6f s (%+.3f%%)\n", r->entry[k].label, r->entry[k].cost_s,
                     b->step_time_s > 0 ? 100.0 * r->entry[k].cost_s / b->step_time_s : 0.0);
@@ -218,26 +222,32 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
     const step_result_t *s = &r->res;
     const model_summary_t *su = &r->est.summary;
     char buf[64];
-    model_job_t shown = r->job; /* the header says whether the simulation ran the optimizer step */
-    shown.training.optimizer_step = s->optimizer_s > 0.0;
-    output_job_header(out, "run", &shown, scn);
+    output_job_header(out, "run", &r->job, scn); /* the job simulated and estimated */
     fprintf(out, "layout: ");
     output_layout_text(out, &su->par);
     fprintf(out,
             "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
             su->n_microbatches, su->par.mbs, su->layers_per_stage);
-    fprintf(out, "simulation: %s", step_schedule_name(r->cfg.schedule));
+    char line[1024], vs[16] = "";
     if (s->virtual_stages > 1)
-        fprintf(out, ":%d", s->virtual_stages);
+        snprintf(vs, sizeof vs, ":%d", s->virtual_stages);
     if (r->cfg.comm == SIM_COMM_ANALYTIC)
-        fprintf(out, " schedule, %s sends, analytic communication (the model's times, no network)",
-                sends_name(r, s->virtual_stages));
+        snprintf(line, sizeof line,
+                 "simulation: %s%s schedule, %s sends, analytic communication (the model's times, no "
+                 "network), placement %s",
+                 step_schedule_name(r->cfg.schedule), vs, sends_name(r, s->virtual_stages),
+                 step_placement_format(&r->cfg.placement, buf, sizeof buf));
     else
-        fprintf(out, " schedule, %s sends, network communication on %s (calibration %s)",
-                sends_name(r, s->virtual_stages), r->topology, r->calibrated ? "nccl" : "none");
-    fprintf(out, ", placement %s\n", step_placement_format(&r->cfg.placement, buf, sizeof buf));
-    fprintf(out, "            %d of %d GPUs simulated (collapsed: %s; %s)\n", s->simulated_gpus, s->gpus,
-            level_name(s->collapsed), s->collapse_note);
+        snprintf(line, sizeof line,
+                 "simulation: %s%s schedule, %s sends, network communication on %s (calibration %s), "
+                 "placement %s",
+                 step_schedule_name(r->cfg.schedule), vs, sends_name(r, s->virtual_stages),
+                 r->topology, r->calibrated ? "nccl" : "none",
+                 step_placement_format(&r->cfg.placement, buf, sizeof buf));
+    output_wrapped_list(out, 12, line);
+    snprintf(line, sizeof line, "            %d of %d GPUs simulated (collapsed: %s; %s)", s->simulated_gpus,
+             s->gpus, level_name(s->collapsed), s->collapse_note);
+    output_wrapped(out, 12, line);
     if (!s->collapse_exact)
         fprintf(out, "  warning: %s\n", STEP_APPROX_WARNING);
     fprintf(out, "            %" PRId64 " operations (%s granularity), %" PRId64 " events, %" PRId64 " flows",

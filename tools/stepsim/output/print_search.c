@@ -24,6 +24,7 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
     json_int(&w, "nvlink_size", job->system.nvlink_size);
     json_int(&w, "global_batch", job->global_batch);
     json_string(&w, "compat", model_compat_name(job->compat));
+    output_training_json(&w, job, scenario_optimizer_step_given(scn));
     json_open_array(&w, "results");
     for (int i = 0; i < r->n_results; i++) {
         const model_summary_t *s = &r->results[i];
@@ -52,7 +53,7 @@ static void result_row(FILE *out, int rank, const model_summary_t *s) {
     snprintf(nv, sizeof nv, "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ")", p->nv_tp1, p->nv_tp2,
              p->nv_dp, p->nv_pp);
     fprintf(out,
-            "%4d %16.6f %14.6f %12.3f  %-8s %6" PRId64 " %-14s %5" PRId64 " %5" PRId64 " %5" PRId64 "  %s\n",
+            "%4d %12.6f %12.6f %9.3f  %-7s %5" PRId64 " %-11s %4" PRId64 " %4" PRId64 " %3" PRId64 "  %s\n",
             rank, s->throughput_samples_per_s, s->iteration_time_s, s->memory_gb,
             model_strategy_name(p->strategy), p->dp, tp, p->pp, p->mbs, p->nb, nv);
 }
@@ -66,9 +67,8 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
             strategies, r->candidates_evaluated, r->candidates_feasible, job->system.hbm_capacity_gb);
     if (r->n_results == 0)
         return;
-    fprintf(out, "\n%4s %16s %14s %12s  %-8s %6s %-14s %5s %5s %5s  %s\n", "rank", "thr (samples/s)",
-            "iteration (s)", "memory (GB)", "strategy", "dp", "tp (tp1xtp2)", "pp", "mbs", "nb",
-            "nv (tp1,tp2,dp,pp)");
+    fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s\n", "rank", "samples/s", "iter. (s)",
+            "mem. (GB)", "layout", "dp", "tp (1x2)", "pp", "mbs", "nb", "nv (t1,t2,d,p)");
     for (int i = 0; i < r->n_results; i++)
         result_row(out, i, &r->results[i]);
     fprintf(out, "\nrank 0:\n");

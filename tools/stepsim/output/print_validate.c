@@ -114,7 +114,7 @@ static int name_width(const run_row_t *rows, size_t n) {
     int w = 14;
     for (size_t i = 0; i < n; i++) {
         const int len = (int)strlen(rows[i].name);
-        w = len > w ? (len < 40 ? len : 40) : w;
+        w = len > w ? (len < 30 ? len : 30) : w; /* at most 30: the tables fit 100 columns */
     }
     return w;
 }
@@ -129,9 +129,13 @@ static void print_text(FILE *out, const validate_result_t *vr) {
         gbs_ruled += !rows[i].gbs_recorded;
         noted += rows[i].n_not_modelled > 0;
     }
-    fprintf(out, "stepsim validate: %s: %zu measured runs\n", vr->file, n);
-    fprintf(out, "prediction source: %s (%s); reference: the published model on the same layout\n",
-            vr->source, vr->source_describe);
+    char line[1024];
+    snprintf(line, sizeof line, "stepsim validate: %s: %zu measured runs", vr->file, n);
+    output_wrapped(out, 2, line);
+    snprintf(line, sizeof line,
+             "prediction source: %s (%s); reference: the published model on the same layout", vr->source,
+             vr->source_describe);
+    output_wrapped(out, 2, line);
     fprintf(out, "unrecorded mbs / interleave (marked *): %s\n",
             vr->unrecorded_search ? "search (fastest predicted setting that fits, for the run's degrees)"
                                   : "fixed (mbs 1, interleave 1)");
@@ -141,9 +145,9 @@ static void print_text(FILE *out, const validate_result_t *vr) {
                 "the measured throughput at that gbs\n",
                 gbs_ruled);
     fprintf(out, "\n");
-    fprintf(out, "  %-*s %5s %3s %3s %3s %3s %4s %3s %-9s %2s %-12s %12s %12s %9s %13s %9s\n", nw, "run",
-            "gpus", "tp", "pp", "dp", "cp", "mbs", "v", "recompute", "sp", "attention", "analytic (s)",
-            "measured (s)", "error %", "reference (s)", "error %");
+    /* two tables of 100 columns at most: the runs as predicted, then the times */
+    fprintf(out, "  %-*s %5s %3s %3s %3s %3s %4s %3s %-9s %2s %s\n", nw, "run", "gpus", "tp", "pp", "dp",
+            "cp", "mbs", "v", "recompute", "sp", "attention");
     for (size_t i = 0; i < n; i++) {
         const run_row_t *r = &rows[i];
         const model_job_t *j = &r->job;
@@ -152,12 +156,18 @@ static void print_text(FILE *out, const validate_result_t *vr) {
         snprintf(v, sizeof v, "%" PRId64 "%s", r->pred.interleave, r->interleave_recorded ? "" : "*");
         fprintf(out,
                 "  %-*.*s %5" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64 " %3" PRId64
-                " %4s %3s %-9s %2d %-12s %12.4f %12.4f %+9.2f %13.4f %+9.2f%s\n",
+                " %4s %3s %-9s %2d %s\n",
                 nw, nw, r->name, j->gpus, j->par.tp1, j->par.pp, j->par.dp, r->cp, mbs, v,
                 model_recompute_name(j->training.recompute), j->training.sequence_parallel == MODEL_SEQPAR_ON,
-                model_attention_name(j->training.attention), r->pred.iteration_time_s, r->measured_s,
-                r->error_pct, r->ref.iteration_time_s, r->ref_error_pct,
-                r->pred.fits ? "" : "  (does not fit)");
+                model_attention_name(j->training.attention));
+    }
+    fprintf(out, "\n  %-*s %12s %12s %9s %13s %9s\n", nw, "run", "analytic (s)", "measured (s)", "error %",
+            "reference (s)", "error %");
+    for (size_t i = 0; i < n; i++) {
+        const run_row_t *r = &rows[i];
+        fprintf(out, "  %-*.*s %12.4f %12.4f %+9.2f %13.4f %+9.2f%s\n", nw, nw, r->name,
+                r->pred.iteration_time_s, r->measured_s, r->error_pct, r->ref.iteration_time_s,
+                r->ref_error_pct, r->pred.fits ? "" : "  (does not fit)");
     }
     fprintf(out, "\n  %-30s %9.2f %%   (reference %.2f %%)\n", "mean absolute error", st->mean_abs,
             st->ref_mean_abs);
@@ -180,10 +190,11 @@ static void print_text(FILE *out, const validate_result_t *vr) {
     for (size_t i = 0; i < n; i++) {
         if (!rows[i].n_not_modelled)
             continue;
-        fprintf(out, "  %-*.*s ", nw, nw, rows[i].name);
-        for (int k = 0; k < rows[i].n_not_modelled; k++)
-            fprintf(out, "%s%s", k ? ", " : "", rows[i].not_modelled[k]);
-        fprintf(out, "\n");
+        size_t used = (size_t)snprintf(line, sizeof line, "  %-*.*s ", nw, nw, rows[i].name);
+        for (int k = 0; k < rows[i].n_not_modelled && used < sizeof line; k++)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s", k ? ", " : "",
+                                     rows[i].not_modelled[k]);
+        output_wrapped_list(out, nw + 3, line);
     }
 }
 
@@ -192,19 +203,22 @@ static void sim_text(FILE *out, const run_row_t *rows, size_t n, const sim_stats
     const int nw = name_width(rows, n);
     fprintf(out,
             "\nthrough the simulation (--sim): each run's step simulated as it is; the simulation has the\n"
-            "embedding and output layer in 1d only, so a 2d or 2d-seqp run gets their analytic cost (column "
-            "'added')\n\n");
-    fprintf(out, "  %-*s %-18s %10s %12s %9s %12s %9s %12s %9s\n", nw, "run", "network", "added (s)",
-            "sim, an. (s)", "error %", "sim, net (s)", "error %", "measured (s)", "wall (s)");
+            "embedding and output layer in 1d only, so a 2d or 2d-seqp run gets their analytic cost\n"
+            "(column 'added')\n\n");
+    const int sw = nw < 14 ? nw : 14; /* names cut to 14, networks to 17: the table fits 100 columns */
+    fprintf(out, "  %-*s %7s %9s %7s %9s %7s %9s %6s  %s\n", sw, "run", "added s", "sim,an. s", "error %",
+            "sim,net s", "error %", "meas. s", "wall s", "network");
     for (size_t i = 0; i < n; i++) {
         const run_row_t *r = &rows[i];
         if (r->sim_error[0]) {
-            fprintf(out, "  %-*.*s not simulated: %s\n", nw, nw, r->name, r->sim_error);
+            char line[1024];
+            snprintf(line, sizeof line, "  %-*.*s not simulated: %s", sw, sw, r->name, r->sim_error);
+            output_wrapped(out, sw + 3, line);
             continue;
         }
-        fprintf(out, "  %-*.*s %-18.18s %10.4f %12.4f %+9.2f %12.4f %+9.2f %12.4f %9.2f\n", nw, nw, r->name,
-                r->sim_topology, r->sim_unmodeled_s, r->sim_analytic_s, r->sim_analytic_error_pct,
-                r->sim_network_s, r->sim_network_error_pct, r->measured_s, r->sim_wall_s);
+        fprintf(out, "  %-*.*s %7.4f %9.4f %+7.2f %9.4f %+7.2f %9.4f %6.2f  %.17s\n", sw, sw, r->name,
+                r->sim_unmodeled_s, r->sim_analytic_s, r->sim_analytic_error_pct, r->sim_network_s,
+                r->sim_network_error_pct, r->measured_s, r->sim_wall_s, r->sim_topology);
     }
     fprintf(out, "\n  on the %zu of %zu runs simulated:   mean abs error   max abs error\n", st.simulated, n);
     static const char *const NAMES[3] = {"analytic model", "simulation, analytic comm",

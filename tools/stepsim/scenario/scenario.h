@@ -194,6 +194,10 @@ int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, c
 void scenario_system(const scenario_t *scn, model_system_t *out);
 
 /* A readable name of the model / system in effect: the preset or object name, or "custom". */
+/* 1 if the optimizer step was given (by the file, an option, or derived as cmd_sim_scenario does):
+ * the outputs then echo the training options even at their defaults (--optimizer-step off), since
+ * its default differs between the estimating and the simulating commands. */
+int scenario_optimizer_step_given(const scenario_t *scn);
 const char *scenario_model_name(const scenario_t *scn);
 const char *scenario_system_name(const scenario_t *scn);
 

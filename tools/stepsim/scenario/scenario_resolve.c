@@ -383,9 +383,14 @@ int scenario_resolve_search(scenario_t *scn, model_job_t *job, unsigned *mask, c
     int rc = scn_training_for_reference(scn, diag);
     if (rc)
         return rc;
-    /* A trivially valid layout (one GPU), so that model_job_check judges the model and system only. */
+    /* A trivially valid layout (one GPU) of the strategy searched, so that model_job_check judges the
+     * model, system and training options only (the context-parallel ring is one of 2d-seqp's). */
     fill_job(scn, job);
     model_parallel_t one = {MODEL_STRATEGY_1D, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    if (s != SCN_STRATEGY_ALL)
+        one.strategy = (model_strategy_t)s;
+    else if (job->training.cp_comm == MODEL_CP_RING)
+        one.strategy = MODEL_STRATEGY_2D_SEQP;
     job->par = one;
     job->gpus = 1;
     memset(&issue, 0, sizeof issue);

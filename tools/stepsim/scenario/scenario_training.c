@@ -42,6 +42,10 @@ int scn_is_training(scenario_field_t f) {
     return index_of(f) >= 0;
 }
 
+int scenario_optimizer_step_given(const scenario_t *scn) {
+    return scn->given[SCN_OPTIMIZER_STEP];
+}
+
 /* on/off, also 1/0 and true/false; -1 for anything else. */
 static int on_off(const char *text) {
     if (!strcmp(text, "on") || !strcmp(text, "1") || !strcmp(text, "true"))

@@ -33,11 +33,14 @@ void cmd_sweep_about(FILE *out) {
     char list[128];
     sweep_command_list(list, sizeof list);
     fprintf(out,
-            "Run a command (%s) over a grid of scenarios, in-process, and append one JSON line per\n"
-            "point to FILE.jsonl: {\"id\", \"command\", \"scenario\", \"options\", \"result\"}, or \"error\" "
+            "Run a command (%s) over a grid of scenarios, in-process, and append one JSON\n"
+            "line per point to FILE.jsonl: {\"id\", \"command\", \"scenario\", \"options\", \"result\"}, or "
+            "\"error\" "
             "and\n"
             "\"exit_code\" instead of \"result\" when the point fails (the sweep goes on; exit 0 when every\n"
-            "point has its line). The id is a hash of the command, the resolved scenario and the options.\n",
+            "point has its line). A point where nothing fits in memory is a result with \"fits\": false\n"
+            "(a search's empty list, or a searched layout's \"note\"), not an error. The id is a hash of\n"
+            "the command, the resolved scenario and the options.\n",
             list);
 }
 
@@ -307,7 +310,8 @@ int sweep_write_line(sweep_t *sw, const char *line, size_t len, int point_error,
     if (fdatasync(sw->out_fd) != 0 && errno != EINVAL && errno != EROFS)
         return cli_fail(d, CLI_ERUNTIME, "%s: cannot sync to disk: %s", sw->args.out_path, strerror(errno));
     sw->written++;
-    sw->errors += point_error != 0;
+    sw->errors += point_error == SWEEP_LINE_ERROR;
+    sw->nofit += point_error == SWEEP_LINE_NOFIT;
     sweep_progress(sw, 0);
     return CLI_OK;
 }
@@ -316,12 +320,18 @@ int sweep_summary(const sweep_t *sw, FILE *out, cli_diag_t *d) {
     const sweep_grid_t *g = &sw->grid;
     double wall = sweep_now_s() - sw->start_s;
     if (!sw->args.json) {
-        fprintf(out, "stepsim sweep: %s: %zu points of %s; shard %ld/%ld: %zu points, %zu already in %s\n",
-                g->path, g->n_points, g->cmd->name, sw->args.shard_i, sw->args.shard_n, sw->selected,
-                sw->already, sw->args.out_path);
-        fprintf(out, "wrote %zu lines (%zu results, %zu errors) to %s in %.2f s with %d process%s\n",
-                sw->written, sw->written - sw->errors, sw->errors, sw->args.out_path, wall, sw->ranks,
-                sw->ranks == 1 ? "" : "es");
+        char line[2048];
+        snprintf(line, sizeof line,
+                 "stepsim sweep: %s: %zu points of %s; shard %ld/%ld: %zu points, %zu already in %s", g->path,
+                 g->n_points, g->cmd->name, sw->args.shard_i, sw->args.shard_n, sw->selected, sw->already,
+                 sw->args.out_path);
+        output_wrapped(out, 2, line);
+        snprintf(line, sizeof line,
+                 "wrote %zu lines (%zu results, %zu of them where nothing fits; %zu errors) to %s in %.2f s "
+                 "with %d process%s",
+                 sw->written, sw->written - sw->errors, sw->nofit, sw->errors, sw->args.out_path, wall,
+                 sw->ranks, sw->ranks == 1 ? "" : "es");
+        output_wrapped(out, 2, line);
         return CLI_OK;
     }
     json_writer_t w;
@@ -336,6 +346,7 @@ int sweep_summary(const sweep_t *sw, FILE *out, cli_diag_t *d) {
     json_int(&w, "already_done", (int64_t)sw->already);
     json_int(&w, "written", (int64_t)sw->written);
     json_int(&w, "results", (int64_t)(sw->written - sw->errors));
+    json_int(&w, "results_nothing_fits", (int64_t)sw->nofit);
     json_int(&w, "errors", (int64_t)sw->errors);
     json_int(&w, "foreign_lines", (int64_t)sw->foreign_lines);
     json_int(&w, "truncated_bytes", (int64_t)sw->truncated_bytes);

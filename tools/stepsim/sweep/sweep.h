@@ -111,8 +111,12 @@ cJSON *sweep_grid_point(const sweep_grid_t *g, size_t index);
 #define SWEEP_FNV_OFFSET UINT64_C(0xcbf29ce484222325)
 uint64_t sweep_fnv1a(uint64_t h, const char *s, size_t n);
 
+/* What a point's line records: a result, a result where nothing fits in memory ("fits": false), or
+ * an error ("error" and "exit_code" instead of "result"). */
+enum { SWEEP_LINE_RESULT = 0, SWEEP_LINE_ERROR = 1, SWEEP_LINE_NOFIT = 2 };
+
 /* Run point index and build its whole output line, ending in '\n' (*line is malloc'ed, caller
- * frees). *point_error is set when the line records an error instead of a result. Returns CLI_OK, or
+ * frees). *point_error is what the line records (SWEEP_LINE_*). Returns CLI_OK, or
  * CLI_ERUNTIME when the line itself cannot be built (out of memory). */
 int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *len, int *point_error,
                      cli_diag_t *diag);
@@ -138,6 +142,7 @@ typedef struct sweep {
     size_t foreign_lines;          /* lines of the file whose id is not a point of this grid */
     size_t truncated_bytes;        /* torn last line cut by --resume */
     size_t written, errors;        /* lines written by this run, and how many of them are errors */
+    size_t nofit;                  /* ... and how many are results where nothing fits */
     int ranks;                     /* 1, or the MPI world size */
     double start_s;                /* monotonic time when the command started */
     struct cli_progress *progress; /* output/progress.h: shown on a terminal, or with --progress */
@@ -146,7 +151,8 @@ typedef struct sweep {
 /* Open the output (creating it, truncating it with --force, or reading it with --resume) and fill
  * todo. Call after sweep_grid_load. */
 int sweep_open_output(sweep_t *sw, cli_diag_t *diag);
-/* Append one whole line (with its '\n') and flush it to disk; counts it and updates progress. */
+/* Append one whole line (with its '\n') and flush it to disk; counts it by point_error (SWEEP_LINE_*)
+ * and updates progress. */
 int sweep_write_line(sweep_t *sw, const char *line, size_t len, int point_error, cli_diag_t *diag);
 /* Progress and ETA on err through output/progress.h (a terminal, or --progress; never with --quiet):
  * points done of the points to do, and errors; final ends the display. */

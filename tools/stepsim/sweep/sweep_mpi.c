@@ -50,7 +50,7 @@ int sweep_mpi_run(sweep_t *sw, FILE *out, cli_diag_t *diag) {
 #include <pthread.h>
 #include <time.h>
 
-enum { TAG_WORK = 1, TAG_STOP = 2, TAG_LINE = 3, TAG_ERROR_LINE = 4, TAG_FAIL = 5 };
+enum { TAG_WORK = 1, TAG_STOP = 2, TAG_LINE = 3, TAG_ERROR_LINE = 4, TAG_FAIL = 5, TAG_NOFIT_LINE = 6 };
 
 /* ---- workers --------------------------------------------------------------------------------- */
 
@@ -77,7 +77,9 @@ static int worker(const sweep_t *sw) {
         } else if (sweep_point_line(&sw->grid, (size_t)index, &line, &len, &point_error, &d) != CLI_OK) {
             tag = TAG_FAIL;
         } else {
-            tag = point_error ? TAG_ERROR_LINE : TAG_LINE;
+            tag = point_error == SWEEP_LINE_ERROR   ? TAG_ERROR_LINE
+                  : point_error == SWEEP_LINE_NOFIT ? TAG_NOFIT_LINE
+                                                    : TAG_LINE;
         }
         if (tag == TAG_FAIL) {
             free(line);
@@ -193,7 +195,10 @@ static void handle(coordinator_t *c, const MPI_Status *st) {
         fail_locked(c, CLI_ERUNTIME, &d);
         pthread_mutex_unlock(&c->lock);
     } else {
-        record(c, buf, (size_t)count, st->MPI_TAG == TAG_ERROR_LINE);
+        record(c, buf, (size_t)count,
+               st->MPI_TAG == TAG_ERROR_LINE   ? SWEEP_LINE_ERROR
+               : st->MPI_TAG == TAG_NOFIT_LINE ? SWEEP_LINE_NOFIT
+                                               : SWEEP_LINE_RESULT);
     }
     free(buf);
     pthread_mutex_lock(&c->lock);

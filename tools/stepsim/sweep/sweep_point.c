@@ -59,16 +59,46 @@ static int load_point(scenario_t *scn, const cJSON *scenario, int *searched, cli
 
 /* ---- the commands ---------------------------------------------------------------------------- */
 
+/* A point where nothing fits in memory is a result, not an error: {"fits": false, "note": why,
+ * "layout_search": {...}} for a searched layout of estimate and run (no layout to evaluate). */
+static int nofit_result(const cli_diag_t *why, int64_t evaluated, int64_t feasible, cJSON **result,
+                        cli_diag_t *diag) {
+    cJSON *o = cJSON_CreateObject(), *how = cJSON_CreateObject();
+    if (!o || !how || !cJSON_AddFalseToObject(o, "fits") || !cJSON_AddStringToObject(o, "note", why->msg) ||
+        !cJSON_AddNumberToObject(how, "candidates_evaluated", (double)evaluated) ||
+        !cJSON_AddNumberToObject(how, "candidates_feasible", (double)feasible) ||
+        !cJSON_AddItemToObject(o, "layout_search", how)) {
+        cJSON_Delete(o);
+        cJSON_Delete(how);
+        return cli_fail(diag, CLI_ERUNTIME, "out of memory");
+    }
+    *result = o;
+    return CLI_OK;
+}
+
+/* cmd_search_best's outcome: nothing fits (candidates evaluated, none feasible) is *nofit. */
+static int search_best(scenario_t *scn, model_parallel_t *best, int64_t *evaluated, int64_t *feasible,
+                       int *nofit, cli_diag_t *diag) {
+    const int rc = cmd_search_best(scn, best, evaluated, feasible, diag);
+    *nofit = rc == CLI_ENORESULT && *evaluated > 0 && *feasible == 0;
+    return *nofit ? CLI_OK : rc;
+}
+
 static int point_estimate(const cJSON *scenario, const cJSON *options, cJSON **result, cli_diag_t *diag) {
     scenario_t scn;
     int searched = 0;
     int64_t evaluated = 0, feasible = 0;
     cli_opts_t opts = {1, (int)option_value(options, "layers"), 10};
     *result = NULL;
+    int nofit = 0;
     int rc = load_point(&scn, scenario, &searched, diag);
     if (!rc && searched) {
         model_parallel_t best;
-        rc = cmd_search_best(&scn, &best, &evaluated, &feasible, diag);
+        rc = search_best(&scn, &best, &evaluated, &feasible, &nofit, diag);
+        if (!rc && nofit) {
+            scenario_destroy(&scn);
+            return nofit_result(diag, evaluated, feasible, result, diag);
+        }
         if (!rc)
             scenario_set_layout(&scn, &best, SCN_FROM_DERIVED);
     }
@@ -106,10 +136,16 @@ static int point_search(const cJSON *scenario, const cJSON *options, cJSON **res
     if (!rc) {
         search_result_t r;
         rc = cmd_search_compute(&scn, &opts, &r, diag);
-        if (!rc) { /* nothing fits: the line records the error, not the empty list */
+        /* nothing fits: a result (the empty list, "fits": false and why); no layout at all: an error */
+        const int nofit = rc == CLI_ENORESULT && r.searched && r.res.candidates_evaluated > 0;
+        if (!rc || nofit) {
             *result = print_search_json(&r);
-            if (!*result)
-                rc = cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
+            if (*result && nofit &&
+                (!cJSON_AddFalseToObject(*result, "fits") ||
+                 !cJSON_AddStringToObject(*result, "note", diag->msg)))
+                cJSON_Delete(*result), *result = NULL;
+            rc = *result ? CLI_OK
+                         : cli_fail(diag, CLI_ERUNTIME, "out of memory while printing the JSON result");
         }
         if (r.searched)
             search_result_destroy(&r);
@@ -149,10 +185,17 @@ static int point_run(const cJSON *scenario, const cJSON *options, cJSON **result
     run_opts_of(options, &opts, links, sizeof links);
     *result = NULL;
     int rc = load_point(&scn, scenario, &searched, diag);
+    if (!rc)
+        cmd_sim_scenario(&scn);
     if (!rc && searched) {
         model_parallel_t best;
         int64_t evaluated = 0, feasible = 0;
-        rc = cmd_search_best(&scn, &best, &evaluated, &feasible, diag);
+        int nofit = 0;
+        rc = search_best(&scn, &best, &evaluated, &feasible, &nofit, diag);
+        if (!rc && nofit) {
+            scenario_destroy(&scn);
+            return nofit_result(diag, evaluated, feasible, result, diag);
+        }
         if (!rc)
             scenario_set_layout(&scn, &best, SCN_FROM_DERIVED);
     }
@@ -246,10 +289,12 @@ int sweep_point_line(const sweep_grid_t *g, size_t index, char **line, size_t *l
             cJSON_Delete(opts);
     }
     if (ok && prc == CLI_OK) {
+        if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(result, "fits")))
+            *point_error = SWEEP_LINE_NOFIT;
         cJSON_AddItemToObject(obj, "result", result);
         result = NULL;
     } else if (ok) {
-        *point_error = 1;
+        *point_error = SWEEP_LINE_ERROR;
         ok = cJSON_AddStringToObject(obj, "error", pd.msg[0] ? pd.msg : "failed") &&
              cJSON_AddNumberToObject(obj, "exit_code", prc);
     }
