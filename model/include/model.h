@@ -450,7 +450,7 @@ typedef struct model_pass {
     double hbm_gb;
     model_coll_t colls[MODEL_MAX_COLLS];
     int n_colls;
-    double comp_s;           /* kernel_overhead + F / (eff * rate) */
+    double comp_s;           /* kernel_overhead + F / (eff * rate), or + the gemms' time_s (below) */
     double mem_s;            /* HBM time M / bandwidth (not only the exposed part) */
     double mem_exposed_s;    /* max(mem_s - comp_s, 0) */
     double comm_s;           /* exposed communication time charged to this pass */
