@@ -1435,5 +1435,7 @@ int sim_coll_result(const sim_engine_t *e, sim_coll_id_t id, sim_coll_result_t *
     out->flows = in->live ? in->live->flows_run : in->flows;
     out->proto = c->proto == SIM_PROTO_AUTO ? SIM_PROTO_SIMPLE : c->proto;
     out->channels = c->channels;
+    out->sent_bytes = in->sent_bytes;
+    out->members = c->n;
     return SIM_OK;
 }

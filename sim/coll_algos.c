@@ -63,6 +63,7 @@ static sim_time_ps_t shifted(sim_time_ps_t lat_ps, sim_time_ps_t dlat_ps) {
 static void start_pair_after(sim_engine_t *e, int32_t id, int32_t pair, double bytes, int32_t tag,
                              sim_time_ps_t lat_ps) {
     sim_coll_t *c = sim_i_coll(e, id);
+    e->colls[id].sent_bytes += bytes;
     const sim_pair_t *p = &c->pairs[pair];
     int32_t buf[SIM_ROUTE_MAX], len;
     sim_time_ps_t dlat;
@@ -93,6 +94,7 @@ static void start_coflow(sim_engine_t *e, int32_t id, int32_t lo, int32_t hi, in
         const sim_pair_t *p = &c->pairs[i];
         if (p->src < 0)
             continue;
+        e->colls[id].sent_bytes += bytes;
         int32_t buf[SIM_ROUTE_MAX], len;
         sim_time_ps_t dlat;
         const int32_t *links = pair_route(e, c, p, buf, &len, &dlat);
@@ -444,6 +446,8 @@ static void nvls_begin(sim_engine_t *e, int32_t id) {
         n->merge_use[n->links[c->routes[p->route_off]].merge_slot] = ph->nvls_up;
         n->merge_use[n->links[c->routes[p->route_off + p->route_len - 1]].merge_slot] = ph->nvls_down;
     }
+    /* each member's link into the switch carries nvls_up shards */
+    e->colls[id].sent_bytes += (double)c->n_pairs * ph->nvls_up * ph->chunk_bytes;
     c->pending = 1;
     const int32_t slot = sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge,
                                           ph->chunk_bytes * c->wire, 1.0, INFINITY, lat, id, 0, -1, -1);
@@ -484,6 +488,7 @@ static void sharp_begin(sim_engine_t *e, int32_t id) {
         }
         for (int32_t k = 0; k < n->n_merge; k++)
             n->merge_use[k] = 1.0;
+        e->colls[id].sent_bytes += (double)ph->ring_len * ph->chunk_bytes;
         const int32_t slot =
             sim_i_flow_start(e, n->merge_links, n->merge_use, n->n_merge, ph->chunk_bytes * c->wire, 1.0,
                              INFINITY, sim_i_sharp_lat_ps(e, c, ph, j), id, j, -1, -1);

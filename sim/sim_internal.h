@@ -212,8 +212,10 @@ typedef struct sim_coll_inst {
     int32_t first_op; /* member i is operation first_op + i; the members' times give the
                          collective's (it starts with its last member, they all end with it) */
     int32_t arrived;
-    int32_t flows;    /* flows it started (saturating at INT32_MAX) */
-    sim_coll_t *live; /* while running; NULL otherwise */
+    int32_t flows;     /* flows it started (saturating at INT32_MAX) */
+    sim_coll_t *live;  /* while running; NULL otherwise */
+    double sent_bytes; /* data bytes its members handed to the network, together (its flows' data
+                          bytes, once per pair a flow carries) */
 } sim_coll_inst_t;
 
 /* ---- executor ----------------------------------------------------------------------------------- */

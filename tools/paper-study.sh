@@ -2,21 +2,25 @@
 # paper-study.sh - the design-space study of arXiv 2410.00273 as one stepsim sweep: CSV tables,
 # gnuplot figures, and a check of the --compat reference half against the reference's results.
 #
-# Usage: tools/paper-study.sh [--out DIR] [--np N] [--build DIR] [--resume] [-h|--help]
+# Usage: tools/paper-study.sh [--out DIR] [--np N] [--build DIR] [--resume] [--plots-only] [-h|--help]
 #   --out DIR    where everything goes (default: build/paper-study)
 #   --np N       also run the sweep under `mpirun -np N --oversubscribe` and check that its lines
 #                equal the serial run's (default 2 when mpirun is there and stepsim links MPI; 0: off)
 #   --build DIR  the CMake build directory (default: build); configured (Release) and built if needed
 #   --resume     complete an interrupted serial sweep (stepsim sweep --resume) instead of starting over
+#   --plots-only redraw the figures from DIR's study.csv and best.csv (no build, sweep or check)
 # The study: gpt3_1T and vit_era5; A100, H200, B200; NVLink domains of 4, 8 and 64 GPUs; 4 to 16,384
 # GPUs in powers of two; strategies 1d, 2d, 2d-seqp, each searched on its own (top 10 layouts);
 # compat reference and corrected; global batch 4096 sequences: 1,404 points.
 # Writes in DIR: grid.json (the sweep's grid), study.jsonl (one line per point), study.csv (one row
 # per point: model, system, nvs, gpus, strategy, compat, status, best throughput, iteration time,
 # memory, layout, time breakdown), best.csv (the best strategy of every model, compat, system, domain
-# and GPU count), scaling-MODEL-COMPAT.png (best throughput against GPU count, one panel per system
-# and domain size, one curve per strategy: the paper's strong-scaling figures), breakdown-MODEL-
-# COMPAT.png (the time breakdown of the best layout), plots.gp, and times.txt (the wall times).
+# and GPU count), nofit.csv (the model, system, domain, GPU count and compat where no strategy
+# fits), scaling-MODEL-COMPAT.png (best throughput against GPU count, one panel per system and domain
+# size, one curve per strategy: the paper's strong-scaling figures; a strategy's GPU counts where no
+# layout fits marked along the panel's foot), breakdown-MODEL-COMPAT.png (the time breakdown of the
+# best layout; GPU counts where nothing fits drawn as hatched "does not fit" bars), plots.gp, and
+# times.txt (the wall times).
 # Check: every stored result of tests/data/search-outputs.csv (the rank-0 throughput of each of its
 # 477 groups, and the rest of the top 10) must be reproduced to 1e-9; exit 1 otherwise.
 set -euo pipefail
@@ -32,12 +36,14 @@ out=build/paper-study
 build=build
 np=auto
 resume=0
+plots_only=0
 while (($# > 0)); do
     case $1 in
     --out) out=${2:?--out needs a directory} && shift ;;
     --np) np=${2:?--np needs a number} && shift ;;
     --build) build=${2:?--build needs a directory} && shift ;;
     --resume) resume=1 ;;
+    --plots-only) plots_only=1 ;;
     -h | --help) usage && exit 0 ;;
     *) echo "paper-study: unknown argument: $1" >&2 && usage >&2 && exit 2 ;;
     esac
@@ -60,6 +66,15 @@ elapsed() {
     awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'
 }
 
+check_rc=0
+if ((plots_only)); then
+    for f in study.csv best.csv; do
+        if [[ ! -f $out/$f ]]; then
+            echo "paper-study: --plots-only: $out/$f: no such file; allowed: a directory of an earlier run" >&2
+            exit 2
+        fi
+    done
+else
 # ---- build ----------------------------------------------------------------------------------------
 if [[ ! -f $build/CMakeCache.txt ]]; then
     log "configure: cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release"
@@ -128,17 +143,23 @@ else
 fi
 
 # ---- tables and the check -------------------------------------------------------------------------
-check_rc=0
 "$report" "$out/study.jsonl" --csv "$out/study.csv" --best "$out/best.csv" \
     --check tests/data/search-outputs.csv | tee "$out/check.txt" || check_rc=$?
+fi
+
+# ---- where nothing fits ---------------------------------------------------------------------------
+# study.csv: model,system,nvs,gpus,strategy,compat,status,...; a point where every strategy's status is
+# no-fit is one where nothing fits (columns as best.csv's first five: model,system,nvs,gpus,compat)
+awk -F, 'NR > 1 { k = $1 "," $2 "," $3 "," $4 "," $6; n[k]++; if ($7 == "no-fit") nf[k]++; if (!(k in o)) { o[k] = ++m; key[m] = k } }
+    END { print "model,system,nvs,gpus,compat"; for (i = 1; i <= m; i++) if (nf[key[i]] == n[key[i]]) print key[i] }' \
+    "$out/study.csv" >"$out/nofit.csv"
+log "does not fit: $(($(wc -l <"$out/nofit.csv") - 1)) points where no strategy fits (nofit.csv)"
 
 # ---- plots ----------------------------------------------------------------------------------------
-if ! command -v gnuplot >/dev/null 2>&1; then
-    log "plots: skipped: gnuplot is not installed (Debian package gnuplot-nox); the CSV files are written"
-    exit "$check_rc"
-fi
+have_gnuplot=1
+command -v gnuplot >/dev/null 2>&1 || have_gnuplot=0
 terminal=pngcairo
-if ! gnuplot -e "set terminal pngcairo" >/dev/null 2>&1; then
+if ((have_gnuplot)) && ! gnuplot -e "set terminal pngcairo" >/dev/null 2>&1; then
     terminal=png # gnuplot without cairo: the libgd terminal
 fi
 
@@ -163,16 +184,23 @@ set format x '%g'
 set xlabel 'GPUs'
 set ylabel 'samples/s'
 set key inside top left
+# a strategy's GPU counts where no layout fits: crosses along the foot of the panel (right axis 0..1)
+set y2range [0:1]
+unset y2tics
 do for [n in "4 8 64"] {
     do for [s in "A100 H200 B200"] {
         set title sprintf('%s, NVLink domains of %s', s, n)
-        plot for [st in "1d 2d 2d-seqp"] '$out/study.csv' skip 1 \\
-            using (sel("$model", "$compat", s, n + 0) && strcol(5) eq st ? column(4) : NaN):(column(8)) \\
-            with linespoints pt 7 ps 0.6 title st
+        plot for [i=1:3] '$out/study.csv' skip 1 \\
+            using (sel("$model", "$compat", s, n + 0) && strcol(5) eq word("1d 2d 2d-seqp", i) ? column(4) : NaN):(column(8)) \\
+            with linespoints pt 7 ps 0.6 lc i title word("1d 2d 2d-seqp", i), \\
+            for [i=1:3] '$out/study.csv' skip 1 \\
+            using (sel("$model", "$compat", s, n + 0) && strcol(5) eq word("1d 2d 2d-seqp", i) && strcol(7) eq "no-fit" ? column(4) : NaN):(0.02 + 0.035 * i) \\
+            axes x1y2 with points pt 2 ps 1.2 lc i title word("1d 2d 2d-seqp", i) . ': does not fit'
     }
 }
 unset multiplot
 unset logscale
+set y2range [*:*]
 
 # time breakdown of the best layout (over the three strategies), as shares of the iteration
 set output '$out/breakdown-$model-$compat.png'
@@ -192,7 +220,11 @@ do for [n in "4 8 64"] {
         set title sprintf('%s, NVLink domains of %s', s, n)
         plot for [k=15:10:-1] '$out/best.csv' skip 1 \\
             using (sel("$model", "$compat", s, n + 0) ? log(column(4)) / log(2) : NaN):(sum [j=10:k] column(j) / column(8)) \\
-            with boxes lc k - 9 title word("compute memory tp-comm pp-comm dp-comm bubble", k - 9)
+            with boxes lc k - 9 title word("compute memory tp-comm pp-comm dp-comm bubble", k - 9), \\
+            '$out/nofit.csv' skip 1 using (sel("$model", "$compat", s, n + 0) ? log(column(4)) / log(2) : NaN):(1) \\
+            with boxes fs pattern 4 border lc rgb 'gray40' lc rgb 'gray40' title 'does not fit', \\
+            '' skip 1 using (sel("$model", "$compat", s, n + 0) ? log(column(4)) / log(2) : NaN):(0.5):("does not fit") \\
+            with labels rotate by 90 font ',8' notitle
     }
 }
 unset multiplot
@@ -203,6 +235,10 @@ EOF
         done
     done
 } >"$out/plots.gp"
+if ((!have_gnuplot)); then
+    log "plots: skipped: gnuplot is not installed (Debian package gnuplot-nox); the CSV files and plots.gp are written"
+    exit "$check_rc"
+fi
 if gnuplot "$out/plots.gp" 2>"$out/gnuplot.log"; then
     log "plots: $(find "$out" -maxdepth 1 -name "*.png" | wc -l) PNG files ($terminal) in $out"
 else

@@ -480,6 +480,11 @@ typedef struct sim_coll_result {
     int64_t flows;                  /* flows started */
     sim_proto_t proto;              /* the protocol used (auto resolved) */
     int32_t channels;               /* channels used (auto resolved) */
+    /* Data bytes the members sent, all members together (network mode; 0 without flows): every
+     * flow's data bytes (its wire bytes over the protocol's overhead) once per member pair it
+     * carries. A ring all-reduce of size S on n members sends 2 (n - 1) S, so 2 (n - 1) / n S each. */
+    double sent_bytes;
+    int32_t members;
 } sim_coll_result_t;
 
 int sim_coll_result(const sim_engine_t *e, sim_coll_id_t c, sim_coll_result_t *out);

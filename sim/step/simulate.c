@@ -61,6 +61,11 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
         step_free(step);
         return fail(out, STEP_SIM_AT_RUN, rc, "no result");
     }
+    if (opts->after_run && (rc = opts->after_run(opts->ctx, step)) != 0) {
+        step_free(step);
+        out->failed_at = STEP_SIM_AT_HOOK;
+        return rc;
+    }
     const int64_t pp = job->par.pp;
     out->stage_peak_activations_gb =
         malloc((size_t)(pp > 0 ? pp : 1) * sizeof *out->stage_peak_activations_gb);
@@ -76,8 +81,9 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     const int32_t k = opts->links < 0                    ? 0
                       : opts->links > STEP_SIM_MAX_LINKS ? STEP_SIM_MAX_LINKS
                                                          : opts->links;
+    int32_t link_ids[STEP_SIM_MAX_LINKS];
     if (network && k > 0) {
-        int32_t ids[STEP_SIM_MAX_LINKS];
+        int32_t *ids = link_ids;
         out->n_links = step_links_busiest(step, k, ids, out->link_utilization, &out->links_partial);
         if (out->n_links < 0) {
             step_free(step);
@@ -85,6 +91,23 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
         }
         for (int32_t i = 0; i < out->n_links; i++)
             topo_link_name(topo, ids[i], out->link_names[i], sizeof out->link_names[i]);
+    }
+    if (network) {
+        const int32_t nl = (int32_t)topo_link_count(topo);
+        double *bytes = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *bytes);
+        int partial = 0;
+        if (!bytes || step_link_bytes(step, bytes, &partial) != SIM_OK ||
+            step_group_traffic(step, &out->traffic) != SIM_OK) {
+            free(bytes);
+            step_free(step);
+            return fail(out, STEP_SIM_AT_RUN, SIM_ENOMEM, "out of memory");
+        }
+        for (int32_t i = 0; i < out->n_links; i++)
+            out->link_bytes[i] = bytes[link_ids[i]];
+        for (int32_t l = 0; l < nl; l++)
+            out->total_link_bytes += bytes[l];
+        free(bytes);
+        out->has_traffic = 1;
     }
     step_free(step);
     return SIM_OK;

@@ -291,7 +291,7 @@ int step_fixed_time(step_t *s, step_group_t g, model_coll_op_t op, double size_b
     }
     double t = 0.0;
     int agree = 1;
-    step_fixed_key_t k = {(int)g, (int)op, size_bytes, root, 0.0, 0, NULL, NULL};
+    step_fixed_key_t k = {(int)g, (int)op, size_bytes, root, 0.0, 0, NULL, NULL, 0.0};
     int rc = step_measure(s, g, op, size_bytes, root, &t, &agree, &k);
     if (rc) {
         free(k.links);

@@ -362,6 +362,7 @@ int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_byte
     for (int32_t i = 0; i < n_colls && !rc; i++) {
         sim_coll_result_t r;
         sim_coll_result(e, colls[i], &r);
+        load->sent_bytes += r.sent_bytes / ((double)n_colls * (double)size);
         const sim_time_ps_t t = r.end_ps - r.start_ps;
         if (first < 0)
             first = t;
@@ -496,8 +497,8 @@ static int count_stage(const step_t *s, int32_t p, int64_t *count) {
  * non-tensor links' images under the shifts carry the same bytes, and every tensor group's links
  * the bytes of the collectives its stage runs (counted from the schedule and the plans, each a
  * measured collective's per-link bytes). Returns 0; 1 when a collective was never measured (then
- * the tensor links are left out); -1 out of memory. */
-static int full_utilization(const step_t *s, double *util) {
+ * the tensor links are left out); -1 out of memory. as_bytes: bytes instead of utilisations. */
+static int full_values(const step_t *s, double *util, int as_bytes) {
     const sim_engine_t *e = s->e;
     const int32_t nl = s->net.n_links;
     const double now_s = sim_ps_to_s(sim_engine_now(e));
@@ -512,7 +513,7 @@ static int full_utilization(const step_t *s, double *util) {
         for (int64_t i = 0; i < n0 && a >= 0; i++) {
             int32_t b = a;
             for (int64_t j = 0; j < n1 && b >= 0; j++) {
-                util[b] = ls.utilization;
+                util[b] = as_bytes ? ls.bytes : ls.utilization;
                 b = s->rail_map[1] ? s->rail_map[1][b] : -1;
             }
             a = s->rail_map[0][a];
@@ -536,8 +537,8 @@ static int full_utilization(const step_t *s, double *util) {
                 continue;
             int64_t x[STEP_DIM_COUNT];
             step_placement_coords(&s->cfg.placement, &s->job.par, leader, x);
-            util[l] += k->bytes[j] * (double)count[x[STEP_DIM_PP] * s->n_fixed + i] /
-                       (s->net.capacity_bytes_per_s[l] * now_s);
+            const double bytes = k->bytes[j] * (double)count[x[STEP_DIM_PP] * s->n_fixed + i];
+            util[l] += as_bytes ? bytes : bytes / (s->net.capacity_bytes_per_s[l] * now_s);
         }
     }
     free(count);
@@ -553,7 +554,7 @@ int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *u
     double *util = calloc((size_t)(s->net.n_links > 0 ? s->net.n_links : 1), sizeof *util);
     if (!util)
         return -1;
-    const int rc = full_utilization(s, util);
+    const int rc = full_values(s, util, 0);
     if (rc < 0) {
         free(util);
         return -1;
@@ -574,4 +575,82 @@ int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *u
     }
     free(util);
     return n;
+}
+
+/* ---- bytes per link and per group ---------------------------------------------------------------- */
+
+int step_link_bytes(const step_t *s, double *bytes, int *partial) {
+    *partial = 0;
+    if (!s->ran || !s->e || s->cfg.comm != SIM_COMM_NETWORK)
+        return SIM_ESTATE;
+    for (int32_t l = 0; l < s->net.n_links; l++)
+        bytes[l] = 0.0;
+    if (s->level != STEP_RAILS || !s->collapse_exact || !s->rail_map[0]) {
+        for (int32_t l = 0; l < s->net.n_links; l++) {
+            sim_link_stats_t ls;
+            sim_link_stats(s->e, l, &ls);
+            bytes[l] = ls.bytes;
+        }
+        return SIM_OK;
+    }
+    const int rc = full_values(s, bytes, 1);
+    if (rc < 0)
+        return SIM_ENOMEM;
+    *partial = rc;
+    return SIM_OK;
+}
+
+int step_group_traffic(const step_t *s, step_traffic_t *out) {
+    memset(out, 0, sizeof *out);
+    if (!s->ran || !s->e || s->cfg.comm != SIM_COMM_NETWORK)
+        return SIM_ESTATE;
+    const sim_engine_t *e = s->e;
+    /* the simulated GPUs' collectives, each member's share of its collective's bytes; a simulated
+     * GPU stands for gpus / simulated GPUs of the job (identical ranks) */
+    double sim_sent[STEP_TRAFFIC_GROUPS] = {0};
+    for (sim_op_id_t op = s->op0; op < s->op_end; op++) {
+        const sim_coll_id_t c = sim_op_collective(e, op);
+        step_op_t info;
+        if (c < 0 || step_op(s, op, &info) != SIM_OK || !info.group)
+            continue;
+        sim_coll_result_t r;
+        if (sim_coll_result(e, c, &r) != SIM_OK || r.members < 1)
+            continue;
+        const int g = strcmp(info.group, "tp") == 0   ? STEP_TRAFFIC_TP
+                      : strcmp(info.group, "cp") == 0 ? STEP_TRAFFIC_CP
+                      : strcmp(info.group, "pp") == 0 ? STEP_TRAFFIC_PP
+                      : strcmp(info.group, "dp") == 0 ? STEP_TRAFFIC_DP
+                                                      : -1;
+        if (g >= 0)
+            sim_sent[g] += r.sent_bytes / (double)r.members;
+    }
+    const double simulated = (double)s->pp * (double)s->per_stage;
+    const double scale = simulated > 0 ? (double)s->gpus / simulated : 0.0;
+    for (int g = 0; g < STEP_TRAFFIC_GROUPS; g++)
+        out->sent_bytes[g] = sim_sent[g] * scale;
+    /* collectives taken off the network (a rail collapse): their executions per stage, counted from
+     * the schedule, times what one member sends in one (measured on an idle network) */
+    if (s->n_fixed > 0) {
+        int64_t *count = calloc((size_t)s->n_fixed * (size_t)s->pp, sizeof *count);
+        if (!count)
+            return SIM_ENOMEM;
+        int bad = 0;
+        for (int32_t p = 0; p < s->pp && !bad; p++)
+            bad = count_stage(s, p, count + (int64_t)p * s->n_fixed);
+        const double per_stage_gpus = (double)s->gpus / (double)s->pp;
+        for (int32_t p = 0; p < s->pp && !bad; p++)
+            for (int32_t i = 0; i < s->n_fixed; i++) {
+                const step_fixed_key_t *k = &s->fixed[i];
+                const int g = k->group == STEP_GROUP_CP ? STEP_TRAFFIC_CP : STEP_TRAFFIC_TP;
+                out->sent_bytes[g] +=
+                    (double)count[(int64_t)p * s->n_fixed + i] * k->sent_bytes * per_stage_gpus;
+            }
+        free(count);
+        if (bad < 0)
+            return SIM_ENOMEM;
+        out->partial = bad;
+    }
+    for (int g = 0; g < STEP_TRAFFIC_GROUPS; g++)
+        out->per_gpu_bytes[g] = s->gpus > 0 ? out->sent_bytes[g] / (double)s->gpus : 0.0;
+    return SIM_OK;
 }

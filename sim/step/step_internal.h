@@ -120,6 +120,7 @@ typedef struct step_fixed_key {
     int32_t n_links;
     int32_t *links;
     double *bytes;
+    double sent_bytes; /* data bytes one member sends in one execution (sim_coll_result_t) */
 } step_fixed_key_t;
 
 /* ---- the step --------------------------------------------------------------------------------- */

@@ -112,7 +112,7 @@ static void test_bad_options(void **state) {
         {{"--links", "99"}, "--links: \"99\""},
         {{"--trace-ranks", "0-3"}, "--trace-ranks: given without --trace"},
         {{"--trace", "t.json", "--trace-ranks", "7-3"}, "--trace-ranks: \"7-3\""},
-        {{"--layers"}, "--layers: not an option of run"},
+        {{"--top", "3"}, "--top: not an option of run"}, /* --layers is one since run prints one block */
         {{"--comm"}, "--comm: missing value"},
         {{"--commm", "analytic"}, "did you mean --comm"},
         {{"--tp", "5"}, "--tp: 5 does not divide heads"},

@@ -101,6 +101,7 @@ struct cli_progress; /* output/progress.h */
 
 typedef struct run_opts {
     int json, deterministic;
+    int layers;                    /* --layers: one block as simulated (step_block_view) */
     struct cli_progress *progress; /* the step's progress display, or NULL */
     const char *comm, *schedule, *placement, *p2p, *collapse, *granularity, *optimizer, *fidelity, *links;
     const char *calibration, *max_memory;
@@ -138,6 +139,8 @@ typedef struct run_result {
     trace_writer_stats_t trace_stats;
     step_sim_result_t sim;
     double *stage_act_gb; /* peak activations of each stage's first GPU (pp entries), or NULL: sim's */
+    int has_view;         /* --layers: view holds one block as simulated */
+    step_block_view_t view;
     /* the what-if (docs/what-if.md): the scenario's perturbations and, unless --baseline off, the
      * same scenario simulated without them (scenario_clear_perturbations) */
     int perturbed;               /* the scenario has perturbations */

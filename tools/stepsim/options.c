@@ -132,7 +132,9 @@ static const cli_option_t OPTIONS[] = {
      "analytic estimate depends only on the nv counts and does not change",
      CLI_OPT_PLACEMENT},
     /* estimate, search */
-    {"--layers", NULL, E, "off", "also print the per-layer table of one block", CLI_OPT_LAYERS},
+    {"--layers", NULL, E | R, "off",
+     "also print the per-layer table of one block (run: one block as simulated, beside the model's)",
+     CLI_OPT_LAYERS},
     {"--top", "K", S, "10", "how many of the best configurations to print", CLI_OPT_TOP},
     /* run */
     {"--comm", "MODE", R, "network", "network (flows on the topology) or analytic (the model's times)",
@@ -167,8 +169,8 @@ static const cli_option_t OPTIONS[] = {
      "comma-separated presets, kinds, files, shortcuts or {...} objects", CLI_OPT_TOPOLOGIES},
     {"--csv", "FILE", P, "none", "also write the table as CSV", CLI_OPT_CSV},
     {"--plot", "FILE", P | V, "none",
-     "PNG or SVG by extension, drawn with gnuplot: compare's step-time bars (and scaling curves), "
-     "validate's waterfall",
+     "PNG or SVG by extension, drawn with gnuplot: compare's step-time bars, slowdown against the best "
+     "topology (and scaling efficiency), validate's waterfall",
      CLI_OPT_PLOT},
     /* topo */
     {"--graphml", "FILE", T, "none", "also write the graph as GraphML (loads back with --topology FILE)",

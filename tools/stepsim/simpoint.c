@@ -130,7 +130,11 @@ int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_s
         if (r.n_links > 0) {
             out->max_link_utilization = r.link_utilization[0];
             snprintf(out->busiest_link, sizeof out->busiest_link, "%s", r.link_names[0]);
+            out->busiest_link_bytes = r.link_bytes[0];
         }
+        out->total_link_bytes = r.total_link_bytes;
+        out->has_traffic = r.has_traffic;
+        out->traffic = r.traffic;
     }
     step_sim_result_destroy(&r);
     if (!rc && topo && want_summary) {

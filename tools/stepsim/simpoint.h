@@ -33,12 +33,15 @@ typedef struct simpoint {
     double compute_s, exposed_tp_s, exposed_pp_s, exposed_dp_s, bubble_idle_s;
     double max_link_utilization; /* the busiest link's average utilisation, 0..1; 0 without a network */
     char busiest_link[96];
-    char topology[64];            /* the topology's name, or "none (analytic)" */
-    int32_t gpus, simulated_gpus; /* what was simulated after collapsing */
-    int collapse_exact;           /* 1: the collapse is exact */
-    int has_summary;              /* summary filled (want_summary and a network) */
-    topo_summary_t summary;       /* counts and the cost proxy */
-    double wall_s;                /* host time spent, seconds */
+    double busiest_link_bytes, total_link_bytes; /* the busiest link's and every link's (network) */
+    int has_traffic;                             /* traffic filled (a network) */
+    step_traffic_t traffic;                      /* bytes each parallel group sent */
+    char topology[64];                           /* the topology's name, or "none (analytic)" */
+    int32_t gpus, simulated_gpus;                /* what was simulated after collapsing */
+    int collapse_exact;                          /* 1: the collapse is exact */
+    int has_summary;                             /* summary filled (want_summary and a network) */
+    topo_summary_t summary;                      /* counts and the cost proxy */
+    double wall_s;                               /* host time spent, seconds */
 } simpoint_t;
 
 /* perturb (may be NULL: the unperturbed baseline): the scenario's perturbations; its slow and failed

@@ -286,6 +286,55 @@ double step_gpu_peak_activations_gb(const step_t *s, int32_t gpu);
  * simulated rail's links only. O(links x k + operations). */
 int32_t step_links_busiest(const step_t *s, int32_t k, int32_t *links, double *utilization, int *partial);
 
+/* Bytes per link of the whole job over the step (wire bytes: the protocols' overhead included) into
+ * bytes[0..links); under an exact rail collapse by symmetry as step_links_busiest (*partial as there),
+ * else the engine's counters (under an approximate collapse: the simulated rail's links only).
+ * SIM_OK, SIM_ESTATE (not run, or not network mode), SIM_ENOMEM. O(links + operations). */
+int step_link_bytes(const step_t *s, double *bytes, int *partial);
+
+/* The data bytes each parallel group's communication sent over the step (sim_coll_result_t's
+ * sent_bytes: every flow's data bytes once per member pair it carries), the whole job's and per GPU
+ * (the whole job's over its GPUs). A simulated GPU stands for the identical ranks a collapse left out;
+ * collectives a rail collapse took off the network count their executions (from the schedule) times
+ * one member's bytes measured on an idle network (partial 1: one was never measured, left out). A
+ * ring all-reduce of S bytes on n GPUs sends 2 (n - 1) / n S per GPU. Network mode, after step_run:
+ * SIM_OK, SIM_ESTATE, SIM_ENOMEM. O(operations). */
+enum { STEP_TRAFFIC_TP, STEP_TRAFFIC_CP, STEP_TRAFFIC_PP, STEP_TRAFFIC_DP, STEP_TRAFFIC_GROUPS };
+typedef struct step_traffic {
+    double sent_bytes[STEP_TRAFFIC_GROUPS];    /* all GPUs together */
+    double per_gpu_bytes[STEP_TRAFFIC_GROUPS]; /* sent_bytes / the job's GPUs */
+    int partial;
+} step_traffic_t;
+int step_group_traffic(const step_t *s, step_traffic_t *out);
+
+/* One block as the engine ran it (sim/step/block_view.c): the operations of stage 0's first GPU for
+ * microbatch 0 and the first block that GPU computes, forward then backward, in start order, one row
+ * per compute operation (a run of layers between collectives, as the plan merges them) with the
+ * tensor- or context-parallel collectives that follow it (or their fixed-time stand-ins): their
+ * duration and the part of it during which the GPU computed nothing (exposed). analytic_s sums the
+ * model's per-layer time_s (compute, exposed memory and exposed communication) over the row's layers,
+ * the estimate's per-layer table. An operation covering several blocks counts its share per block.
+ * Needs layer granularity (SIM_EINVAL otherwise), after step_run (SIM_ESTATE); SIM_ENOMEM. With
+ * analytic communication and no overlap each row's compute_s + exposed_comm_s equals analytic_s.
+ * O(operations log operations). */
+#define STEP_VIEW_MAX 128
+typedef struct step_view_row {
+    int pass;                             /* 0 forward, 1 backward */
+    int layer0, layer1;                   /* first and last layer of the block table covered */
+    const char *first_layer, *last_layer; /* their names (static in the step's block table) */
+    int32_t blocks;                       /* blocks the compute operation covered */
+    double compute_s;                     /* the compute operation's duration (its share per block) */
+    double comm_s, exposed_comm_s;        /* the collectives after it: duration, not hidden by compute */
+    double analytic_s;                    /* the per-layer table's time over layer0..layer1 */
+} step_view_row_t;
+typedef struct step_block_view {
+    int32_t gpu, block; /* microbatch 0 */
+    int n;
+    step_view_row_t row[STEP_VIEW_MAX];
+    double total_s[2], analytic_total_s[2]; /* per pass: compute + exposed; analytic */
+} step_block_view_t;
+int step_block_view(const step_t *s, step_block_view_t *out);
+
 /* What an operation of the step is (for trace arguments). Strings are static. */
 typedef enum step_op_kind {
     STEP_OP_COMPUTE = 0,
@@ -397,6 +446,9 @@ typedef struct step_sim_options {
     void *ctx;
     sim_progress_fn progress; /* optional: step_set_progress before the run */
     void *progress_ctx;
+    /* optional: called with the step after it ran (before it is freed), e.g. for step_block_view; a
+     * non-zero return ends the simulation as before_run's does */
+    int (*after_run)(void *ctx, const step_t *step);
     /* step_simulate_jobs: instead of before_run, called with the built fabric before it runs */
     int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
 } step_sim_options_t;
@@ -417,6 +469,12 @@ typedef struct step_sim_result {
     char link_names[STEP_SIM_MAX_LINKS][96];
     double link_utilization[STEP_SIM_MAX_LINKS]; /* average over the step, 0..1 */
     int links_partial; /* 1: the tensor groups' links are left out (step_links_busiest) */
+    /* network mode: the named links' bytes and every link's together (step_link_bytes), and each
+     * parallel group's bytes sent (step_group_traffic) */
+    double link_bytes[STEP_SIM_MAX_LINKS];
+    double total_link_bytes;
+    int has_traffic; /* 1: the three above are filled (network mode) */
+    step_traffic_t traffic;
     /* peak activations (GB) of every pipeline stage's first GPU (tensor, context and data rank 0,
      * always simulated): job->par.pp entries */
     double *stage_peak_activations_gb;

@@ -334,6 +334,16 @@ static int attach_trace(void *ctx, step_t *step) {
     return CLI_OK;
 }
 
+/* --layers: one block as the engine ran it, kept before the step is freed. */
+static int keep_block_view(void *ctx, const step_t *step) {
+    run_hook_t *h = ctx;
+    const int rc = step_block_view(step, &h->r->view);
+    if (rc == SIM_ENOMEM)
+        return cli_fail(h->d, CLI_ERUNTIME, "run: out of memory");
+    h->r->has_view = rc == SIM_OK;
+    return CLI_OK;
+}
+
 /* The job, the run's options and the topology first (every input checked and the network built),
  * then the model's estimate and the simulation. */
 static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_diag_t *d) {
@@ -342,8 +352,15 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     int rc = scenario_resolve(scn, &r->job, d);
     if (!rc)
         rc = run_step_config(o, &r->cfg, &links, d);
+    if (!rc && o->layers && r->cfg.granularity == STEP_GRANULARITY_MICROBATCH)
+        rc =
+            cli_fail(d, CLI_EUSAGE,
+                     "--layers: needs an operation per run of layers, not --granularity microbatch; allowed: "
+                     "--granularity layer or auto");
     if (rc)
         return rc;
+    if (o->layers) /* the view needs an operation per run of layers */
+        r->cfg.granularity = STEP_GRANULARITY_LAYER;
     topo_t *topo = NULL;
     const char *where = scn->topology.where;
     r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
@@ -396,6 +413,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     so.calibrate = r->calibrated;
     so.links = links;
     so.before_run = o->trace ? attach_trace : NULL;
+    so.after_run = o->layers ? keep_block_view : NULL;
     so.ctx = &hook;
     so.progress = o->progress ? cli_progress_sim : NULL;
     so.progress_ctx = o->progress;
@@ -577,6 +595,7 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     o.warn = err;
     o.baseline = v[CLI_OPT_BASELINE];
     o.entry_costs = v[CLI_OPT_ENTRY_COSTS];
+    o.layers = cli_has(a, CLI_OPT_LAYERS);
     int rc = cli_check_placement(a, d);
     if (!rc)
         rc = cli_apply_scenario(a, &scn, NULL, d);
@@ -588,6 +607,9 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         cmd_run_scenario_opts(&scn, &o);
     if (!rc) /* validate the run's own options before anything is built */
         rc = cmd_run_check(&o, d);
+    if (!rc && scn.jobs && o.layers)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--layers: not with a scenario of several jobs; allowed: a one-job scenario");
     if (!rc && scn.jobs) /* several jobs on one fabric: cmd_jobs.c */
         rc = cmd_run_jobs(a, &scn, &o, out, d);
     else if (!rc) {

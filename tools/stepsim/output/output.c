@@ -348,3 +348,27 @@ void output_trace_json(json_writer_t *w, const char *file, const trace_writer_st
     json_int(w, "counter_events", st->counter_events);
     json_close_object(w);
 }
+
+static const char *const TRAFFIC_GROUP[STEP_TRAFFIC_GROUPS] = {"tp", "cp", "pp", "dp"};
+
+void output_traffic_text(FILE *f, const step_traffic_t *t) {
+    fprintf(f, "\n  bytes sent per step (data bytes)   %14s %14s\n", "per GPU (GB)", "all GPUs (GB)");
+    for (int g = 0; g < STEP_TRAFFIC_GROUPS; g++)
+        fprintf(f, "    %-32s %14.3f %14.3f\n", TRAFFIC_GROUP[g], t->per_gpu_bytes[g] * 1e-9,
+                t->sent_bytes[g] * 1e-9);
+    if (t->partial)
+        fprintf(f, "    (a tensor collective was never measured: its bytes are left out)\n");
+}
+
+void output_traffic_json(json_writer_t *w, const step_traffic_t *t) {
+    json_open_object(w, "bytes_sent");
+    for (int g = 0; g < STEP_TRAFFIC_GROUPS; g++) {
+        json_open_object(w, TRAFFIC_GROUP[g]);
+        json_number(w, "per_gpu_bytes", t->per_gpu_bytes[g]);
+        json_number(w, "total_bytes", t->sent_bytes[g]);
+        json_close_object(w);
+    }
+    if (t->partial)
+        json_bool(w, "tensor_left_out", 1);
+    json_close_object(w);
+}

@@ -18,6 +18,7 @@
 
 #include "model.h"
 #include "scenario.h"
+#include "step.h"
 
 #define JSON_MAX_DEPTH 16
 
@@ -88,5 +89,10 @@ void output_wrapped_list(FILE *f, int indent, const char *text);
 /* The header: model, system, GPUs, NVLink domain, global batch, compat (wrapped), and the training
  * options when set. */
 void output_job_header(FILE *f, const char *command, const model_job_t *job, const scenario_t *scn);
+
+/* The data bytes each parallel group sent over the step (step_group_traffic): a text table, or the
+ * JSON object "bytes_sent": {"tp": {"per_gpu_bytes", "total_bytes"}, "cp", "pp", "dp"}. */
+void output_traffic_text(FILE *f, const step_traffic_t *t);
+void output_traffic_json(json_writer_t *w, const step_traffic_t *t);
 
 #endif

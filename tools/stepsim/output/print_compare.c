@@ -29,6 +29,29 @@ void print_compare_header(char *buf, size_t n, const char *cmd, const model_job_
     fclose(m);
 }
 
+/* Bytes per step: the busiest link's, all links', and each parallel group's sent per GPU. */
+static void traffic_text(FILE *out, const cmp_run_t *r) {
+    int any = 0;
+    for (int i = 0; i < r->n_topo; i++)
+        any |= r->row[i].p.has_traffic;
+    if (!any)
+        return;
+    fprintf(out, "\n  %-16s %-22s %8s %10s %8s %8s %8s %8s\n", "bytes per step", "busiest link", "GB",
+            "all links", "tp/GPU", "cp/GPU", "pp/GPU", "dp/GPU");
+    for (int i = 0; i < r->n_topo; i++) {
+        const simpoint_t *p = &r->row[i].p;
+        if (!p->has_traffic)
+            continue;
+        const double *g = p->traffic.per_gpu_bytes;
+        fprintf(out, "  %-16.16s %-22.22s %8.3f %10.3f %8.3f %8.3f %8.3f %8.3f\n", r->topo[i].label,
+                p->busiest_link, p->busiest_link_bytes * 1e-9, p->total_link_bytes * 1e-9,
+                g[STEP_TRAFFIC_TP] * 1e-9, g[STEP_TRAFFIC_CP] * 1e-9, g[STEP_TRAFFIC_PP] * 1e-9,
+                g[STEP_TRAFFIC_DP] * 1e-9);
+    }
+    fprintf(out,
+            "  (GB: the busiest link's and all links' wire bytes; per GPU: data bytes each group sent)\n");
+}
+
 static void compare_text(FILE *out, const cmp_run_t *r) {
     const model_summary_t *s = &r->analytic;
     fputs(r->header, out);
@@ -49,6 +72,7 @@ static void compare_text(FILE *out, const cmp_run_t *r) {
         fprintf(out, "  %-16.16s %18.1f %9.2f %14.1f\n", r->topo[i].label, t.model_tflops_per_gpu,
                 100.0 * t.mfu, t.tokens_per_s_per_gpu);
     }
+    traffic_text(out, r);
     if (r->approximate)
         fprintf(out, "\n  warning: %s\n", STEP_APPROX_WARNING);
     if (!r->perturbed)
@@ -182,6 +206,11 @@ static cJSON *compare_json(const cmp_run_t *r) {
         json_close_object(&w);
         json_number(&w, "max_link_utilization", x->p.max_link_utilization);
         json_string(&w, "busiest_link", x->p.busiest_link);
+        if (x->p.has_traffic) {
+            json_number(&w, "busiest_link_bytes", x->p.busiest_link_bytes);
+            json_number(&w, "total_link_bytes", x->p.total_link_bytes);
+            output_traffic_json(&w, &x->p.traffic);
+        }
         json_open_object(&w, "cost");
         json_int(&w, "switches", x->p.summary.switches);
         json_int(&w, "cables", x->p.summary.cables);
@@ -362,10 +391,14 @@ static int gnuplot_run(const char *script_text, outfile_t *of, cli_diag_t *d) {
     return outfile_commit(of, d);
 }
 
-static const char *terminal_of(const char *path) {
+/* The terminal for path's extension, width x 540 pixels. */
+static const char *terminal_of(char *t, size_t n, const char *path, int width) {
     const char *dot = strrchr(path, '.');
-    return dot && strcmp(dot, ".svg") == 0 ? "svg size 900,540 dynamic background rgb 'white'"
-                                           : "pngcairo size 900,540";
+    snprintf(t, n,
+             dot && strcmp(dot, ".svg") == 0 ? "svg size %d,540 dynamic background rgb 'white'"
+                                             : "pngcairo size %d,540",
+             width);
+    return t;
 }
 
 /* A growing text buffer for scripts with inline data. */
@@ -456,63 +489,161 @@ int print_compare_csv(const char *path, const cmp_run_t *r, cli_diag_t *d) {
     return outfile_commit(&of, d);
 }
 
+/* The workload in one line for a plot's title: model, GPUs and system, global batch, layout. */
+static void plot_workload(char *buf, size_t n, const model_job_t *job) {
+    char layout[256] = "";
+    FILE *m = fmemopen(layout, sizeof layout, "w");
+    if (m) {
+        output_layout_text(m, &job->par);
+        fclose(m);
+    }
+    char model[40], system[40], lay[256];
+    gp_label(model, sizeof model, job->model.name);
+    gp_label(system, sizeof system, job->system.name);
+    gp_label(lay, sizeof lay, layout);
+    snprintf(buf, n, "%s on %" PRId64 " x %s, global batch %" PRId64 ", %s", model, job->gpus, system,
+             job->global_batch, lay);
+}
+
+/* The scaling panel's base: samples/s per GPU of the analytic estimate at the smallest GPU count that
+ * has one, else of the fastest topology there; 0 if nothing was evaluated. */
+static double scaling_base(const cmp_run_t *r, int64_t *base_gpus, const char **base_what) {
+    int order[MAX_GPUS];
+    for (int g = 0; g < r->n_gpus; g++) {
+        int k = g;
+        for (; k > 0 && r->gpus[order[k - 1]] > r->gpus[g]; k--)
+            order[k] = order[k - 1];
+        order[k] = g;
+    }
+    for (int o = 0; o < r->n_gpus; o++) {
+        const int g = order[o];
+        if (r->scale_analytic[g] > 0) {
+            *base_gpus = r->gpus[g];
+            *base_what = "analytic";
+            return (double)r->scale_gbs[g] / r->scale_analytic[g] / (double)r->gpus[g];
+        }
+        double best = 0;
+        for (int i = 0; i < r->n_topo; i++)
+            if (r->scale[g][i].ok && (best == 0 || r->scale[g][i].step_s < best))
+                best = r->scale[g][i].step_s;
+        if (best > 0) {
+            *base_gpus = r->gpus[g];
+            *base_what = "fastest";
+            return (double)r->scale_gbs[g] / best / (double)r->gpus[g];
+        }
+    }
+    return 0;
+}
+
+/* compare --plot: the step-time breakdown (from zero, totals on the bars), the slowdown against the
+ * best topology (from zero, values on the bars) and, with --gpus, the scaling efficiency against GPUs
+ * (from zero; the key below the panel, so no label sits on a curve); the workload in the title. */
 int print_compare_plot(const char *path, const cmp_run_t *r, cli_diag_t *d) {
     outfile_t of;
     const int rc = outfile_reserve(&of, "--plot", path, d);
     if (rc)
         return rc;
+    const int panels = r->n_gpus > 0 ? 3 : 2;
+    char term[96];
     sbuf_t b = {0};
-    sb_printf(&b, "set terminal %s\nset output '%s'\n", terminal_of(path), outfile_tmp_path(&of));
+    sb_printf(&b, "set terminal %s\nset output '%s'\n",
+              terminal_of(term, sizeof term, path, panels == 3 ? 1350 : 900), outfile_tmp_path(&of));
+    int best = 0;
+    for (int i = 1; i < r->n_topo; i++)
+        if (r->row[i].p.step_time_s < r->row[best].p.step_time_s)
+            best = i;
+    const double best_s = r->row[best].p.step_time_s;
+    double max_total = 0, max_slow = 0;
+    /* label compute tp pp dp bubble total slowdown_pct */
     sb_printf(&b, "$bars << EOD\n");
     for (int i = 0; i < r->n_topo; i++) {
         char label[64];
         gp_label(label, sizeof label, r->topo[i].label);
         const simpoint_t *p = &r->row[i].p;
-        sb_printf(&b, "\"%s\" %.9g %.9g %.9g %.9g %.9g\n", label, p->compute_s, p->exposed_tp_s,
-                  p->exposed_pp_s, p->exposed_dp_s, p->bubble_idle_s);
+        const double slow = best_s > 0 ? 100.0 * (p->step_time_s / best_s - 1.0) : 0.0;
+        sb_printf(&b, "\"%s\" %.9g %.9g %.9g %.9g %.9g %.9g %.9g\n", label, p->compute_s, p->exposed_tp_s,
+                  p->exposed_pp_s, p->exposed_dp_s, p->bubble_idle_s, p->step_time_s, slow);
+        max_total = fmax(max_total, p->step_time_s);
+        max_slow = fmax(max_slow, slow);
     }
     sb_printf(&b, "EOD\n");
+    int64_t base_gpus = 0;
+    const char *base_what = "";
+    const double base = r->n_gpus > 0 ? scaling_base(r, &base_gpus, &base_what) : 0;
+    double max_eff = 0.0; /* the efficiency axis reaches past every value (the simulation can beat the
+                             estimate the base is taken from) */
     if (r->n_gpus > 0) {
+        /* gpus, then the efficiency of the analytic estimate and of each topology (NaN: not evaluated) */
         sb_printf(&b, "$scale << EOD\n");
         for (int g = 0; g < r->n_gpus; g++) {
+            const double per = base > 0 ? (double)r->scale_gbs[g] / (double)r->gpus[g] / base : 0;
             sb_printf(&b, "%" PRId64, r->gpus[g]);
-            if (r->scale_analytic[g] > 0)
-                sb_printf(&b, " %.9g", r->scale_analytic[g]);
-            else
+            if (r->scale_analytic[g] > 0 && per > 0) {
+                sb_printf(&b, " %.9g", per / r->scale_analytic[g]);
+                max_eff = fmax(max_eff, per / r->scale_analytic[g]);
+            } else {
                 sb_printf(&b, " NaN");
+            }
             for (int i = 0; i < r->n_topo; i++)
-                if (r->scale[g][i].ok)
-                    sb_printf(&b, " %.9g", r->scale[g][i].step_s);
-                else
+                if (r->scale[g][i].ok && per > 0) {
+                    sb_printf(&b, " %.9g", per / r->scale[g][i].step_s);
+                    max_eff = fmax(max_eff, per / r->scale[g][i].step_s);
+                } else {
                     sb_printf(&b, " NaN");
+                }
             sb_printf(&b, "\n");
         }
-        sb_printf(&b, "EOD\nset multiplot layout 1,2\n");
+        sb_printf(&b, "EOD\n");
     }
+    char workload[400], best_label[64];
+    plot_workload(workload, sizeof workload, &r->job);
+    gp_label(best_label, sizeof best_label, r->topo[best].label);
+    sb_printf(&b, "set multiplot layout 1,%d title \"%s%s\"\n", panels, workload,
+              r->approximate ? "\\n" STEP_APPROX_WARNING : "");
     sb_printf(
         &b,
-        "set title 'Step time per topology (critical GPU)%s'\nset ylabel 'seconds'\n"
+        "set title 'Step time per topology (critical GPU)'\nset ylabel 'seconds'\n"
         "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
         "set boxwidth 0.7\nset key outside bottom center horizontal\nset xtics rotate by -30\n"
-        "set yrange [0:*]\n"
+        "set yrange [0:%.9g]\n"
         "plot $bars using 2:xtic(1) title 'compute', '' using 3 title 'exposed TP', "
-        "'' using 4 title 'exposed PP', '' using 5 title 'exposed DP', '' using 6 title 'bubble/idle'\n",
-        r->approximate ? " - " STEP_APPROX_WARNING : "");
+        "'' using 4 title 'exposed PP', '' using 5 title 'exposed DP', '' using 6 title 'bubble/idle', "
+        "'' using 0:7:(sprintf('%%.4g s', $7)) with labels rotate by 90 left offset 0,0.5 font ',9' "
+        "notitle\n",
+        max_total > 0 ? 1.3 * max_total : 1.0);
+    sb_printf(&b,
+              "unset style\nset style fill solid 0.8 border -1\nset boxwidth 0.7\nunset key\n"
+              "set title 'Slowdown against the best topology (%s)'\nset ylabel '%% slower than %s'\n"
+              "set yrange [0:%.9g]\nset xrange [-0.6:%d.6]\nset xtics rotate by -30\n"
+              "plot $bars using 0:8:xtic(1) with boxes lc rgb '#c44e52' notitle, "
+              "'' using 0:8:(sprintf('+%%.2f%%%%', $8)) with labels rotate by 90 left offset 0,0.5 font ',9' "
+              "notitle\n",
+              best_label, best_label, max_slow > 0 ? 1.3 * max_slow : 1.0, r->n_topo - 1);
     if (r->n_gpus > 0) {
         sb_printf(&b,
-                  "unset style\nset style data linespoints\nset title 'Strong scaling%s'\n"
-                  "set xlabel 'GPUs'\nset ylabel 'step time (s)'\nset logscale xy\nset xtics norotate\n"
-                  "set autoscale\nset key top right\nplot $scale using 1:2 with linespoints dt 2 lw 2 "
-                  "title 'analytic'",
-                  r->approximate ? " (approximate)" : "");
+                  "unset xrange\nset title 'Scaling efficiency (global batch fixed)'\nset xlabel 'GPUs'\n"
+                  "set ylabel 'per-GPU throughput, 1 = %s at %" PRId64 " GPUs' font ',9'\nset logscale x 2\n"
+                  "set xtics norotate\nset xtics (",
+                  base_what, base_gpus);
+        int64_t lo_gpus = r->gpus[0], hi_gpus = r->gpus[0];
+        for (int g = 0; g < r->n_gpus; g++) {
+            sb_printf(&b, "%s\"%" PRId64 "\" %" PRId64, g ? ", " : "", r->gpus[g], r->gpus[g]);
+            lo_gpus = r->gpus[g] < lo_gpus ? r->gpus[g] : lo_gpus;
+            hi_gpus = r->gpus[g] > hi_gpus ? r->gpus[g] : hi_gpus;
+        }
+        sb_printf(&b,
+                  ")\nset xrange [%.9g:%.9g]\nset yrange [0:%.9g]\nset grid ytics\n"
+                  "set key outside bottom center horizontal maxrows 3\n"
+                  "plot $scale using 1:2 with linespoints dt 2 lw 2 title 'analytic'",
+                  (double)lo_gpus / 1.3, (double)hi_gpus * 1.3, fmax(1.15, 1.1 * max_eff));
         for (int i = 0; i < r->n_topo; i++) {
             char label[64];
             gp_label(label, sizeof label, r->topo[i].label);
-            sb_printf(&b, ", '' using 1:%d with linespoints title '%s'", i + 3, label);
+            sb_printf(&b, ", '' using 1:%d with linespoints lw 2 title '%s'", i + 3, label);
         }
-        sb_printf(&b, "\nunset multiplot\n");
+        sb_printf(&b, "\n");
     }
-    sb_printf(&b, "set output\n");
+    sb_printf(&b, "unset multiplot\nset output\n");
     return plot_finish(&b, &of, d);
 }
 
@@ -523,8 +654,10 @@ int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) 
         return rc;
     static const char *const SHORT[WF_COUNT] = {"analytic", "+ scheduling", "+ collectives (ideal)",
                                                 "+ topology"};
+    char term[96];
     sbuf_t b = {0};
-    sb_printf(&b, "set terminal %s\nset output '%s'\n$wf << EOD\n", terminal_of(path), outfile_tmp_path(&of));
+    sb_printf(&b, "set terminal %s\nset output '%s'\n$wf << EOD\n", terminal_of(term, sizeof term, path, 900),
+              outfile_tmp_path(&of));
     /* x, low, high, colour index (0 base, 1 up, 2 down, 3 total) */
     sb_printf(&b, "0 0 %.9g 0 \"%s\"\n", w->total[0], SHORT[0]);
     for (int k = 1; k < WF_COUNT; k++) {
@@ -535,8 +668,19 @@ int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) 
     sb_printf(&b, "%d 0 %.9g 3 \"simulated\"\nEOD\n", WF_COUNT, w->total[WF_SIM_TOPO]);
     const double lo = fmin(fmin(w->total[0], w->total[1]), fmin(w->total[2], w->total[3]));
     const double hi = fmax(fmax(w->total[0], w->total[1]), fmax(w->total[2], w->total[3]));
-    char topo[64];
+    char topo[64], workload[400];
     gp_label(topo, sizeof topo, w->topology);
+    plot_workload(workload, sizeof workload, &w->job);
+    const double y0 = lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0;
+    if (y0 > 0) /* the axis does not start at zero: a break mark on it, and the bound in words */
+        sb_printf(
+            &b,
+            "set arrow 1 from graph -0.025, graph 0.010 to graph 0.025, graph 0.040 nohead lw 2 front\n"
+            "set arrow 2 from graph -0.025, graph 0.035 to graph 0.025, graph 0.065 nohead lw 2 front\n"
+            "set label 1 'y axis broken: it starts at %.4g s, not at 0' at screen 0.5, screen 0.035 center\n"
+            "set bmargin 4.5\n",
+            y0);
+    sb_printf(&b, "set label 2 \"%s\" at screen 0.5, screen 0.975 center\nset tmargin 4\n", workload);
     sb_printf(&b,
               "set title 'From the closed form to the simulated step (%s)%s'\nset ylabel 'seconds'\n"
               "set style fill solid 0.85 border -1\nset boxwidth 0.6\nunset key\nset grid ytics\n"
@@ -546,8 +690,7 @@ int print_waterfall_plot(const char *path, const waterfall_t *w, cli_diag_t *d) 
               "plot $wf using 1:(($2+$3)/2):($1-0.3):($1+0.3):2:3:4:xtic(5) with boxxyerror fc palette, "
               "$wf using 1:3:(sprintf('%%.3f', ($4==1||$4==2) ? ($4==1 ? $3-$2 : $2-$3) : $3)) "
               "with labels offset 0,0.8\nset output\n",
-              topo, w->approximate ? " - " STEP_APPROX_WARNING : "", WF_COUNT,
-              lo - 0.15 * (hi - lo) - 1e-9 > 0 ? lo - 0.15 * (hi - lo) - 1e-9 : 0,
+              topo, w->approximate ? " - " STEP_APPROX_WARNING : "", WF_COUNT, y0,
               hi + 0.15 * (hi - lo) + 1e-9);
     return plot_finish(&b, &of, d);
 }

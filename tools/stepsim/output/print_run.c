@@ -121,6 +121,56 @@ static void what_if_text(FILE *out, const run_result_t *r, const scenario_t *scn
     }
 }
 
+/* --layers: one block as simulated, row by row, beside the model's per-layer times. */
+static void view_text(FILE *out, const step_block_view_t *v) {
+    static const char *const PASS[2] = {"fwd", "bwd"};
+    fprintf(out,
+            "\n  one block as simulated (GPU %d, block %d, microbatch 0; analytic: the per-layer table)\n",
+            v->gpu, v->block);
+    fprintf(out, "  %-4s %-24s %12s %12s %12s %12s %12s\n", "pass", "layers", "compute (s)", "comm (s)",
+            "exposed (s)", "time (s)", "analytic (s)");
+    for (int i = 0; i < v->n; i++) {
+        const step_view_row_t *r = &v->row[i];
+        char layers[64];
+        if (r->layer0 == r->layer1)
+            snprintf(layers, sizeof layers, "%s", r->first_layer);
+        else
+            snprintf(layers, sizeof layers, "%s..%s", r->first_layer, r->last_layer);
+        fprintf(out, "  %-4s %-24.24s %12.6g %12.6g %12.6g %12.6g %12.6g\n", PASS[r->pass], layers,
+                r->compute_s, r->comm_s, r->exposed_comm_s, r->compute_s + r->exposed_comm_s, r->analytic_s);
+    }
+    for (int p = 0; p < 2; p++)
+        fprintf(out, "  %-4s %-24s %12s %12s %12s %12.6g %12.6g\n", PASS[p], "block", "", "", "",
+                v->total_s[p], v->analytic_total_s[p]);
+}
+
+static void view_json(json_writer_t *w, const step_block_view_t *v) {
+    json_open_object(w, "layers");
+    json_int(w, "gpu", v->gpu);
+    json_int(w, "block", v->block);
+    json_int(w, "microbatch", 0);
+    json_open_array(w, "rows");
+    for (int i = 0; i < v->n; i++) {
+        const step_view_row_t *r = &v->row[i];
+        json_open_object(w, NULL);
+        json_string(w, "pass", r->pass ? "bwd" : "fwd");
+        json_string(w, "first_layer", r->first_layer);
+        json_string(w, "last_layer", r->last_layer);
+        json_number(w, "compute_s", r->compute_s);
+        json_number(w, "comm_s", r->comm_s);
+        json_number(w, "exposed_comm_s", r->exposed_comm_s);
+        json_number(w, "time_s", r->compute_s + r->exposed_comm_s);
+        json_number(w, "analytic_time_s", r->analytic_s);
+        json_close_object(w);
+    }
+    json_close_array(w);
+    json_number(w, "fwd_time_s", v->total_s[0]);
+    json_number(w, "bwd_time_s", v->total_s[1]);
+    json_number(w, "analytic_fwd_time_s", v->analytic_total_s[0]);
+    json_number(w, "analytic_bwd_time_s", v->analytic_total_s[1]);
+    json_close_object(w);
+}
+
 /* Whether sends do not hold up the sender: --p2p async, or training.pp_comm_overlap on the interleaved
  * schedule (the simulated step turns it on there). */
 static const char *sends_name(const run_result_t *r, int32_t virtual_stages) {
@@ -164,10 +214,18 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
         json_open_object(&w, NULL);
         json_string(&w, "link", r->link_names[i]);
         json_number(&w, "utilization", r->link_util[i]);
+        if (r->sim.has_traffic)
+            json_number(&w, "bytes", r->sim.link_bytes[i]);
         json_close_object(&w);
     }
     json_close_array(&w);
+    if (r->sim.has_traffic)
+        json_number(&w, "total_bytes", r->sim.total_link_bytes);
     json_close_object(&w);
+    if (r->sim.has_traffic)
+        output_traffic_json(&w, &r->sim.traffic);
+    if (r->has_view)
+        view_json(&w, &r->view);
     json_open_object(&w, "memory_gb");
     json_number(&w, "peak", s->peak_memory_gb);
     json_int(&w, "peak_gpu", s->peak_memory_gpu);
@@ -287,9 +345,19 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
                 !s->collapse_exact     ? "; approximate: the simulated tensor rank's links only"
                 : r->sim.links_partial ? "; the tensor groups' links left out (not counted)"
                                        : "");
-        for (int i = 0; i < r->n_links; i++)
-            fprintf(out, "    %-40s %8.2f%%\n", r->link_names[i], 100.0 * r->link_util[i]);
+        for (int i = 0; i < r->n_links; i++) {
+            fprintf(out, "    %-40s %8.2f%%", r->link_names[i], 100.0 * r->link_util[i]);
+            if (r->sim.has_traffic)
+                fprintf(out, " %14.3f GB", r->sim.link_bytes[i] * 1e-9);
+            fprintf(out, "\n");
+        }
     }
+    if (r->sim.has_traffic) {
+        fprintf(out, "    %-40s %9s %14.3f GB\n", "all links together", "", r->sim.total_link_bytes * 1e-9);
+        output_traffic_text(out, &r->sim.traffic);
+    }
+    if (r->has_view)
+        view_text(out, &r->view);
     if (r->traced)
         fprintf(out, "\n  trace: %s (%" PRId64 " slices, %" PRId64 " arrows, %" PRId64 " counter samples)\n",
                 o->trace, r->trace_stats.complete_events, r->trace_stats.flow_arrows,
