@@ -87,6 +87,9 @@ static int check_system(const model_system_t *s, model_issue_t *is) {
         return fail(is, !(s->nvlink_latency_s >= 0.0) ? "system.nvlink_latency" : "system.ib_latency", buf,
                     "a latency must be >= 0 s");
     }
+    if (s->sm_count < 0)
+        return fail_int(is, "system.sm_count", s->sm_count,
+                        "must be >= 0 (SMs per GPU; 0: the flat GEMM time)", 0);
     if (!(s->fp8_flop_efficiency >= 0.0 && s->fp8_flop_efficiency <= 1.0)) {
         snprintf(buf, sizeof buf, "%g", s->fp8_flop_efficiency);
         return fail(is, "system.fp8_flop_efficiency", buf, "must be in [0, 1] (0: flop_efficiency)");

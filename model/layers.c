@@ -74,6 +74,20 @@ static model_layer_t *new_layer(model_block_t *blk, const char *name, model_modu
     return ly;
 }
 
+/* Record one GEMM of a pass (corrected model on a system with an SM count only: otherwise every
+ * layer is timed by the flat rule and its table stays as it was). m x n output, k reduction, batch
+ * products of that shape. */
+static void add_gemm(const ctx_t *c, model_pass_t *p, double m, double n, double k, double batch) {
+    if (c->job->compat != MODEL_COMPAT_CORRECTED || c->job->system.sm_count <= 0 ||
+        p->n_gemms >= MODEL_MAX_GEMMS)
+        return;
+    model_gemm_t *g = &p->gemms[p->n_gemms++];
+    g->m = (int64_t)m;
+    g->n = (int64_t)n;
+    g->k = (int64_t)k;
+    g->batch = (int64_t)batch;
+}
+
 /* ---- FP8 (training.precision fp8; docs/model.md, "Precision") ------------------------------ */
 
 /* Transformer Engine's cast kernel before an FP8 GEMM, per element of the GEMM input it casts: read
@@ -167,6 +181,9 @@ static void linear(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_t f_ou
     ly->bwd.hbm_gb = (el * fl + b * l * el + 2.0 * b * l * fl + el * fl + b * l * el) * s;
     if (m_col > 1)
         add_coll(&ly->bwd, op, b * l * (double)e_in * s, tp);
+    add_gemm(c, &ly->fwd, b * l, fl, el, 1.0); /* Y = X W */
+    add_gemm(c, &ly->bwd, b * l, el, fl, 1.0); /* dX = dY W^T */
+    add_gemm(c, &ly->bwd, el, fl, b * l, 1.0); /* dW = X^T dY */
     if (ly->fp8_gemm)
         fp8_cast(ly, b * l * el, b * l * fl, kept);
 }
@@ -191,6 +208,9 @@ static void linear_summa(const ctx_t *c, model_layer_t *ly, int64_t e_in, int64_
     add_coll(&ly->bwd, MODEL_COLL_REDUCE, b * ll * ein * s, g1);
     add_coll(&ly->bwd, MODEL_COLL_BROADCAST, b * ll * ein * s, g1);
     add_coll(&ly->bwd, MODEL_COLL_REDUCE, ein * fl * s, g2);
+    add_gemm(c, &ly->fwd, b * ll, fl, ein, 1.0); /* all panels together: Y = X W */
+    add_gemm(c, &ly->bwd, b * ll, ein, fl, 1.0); /* dX */
+    add_gemm(c, &ly->bwd, ein, fl, b * ll, 1.0); /* dW */
     if (ly->fp8_gemm)
         fp8_cast(ly, b * ll * e1, b * ll * fl, b * ll * e1);
 }
@@ -411,6 +431,9 @@ static void attention_scores(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t 
     add_coll(&ly->fwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_ALLGATHER, kv_gb, g2);
     add_coll(&ly->bwd, MODEL_COLL_REDUCESCATTER, kv_gb, g2);
+    add_gemm(c, &ly->fwd, ll, l, q, bh); /* S = Q K^T, one per head and sequence */
+    add_gemm(c, &ly->bwd, ll, q, l, bh); /* dQ = dS K */
+    add_gemm(c, &ly->bwd, l, q, ll, bh); /* dK = dS^T Q */
 }
 
 /* Fused scale, mask and softmax on n scores (vector units): read and write each score; the output
@@ -438,6 +461,9 @@ static void attention_values(const ctx_t *c, model_layer_t *ly, grp_t g1, grp_t 
     ly->activations_gb = n * s;
     ly->bwd.flops_tflop = (bh * ll * l * (2.0 * q - 1.0) + bh * l * q * (2.0 * ll - 1.0)) * TFLOP;
     ly->bwd.hbm_gb = (2.0 * n + bh * ll * q + 2.0 * bkv * l * q) * s;
+    add_gemm(c, &ly->fwd, ll, q, l, bh); /* C = P' V */
+    add_gemm(c, &ly->bwd, ll, l, q, bh); /* dP' = dC V^T */
+    add_gemm(c, &ly->bwd, l, q, ll, bh); /* dV = P'^T dC */
 }
 
 /* Rotary embeddings (Megatron-Core's fused RoPE kernel): Q and K of the local heads rotated in
@@ -605,16 +631,32 @@ static double kernel_efficiency(const model_job_t *job, const model_layer_t *ly)
     return sys->flop_efficiency;
 }
 
+/* The compute time of a pass (4.1): the launch overhead plus, in the corrected model on a GPU with
+ * an SM count, the tile-and-wave time of each of the pass's GEMMs (model_gemm_time_s at the layer's
+ * efficiency times the peak of its precision); otherwise, and for every layer that records no GEMM
+ * (vector layers, flash attention), the flat rule F / (efficiency x rate). The HBM roofline is
+ * applied by the caller. */
+static double compute_s(const ctx_t *c, const model_layer_t *ly, model_pass_t *p) {
+    const model_system_t *sys = &c->job->system;
+    const double rate = kernel_efficiency(c->job, ly) * layer_peak_tflop_per_s(sys, ly);
+    if (p->n_gemms > 0 && sys->sm_count > 0) {
+        double t = sys->kernel_overhead_s;
+        for (int i = 0; i < p->n_gemms; i++)
+            t += model_gemm_time_s(sys->sm_count, rate, &p->gemms[i]);
+        return t;
+    }
+    return sys->kernel_overhead_s + p->flops_tflop / rate;
+}
+
 /* Roofline plus collectives (4.1), or the SUMMA panel-pipelining rule (5.3). */
 static void finish_pass(const ctx_t *c, const model_layer_t *ly, model_pass_t *p) {
     const model_system_t *sys = &c->job->system;
     const int summa = ly->summa_overlap;
-    const double rate = layer_peak_tflop_per_s(sys, ly);
     if (p == &ly->fwd && ly->name && cast_fused_forward(ly)) {
         p->comp_s = p->mem_s = p->mem_exposed_s = p->comm_s = p->time_s = 0.0; /* no kernel */
         return;
     }
-    p->comp_s = sys->kernel_overhead_s + p->flops_tflop / (kernel_efficiency(c->job, ly) * rate);
+    p->comp_s = compute_s(c, ly, p);
     const double hbm_eff = c->job->compat == MODEL_COMPAT_CORRECTED ? MODEL_I_HBM_EFFICIENCY : 1.0;
     p->mem_s = p->hbm_gb / (hbm_eff * sys->hbm_gb_per_s);
     p->mem_exposed_s = fmax(p->mem_s - p->comp_s, 0.0);
@@ -778,6 +820,8 @@ static void add_recompute(model_layer_t *ly) {
     b->hbm_gb += f->hbm_gb;
     for (int i = 0; i < f->n_colls && b->n_colls < MODEL_MAX_COLLS; i++)
         b->colls[b->n_colls++] = f->colls[i];
+    for (int i = 0; i < f->n_gemms && b->n_gemms < MODEL_MAX_GEMMS; i++)
+        b->gemms[b->n_gemms++] = f->gemms[i];
     b->comp_s += f->comp_s;
     b->mem_s += f->mem_s;
     b->mem_exposed_s += f->mem_exposed_s;

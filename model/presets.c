@@ -17,19 +17,26 @@ typedef struct {
 
 /* Fields: name, matrix, vector fp16, vector fp32 (TFLOP/s), HBM GB/s, HBM GB, NVLink GB/s, eff,
  * latency s, IB GB/s, eff, latency s, NVLink domain, NICs per GPU, element GB, mask GB, FLOP
- * efficiency, kernel overhead s. */
-#define SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, eff)                        \
-    { n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6, 0, 0, 0 }
+ * efficiency, kernel overhead s, then no FP8, and the SM count (0 for the reference's presets: the
+ * flat GEMM time). */
+#define SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, eff, sm)                    \
+    {                                                                                                        \
+        n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 1, 2e-9, 1e-9, eff, 20e-6, 0, 0, 0, \
+            sm                                                                                               \
+    }
 #define SYS(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs)                                 \
-    SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 0.8)
+    SYS_EFF(n, mx, vf16, vf32, hbm, cap, nvl, nvle, nvll, ib, ibe, ibl, nvs, 0.8, 0)
 /* The systems of today's datasheets (docs/model.md, "System presets", cites each figure): dense BF16
  * and dense FP8 peaks (TFLOP/s; the datasheets print twice these "with sparsity"), non-tensor FP16
  * and FP32, HBM GB/s and GB, NVLink GB/s per direction, NIC GB/s per GPU, GPUs per NVLink domain.
  * Efficiencies and latencies as the DGX H100's; the reference's 0.8 FLOP efficiency. */
 #define SYS_DS(n, mx, fp8, vf16, vf32, hbm, cap, nvl, ib, nvs, gen)                                          \
+    SYS_GEN(n, mx, fp8, vf16, vf32, hbm, cap, nvl, ib, nvs, gen)
+/* gen: the GPU's BF16 GEMM, FP8 GEMM and flash-attention efficiencies and its SM count. */
+#define SYS_GEN(n, mx, fp8, vf16, vf32, hbm, cap, nvl, ib, nvs, eff, fp8_eff, attn_eff, sm)                  \
     {                                                                                                        \
-        n, mx, vf16, vf32, hbm, GIB(cap), nvl, 0.7, 2.5e-6, ib, 0.7, 5e-6, nvs, 1, 2e-9, 1e-9, 0.8, 20e-6,   \
-            fp8, gen                                                                                         \
+        n, mx, vf16, vf32, hbm, GIB(cap), nvl, 0.7, 2.5e-6, ib, 0.7, 5e-6, nvs, 1, 2e-9, 1e-9, eff, 20e-6,   \
+            fp8, fp8_eff, attn_eff, sm                                                                       \
     }
 
 /* HBM capacity: datasheets print the binary size (an "80 GB" H100 holds 80 GiB; nvidia-smi reports
@@ -37,24 +44,36 @@ typedef struct {
 #define GIB(x) ((x)*1.073741824)
 
 /* Kernel efficiencies of the corrected model on Hopper and Blackwell (docs/model.md, "Kernel
- * efficiencies"; docs/validation.md lists the fits): the FP8 GEMM efficiency fitted per GPU
- * generation on the NeMo / Megatron-Core FP8 runs of tests/data/nemo-h100-b200-fp8-runs.csv
- * (`stepsim validate --measured ... --calibrate`), and the flash-attention efficiency that
- * FlashAttention-3's authors measured for FlashAttention-2 on the H100: 35% of the BF16 peak on the
- * FLOPs it executes (Shah et al. 2024, arXiv 2407.08608, introduction). Blackwell keeps the
- * H100's attention figure: no published measurement of the kernels these runs used. BF16 GEMMs keep
+ * efficiencies"; docs/validation.md lists the fits): the FP8 GEMM efficiency (the fraction of an
+ * SM's FP8 peak one GEMM tile sustains: the GEMM time by tiles and waves, docs/model.md "GEMM
+ * time") fitted per GPU generation on the NeMo / Megatron-Core FP8 runs of
+ * tests/data/nemo-h100-b200-fp8-runs.csv (`stepsim validate --measured ... --calibrate`), and the
+ * flash-attention efficiency that FlashAttention-3's authors measured for FlashAttention-2 on the H100: 35%
+ * of the BF16 peak on the FLOPs it executes (Shah et al. 2024, arXiv 2407.08608, introduction). Blackwell
+ * keeps the H100's attention figure: no published measurement of the kernels these runs used. BF16 GEMMs keep
  * the reference's 0.8. */
-#define HOPPER_FP8_EFFICIENCY 0.54
-#define BLACKWELL_FP8_EFFICIENCY 0.475
+#define HOPPER_FP8_EFFICIENCY 0.555
+#define BLACKWELL_FP8_EFFICIENCY 0.485
 #define FLASH_ATTENTION_EFFICIENCY 0.35
-#define HOPPER HOPPER_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY
-#define BLACKWELL BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY
+#define BF16_EFFICIENCY 0.8
+/* SMs per GPU (the corrected model's GEMM time, model/gemm.c): H100 SXM5 132, from NVIDIA's "NVIDIA
+ * H100 Tensor Core GPU Architecture" whitepaper (2022), the H200 being the same GH100 part; B200 148
+ * (two dies of 74 enabled SMs; Chips and Cheese, "Nvidia's B200: Keeping the CUDA Juggernaut
+ * Rolling", 2025), GB200's Blackwell the same part; Blackwell Ultra (GB300) 160, from NVIDIA's
+ * "Inside NVIDIA Blackwell Ultra: The Chip Powering the AI Factory Era" (technical blog, 2025). */
+#define HOPPER BF16_EFFICIENCY, HOPPER_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 132
+#define BLACKWELL BF16_EFFICIENCY, BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 148
+#define BLACKWELL_ULTRA BF16_EFFICIENCY, BLACKWELL_FP8_EFFICIENCY, FLASH_ATTENTION_EFFICIENCY, 160
 
-/* The DGX A100's FLOP efficiency is the one constant fitted to measured runs: least squares over
+/* The DGX A100's FLOP efficiency (for its GEMMs, the fraction of an SM's peak one tile sustains) is
+ * fitted to measured runs: least squares over
  * Narayanan et al. 2021, Table 1 (`stepsim validate --measured megatron-narayanan2021-runs.csv
  * --calibrate`; docs/validation.md gives the fit and its leave-one-out error). The other presets keep
  * the reference's 0.8. */
-#define DGX_A100_FLOP_EFFICIENCY 0.77
+#define DGX_A100_FLOP_EFFICIENCY 0.81
+/* SMs of the A100 SXM4 (NVIDIA, "NVIDIA A100 Tensor Core GPU Architecture" whitepaper, 2020): 108.
+ * The paper's A100 preset keeps none (the reference's flat rule). */
+#define A100_SM_COUNT 108
 
 static const system_preset_t system_presets[] = {
     {SYS("A100", 312, 78, 19.5, 1555, 80, 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 4),
@@ -68,7 +87,7 @@ static const system_preset_t system_presets[] = {
     {SYS_DS("H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8, HOPPER),
      "H100 SXM: 989.4 TFLOP/s BF16, 1978.9 FP8, 3350 GB/s HBM, 80 GB, NVLink 450 GB/s, 400 Gb/s NIC"},
     {SYS_EFF("DGX-A100", 312, 78, 19.5, 2039, GIB(80), 300, 0.7, 2.5e-6, 25, 0.7, 5e-6, 8,
-             DGX_A100_FLOP_EFFICIENCY),
+             DGX_A100_FLOP_EFFICIENCY, A100_SM_COUNT),
      "DGX A100 80GB node: 8 GPUs on NVSwitch (300 GB/s), 2039 GB/s HBM, 8 x 200 Gb/s HDR NICs"},
     {SYS_DS("DGX-H100", 989.4, 1978.9, 133.8, 66.9, 3350, 80, 450, 50, 8, HOPPER),
      "DGX H100 node: 8 GPUs on NVSwitch (450 GB/s), 1978.9 TFLOP/s FP8, 8 x 400 Gb/s NDR NICs"},
@@ -78,7 +97,7 @@ static const system_preset_t system_presets[] = {
      "DGX B200 node: 2250 TFLOP/s BF16, 4500 FP8, 180 GB at 8000 GB/s, NVLink 900 GB/s, 400 Gb/s NICs"},
     {SYS_DS("GB200-NVL72", 2500, 5000, 160, 80, 8000, 186, 900, 50, 72, BLACKWELL),
      "GB200 NVL72 rack: 72 GPUs on NVLink 5 (900 GB/s), 2500 TFLOP/s BF16, 5000 FP8, 186 GB HBM3e"},
-    {SYS_DS("GB300-NVL72", 2500, 5000, 160, 80, 8000, 288, 900, 100, 72, BLACKWELL),
+    {SYS_DS("GB300-NVL72", 2500, 5000, 160, 80, 8000, 288, 900, 100, 72, BLACKWELL_ULTRA),
      "GB300 NVL72 rack: 72 GPUs on NVLink 5 (900 GB/s), 2500 TFLOP/s BF16, 5000 FP8, 288 GB, 800 Gb/s"},
 };
 

@@ -5,8 +5,8 @@
  * - Owns: plain descriptions of a transformer (model_transformer_t) and of a GPU system
  *   (model_system_t) with their presets; the per-layer cost table of one transformer block
  *   (FLOPs, HBM bytes, collectives, activation and weight memory, roofline and collective times);
- *   the two-tier collective formula; the closed-form iteration estimate; the layout search; the
- *   FLOP efficiency fitted to measured runs.
+ *   the two-tier collective formula; the corrected model's GEMM time by tiles and waves; the
+ *   closed-form iteration estimate; the layout search; the FLOP efficiency fitted to measured runs.
  * - Knows nothing of the engine, graphs, JSON or the command line. Nothing here prints or exits.
  * - Units follow the reference implementation and are carried by every name:
  *   FLOPs in TFLOP (1e12), bytes in decimal GB (1e9), rates in TFLOP/s and GB/s, time in seconds
@@ -16,7 +16,9 @@
  *   rounding, quirks included (docs/model-formulas.md, section 12); it ignores job->training entirely.
  *   MODEL_COMPAT_CORRECTED (the default) fixes quirks 1-3 of that section (docs/model.md), uses the
  *   collective model of docs/collectives.md, checked against measured NCCL runs, streams HBM at
- *   90% of its bandwidth (the reference: 100%), and models what job->training asks for
+ *   90% of its bandwidth (the reference: 100%), times every GEMM by its shape on a system with
+ *   sm_count > 0 (tiles and waves over the SMs at the efficiency of the GEMM's precision,
+ *   model_gemm_time_s; docs/model.md, "GEMM time"), and models what job->training asks for
  *   (recomputation, sequence parallelism off, materialised attention, the embedding and output
  *   layer, the optimizer step, the interleaved schedule, Megatron's data-parallel all-reduce,
  *   unfused gradient accumulation; docs/validation.md; FP8 GEMMs, docs/model.md "Precision";
@@ -78,6 +80,10 @@ typedef struct model_system {
     double fp8_flop_efficiency;  /* fraction of the FP8 peak FP8 GEMMs reach */
     double attention_efficiency; /* fraction of the BF16 peak the fused (flash) attention kernel reaches,
                                     counted on the FLOPs it executes (a causal mask skips half) */
+    int64_t sm_count; /* corrected model: streaming multiprocessors per GPU; > 0 switches the GEMM time by
+                         shape on (model_gemm_time_s: tiles and waves over them, the GEMM's efficiency
+                         being the fraction of an SM's peak one tile sustains); 0: the flat rule
+                         F / (efficiency x peak), as the reference (which ignores it) */
 } model_system_t;
 
 /* The feed-forward activation (docs/model.md, "Architectures"). */
@@ -484,6 +490,33 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
     23 /* 14; +3 with materialised attention (fusedla split in four); +1 rope; +1 wgrad-add;                 \
           +4 FP8 casts (qkv-cast, vproj-cast, fc1-cast, fc2-cast) */
 #define MODEL_EDGE_LAYERS 4 /* embedding; final LayerNorm, output GEMM, loss */
+#define MODEL_MAX_GEMMS 4   /* forward 1; backward 2 (input and weight gradients); + 1 recomputed */
+
+/* One GEMM, C (m x n) = A (m x k) B (k x n), batch independent products of that shape in one
+ * kernel (the batched attention GEMMs; 1 otherwise). tile_m .. time_s are filled by
+ * model_gemm_time_s. */
+typedef struct model_gemm {
+    int64_t m, n, k, batch;
+    int64_t tile_m, tile_n; /* the output tile chosen */
+    int64_t tiles;          /* batch x ceil(m / tile_m) x ceil(n / tile_n) */
+    int64_t split_k;        /* slices of k per tile (1 unless tiles < sm_count) */
+    int64_t waves;          /* ceil(tiles x split_k / sm_count) */
+    double time_s;          /* waves x one tile's time (no launch overhead, no HBM roofline) */
+} model_gemm_t;
+
+/* Time of one GEMM's tiles on a GPU of sm_count SMs sustaining tflop_per_s in all (the corrected
+ * model's GEMM rule, docs/model.md, "GEMM time"; callers pass the GEMM's efficiency times the dense
+ * peak of its precision): the output is cut into tiles of one of the shapes cuBLAS/CUTLASS use for
+ * large tensor-core GEMMs (128 x 256, 256 x 128, 128 x 128; a side longer than m or n is cut to it,
+ * in multiples of 16), the tiles run in waves of sm_count (one tile per SM at a time; with fewer
+ * tiles than SMs, k is split into split_k = min(sm_count / tiles, ceil(k / 64)) slices), and one
+ * tile takes 2 tile_m tile_n ceil(k / split_k) FLOP at one SM's share of the rate:
+ *     time = waves x 2 tile_m tile_n ceil(k / split_k) / (tflop_per_s / sm_count).
+ * The tile is the one with the least time (ties: the first in the order above), as the library's
+ * heuristic picks the kernel that wastes least of the last wave. With sm_count <= 0 it is the flat
+ * rule 2 m n k batch / tflop_per_s, tiles, split_k and waves 0. Pure; fills g->tile_m .. g->time_s
+ * and returns g->time_s (0 for an empty GEMM). */
+double model_gemm_time_s(int64_t sm_count, double tflop_per_s, model_gemm_t *g);
 
 typedef struct model_coll {
     model_coll_op_t op;
@@ -499,7 +532,7 @@ typedef struct model_pass {
     double hbm_gb;
     model_coll_t colls[MODEL_MAX_COLLS];
     int n_colls;
-    double comp_s;           /* kernel_overhead + F / (eff * rate) */
+    double comp_s;           /* kernel_overhead + F / (eff * rate), or + the gemms' time_s (below) */
     double mem_s;            /* HBM time M / bandwidth (not only the exposed part) */
     double mem_exposed_s;    /* max(mem_s - comp_s, 0) */
     double comm_s;           /* exposed communication time charged to this pass */
@@ -509,6 +542,12 @@ typedef struct model_pass {
                                 and of comp_s + mem_exposed_s */
     int64_t chunks;          /* pieces of the overlap (the tensor group's size) */
     double time_s;           /* comp_s + mem_exposed_s + comm_s */
+    /* Corrected model with system.sm_count > 0 only: the GEMMs of a tensor-core layer's pass (none
+     * for fused attention and vector layers, none without an SM count, none at all in the
+     * reference); the pass's comp_s is then kernel_overhead + the sum of their time_s
+     * (model_gemm_time_s). */
+    model_gemm_t gemms[MODEL_MAX_GEMMS];
+    int n_gemms;
 } model_pass_t;
 /* With recomputation, a recomputed layer's backward pass also carries its forward pass: the
  * forward's FLOPs, HBM bytes, collectives, comp_s, mem_s, mem_exposed_s, comm_s and time_s are

@@ -193,6 +193,45 @@ static void layers_table(void **state) {
     cli_run_free(&r);
 }
 
+/* --layers on a system with an SM count: the GEMM table in text, and each GEMM layer's passes carry
+ * their GEMMs in JSON, whose times plus the launch overhead are the pass's compute; the default
+ * system (A100, no SM count) lists none. */
+static void layers_gemms(void **state) {
+    (void)state;
+    const char *const args[] = {"estimate", "--system", "DGX-H100", "--model", "Llama3-8B",
+                                "--gpus",   "8",        "--tp",     "2",       "--layers"};
+    cli_run_t r = cli_run_argv(10, args);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "GEMMs: C (M x N)"));
+    assert_non_null(strstr(r.out, "split-K"));
+    cli_run_free(&r);
+    r = cli_run("estimate", "--system", "DGX-H100", "--model", "Llama3-8B", "--gpus", "8", "--tp", "2",
+                "--layers", "--json", NULL);
+    cJSON *j = parse_one(&r);
+    int seen = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
+        const cJSON *bwd = cJSON_GetObjectItemCaseSensitive(l, "bwd");
+        const cJSON *gemms = cJSON_GetObjectItemCaseSensitive(bwd, "gemms");
+        if (!gemms)
+            continue;
+        double t = 20e-6; /* the preset's kernel overhead */
+        const cJSON *g;
+        cJSON_ArrayForEach(g, gemms) {
+            assert_true(num(g, "waves", NULL) >= 1);
+            t += num(g, "time_s", NULL);
+        }
+        assert_rel(t, num(bwd, "comp_s", NULL), 1e-9);
+        seen++;
+    }
+    assert_int_equal(seen, 4); /* qkv, vproj, fc1, fc2 */
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    r = cli_run("estimate", "--layers", NULL);
+    assert_null(strstr(r.out, "GEMMs: C (M x N)"));
+    cli_run_free(&r);
+}
+
 /* search --json: the shape of docs/cli.md, best first, and the reference's rank-0 for 1d at 4096 GPUs. */
 static void search_json(void **state) {
     (void)state;
@@ -321,6 +360,7 @@ int main(void) {
         cmocka_unit_test(custom_objects_2d),
         cmocka_unit_test(reference_system_keys),
         cmocka_unit_test(layers_table),
+        cmocka_unit_test(layers_gemms),
         cmocka_unit_test(search_json),
         cmocka_unit_test(search_nothing_fits),
         cmocka_unit_test(search_scenario_strategy),

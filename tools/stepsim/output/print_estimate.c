@@ -64,6 +64,25 @@ static void pass_json(json_writer_t *w, const char *key, const model_pass_t *p) 
         json_close_object(w);
     }
     json_close_array(w);
+    if (p->n_gemms > 0) { /* the GEMM time by shape (a system with an SM count): tiles and waves */
+        json_open_array(w, "gemms");
+        for (int i = 0; i < p->n_gemms && i < MODEL_MAX_GEMMS; i++) {
+            const model_gemm_t *g = &p->gemms[i];
+            json_open_object(w, NULL);
+            json_int(w, "m", g->m);
+            json_int(w, "n", g->n);
+            json_int(w, "k", g->k);
+            json_int(w, "batch", g->batch);
+            json_int(w, "tile_m", g->tile_m);
+            json_int(w, "tile_n", g->tile_n);
+            json_int(w, "tiles", g->tiles);
+            json_int(w, "split_k", g->split_k);
+            json_int(w, "waves", g->waves);
+            json_number(w, "time_s", g->time_s);
+            json_close_object(w);
+        }
+        json_close_array(w);
+    }
     json_close_object(w);
 }
 
@@ -194,6 +213,34 @@ static void pass_row(FILE *out, const char *name, const char *pass, const model_
             p->hbm_gb, comm, p->time_s, p->comp_s, p->mem_exposed_s, p->comm_s);
 }
 
+/* The GEMMs of the GEMM time by shape (none without an SM count): shape, tile, tiles, waves, time. */
+static void gemms_text(FILE *out, const model_block_t *b) {
+    int any = 0;
+    for (int i = 0; i < b->n_layers && i < MODEL_BLOCK_LAYERS; i++)
+        any |= b->layers[i].fwd.n_gemms > 0;
+    if (!any)
+        return;
+    fprintf(out, "\n  GEMMs: C (M x N) = A (M x K) B (K x N), batch products; output tiles in waves over the "
+                 "SMs\n");
+    fprintf(out, "  %-10s %-3s %8s %8s %8s %6s %9s %7s %7s %6s %9s\n", "layer", "pass", "M", "N", "K",
+            "batch", "tile", "tiles", "split-K", "waves", "time (s)");
+    for (int i = 0; i < b->n_layers && i < MODEL_BLOCK_LAYERS; i++) {
+        const model_layer_t *l = &b->layers[i];
+        for (int pass = 0; pass < 2; pass++) {
+            const model_pass_t *p = pass ? &l->bwd : &l->fwd;
+            for (int j = 0; j < p->n_gemms && j < MODEL_MAX_GEMMS; j++) {
+                const model_gemm_t *g = &p->gemms[j];
+                char tile[48];
+                snprintf(tile, sizeof tile, "%lldx%lld", (long long)g->tile_m, (long long)g->tile_n);
+                fprintf(out, "  %-10s %-3s %8lld %8lld %8lld %6lld %9s %7lld %7lld %6lld %9.3g\n",
+                        j ? "" : l->name, j ? "" : (pass ? "bwd" : "fwd"), (long long)g->m, (long long)g->n,
+                        (long long)g->k, (long long)g->batch, tile, (long long)g->tiles,
+                        (long long)g->split_k, (long long)g->waves, g->time_s);
+            }
+        }
+    }
+}
+
 static void layers_text(FILE *out, const model_block_t *b) {
     fprintf(out, "\n  per-layer table: one block, one microbatch (comm: op and total volume; mem: exposed "
                  "time;\n  units in the header: TFLOP, GB, s)\n");
@@ -213,6 +260,7 @@ static void layers_text(FILE *out, const model_block_t *b) {
     }
     fprintf(out, "  %-10s %-3s %8s %8s %-11s %8.3g\n", "block", "fwd", "", "", "", b->t_fwd_s);
     fprintf(out, "  %-10s %-3s %8s %8s %-11s %8.3g\n", "", "bwd", "", "", "", b->t_bwd_s);
+    gemms_text(out, b);
 }
 
 static void estimate_text(FILE *out, const model_estimate_t *e, const model_job_t *job, const scenario_t *scn,

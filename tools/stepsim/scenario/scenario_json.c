@@ -191,6 +191,7 @@ static const char *const SYSTEM_KEYS[] = {"name",
                                           "fp8_matrix_flops",
                                           "fp8_flop_efficiency",
                                           "attention_efficiency",
+                                          "sm_count",
                                           "empirical",
                                           "summa_nb",
                                           "flops_units"};
@@ -235,6 +236,9 @@ static int system_ints(scenario_t *scn, const scn_src_t *src, const cJSON *obj, 
     int rc = CLI_OK;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "nic_factor");
     if (v && (rc = scn_json_int(src, v, join(p, sizeof p, path, "nic_factor"), 1, &s->nic_factor)))
+        return rc;
+    v = cJSON_GetObjectItemCaseSensitive(obj, "sm_count");
+    if (v && (rc = scn_json_int(src, v, join(p, sizeof p, path, "sm_count"), 0, &s->sm_count)))
         return rc;
     v = cJSON_GetObjectItemCaseSensitive(obj, "nvlink_size");
     if (!v)
