@@ -283,6 +283,15 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.pp_comm_overlap", t->pp_comm_overlap, "0 or 1");
     if (t->tp_comm_overlap != 0 && t->tp_comm_overlap != 1)
         return fail_text(is, "training.tp_comm_overlap", t->tp_comm_overlap, "0 or 1");
+    if (t->fp8_param_gather != 0 && t->fp8_param_gather != 1)
+        return fail_text(is, "training.fp8_param_gather", t->fp8_param_gather, "0 or 1");
+    if (t->fp8_param_gather && t->precision != MODEL_PRECISION_FP8)
+        return fail(is, "training.fp8_param_gather", "on",
+                    "needs precision fp8 (the parameters' FP8 copies)");
+    if (t->fp8_param_gather && t->dp_comm != MODEL_DP_SHARDED && t->dp_comm != MODEL_DP_SHARDED_OVERLAP)
+        return fail(
+            is, "training.fp8_param_gather", "on",
+            "needs the distributed optimizer's all-gather; allowed: dp_comm sharded or sharded-overlap");
     if (t->tp_comm_overlap && p->strategy == MODEL_STRATEGY_2D)
         return fail(is, "training.tp_comm_overlap", "on",
                     "tensor-parallel communication overlap needs strategy 1d or 2d-seqp (not SUMMA)");

@@ -14,6 +14,15 @@
 
 #include "model_internal.h"
 
+/* One FP8 parameter (Transformer Engine's Float8Tensor data), in GB. */
+#define FP8_PARAM_GB 1e-9
+
+double model_dp_allgather_gb(const model_job_t *job, double weights_gb) {
+    const int fp8 = job->compat == MODEL_COMPAT_CORRECTED && job->training.fp8_param_gather &&
+                    job->training.precision == MODEL_PRECISION_FP8 && job->system.element_gb > 0.0;
+    return fp8 ? weights_gb * FP8_PARAM_GB / job->system.element_gb : weights_gb;
+}
+
 double model_dp_bucket_params(int64_t dp_group) {
     return fmax(40e6, 1e6 * (double)dp_group);
 }
@@ -43,8 +52,9 @@ typedef struct acc {
 
 static void close_bucket(const model_job_t *job, int64_t g, int64_t dom, acc_t *a) {
     const int any = g > 1 && a->gb > 0.0;
-    const double ag_s =
-        any ? model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, a->gb, g, dom) : 0.0;
+    const double ag_s = any ? model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER,
+                                                      model_dp_allgather_gb(job, a->gb), g, dom)
+                            : 0.0;
     const double rs_s =
         any ? model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, a->gb, g, dom)
             : 0.0;

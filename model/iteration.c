@@ -37,12 +37,19 @@ int model_i_training_active(const model_job_t *job) {
  * expert-data-parallel group (model_expert_groups). A dense block: exactly the one collective. */
 static double block_dp_coll_s(const model_job_t *job, const model_block_t *blk, model_coll_op_t op, int64_t g,
                               int64_t t) {
-    double s = model_collective_time_s(&job->system, job->compat, op,
-                                       blk->weights_gb - blk->expert_weights_gb, g, t);
+    /* the all-gather moves the parameters, in FP8 with training.fp8_param_gather */
+    const double dense_gb = blk->weights_gb - blk->expert_weights_gb;
+    double s = model_collective_time_s(
+        &job->system, job->compat, op,
+        op == MODEL_COLL_ALLGATHER ? model_dp_allgather_gb(job, dense_gb) : dense_gb, g, t);
     if (blk->expert_weights_gb > 0.0) {
         int64_t ep, ep_t, edp, edp_t;
         model_expert_groups(job, &ep, &ep_t, &edp, &edp_t);
-        s += model_collective_time_s(&job->system, job->compat, op, blk->expert_weights_gb, edp, edp_t);
+        s += model_collective_time_s(&job->system, job->compat, op,
+                                     op == MODEL_COLL_ALLGATHER
+                                         ? model_dp_allgather_gb(job, blk->expert_weights_gb)
+                                         : blk->expert_weights_gb,
+                                     edp, edp_t);
     }
     return s;
 }
@@ -203,7 +210,8 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
         const double edge_gb = weights_gb - blk->weights_gb * (double)out->layers_per_stage;
         if (edge_gb > 0.0)
             out->dp_comm_s +=
-                model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, edge_gb, g, dom) +
+                model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER,
+                                        model_dp_allgather_gb(job, edge_gb), g, dom) +
                 model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, edge_gb, g, dom);
     }
     if (t->embedding && p->pp > 1 && !job->model.untied_embeddings) {

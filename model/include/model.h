@@ -324,6 +324,12 @@ typedef struct model_training {
                                   the bubble less 2 (pp - 1) W (W: a stage's weight gradients per
                                   microbatch, model_layer_wgrad_s), so (pp - 1)(F + B - W) with equal
                                   stages; needs interleave 1 and at least pp microbatches */
+    int fp8_param_gather;      /* 1: the distributed optimizer all-gathers the parameters in FP8, one byte
+                                  each (Megatron's --fp8-param-gather, NeMo's fp8_param_gather): every
+                                  data-parallel all-gather of dp_comm sharded or sharded-overlap moves
+                                  model_dp_allgather_gb of the weights; the gradients' reduce-scatter
+                                  stays 16-bit. Needs precision fp8 and dp_comm sharded or
+                                  sharded-overlap */
 } model_training_t;
 
 /* One job: what to estimate. system.nvlink_size is the NVLink domain size in effect. */
@@ -503,6 +509,11 @@ typedef struct model_gemm {
  * rule 2 m n k batch / tflop_per_s, tiles, split_k and waves 0. Pure; fills g->tile_m .. g->time_s
  * and returns g->time_s (0 for an empty GEMM). */
 double model_gemm_time_s(int64_t sm_count, double tflop_per_s, model_gemm_t *g);
+
+/* The bytes (GB) the distributed optimizer's all-gather moves for weights_gb of 16-bit weights: with
+ * training.fp8_param_gather (corrected model) the parameters travel as FP8, 1 byte each instead of
+ * system.element_gb, so weights_gb x 1e-9 / element_gb; else weights_gb. */
+double model_dp_allgather_gb(const model_job_t *job, double weights_gb);
 
 typedef struct model_coll {
     model_coll_op_t op;

@@ -490,15 +490,17 @@ static int overlap_seg(builder_t *b, const step_seg_t *seg, const model_pass_t *
 
 /* ---- data parallelism -------------------------------------------------------------------------------- */
 
-/* The all-gather of a part's weights (weights_gb) before its first forward (sharded). */
+/* The all-gather of a part's weights (weights_gb) before its first forward (sharded), in FP8 with
+ * training.fp8_param_gather (model_dp_allgather_gb). */
 static int dp_allgather(builder_t *b, const step_sched_item_t *it, double weights_gb, sim_op_id_t *ops) {
     step_t *s = b->s;
     if (step_group_size(s, STEP_GROUP_DP) <= 1 || weights_gb <= 0.0)
         return SIM_OK;
     int rc = flush(b);
     if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, weights_gb * 1e9, 0, STEP_STREAM_DP, 0,
-                      it->chunk, it->microbatch, ops);
+        rc =
+            comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, model_dp_allgather_gb(&s->job, weights_gb) * 1e9,
+                     0, STEP_STREAM_DP, 0, it->chunk, it->microbatch, ops);
     for (int32_t j = 0; j < b->n && !rc; j++)
         b->pend[j] = ops[j];
     return rc;
@@ -574,8 +576,8 @@ static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int
         return SIM_OK;
     int rc = flush(b);
     if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c,
-                      it->microbatch, ops);
+        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, model_dp_allgather_gb(&s->job, gb) * 1e9, 0,
+                      STEP_STREAM_DP, 0, c, it->microbatch, ops);
     for (int32_t j = 0; j < b->n && !rc; j++) {
         rc = depend(b, ops[j], b->tail[j]);
         wait[j] = ops[j];

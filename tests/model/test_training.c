@@ -333,7 +333,8 @@ static void test_reference_ignores_training(void **state) {
                                     1,
                                     MODEL_CP_RING,
                                     0,
-                                    MODEL_PIPELINE_1F1B};
+                                    MODEL_PIPELINE_1F1B,
+                                    1};
     j.model.vocab = 0; /* not even checked */
     estimate(&j, &opts);
     assert_true(plain.summary.iteration_time_s == opts.summary.iteration_time_s);
@@ -424,7 +425,8 @@ static void test_all_options_2d_seqp(void **state) {
                                     1,
                                     MODEL_CP_RING,
                                     0,
-                                    MODEL_PIPELINE_1F1B};
+                                    MODEL_PIPELINE_1F1B,
+                                    0};
     static model_estimate_t e;
     estimate(&j, &e);
     assert_identity(&e.summary);

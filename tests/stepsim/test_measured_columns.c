@@ -215,6 +215,7 @@ static void test_every_column(void **state) {
     assert_false(flag(all, "overlap_grad_reduce"));
     assert_false(flag(all, "overlap_param_gather"));
     assert_string_equal(str(all, "dp_comm"), "sharded");
+    assert_true(flag(all, "fp8_param_gather")); /* fp8 on Hopper: the recipes' default */
     assert_int_equal((int)num(all, "ga"), 4);
     not_modelled(all, nm, sizeof nm);
     /* the architecture columns are the model's now; what it cannot honour yet is listed */
@@ -228,6 +229,7 @@ static void test_every_column(void **state) {
     j0.model.untied_embeddings = 1;
     j0.training.precision = MODEL_PRECISION_FP8;
     j0.training.tp_comm_overlap = 1;
+    j0.training.fp8_param_gather = 1;
     assert_rel(num(all, "predicted_s"), predict(&j0), 1e-9);
 
     /* ga with gbs gives mbs (recorded); no distributed optimizer, overlapped all-reduce; tokens/s */
@@ -235,6 +237,7 @@ static void test_every_column(void **state) {
     assert_int_equal((int)num(gm, "mbs"), 2);
     assert_true(flag(gm, "mbs_recorded"));
     assert_string_equal(str(gm, "dp_comm"), "allreduce-overlap");
+    assert_false(flag(gm, "fp8_param_gather")); /* bf16: nothing to gather in FP8 */
     assert_rel(num(gm, "measured_s"), 16.0 * 2048.0 / (20000.0 * 8.0), 1e-15);
     assert_rel(num(gm, "measured_tokens_per_s_per_gpu"), 20000.0, 1e-15);
     not_modelled(gm, nm, sizeof nm);
@@ -329,6 +332,54 @@ static void test_bad_values(void **state) {
     }
 }
 
+/* The fp8_param_gather column: empty is 1 for an FP8 run with the distributed optimizer on Hopper,
+ * 0 switches it off; each prediction equals a separate estimate with the job's field so set, the
+ * all-gather then moving FP8 parameters (half the bytes) and the prediction faster; 1 on a BF16 run
+ * is one line, exit 2. */
+static void test_fp8_param_gather(void **state) {
+    (void)state;
+    static const char *const lines[] = {"empty,2304,24,24,2048,51200,16,2,1,8,64,fp8,,DGX-H100,1.0",
+                                        "off,2304,24,24,2048,51200,16,2,1,8,64,fp8,0,DGX-H100,1.0",
+                                        "on,2304,24,24,2048,51200,16,2,1,8,64,fp8,1,DGX-H100,1.0", NULL};
+    static const char *const header =
+        "name,hidden,heads,layers,seq_len,vocab,gpus,tp,pp,dp,gbs,precision,fp8_param_gather,system,"
+        "measured_iteration_s";
+    char path[64];
+    write_csv(path, header, lines);
+    cli_run_t r = cli_run("validate", "--measured", path, "--json", NULL);
+    assert_int_equal(r.rc, 0);
+    cJSON *j = parse_one(&r);
+    const cJSON *rows = item(j, "rows");
+    model_job_t jh = small_job("DGX-H100", 2, 1, 8, 1, 64);
+    jh.training.dp_comm = MODEL_DP_SHARDED_OVERLAP;
+    jh.training.tp_comm_overlap = 1;
+    jh.training.precision = MODEL_PRECISION_FP8;
+    const double without = predict(&jh);
+    jh.training.fp8_param_gather = 1;
+    const double with = predict(&jh);
+    assert_true(with < without);
+    assert_true(flag(cJSON_GetArrayItem(rows, 0), "fp8_param_gather"));
+    assert_false(flag(cJSON_GetArrayItem(rows, 1), "fp8_param_gather"));
+    assert_true(flag(cJSON_GetArrayItem(rows, 2), "fp8_param_gather"));
+    assert_rel(num(cJSON_GetArrayItem(rows, 0), "predicted_s"), with, 1e-9);
+    assert_rel(num(cJSON_GetArrayItem(rows, 1), "predicted_s"), without, 1e-9);
+    assert_rel(num(cJSON_GetArrayItem(rows, 2), "predicted_s"), with, 1e-9);
+    cJSON_Delete(j);
+    cli_run_free(&r);
+    remove(path);
+
+    static const char *const bad[] = {"bf16,2304,24,24,2048,51200,16,2,1,8,64,bf16,1,DGX-H100,1.0", NULL};
+    write_csv(path, header, bad);
+    r = cli_run("validate", "--measured", path, NULL);
+    assert_int_equal(r.rc, 2);
+    assert_string_equal(r.out, "");
+    assert_int_equal(cli_run_lines(r.err), 1);
+    assert_non_null(strstr(r.err, "row 1 (bf16): column fp8_param_gather: \"1\""));
+    assert_non_null(strstr(r.err, "needs precision fp8"));
+    cli_run_free(&r);
+    remove(path);
+}
+
 /* The converted NeMo / Megatron-Core set: every DGX-H100 row reads, with its measured time from
  * the published throughput and the NeMo defaults; the whole file needs the DGX-B200 preset. */
 static void test_nemo_set(void **state) {
@@ -400,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_defaults_by_generation),
         cmocka_unit_test(test_every_column),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_fp8_param_gather),
         cmocka_unit_test(test_nemo_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

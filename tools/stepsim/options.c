@@ -89,6 +89,10 @@ static const cli_option_t OPTIONS[] = {
      "corrected, interleaved schedule: pipeline sends and receives under the compute (Megatron-Core "
      "overlap_p2p_comm); without interleaving no change (batched send/receive pairs)",
      SCN},
+    {"--fp8-param-gather", "on|off", JOB, "off",
+     "corrected, fp8 with dp-comm sharded or sharded-overlap: the distributed optimizer all-gathers the "
+     "parameters in FP8, 1 byte each (Megatron --fp8-param-gather)",
+     SCN},
     {"--pipeline-schedule", "S", JOB, "1f1b",
      "corrected: 1f1b, or zb-h1 (zero bubble, Qi et al. arXiv 2401.10241: the backward split into input "
      "and weight gradients, the bubble (pp - 1)(F + B - W)) in the estimate; the simulated step runs it too",

@@ -323,6 +323,10 @@ static void generation_defaults(int a100, run_settings_t *s, int *sequence_paral
     *sequence_parallel = !a100;
     s->distributed_optimizer = s->overlap_grad_reduce = s->overlap_param_gather = !a100;
     s->tp_comm_overlap = !a100;
+    /* FP8 runs gather FP8 parameters: NeMo's bf16_with_fp8_mixed sets fp8_param_gather
+     * (nemo/collections/llm/recipes/precision/mixed_precision.py), Megatron-LM's FP8 example passes
+     * --fp8-param-gather (examples/llama/train_llama3_8b_h100_fp8.sh); it acts with precision fp8 only */
+    s->fp8_param_gather = !a100;
 }
 
 static const char *const BITS[] = {"0", "1"};
@@ -585,8 +589,16 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         rc = bit_cell(rd, "fsdp", &row->set.fsdp, NULL);
     if (!rc)
         rc = bit_cell(rd, "tp_comm_overlap", &row->set.tp_comm_overlap, NULL);
+    int fp8_gather_given = 0;
+    if (!rc)
+        rc = bit_cell(rd, "fp8_param_gather", &row->set.fp8_param_gather, &fp8_gather_given);
     if (rc)
         return rc;
+    if (fp8_gather_given && row->set.fp8_param_gather &&
+        (row->set.precision != RUN_PRECISION_FP8 || !row->set.distributed_optimizer))
+        return bad_cell(rd, "fp8_param_gather", "1",
+                        "needs precision fp8 and the distributed optimizer (it all-gathers FP8 parameters); "
+                        "allowed: 0");
 
     int64_t product;
     const int wraps = checked_mul_i64(tp, pp, &product) || checked_mul_i64(product, dp, &product) ||
@@ -632,6 +644,10 @@ static int read_row(const reader_t *rd, run_row_t *row) {
         row->set.tp_comm_overlap && tp > 1 && sp && job->training.recompute != MODEL_RECOMPUTE_FULL;
     if (cp > 1)
         job->training.cp_comm = MODEL_CP_RING;
+    /* the distributed optimizer's parameter all-gather in FP8 (fp8_param_gather) */
+    job->training.fp8_param_gather =
+        row->set.fp8_param_gather && job->training.precision == MODEL_PRECISION_FP8 &&
+        (job->training.dp_comm == MODEL_DP_SHARDED || job->training.dp_comm == MODEL_DP_SHARDED_OVERLAP);
     /* Megatron-LM overlaps the interleaved schedule's sends and receives with compute unless told
      * not to (--no-overlap-p2p-communication; NeMo's recipes keep it on) */
     job->training.pp_comm_overlap = !a100 && v > 1;

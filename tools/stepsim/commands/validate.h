@@ -48,6 +48,7 @@ typedef struct run_settings {
     int64_t ep;                           /* 1: dense */
     int64_t ga;                           /* microbatches per iteration and replica: gbs / (dp mbs) */
     double measured_tokens_per_s_per_gpu; /* 0: the row gives measured_iteration_s */
+    int fp8_param_gather; /* the distributed optimizer all-gathers FP8 parameters (acts with fp8) */
 } run_settings_t;
 
 #define RUN_MAX_NOT_MODELLED 12

@@ -186,7 +186,7 @@ static int has_training(const model_job_t *job, int given) {
     return job->compat == MODEL_COMPAT_CORRECTED &&
            (given || t->recompute || t->sequence_parallel || t->attention || t->embedding ||
             t->optimizer_step || t->interleave > 1 || t->dp_comm || t->grad_accumulation || t->precision ||
-            t->tp_comm_overlap || t->cp_comm || t->pp_comm_overlap || t->pipeline);
+            t->tp_comm_overlap || t->cp_comm || t->pp_comm_overlap || t->pipeline || t->fp8_param_gather);
 }
 
 /* "training": every field, when any is set. */
@@ -212,6 +212,8 @@ void output_training_json(json_writer_t *w, const model_job_t *job, int given) {
         json_bool(w, "pp_comm_overlap", 1);
     if (t->pipeline != MODEL_PIPELINE_1F1B) /* likewise */
         json_string(w, "pipeline_schedule", model_pipeline_name(t->pipeline));
+    if (t->fp8_param_gather) /* likewise */
+        json_bool(w, "fp8_param_gather", 1);
     json_close_object(w);
 }
 
@@ -343,6 +345,8 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
         fprintf(f, "          pp comm overlap on (%s)\n",
                 t->interleave > 1 ? "sends and receives under the compute"
                                   : "no effect without interleaving: batched send/receive pairs");
+    if (has_training(job, given) && t->fp8_param_gather)
+        fprintf(f, "          fp8 param gather on (the distributed optimizer all-gathers FP8 parameters)\n");
     if (has_training(job, given) && t->pipeline != MODEL_PIPELINE_1F1B)
         fprintf(f, "          pipeline schedule %s (zero bubble: weight gradients fill the drain)\n",
                 model_pipeline_name(t->pipeline));

@@ -75,6 +75,7 @@ static int print_json(FILE *out, const validate_result_t *vr, cJSON *sim, cJSON 
         json_bool(&w, "distributed_optimizer", r->set.distributed_optimizer);
         json_bool(&w, "overlap_grad_reduce", r->set.overlap_grad_reduce);
         json_bool(&w, "overlap_param_gather", r->set.overlap_param_gather);
+        json_bool(&w, "fp8_param_gather", r->job.training.fp8_param_gather);
         if (r->set.measured_tokens_per_s_per_gpu > 0.0)
             json_number(&w, "measured_tokens_per_s_per_gpu", r->set.measured_tokens_per_s_per_gpu);
         json_open_array(&w, "not_modelled");

@@ -129,6 +129,7 @@ static const struct {
     [SCN_PIPELINE] = {"training.pipeline_schedule", "--pipeline-schedule"},
     [SCN_TOPOLOGY] = {"topology", "--topology"},
     [SCN_EP] = {"parallel.ep", "--ep"},
+    [SCN_FP8_PARAM_GATHER] = {"training.fp8_param_gather", "--fp8-param-gather"},
 };
 
 const char *scenario_field_option(scenario_field_t f) {

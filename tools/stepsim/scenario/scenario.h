@@ -95,6 +95,8 @@ typedef enum scenario_field {
     SCN_PIPELINE,
     SCN_TOPOLOGY,
     SCN_EP, /* parallel.ep: expert parallelism of a mixture of experts (0: none) */
+    /* training.fp8_param_gather: the distributed optimizer's all-gather in FP8 */
+    SCN_FP8_PARAM_GATHER,
     SCN_FIELD_COUNT
 } scenario_field_t;
 

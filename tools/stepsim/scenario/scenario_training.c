@@ -30,6 +30,7 @@ static const struct {
     {SCN_CP_COMM, "cp_comm", "allgather, ring"},
     {SCN_PP_COMM_OVERLAP, "pp_comm_overlap", "on, off"},
     {SCN_PIPELINE, "pipeline_schedule", "1f1b, zb-h1"},
+    {SCN_FP8_PARAM_GATHER, "fp8_param_gather", "on, off"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -97,6 +98,9 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
         return b >= 0;
     case SCN_PP_COMM_OVERLAP:
         t->pp_comm_overlap = b;
+        return b >= 0;
+    case SCN_FP8_PARAM_GATHER:
+        t->fp8_param_gather = b;
         return b >= 0;
     case SCN_INTERLEAVE:
         return positive(text, &t->interleave);
