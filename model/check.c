@@ -296,7 +296,7 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail_text(is, "training.fp8_param_gather", t->fp8_param_gather, "0 or 1");
     if (t->fp8_param_gather && t->precision != MODEL_PRECISION_FP8)
         return fail(is, "training.fp8_param_gather", "on",
-                    "FP8 parameters need precision fp8 (Transformer Engine's FP8 GEMMs)");
+                    "needs precision fp8 (FP8 parameters are the FP8 GEMMs' weights)");
     if (t->fp8_param_gather && t->dp_comm != MODEL_DP_SHARDED && t->dp_comm != MODEL_DP_SHARDED_OVERLAP)
         return fail(is, "training.fp8_param_gather", "on",
                     "the FP8 parameter all-gather needs dp_comm sharded or sharded-overlap (the distributed "

@@ -52,8 +52,8 @@ typedef struct {
  * of the BF16 peak on the FLOPs it executes (Shah et al. 2024, arXiv 2407.08608, introduction). Blackwell
  * keeps the H100's attention figure: no published measurement of the kernels these runs used. BF16 GEMMs keep
  * the reference's 0.8. */
-#define HOPPER_FP8_EFFICIENCY 0.555
-#define BLACKWELL_FP8_EFFICIENCY 0.485
+#define HOPPER_FP8_EFFICIENCY 0.55
+#define BLACKWELL_FP8_EFFICIENCY 0.47
 #define FLASH_ATTENTION_EFFICIENCY 0.35
 #define BF16_EFFICIENCY 0.8
 /* SMs per GPU (the corrected model's GEMM time, model/gemm.c): H100 SXM5 132, from NVIDIA's "NVIDIA

@@ -125,9 +125,70 @@ static void test_errors(void **state) {
     cli_expect_error("reference", ref, N(ref), 2, f3, N(f3));
 }
 
+/* --fp8-param-gather: with --precision fp8 the estimate equals the hand-built job with the field set
+ * (the all-gathers move FP8 parameters: less exposed all-gather time), the config echoes it, run's
+ * header names it; without fp8, or with a data-parallel all-reduce, it is one line naming the field,
+ * exit 2. */
+static void test_fp8_param_gather(void **state) {
+    (void)state;
+    const char *argv[N(BASE) + 6];
+    for (int k = 0; k < 2; k++) {
+        int n = 0;
+        for (int i = 0; i < N(BASE); i++)
+            argv[n++] = BASE[i];
+        argv[n++] = "--dp-comm";
+        argv[n++] = "sharded-overlap";
+        argv[n++] = "--precision";
+        argv[n++] = "fp8";
+        argv[n++] = "--fp8-param-gather";
+        argv[n++] = k ? "on" : "off";
+        cJSON *doc = cli_run_json(argv, n);
+        model_job_t job = job_of(MODEL_DP_SHARDED_OVERLAP, 0);
+        job.training.precision = MODEL_PRECISION_FP8;
+        job.training.fp8_param_gather = k;
+        static model_estimate_t e, bf16_gather;
+        assert_int_equal(model_estimate(&job, &e), MODEL_OK);
+        assert_rel(cli_json_num(doc, "iteration_time_s"), e.summary.iteration_time_s, 1e-12);
+        const cJSON *t =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "config"), "training");
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(t, "fp8_param_gather");
+        if (k) {
+            assert_true(cJSON_IsTrue(g));
+            job.training.fp8_param_gather = 0;
+            assert_int_equal(model_estimate(&job, &bf16_gather), MODEL_OK);
+            assert_true(e.summary.dp_allgather_one_s < bf16_gather.summary.dp_allgather_one_s);
+        } else {
+            assert_null(g); /* only when on */
+        }
+        cJSON_Delete(doc);
+    }
+    cli_run_t r =
+        cli_run("run", "--model", "GPT-1.7B", "--system", "DGX-H100", "--gpus", "32", "--tp", "4", "--pp",
+                "2", "--gbs", "64", "--mbs", "2", "--interleave", "2", "--dp-comm", "sharded-overlap",
+                "--precision", "fp8", "--fp8-param-gather", "on", "--comm", "analytic", "--quiet", NULL);
+    if (r.rc != 0)
+        fprintf(stderr, "stderr: %s\n", r.err);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "fp8 param gather on"));
+    cli_run_free(&r);
+    const char *bf16[] = {"estimate", "--model", "GPT-1.7B",           "--system", "DGX-H100",
+                          "--gpus",   "8",       "--fp8-param-gather", "on"};
+    const char *f1[] = {"--fp8-param-gather", "needs precision fp8"};
+    cli_expect_error("fp8-param-gather without fp8", bf16, N(bf16), 2, f1, N(f1));
+    const char *ar[] = {"estimate", "--model",     "GPT-1.7B", "--system",  "DGX-H100",  "--gpus",
+                        "8",        "--precision", "fp8",      "--dp-comm", "allreduce", "--fp8-param-gather",
+                        "on"};
+    const char *f2[] = {"--fp8-param-gather", "dp_comm sharded or sharded-overlap"};
+    cli_expect_error("fp8-param-gather with allreduce", ar, N(ar), 2, f2, N(f2));
+    const char *bad[] = {"estimate", "--model", "GPT-1.7B", "--gpus", "8", "--fp8-param-gather", "maybe"};
+    const char *f3[] = {"--fp8-param-gather", "maybe", "on, off"};
+    cli_expect_error("fp8-param-gather maybe", bad, N(bad), 2, f3, N(f3));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_fp8_param_gather),
         cmocka_unit_test(test_run_header),
         cmocka_unit_test(test_errors),
     };
