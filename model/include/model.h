@@ -286,8 +286,9 @@ typedef enum model_cp_comm {
 typedef enum model_pipeline {
     MODEL_PIPELINE_1F1B = 0,
     MODEL_PIPELINE_GPIPE = 1,
-    MODEL_PIPELINE_ZB_H1 = 2,   /* Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241 */
-    MODEL_PIPELINE_DUALPIPE = 3 /* DeepSeek-V3 technical report, arXiv 2412.19437 */
+    MODEL_PIPELINE_ZB_H1 = 2,    /* Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241 */
+    MODEL_PIPELINE_DUALPIPE = 3, /* DeepSeek-V3 technical report, arXiv 2412.19437 */
+    MODEL_PIPELINE_ZB_V = 4      /* the V-shape zero-bubble schedule, arXiv 2401.10241 section 6 */
 } model_pipeline_t;
 
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
@@ -704,10 +705,11 @@ typedef struct model_pipeline_form {
  * gradients, w_s weight gradients (b_s + w_s the whole backward), m microbatches, pp stages; fb_s
  * (DualPipe only) one forward overlapped with another microbatch's backward, negative for no
  * overlap (f_s + b_s + w_s). MODEL_EINVAL outside the form's domain: ZB-H1 needs m >= pp and w_s <=
- * min(f_s, b_s); DualPipe pp even and m >= pp. Formulas: pipeline.c, docs/model-formulas.md. */
+ * min(f_s, b_s); DualPipe pp even, m even and m >= 2 pp (the repository's rule); ZB-V m >= 2 pp,
+ * w_s <= b_s and f_s <= b_s + w_s. Formulas: pipeline.c, docs/model-formulas.md. */
 int model_pipeline_form(model_pipeline_t s, int64_t pp, int64_t m, double f_s, double b_s, double w_s,
                         double fb_s, model_pipeline_form_t *out);
-const char *model_pipeline_name(model_pipeline_t s);               /* "1f1b", "gpipe", "zb-h1", "dualpipe" */
+const char *model_pipeline_name(model_pipeline_t s); /* "1f1b", "gpipe", "zb-h1", "dualpipe", "zb-v" */
 int model_pipeline_parse(const char *text, model_pipeline_t *out); /* the names; MODEL_OK or MODEL_EINVAL */
 
 #endif

@@ -91,7 +91,11 @@ static const cli_option_t OPTIONS[] = {
      SCN},
     {"--pipeline-schedule", "S", JOB, "1f1b",
      "corrected: 1f1b, or zb-h1 (zero bubble, Qi et al. arXiv 2401.10241: the backward split into input "
-     "and weight gradients, the bubble (pp - 1)(F + B - W)) in the estimate; the simulated step runs it too",
+     "and weight gradients, the bubble (pp - 1)(F + B - W)) in the estimate; the simulated step runs it too; "
+     "zb-v (the same paper's V: two chunks per GPU, bubble (pp - 1)(max(F, B) + B - W) / 2 at 1F1B's "
+     "memory); "
+     "dualpipe (DeepSeek-V3, arXiv 2412.19437: a stage and its mirror's copy per GPU, microbatches from both "
+     "ends, bubble (pp/2 - 1)(F&B + B - 3W), pp + 1 microbatches); search: fixes the schedule (default: all)",
      SCN},
     {"--cp-comm", "M", JOB, "allgather",
      "corrected, 2d-seqp: K and V all-gathered before the attention, or ring (Megatron-Core: passed "

@@ -29,7 +29,7 @@ static const struct {
     {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
     {SCN_CP_COMM, "cp_comm", "allgather, ring"},
     {SCN_PP_COMM_OVERLAP, "pp_comm_overlap", "on, off"},
-    {SCN_PIPELINE, "pipeline_schedule", "1f1b, zb-h1"},
+    {SCN_PIPELINE, "pipeline_schedule", "1f1b, zb-h1, zb-v, dualpipe"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -101,8 +101,7 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
     case SCN_INTERLEAVE:
         return positive(text, &t->interleave);
     case SCN_PIPELINE: /* the estimate's schedules (model_job_check) */
-        return model_pipeline_parse(text, &t->pipeline) == MODEL_OK &&
-               (t->pipeline == MODEL_PIPELINE_1F1B || t->pipeline == MODEL_PIPELINE_ZB_H1);
+        return model_pipeline_parse(text, &t->pipeline) == MODEL_OK && t->pipeline != MODEL_PIPELINE_GPIPE;
     default:
         return 0;
     }
