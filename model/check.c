@@ -315,16 +315,17 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
         return fail(is, "training.pipeline_schedule", model_pipeline_name(t->pipeline),
                     "the estimate takes 1f1b, zb-h1, zb-v or dualpipe (gpipe is a closed form only: "
                     "model_pipeline_form)");
-    if (t->pipeline == MODEL_PIPELINE_ZB_V || t->pipeline == MODEL_PIPELINE_DUALPIPE) {
+    /* pp 1: nothing to schedule, the estimate is 1F1B's */
+    if ((t->pipeline == MODEL_PIPELINE_ZB_V || t->pipeline == MODEL_PIPELINE_DUALPIPE) && p->pp > 1) {
         const int64_t nmb = (job->global_batch / p->dp) / p->mbs;
         const char *name = model_pipeline_name(t->pipeline);
         const int dual = t->pipeline == MODEL_PIPELINE_DUALPIPE;
         if (t->interleave > 1)
             return fail(is, "training.pipeline_schedule", name,
                         "needs interleave 1 (its two chunks per GPU are fixed)");
-        if (p->pp < 2 || (dual && p->pp % 2))
-            return fail(is, "training.pipeline_schedule", name, "needs pp >= 2%s (pp is %lld)",
-                        dual ? " and even" : "", (long long)p->pp);
+        if (dual && p->pp % 2)
+            return fail(is, "training.pipeline_schedule", name, "needs an even pp (pp is %lld)",
+                        (long long)p->pp);
         if (nmb < 2 * p->pp || (dual && nmb % 2))
             return fail(is, "training.pipeline_schedule", name,
                         "needs at least 2 pp (%lld)%s microbatches (%lld here)", (long long)(2 * p->pp),

@@ -379,6 +379,7 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
     out->block_weights_gb = blk->weights_gb;
     out->experts_par = job->experts_par;
     if (model_i_training_active(job)) {
+        out->pipeline = job->training.pipeline;
         summarize_training(job, blk, out);
         out->throughput_samples_per_s = (double)job->global_batch / out->iteration_time_s;
         return;

@@ -583,6 +583,7 @@ typedef struct model_summary {
     double stage_fwd_bwd_s[2]; /* one microbatch on the first / last stage, p2p included */
     int slowest_stage;         /* 0: first, 1: last (the work term is nmb x that stage's time) */
     model_expert_parallel_t experts_par; /* MoE: the ep and etp of the layout (zero: dense) */
+    model_pipeline_t pipeline;           /* the pipeline schedule estimated (corrected; else 1F1B) */
 } model_summary_t;
 
 typedef struct model_estimate {
@@ -638,6 +639,15 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
 /* job->training applies to every candidate; a candidate that violates a training rule
  * (interleave, sequence parallelism off outside 1d) is skipped, not counted as evaluated. */
 void model_search_result_destroy(model_search_result_t *res);
+/* model_search_run with the pipeline schedule as a dimension: every schedule whose bit (1 <<
+ * model_pipeline_t) is set in pipeline_mask (GPipe excluded) is tried on every layout where its rules
+ * hold (model_job_check: microbatches, pp parity, interleave 1); a layout keeps its fastest schedule
+ * that fits (ties: the lower schedule number), its summary's pipeline names it. With pp = 1 only 1F1B
+ * when several are asked (nothing to schedule). Schedules other than 1F1B need the corrected model.
+ * Each (layout, schedule) tried counts in candidates_evaluated. model_search_run is this with the
+ * job's own schedule alone. */
+int model_search_run_pipelines(const model_job_t *job, unsigned strategy_mask, unsigned pipeline_mask,
+                               int top_k, model_search_result_t *out);
 
 /* ---- calibration: the FLOP efficiency fitted to measured runs ---------------------------------- */
 

@@ -25,6 +25,15 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
     json_int(&w, "global_batch", job->global_batch);
     json_string(&w, "compat", model_compat_name(job->compat));
     output_training_json(&w, job, scenario_optimizer_step_given(scn));
+    if (scn->pipeline_all) { /* --pipeline-schedule all: the schedules tried (only then, so other
+                                outputs stay as they were) */
+        json_open_array(&w, "pipeline_schedules");
+        for (int pl = 0; pl <= MODEL_PIPELINE_ZB_V; pl++)
+            if (pl != MODEL_PIPELINE_GPIPE &&
+                (pl == MODEL_PIPELINE_1F1B || job->compat == MODEL_COMPAT_CORRECTED))
+                json_string(&w, NULL, model_pipeline_name((model_pipeline_t)pl));
+        json_close_array(&w);
+    }
     json_open_array(&w, "results");
     for (int i = 0; i < r->n_results; i++) {
         const model_summary_t *s = &r->results[i];
@@ -34,6 +43,8 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
         json_number(&w, "iteration_time_s", s->iteration_time_s);
         output_throughput_json(&w, "", job, s->iteration_time_s);
         json_number(&w, "memory_gb", s->memory_gb);
+        if (scn->pipeline_all || s->pipeline != MODEL_PIPELINE_1F1B)
+            json_string(&w, "pipeline_schedule", model_pipeline_name(s->pipeline));
         output_config_json(&w, s, NULL, scn);
         output_breakdown_json(&w, s);
         output_memory_json(&w, s);
@@ -43,7 +54,7 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
     return json_take(&w);
 }
 
-static void result_row(FILE *out, int rank, const model_summary_t *s) {
+static void result_row(FILE *out, int rank, const model_summary_t *s, int schedules) {
     const model_parallel_t *p = &s->par;
     char tp[48], nv[64];
     if (p->strategy == MODEL_STRATEGY_1D)
@@ -58,6 +69,9 @@ static void result_row(FILE *out, int rank, const model_summary_t *s) {
             model_strategy_name(p->strategy), p->dp, tp, p->pp, p->mbs, p->nb, nv);
     if (s->experts_par.ep > 0) /* a mixture of experts: the expert-parallel degree */
         fprintf(out, "%*s%3" PRId64, (int)(16 - strlen(nv)), "", s->experts_par.ep);
+    if (schedules) /* --pipeline-schedule all: each layout's schedule */
+        fprintf(out, "%*s%s", s->experts_par.ep > 0 ? 2 : (int)(16 - strlen(nv)), "",
+                model_pipeline_name(s->pipeline));
     fputc('\n', out);
 }
 
@@ -68,13 +82,17 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
     output_job_header(out, "search", job, scn);
     fprintf(out, "strategies %s: %" PRId64 " candidates evaluated, %" PRId64 " fit in %.6g GB per GPU\n",
             strategies, r->candidates_evaluated, r->candidates_feasible, job->system.hbm_capacity_gb);
+    if (scn->pipeline_all)
+        fprintf(out, "pipeline schedules all (%s): each layout's fastest that fits, where valid\n",
+                job->compat == MODEL_COMPAT_CORRECTED ? "1f1b, zb-h1, zb-v, dualpipe"
+                                                      : "the reference: 1f1b");
     if (r->n_results == 0)
         return;
-    fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s%s\n", "rank", "samples/s", "iter. (s)",
-            "mem. (GB)", "layout", "dp", "tp (1x2)", "pp", "mbs", "nb", "nv (t1,t2,d,p)",
-            model_is_moe(&job->model) ? "   ep" : "");
+    fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s%s%s\n", "rank", "samples/s",
+            "iter. (s)", "mem. (GB)", "layout", "dp", "tp (1x2)", "pp", "mbs", "nb", "nv (t1,t2,d,p)",
+            model_is_moe(&job->model) ? "   ep" : "", scn->pipeline_all ? "  schedule" : "");
     for (int i = 0; i < r->n_results; i++)
-        result_row(out, i, &r->results[i]);
+        result_row(out, i, &r->results[i], scn->pipeline_all);
     fprintf(out, "\nrank 0:\n");
     output_throughput_text(out, 30, job, r->results[0].iteration_time_s);
 }

@@ -29,7 +29,7 @@ static const struct {
     {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
     {SCN_CP_COMM, "cp_comm", "allgather, ring"},
     {SCN_PP_COMM_OVERLAP, "pp_comm_overlap", "on, off"},
-    {SCN_PIPELINE, "pipeline_schedule", "1f1b, zb-h1, zb-v, dualpipe"},
+    {SCN_PIPELINE, "pipeline_schedule", "1f1b, zb-h1, zb-v, dualpipe (search: all)"},
 };
 
 static int index_of(scenario_field_t f) {
@@ -111,7 +111,11 @@ int scn_training_set(scenario_t *scn, scenario_field_t f, const char *where, con
                      cli_diag_t *diag) {
     const int i = index_of(f);
     model_training_t t = scn->training;
-    if (i < 0 || !parse_value(&t, f, text))
+    if (f == SCN_PIPELINE) /* "all": a search dimension (scenario_resolve refuses it elsewhere) */
+        scn->pipeline_all = strcmp(text, "all") == 0;
+    if (f == SCN_PIPELINE && scn->pipeline_all)
+        t.pipeline = MODEL_PIPELINE_1F1B;
+    else if (i < 0 || !parse_value(&t, f, text))
         return cli_fail(diag, CLI_EUSAGE, "%s: \"%.60s\" is not a value of %s; allowed: %s", where, text,
                         scenario_field_path(f), i < 0 ? "?" : TRAINING[i].allowed);
     scn->training = t;
