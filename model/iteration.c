@@ -206,7 +206,14 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
                 model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, edge_gb, g, dom) +
                 model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, edge_gb, g, dom);
     }
-    if (t->embedding && p->pp > 1 && !job->model.untied_embeddings) {
+    if (t->pipeline == MODEL_PIPELINE_DUALPIPE && p->pp > 1) {
+        /* DualPipe (pipeline.c): every GPU all-reduces its gradients, its stage's and its copy of the
+         * mirror stage's (the tied embedding's among them), with the mirror GPU's; in embedding_sync_s */
+        const int64_t same_domain = p->nv_pp == p->pp ? 2 : 1;
+        out->embedding_sync_s = model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLREDUCE,
+                                                        weights_gb, 2, same_domain);
+        out->dp_comm_s += out->embedding_sync_s;
+    } else if (t->embedding && p->pp > 1 && !job->model.untied_embeddings) {
         /* the tied word-embedding gradient: the output GEMM's copy on the last stage and the first's */
         double emb_gb = 0.0;
         for (int i = 0; i < blk->n_edges; i++)

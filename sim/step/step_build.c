@@ -811,8 +811,12 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
     double w_max = 0.0;
     for (int32_t q = 0; q < s->pp; q++)
         w_max = fmax(w_max, step_stage_weights_gb(s, q));
-    /* DualPipe: the model's time is for one stage's weights, a GPU holds two */
-    const double copies = s->cfg.schedule == STEP_SCHEDULE_DUALPIPE ? 2.0 : 1.0;
+    /* DualPipe: a GPU holds two stages' weights; the model's time counts them when the job says
+     * dualpipe (optimizer_s estimates with the corrected model), else it is one stage's */
+    const double copies =
+        s->cfg.schedule == STEP_SCHEDULE_DUALPIPE && s->job.training.pipeline != MODEL_PIPELINE_DUALPIPE
+            ? 2.0
+            : 1.0;
     const double opt_s = w_max > 0.0 ? copies * s->optimizer_s * (step_stage_weights_gb(s, p) / w_max) : 0.0;
     if (!rc && opt_s > 0.0) {
         for (int32_t j = 0; j < b->n && !rc; j++) {
