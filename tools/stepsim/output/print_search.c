@@ -54,7 +54,7 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
     return json_take(&w);
 }
 
-static void result_row(FILE *out, int rank, const model_summary_t *s, int schedules) {
+static void result_row(FILE *out, int rank, const model_summary_t *s) {
     const model_parallel_t *p = &s->par;
     char tp[48], nv[64];
     if (p->strategy == MODEL_STRATEGY_1D)
@@ -69,9 +69,6 @@ static void result_row(FILE *out, int rank, const model_summary_t *s, int schedu
             model_strategy_name(p->strategy), p->dp, tp, p->pp, p->mbs, p->nb, nv);
     if (s->experts_par.ep > 0) /* a mixture of experts: the expert-parallel degree */
         fprintf(out, "%*s%3" PRId64, (int)(16 - strlen(nv)), "", s->experts_par.ep);
-    if (schedules) /* --pipeline-schedule all: each layout's schedule */
-        fprintf(out, "%*s%s", s->experts_par.ep > 0 ? 2 : (int)(16 - strlen(nv)), "",
-                model_pipeline_name(s->pipeline));
     fputc('\n', out);
 }
 
@@ -88,11 +85,20 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
                                                       : "the reference: 1f1b");
     if (r->n_results == 0)
         return;
-    fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s%s%s\n", "rank", "samples/s",
-            "iter. (s)", "mem. (GB)", "layout", "dp", "tp (1x2)", "pp", "mbs", "nb", "nv (t1,t2,d,p)",
-            model_is_moe(&job->model) ? "   ep" : "", scn->pipeline_all ? "  schedule" : "");
+    fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s%s\n", "rank", "samples/s", "iter. (s)",
+            "mem. (GB)", "layout", "dp", "tp (1x2)", "pp", "mbs", "nb", "nv (t1,t2,d,p)",
+            model_is_moe(&job->model) ? "   ep" : "");
     for (int i = 0; i < r->n_results; i++)
-        result_row(out, i, &r->results[i], scn->pipeline_all);
+        result_row(out, i, &r->results[i]);
+    if (scn->pipeline_all) { /* each rank's schedule (a column would pass 100 characters) */
+        char line[2048] = "\npipeline schedule by rank:";
+        for (int i = 0; i < r->n_results; i++) {
+            const size_t used = strlen(line);
+            snprintf(line + used, sizeof line - used, "%s %d %s", i ? "," : "", i,
+                     model_pipeline_name(r->results[i].pipeline));
+        }
+        output_wrapped(out, 0, line + 1);
+    }
     fprintf(out, "\nrank 0:\n");
     output_throughput_text(out, 30, job, r->results[0].iteration_time_s);
 }
