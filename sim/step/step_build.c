@@ -782,8 +782,16 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
         b->acc_pass = it->pass;
         b->acc_chunk = it->chunk;
         b->acc_mb = it->microbatch;
-        if (bucketed && !it->pass && it->microbatch == 0)
+        if (bucketed && !it->pass && s->cfg.schedule == STEP_SCHEDULE_DUALPIPE && i == 0) {
+            /* DualPipe: a GPU of the second half starts on chunk 1 (its microbatches are not 0..):
+             * both chunks' first all-gathers at its first forward, whichever chunk that is */
+            step_sched_item_t first = *it;
+            first.chunk = 0;
+            rc = chunk_start(b, &first, ops);
+        } else if (bucketed && !it->pass && it->microbatch == 0 &&
+                   s->cfg.schedule != STEP_SCHEDULE_DUALPIPE) {
             rc = chunk_start(b, it, ops);
+        }
         if (!rc && gather && receives)
             rc = p2p_gather(b, it, ops);
         const step_part_t before = it->pass ? STEP_PART_OUTPUT : STEP_PART_EMBEDDING;
