@@ -555,6 +555,11 @@ static int check_job(step_t *s) {
     s->layers_per_stage = (int32_t)su->layers_per_stage;
     s->gpus = (int32_t)s->job.gpus;
     const step_config_t *c = &s->cfg;
+    /* one stage: nothing to schedule, the estimate is 1F1B's and so is the step */
+    if ((c->schedule == STEP_SCHEDULE_ZB_V || c->schedule == STEP_SCHEDULE_DUALPIPE) && s->pp == 1) {
+        s->cfg.schedule = STEP_SCHEDULE_1F1B;
+        s->cfg.virtual_stages = 1;
+    }
     if (c->schedule == STEP_SCHEDULE_ZB_V || c->schedule == STEP_SCHEDULE_DUALPIPE) {
         const int dp = c->schedule == STEP_SCHEDULE_DUALPIPE;
         const char *name = step_schedule_name(c->schedule);
