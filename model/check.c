@@ -322,10 +322,31 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
             return fail_int(is, "training.interleave", t->interleave,
                             "needs the microbatch count to be a multiple of pp (%lld)", p->pp);
     }
-    if (t->pipeline != MODEL_PIPELINE_1F1B && t->pipeline != MODEL_PIPELINE_ZB_H1)
-        return fail(
-            is, "training.pipeline_schedule", model_pipeline_name(t->pipeline),
-            "the estimate takes 1f1b or zb-h1 (the others are closed forms only: model_pipeline_form)");
+    if (t->pipeline != MODEL_PIPELINE_1F1B && t->pipeline != MODEL_PIPELINE_ZB_H1 &&
+        t->pipeline != MODEL_PIPELINE_ZB_V && t->pipeline != MODEL_PIPELINE_DUALPIPE)
+        return fail(is, "training.pipeline_schedule", model_pipeline_name(t->pipeline),
+                    "the estimate takes 1f1b, zb-h1, zb-v or dualpipe (gpipe is a closed form only: "
+                    "model_pipeline_form)");
+    /* pp 1: nothing to schedule, the estimate is 1F1B's */
+    if ((t->pipeline == MODEL_PIPELINE_ZB_V || t->pipeline == MODEL_PIPELINE_DUALPIPE) && p->pp > 1) {
+        const int64_t nmb = (job->global_batch / p->dp) / p->mbs;
+        const char *name = model_pipeline_name(t->pipeline);
+        const int dual = t->pipeline == MODEL_PIPELINE_DUALPIPE;
+        if (t->interleave > 1)
+            return fail(is, "training.pipeline_schedule", name,
+                        "needs interleave 1 (its two chunks per GPU are fixed)");
+        if (dual && p->pp % 2)
+            return fail(is, "training.pipeline_schedule", name, "needs an even pp (pp is %lld)",
+                        (long long)p->pp);
+        if (nmb < 2 * p->pp || (dual && nmb % 2))
+            return fail(is, "training.pipeline_schedule", name,
+                        "needs at least 2 pp (%lld)%s microbatches (%lld here)", (long long)(2 * p->pp),
+                        dual ? ", an even number of," : "", (long long)nmb);
+        if (!dual && (job->model.layers / p->pp) % 2)
+            return fail(is, "training.pipeline_schedule", name,
+                        "needs an even number of layers per stage (%lld) for its two chunks",
+                        (long long)(job->model.layers / p->pp));
+    }
     if (t->pipeline == MODEL_PIPELINE_ZB_H1) {
         const int64_t nmb = (job->global_batch / p->dp) / p->mbs;
         if (t->interleave > 1)

@@ -210,7 +210,14 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
                 model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLGATHER, edge_gb, g, dom) +
                 model_collective_time_s(&job->system, job->compat, MODEL_COLL_REDUCESCATTER, edge_gb, g, dom);
     }
-    if (t->embedding && p->pp > 1 && !job->model.untied_embeddings) {
+    if (t->pipeline == MODEL_PIPELINE_DUALPIPE && p->pp > 1) {
+        /* DualPipe (pipeline.c): every GPU all-reduces its gradients, its stage's and its copy of the
+         * mirror stage's (the tied embedding's among them), with the mirror GPU's; in embedding_sync_s */
+        const int64_t same_domain = p->nv_pp == p->pp ? 2 : 1;
+        out->embedding_sync_s = model_collective_time_s(&job->system, job->compat, MODEL_COLL_ALLREDUCE,
+                                                        weights_gb, 2, same_domain);
+        out->dp_comm_s += out->embedding_sync_s;
+    } else if (t->embedding && p->pp > 1 && !job->model.untied_embeddings) {
         /* the tied word-embedding gradient: the output GEMM's copy on the last stage and the first's */
         double emb_gb = 0.0;
         for (int i = 0; i < blk->n_edges; i++)
@@ -308,11 +315,26 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
             w_s += model_layer_wgrad_s(&blk->layers[i]);
         out->bubble_s -= 2.0 * (double)(p->pp - 1) * n_l * w_s;
     }
+    if ((t->pipeline == MODEL_PIPELINE_ZB_V || t->pipeline == MODEL_PIPELINE_DUALPIPE) && p->pp > 1) {
+        /* pipeline.c: the blocks' part of 1F1B's bubble, (pp - 1)(F + B + W) per stage, becomes the
+         * schedule's closed form; the edge layers' and the hops' parts stay as 1F1B's */
+        double w_s = 0.0;
+        for (int i = 0; i < blk->n_layers; i++)
+            w_s += model_layer_wgrad_s(&blk->layers[i]);
+        const double f = blk->t_fwd_s * n_l, w = w_s * n_l, b = blk->t_bwd_s * n_l - w;
+        model_pipeline_form_t form;
+        if (model_pipeline_form(t->pipeline, p->pp, (int64_t)nmb, f, b, w, -1.0, &form) == MODEL_OK)
+            out->bubble_s += form.bubble_s - (double)(p->pp - 1) * (f + b + w);
+        if (t->pipeline == MODEL_PIPELINE_ZB_V) /* the V: two hops per GPU and microbatch each way */
+            out->pp_fwd_s *= 2.0, out->pp_bwd_s *= 2.0, out->pp_comm_s *= 2.0;
+    }
 
     /* weights of the heavier stage (the data-parallel and optimizer work of the iteration waits
      * for it) and memory of the fuller one */
-    const double w_first = blk->weights_gb * n_l + blk->first_weights_gb;
-    const double w_last = blk->weights_gb * n_l + blk->last_weights_gb;
+    double w_first = blk->weights_gb * n_l + blk->first_weights_gb;
+    double w_last = blk->weights_gb * n_l + blk->last_weights_gb;
+    if (t->pipeline == MODEL_PIPELINE_DUALPIPE && p->pp > 1) /* a stage and its mirror's copy: both ends */
+        w_first = w_last = w_first + w_last;
     const double w_one = p->pp == 1 ? blk->weights_gb * n_l + blk->first_weights_gb + blk->last_weights_gb
                                     : fmax(w_first, w_last);
     data_parallel_training(job, blk, w_one, out);
@@ -336,6 +358,8 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
     double in_flight = (double)(p->pp < out->n_microbatches ? p->pp : out->n_microbatches);
     if (v > 1.0)
         in_flight *= 1.0 + (double)(p->pp - 1) / ((double)p->pp * v);
+    if (t->pipeline == MODEL_PIPELINE_DUALPIPE && p->pp > 1) /* pipeline.c: pp + 1 */
+        in_flight = (double)(p->pp + 1);
     model_summary_t first, last;
     double mem;
     if (p->pp == 1) {
@@ -379,6 +403,7 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
     out->block_weights_gb = blk->weights_gb;
     out->experts_par = job->experts_par;
     if (model_i_training_active(job)) {
+        out->pipeline = job->training.pipeline;
         summarize_training(job, blk, out);
         out->throughput_samples_per_s = (double)job->global_batch / out->iteration_time_s;
         return;

@@ -14,7 +14,14 @@
  * - DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, table 2): each GPU holds two stages
  *   (parameters x2), microbatches enter from both ends; bubble (pp/2 - 1)(F&B + B' - 3W) where B' =
  *   B + W is the whole backward and F&B the time of one chunk's forward overlapped with another's
- *   backward (F + B' without overlap); pp + 1 microbatches held; pp even. */
+ *   backward (F + B' without overlap); pp + 1 microbatches held; pp even, m even and m >= 2 pp (the
+ *   deepseek-ai/DualPipe repository's rule).
+ * - ZB-V (Qi et al., section 6: two chunks per GPU in a V, GPU i holding virtual stages i and
+ *   2 pp - 1 - i): bubble (pp - 1)(max(F, B) + B - W) / 2 for the order sim/step/schedule.c runs (the
+ *   V-shape phases of the DualPipe repository's dualpipev.py, each steady pair backward first),
+ *   derived for it and reproduced by the simulated step; pp microbatches held (1F1B's peak); it needs
+ *   m >= 2 pp, W <= B and F <= B + W. At F = B = W it is (pp - 1) F / 2, the last GPU's wait for its
+ *   first forward, which the paper's "zero bubble" leaves out (it counts from each GPU's first pass). */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -66,8 +73,14 @@ int model_pipeline_form(model_pipeline_t s, int64_t pp, int64_t m, double f_s, d
         out->bubble_s = p1 * (f_s + b_s - w_s);
         out->activation_microbatches = (double)pp;
         break;
+    case MODEL_PIPELINE_ZB_V:
+        if (m < 2 * pp || w_s > b_s || f_s > b_s + w_s)
+            return MODEL_EINVAL;
+        out->bubble_s = 0.5 * p1 * (fmax(f_s, b_s) + b_s - w_s);
+        out->activation_microbatches = (double)pp;
+        break;
     case MODEL_PIPELINE_DUALPIPE: {
-        if (pp % 2 || m < pp)
+        if (pp % 2 || m % 2 || m < 2 * pp)
             return MODEL_EINVAL;
         const double full_b = b_s + w_s;
         if (!(fb_s >= 0.0) || !isfinite(fb_s))
@@ -87,12 +100,12 @@ int model_pipeline_form(model_pipeline_t s, int64_t pp, int64_t m, double f_s, d
 }
 
 const char *model_pipeline_name(model_pipeline_t s) {
-    static const char *const NAMES[] = {"1f1b", "gpipe", "zb-h1", "dualpipe"};
+    static const char *const NAMES[] = {"1f1b", "gpipe", "zb-h1", "dualpipe", "zb-v"};
     return (unsigned)s < sizeof NAMES / sizeof NAMES[0] ? NAMES[s] : "unknown";
 }
 
 int model_pipeline_parse(const char *text, model_pipeline_t *out) {
-    for (int i = 0; i <= MODEL_PIPELINE_DUALPIPE && text; i++)
+    for (int i = 0; i <= MODEL_PIPELINE_ZB_V && text; i++)
         if (strcmp(text, model_pipeline_name((model_pipeline_t)i)) == 0) {
             *out = (model_pipeline_t)i;
             return MODEL_OK;

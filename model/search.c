@@ -23,7 +23,8 @@ typedef struct {
     model_summary_t *top;
     int top_k, n_top;
     int64_t evaluated, feasible;
-    int training; /* the job asks for training options: check their rules per candidate */
+    int training;       /* the job asks for training options: check their rules per candidate */
+    unsigned pipelines; /* the schedules tried per layout (1 << model_pipeline_t) */
 } search_t;
 
 /* All divisors of x in ascending order, in O(sqrt x). */
@@ -56,15 +57,30 @@ static void keep(search_t *s, const model_summary_t *cand) {
 }
 
 static void evaluate(search_t *s) {
-    if (s->training && model_i_training_check(&s->job, NULL) != MODEL_OK)
-        return; /* e.g. an interleave that does not divide this candidate's stages */
-    model_summary_t sum;
-    model_i_summarize(&s->job, &s->block, &sum);
-    s->evaluated++;
-    if (!sum.fits)
-        return;
-    s->feasible++;
-    keep(s, &sum);
+    const model_pipeline_t given = s->job.training.pipeline;
+    const int several = (s->pipelines & (s->pipelines - 1u)) != 0;
+    model_summary_t best;
+    int have = 0;
+    for (int pl = 0; pl <= MODEL_PIPELINE_ZB_V; pl++) {
+        if (!(s->pipelines & (1u << pl)) || pl == MODEL_PIPELINE_GPIPE ||
+            (several && pl != MODEL_PIPELINE_1F1B && s->job.par.pp == 1))
+            continue;
+        s->job.training.pipeline = (model_pipeline_t)pl;
+        if ((s->training || pl != MODEL_PIPELINE_1F1B) && model_i_training_check(&s->job, NULL) != MODEL_OK)
+            continue; /* e.g. an interleave that does not divide this candidate's stages */
+        model_summary_t sum;
+        model_i_summarize(&s->job, &s->block, &sum);
+        s->evaluated++;
+        if (!sum.fits)
+            continue;
+        s->feasible++;
+        if (!have || sum.throughput_samples_per_s > best.throughput_samples_per_s)
+            best = sum;
+        have = 1;
+    }
+    s->job.training.pipeline = given;
+    if (have)
+        keep(s, &best);
 }
 
 /* The NVLink tuple: with the whole job in one domain every group gets its full size; otherwise
@@ -214,7 +230,16 @@ static void search_2d(search_t *s, int seqp) {
 }
 
 int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, model_search_result_t *out) {
+    return model_search_run_pipelines(job, strategy_mask, 1u << job->training.pipeline, top_k, out);
+}
+
+int model_search_run_pipelines(const model_job_t *job, unsigned strategy_mask, unsigned pipeline_mask,
+                               int top_k, model_search_result_t *out) {
     memset(out, 0, sizeof *out);
+    if (job->compat != MODEL_COMPAT_CORRECTED) /* the reference: 1F1B only */
+        pipeline_mask &= 1u << MODEL_PIPELINE_1F1B;
+    if (!pipeline_mask)
+        return MODEL_EINVAL;
     if (top_k < 1 || job->gpus < 1 || job->global_batch < 1 || job->model.heads < 1 ||
         job->model.hidden < 1 || job->model.layers < 1 || job->model.seq_len < 1 ||
         job->system.nvlink_size < 1)
@@ -230,6 +255,7 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
     s->top = top;
     s->top_k = top_k;
     s->training = model_i_training_active(job);
+    s->pipelines = pipeline_mask;
     for (int st = 0; st < MODEL_STRATEGY_COUNT; st++) {
         if (!(strategy_mask & (1u << st)) || (model_is_moe(&job->model) && st != MODEL_STRATEGY_1D))
             continue; /* the MoE block is placed in 1d layouts only */

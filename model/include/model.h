@@ -300,8 +300,9 @@ typedef enum model_cp_comm {
 typedef enum model_pipeline {
     MODEL_PIPELINE_1F1B = 0,
     MODEL_PIPELINE_GPIPE = 1,
-    MODEL_PIPELINE_ZB_H1 = 2,   /* Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241 */
-    MODEL_PIPELINE_DUALPIPE = 3 /* DeepSeek-V3 technical report, arXiv 2412.19437 */
+    MODEL_PIPELINE_ZB_H1 = 2,    /* Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241 */
+    MODEL_PIPELINE_DUALPIPE = 3, /* DeepSeek-V3 technical report, arXiv 2412.19437 */
+    MODEL_PIPELINE_ZB_V = 4      /* the V-shape zero-bubble schedule, arXiv 2401.10241 section 6 */
 } model_pipeline_t;
 
 /* What a training run does beyond the transformer blocks. Corrected model only; the reference
@@ -638,10 +639,11 @@ typedef struct model_summary {
     double stage_fwd_bwd_s[2]; /* one microbatch on the first / last stage, p2p included */
     int slowest_stage;         /* 0: first, 1: last (the work term is nmb x that stage's time) */
     model_expert_parallel_t experts_par; /* MoE: the ep and etp of the layout (zero: dense) */
-    double fsdp_gathered_gb; /* MODEL_DP_FSDP: the full parameters and gradients of the units in flight
-                                (4 x the largest unit: the one computing, the one prefetched, and in
-                                the backward their two gradients before the reduce-scatter); in
-                                memory_gb; else (and with a data-parallel group of 1) 0 */
+    double fsdp_gathered_gb;   /* MODEL_DP_FSDP: the full parameters and gradients of the units in flight
+                                  (4 x the largest unit: the one computing, the one prefetched, and in
+                                  the backward their two gradients before the reduce-scatter); in
+                                  memory_gb; else (and with a data-parallel group of 1) 0 */
+    model_pipeline_t pipeline; /* the pipeline schedule estimated (corrected; else 1F1B) */
 } model_summary_t;
 
 typedef struct model_estimate {
@@ -697,6 +699,15 @@ int model_search_run(const model_job_t *job, unsigned strategy_mask, int top_k, 
 /* job->training applies to every candidate; a candidate that violates a training rule
  * (interleave, sequence parallelism off outside 1d) is skipped, not counted as evaluated. */
 void model_search_result_destroy(model_search_result_t *res);
+/* model_search_run with the pipeline schedule as a dimension: every schedule whose bit (1 <<
+ * model_pipeline_t) is set in pipeline_mask (GPipe excluded) is tried on every layout where its rules
+ * hold (model_job_check: microbatches, pp parity, interleave 1); a layout keeps its fastest schedule
+ * that fits (ties: the lower schedule number), its summary's pipeline names it. With pp = 1 only 1F1B
+ * when several are asked (nothing to schedule). Schedules other than 1F1B need the corrected model.
+ * Each (layout, schedule) tried counts in candidates_evaluated. model_search_run is this with the
+ * job's own schedule alone. */
+int model_search_run_pipelines(const model_job_t *job, unsigned strategy_mask, unsigned pipeline_mask,
+                               int top_k, model_search_result_t *out);
 
 /* ---- calibration: the FLOP efficiency fitted to measured runs ---------------------------------- */
 
@@ -764,10 +775,11 @@ typedef struct model_pipeline_form {
  * gradients, w_s weight gradients (b_s + w_s the whole backward), m microbatches, pp stages; fb_s
  * (DualPipe only) one forward overlapped with another microbatch's backward, negative for no
  * overlap (f_s + b_s + w_s). MODEL_EINVAL outside the form's domain: ZB-H1 needs m >= pp and w_s <=
- * min(f_s, b_s); DualPipe pp even and m >= pp. Formulas: pipeline.c, docs/model-formulas.md. */
+ * min(f_s, b_s); DualPipe pp even, m even and m >= 2 pp (the repository's rule); ZB-V m >= 2 pp,
+ * w_s <= b_s and f_s <= b_s + w_s. Formulas: pipeline.c, docs/model-formulas.md. */
 int model_pipeline_form(model_pipeline_t s, int64_t pp, int64_t m, double f_s, double b_s, double w_s,
                         double fb_s, model_pipeline_form_t *out);
-const char *model_pipeline_name(model_pipeline_t s);               /* "1f1b", "gpipe", "zb-h1", "dualpipe" */
+const char *model_pipeline_name(model_pipeline_t s); /* "1f1b", "gpipe", "zb-h1", "dualpipe", "zb-v" */
 int model_pipeline_parse(const char *text, model_pipeline_t *out); /* the names; MODEL_OK or MODEL_EINVAL */
 
 #endif

@@ -276,15 +276,35 @@ double step_part_gather_gb(const step_t *s, step_part_t part) {
     return step_part_weights_gb(s, part) - (part == STEP_PART_BLOCK ? b->fp8_param_saving_gb : 0.0);
 }
 
-/* As the model sums them (model_estimate's w_first, w_last; with one stage both edges). */
+/* As the model sums them (model_estimate's w_first, w_last; with one stage both edges): the edges
+ * on the stages that run the first and the last virtual stage (ZB-V: both on stage 0; DualPipe: both
+ * on stage 0 and on stage pp - 1, one of each a copy). */
 double step_stage_weights_gb(const step_t *s, int32_t stage) {
     const model_block_t *b = &s->est.block;
     double w = b->weights_gb * (double)s->layers_per_stage;
-    if (stage == 0)
+    int first = 0, last = 0;
+    for (int32_t c = 0; c < s->v; c++) {
+        first |= step_vs_first(s, stage, c);
+        last |= step_vs_last(s, stage, c);
+    }
+    if (first)
         w += b->first_weights_gb;
-    if (stage == s->pp - 1)
+    if (last)
         w += b->last_weights_gb;
     return w;
+}
+
+int step_vs_first(const step_t *s, int32_t p, int32_t c) {
+    return step_schedule_vstage(s->cfg.schedule, s->pp, s->v, p, c) == 0;
+}
+
+int step_vs_last(const step_t *s, int32_t p, int32_t c) {
+    return step_schedule_vstage(s->cfg.schedule, s->pp, s->v, p, c) ==
+           step_schedule_vstages(s->cfg.schedule, s->pp, s->v) - 1;
+}
+
+int32_t step_chunk_microbatches(const step_t *s) {
+    return s->cfg.schedule == STEP_SCHEDULE_DUALPIPE ? s->m / 2 : s->m;
 }
 
 double step_hop_s(const step_t *s, int32_t a, int32_t b) {
@@ -600,11 +620,35 @@ static int check_job(step_t *s) {
     s->layers_per_stage = (int32_t)su->layers_per_stage;
     s->gpus = (int32_t)s->job.gpus;
     const step_config_t *c = &s->cfg;
-    if (c->schedule != STEP_SCHEDULE_INTERLEAVED) {
+    /* one stage: nothing to schedule, the estimate is 1F1B's and so is the step */
+    if ((c->schedule == STEP_SCHEDULE_ZB_V || c->schedule == STEP_SCHEDULE_DUALPIPE) && s->pp == 1) {
+        s->cfg.schedule = STEP_SCHEDULE_1F1B;
+        s->cfg.virtual_stages = 1;
+    }
+    if (c->schedule == STEP_SCHEDULE_ZB_V || c->schedule == STEP_SCHEDULE_DUALPIPE) {
+        const int dp = c->schedule == STEP_SCHEDULE_DUALPIPE;
+        const char *name = step_schedule_name(c->schedule);
+        s->v = 2;
+        if (s->pp < 2 || (dp && s->pp % 2))
+            return step_fail(s, SIM_EINVAL, "schedule: %s with pp %d; allowed: pp >= 2%s", name, s->pp,
+                             dp ? " and even" : "");
+        if (s->m < 2 * s->pp || (dp && s->m % 2))
+            return step_fail(s, SIM_EINVAL,
+                             "schedule: %s with %d microbatches; allowed: at least 2 pp (%d)%s", name, s->m,
+                             2 * s->pp, dp ? " and even" : "");
+        if (!dp && s->layers_per_stage % 2)
+            return step_fail(s, SIM_EINVAL,
+                             "schedule: zb-v splits each stage's %d blocks into two chunks; allowed: an "
+                             "even number of blocks per stage",
+                             s->layers_per_stage);
+        if (dp) /* each GPU holds its stage and a copy of the mirror stage */
+            s->layers_per_stage *= 2;
+    } else if (c->schedule != STEP_SCHEDULE_INTERLEAVED) {
         if (c->schedule != STEP_SCHEDULE_1F1B && c->schedule != STEP_SCHEDULE_GPIPE &&
             c->schedule != STEP_SCHEDULE_ZB_H1)
             return step_fail(s, SIM_EINVAL,
-                             "schedule: %d is not a schedule; allowed: 1f1b, gpipe, interleaved, zb-h1",
+                             "schedule: %d is not a schedule; allowed: 1f1b, gpipe, interleaved, zb-h1, "
+                             "zb-v, dualpipe",
                              (int)c->schedule);
         s->v = 1;
     } else {
@@ -632,7 +676,8 @@ static int check_job(step_t *s) {
     s->emb = s->est.block.n_edges > 0;
     s->dp_comm = s->job.compat == MODEL_COMPAT_CORRECTED ? t->dp_comm : MODEL_DP_SHARDED;
     /* Megatron-Core's overlap_p2p_comm (interleaved schedule only): sends do not hold up the sender */
-    if (s->job.compat == MODEL_COMPAT_CORRECTED && t->pp_comm_overlap && s->v > 1)
+    if (s->job.compat == MODEL_COMPAT_CORRECTED && t->pp_comm_overlap && s->v > 1 &&
+        c->schedule == STEP_SCHEDULE_INTERLEAVED)
         s->cfg.p2p_async = 1;
     if (s->emb && s->job.par.strategy != MODEL_STRATEGY_1D)
         return step_fail(
@@ -774,6 +819,11 @@ static int create(const model_job_t *job, const step_config_t *cfg, const sim_ne
         s->static_gb = s->est.summary.weights_gb + s->est.summary.grads_gb + s->est.summary.optimizer_gb +
                        s->est.summary.fp8_weights_gb      /* 0 in BF16 */
                        + s->est.summary.fsdp_gathered_gb; /* 0 but with fsdp */
+        /* DualPipe: the mirror stage's copy of weights, gradients and state (the corrected model's
+         * estimate with training.pipeline_schedule dualpipe counts it already) */
+        if (s->cfg.schedule == STEP_SCHEDULE_DUALPIPE &&
+            !(job->compat == MODEL_COMPAT_CORRECTED && job->training.pipeline == MODEL_PIPELINE_DUALPIPE))
+            s->static_gb *= 2.0;
         rc = decide(s);
     }
     if (!rc && shared)

@@ -183,7 +183,7 @@ static int chain_add(builder_t *b, int32_t j, sim_op_id_t op, int32_t stream) {
 
 static int32_t global_block(const builder_t *b, int32_t chunk, int32_t local) {
     const step_t *s = b->s;
-    const int32_t vs = chunk * s->pp + b->stage;
+    const int32_t vs = step_schedule_vstage(s->cfg.schedule, s->pp, s->v, b->stage, chunk);
     return vs * s->chunk_blocks + local % s->chunk_blocks;
 }
 
@@ -596,11 +596,11 @@ static void bucket_plan(builder_t *b, int32_t p) {
         b->bk_gb[i] = b->bk_ag_gb[i] = 0.0;
     for (int32_t c = 0; c < s->v; c++) {
         int n = 0;
-        if (s->emb && p == s->pp - 1 && c == s->v - 1)
+        if (s->emb && step_vs_last(s, p, c))
             b->bk_key[n++] = L + 1;
         for (int32_t k = lc - 1; k >= 0; k--)
             b->bk_key[n++] = c * lc + k;
-        if (s->emb && p == 0 && c == 0)
+        if (s->emb && step_vs_first(s, p, c))
             b->bk_key[n++] = L;
         for (int i = 0; i < n; i++)
             b->bk_param[i] = step_part_weights_gb(s, part_of_key(s, b->bk_key[i])) / s->job.system.element_gb;
@@ -873,7 +873,7 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
     const double w_gb = step_part_weights_gb(s, part);
     const double exp_gb = part == STEP_PART_BLOCK ? s->est.block.expert_weights_gb : 0.0;
     /* the gradients are complete after the last backward, or the last W when the schedule splits */
-    const int last_grad = it->pass == (b->split ? 2 : 1) && ++*done == s->m;
+    const int last_grad = it->pass == (b->split ? 2 : 1) && ++*done == step_chunk_microbatches(s);
     int rc = SIM_OK;
     if (s->dp_comm == MODEL_DP_FSDP)
         return fsdp_pass(b, it, part, block, ops, ops2);
@@ -923,6 +923,8 @@ static int p2p_gather(builder_t *b, const step_sched_item_t *it, sim_op_id_t *op
     return rc ? rc : chain_coll(b, STEP_GROUP_TP, MODEL_COLL_ALLGATHER, bytes, 0, -1, it, t, ops);
 }
 
+static int hop(const step_t *s, int32_t p, int32_t c, int dir, int32_t *q, int32_t *c2);
+
 static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *ops2) {
     step_t *s = b->s;
     const int32_t L = s->layers_per_stage, lc = s->chunk_blocks;
@@ -950,18 +952,27 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
     for (int64_t i = 0; i < b->n_items && !rc; i++) {
         const step_sched_item_t *it = &items[i];
         /* the first and the last virtual stage run the edge layers */
-        const int vs_first = s->emb && p == 0 && it->chunk == 0;
-        const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
-        const int receives = it->pass == 2 ? 0 /* W: nothing arrives */
-                             : it->pass    ? !(p == s->pp - 1 && it->chunk == s->v - 1)
-                                           : !(p == 0 && it->chunk == 0);
+        const int vs_first = s->emb && step_vs_first(s, p, it->chunk);
+        const int vs_last = s->emb && step_vs_last(s, p, it->chunk);
+        int32_t q_from = -1, c_from;
+        /* W: nothing arrives; nor does what the same GPU sent itself (ZB-V's turn of the V) */
+        const int receives =
+            it->pass != 2 && hop(s, p, it->chunk, it->pass ? 1 : -1, &q_from, &c_from) && q_from != p;
         b->cur_item = i;
         b->item_ops = 0;
         b->acc_pass = it->pass;
         b->acc_chunk = it->chunk;
         b->acc_mb = it->microbatch;
-        if (bucketed && !it->pass && it->microbatch == 0)
+        if (bucketed && !it->pass && s->cfg.schedule == STEP_SCHEDULE_DUALPIPE && i == 0) {
+            /* DualPipe: a GPU of the second half starts on chunk 1 (its microbatches are not 0..):
+             * both chunks' first all-gathers at its first forward, whichever chunk that is */
+            step_sched_item_t first = *it;
+            first.chunk = 0;
+            rc = chunk_start(b, &first, ops);
+        } else if (bucketed && !it->pass && it->microbatch == 0 &&
+                   s->cfg.schedule != STEP_SCHEDULE_DUALPIPE) {
             rc = chunk_start(b, it, ops);
+        }
         if (!rc && gather && receives)
             rc = p2p_gather(b, it, ops);
         const step_part_t before = it->pass ? STEP_PART_OUTPUT : STEP_PART_EMBEDDING;
@@ -990,7 +1001,13 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
     double w_max = 0.0;
     for (int32_t q = 0; q < s->pp; q++)
         w_max = fmax(w_max, step_stage_weights_gb(s, q));
-    const double opt_s = w_max > 0.0 ? s->optimizer_s * (step_stage_weights_gb(s, p) / w_max) : 0.0;
+    /* DualPipe: a GPU holds two stages' weights; the model's time counts them when the job says
+     * dualpipe (optimizer_s estimates with the corrected model), else it is one stage's */
+    const double copies =
+        s->cfg.schedule == STEP_SCHEDULE_DUALPIPE && s->job.training.pipeline != MODEL_PIPELINE_DUALPIPE
+            ? 2.0
+            : 1.0;
+    const double opt_s = w_max > 0.0 ? copies * s->optimizer_s * (step_stage_weights_gb(s, p) / w_max) : 0.0;
     if (!rc && opt_s > 0.0) {
         for (int32_t j = 0; j < b->n && !rc; j++) {
             sim_op_id_t op;
@@ -1023,9 +1040,21 @@ static int build_stage(builder_t *b, int32_t p, sim_op_id_t *ops, sim_op_id_t *o
 /* The tied word embedding (pp > 1): after its gradient work, every GPU of the first stage all-reduces
  * the embedding's gradient with its counterpart on the last stage (Megatron's embedding group), before
  * either runs its optimizer step. */
+static int pair_sync(builder_t *b, const int32_t ends[2], double emb_gb, const char *name);
+
 static int embedding_sync(builder_t *b) {
     step_t *s = b->s;
-    if (!s->emb || s->pp < 2 || s->job.model.untied_embeddings) /* untied: nothing shared */
+    if (s->cfg.schedule == STEP_SCHEDULE_DUALPIPE) { /* every GPU with its mirror, both stages' gradients */
+        for (int32_t p = 0; p < s->pp / 2; p++) {
+            const int32_t ends[2] = {p, s->pp - 1 - p};
+            const int rc = pair_sync(b, ends, step_stage_weights_gb(s, p), "mirror sync");
+            if (rc)
+                return rc;
+        }
+        return SIM_OK;
+    }
+    /* untied: nothing shared; ZB-V: the embedding and the output layer on the same GPU */
+    if (!s->emb || s->pp < 2 || s->job.model.untied_embeddings || s->cfg.schedule == STEP_SCHEDULE_ZB_V)
         return SIM_OK;
     double emb_gb = 0.0;
     const model_block_t *blk = &s->est.block;
@@ -1035,6 +1064,13 @@ static int embedding_sync(builder_t *b) {
     if (emb_gb <= 0.0)
         return SIM_OK;
     const int32_t ends[2] = {0, s->pp - 1};
+    return pair_sync(b, ends, emb_gb, "embedding sync");
+}
+
+/* An all-reduce of emb_gb between every GPU of stage ends[0] and its counterpart on stage ends[1],
+ * after both finish their gradients and before either's optimizer step. */
+static int pair_sync(builder_t *b, const int32_t ends[2], double emb_gb, const char *name) {
+    step_t *s = b->s;
     for (int32_t j = 0; j < b->n; j++) {
         int32_t gpus[2];
         sim_op_id_t mem[2];
@@ -1048,7 +1084,7 @@ static int embedding_sync(builder_t *b) {
                                    .gpus = gpus,
                                    .n_gpus = 2,
                                    .stream = STEP_STREAM_DP,
-                                   .name = "embedding sync"};
+                                   .name = name};
         int rc = sim_coll_add(b->e, &d, mem, NULL);
         if (rc)
             return engine_fail(b, rc);
@@ -1073,6 +1109,14 @@ static int embedding_sync(builder_t *b) {
 /* ---- pipeline messages ----------------------------------------------------------------------------- */
 
 static int hop(const step_t *s, int32_t p, int32_t c, int dir, int32_t *q, int32_t *c2) {
+    const step_schedule_t sch = s->cfg.schedule;
+    if (sch == STEP_SCHEDULE_ZB_V || sch == STEP_SCHEDULE_DUALPIPE) {
+        const int32_t vs = step_schedule_vstage(sch, s->pp, s->v, p, c) + dir;
+        if (vs < 0 || vs >= step_schedule_vstages(sch, s->pp, s->v))
+            return 0;
+        step_schedule_owner(sch, s->pp, s->v, vs, c, q, c2);
+        return 1;
+    }
     if (dir > 0) {
         if (p < s->pp - 1) {
             *q = p + 1;
@@ -1109,85 +1153,124 @@ static int messages(builder_t *b) {
     const double bytes = s->est.summary.p2p_volume_gb * 1e9;
     static const char *const NAMES[2][2] = {{"send activation", "recv activation"},
                                             {"send gradient", "recv gradient"}};
+    const int v_shape = s->cfg.schedule == STEP_SCHEDULE_ZB_V || s->cfg.schedule == STEP_SCHEDULE_DUALPIPE;
     for (int32_t p = 0; p < s->pp; p++) {
         b->stage = p;
-        for (int64_t i = 0; i < b->n_items; i++) {
-            const step_sched_item_t *it = &b->items[(int64_t)p * b->n_items + i];
-            int32_t q, c2;
-            if (it->pass == 2) /* W sends nothing */
-                continue;
-            if (!hop(s, p, it->chunk, it->pass ? -1 : 1, &q, &c2))
-                continue;
-            const int32_t i2 = item_pos(b, q, it->pass, c2, it->microbatch);
-            const int32_t ss = it->pass ? STEP_STREAM_SEND_PREV : STEP_STREAM_SEND_NEXT;
-            const int32_t rs = it->pass ? STEP_STREAM_RECV_NEXT : STEP_STREAM_RECV_PREV;
-            const double hop_s = s->cfg.comm == SIM_COMM_ANALYTIC ? step_hop_s(s, p, q) : 0.0;
-            for (int32_t j = 0; j < b->n; j++) {
-                const int32_t src = s->stage_gpus[(int64_t)p * b->n + j],
-                              dst = s->stage_gpus[(int64_t)q * b->n + j];
-                const int64_t k = ((int64_t)p * b->n_items + i) * b->n + j;
-                const int32_t producer = b->last[k], producer2 = b->last2[k];
-                const int32_t consumer = b->first[((int64_t)q * b->n_items + i2) * b->n + j];
-                int32_t after = -1;
-                if (i + 1 < b->n_items)
-                    after = b->first[((int64_t)p * b->n_items + i + 1) * b->n + j];
-                else
-                    after = b->opt[(int64_t)p * b->n + j];
-                sim_op_id_t snd, rcv;
-                int rc;
-                /* Analytic mode: a real message (so traces draw its arrow) whenever the engine's own
-                 * analytic time for it rounds to the hop time wanted here; else two fixed-time ends
-                 * that start together (the receive is posted early either way). */
-                int fixed_pair = 0;
-                if (s->cfg.comm == SIM_COMM_ANALYTIC) {
-                    const int same = src / s->gpus_per_domain == dst / s->gpus_per_domain;
-                    const double engine_s = model_collective_time_s(
-                        &s->job.system, s->job.compat, MODEL_COLL_P2P, bytes * 1e-9, 2, same ? 2 : 1);
-                    fixed_pair = sim_s_to_ps(engine_s) != sim_s_to_ps(hop_s);
+        const step_sched_item_t *items = &b->items[(int64_t)p * b->n_items];
+        int32_t lag = 0; /* DualPipe: sends are made in the order they are posted (send_post) */
+        for (int64_t i = 0; i < b->n_items; i++)
+            lag = items[i].send_post - 1 > lag ? items[i].send_post - 1 : lag;
+        for (int64_t k = 0; k < b->n_items; k++)
+            for (int32_t d = lag; d >= 0; d--) {
+                const int64_t i = k - d;
+                if (i < 0 || (items[i].send_post ? i + items[i].send_post - 1 : i) != k)
+                    continue;
+                const step_sched_item_t *it = &items[i];
+                int32_t q, c2;
+                if (it->pass == 2) /* W sends nothing */
+                    continue;
+                if (!hop(s, p, it->chunk, it->pass ? -1 : 1, &q, &c2))
+                    continue;
+                const int32_t i2 = item_pos(b, q, it->pass, c2, it->microbatch);
+                const step_sched_item_t *it2 = &b->items[(int64_t)q * b->n_items + i2];
+                if (q == p) { /* ZB-V's turn of the V: the same GPU, nothing to send */
+                    for (int32_t j = 0; j < b->n; j++) {
+                        const int64_t kp = ((int64_t)p * b->n_items + i) * b->n + j;
+                        const sim_op_id_t consumer = b->first[((int64_t)p * b->n_items + i2) * b->n + j];
+                        int rc = depend(b, consumer, b->last[kp]);
+                        if (!rc)
+                            rc = depend(b, consumer, b->last2[kp]);
+                        if (rc)
+                            return rc;
+                    }
+                    continue;
                 }
-                if (fixed_pair) {
-                    rc = sim_op_compute(b->e, src, ss, hop_s, NAMES[it->pass][0], &snd);
+                /* the V and DualPipe send both ways: a stream per neighbour and direction */
+                const int down = v_shape ? q < p : it->pass;
+                const int32_t ss = down ? STEP_STREAM_SEND_PREV : STEP_STREAM_SEND_NEXT;
+                const int32_t rs = down ? STEP_STREAM_RECV_NEXT : STEP_STREAM_RECV_PREV;
+                /* DualPipe: sent after item k, waited for by the next; the receive posted after item
+                 * r_post of q, waited for by the one after it */
+                const int64_t r_post = it2->recv_post ? i2 - it2->recv_post : -2;
+                const double hop_s = s->cfg.comm == SIM_COMM_ANALYTIC ? step_hop_s(s, p, q) : 0.0;
+                for (int32_t j = 0; j < b->n; j++) {
+                    const int32_t src = s->stage_gpus[(int64_t)p * b->n + j],
+                                  dst = s->stage_gpus[(int64_t)q * b->n + j];
+                    const int64_t kp = ((int64_t)p * b->n_items + k) * b->n + j;
+                    const int32_t producer = b->last[kp], producer2 = b->last2[kp];
+                    const int32_t consumer = b->first[((int64_t)q * b->n_items + i2) * b->n + j];
+                    int32_t after = -1, posted = -1, waiter = -1;
+                    if (k + 1 < b->n_items)
+                        after = b->first[((int64_t)p * b->n_items + k + 1) * b->n + j];
+                    else
+                        after = b->opt[(int64_t)p * b->n + j];
+                    if (r_post >= 0) /* the receive is posted when item r_post of q ends */
+                        posted = b->last[((int64_t)q * b->n_items + r_post) * b->n + j];
+                    if (r_post >= -1 && r_post + 1 < i2)
+                        waiter = b->first[((int64_t)q * b->n_items + r_post + 1) * b->n + j];
+                    sim_op_id_t snd, rcv;
+                    int rc;
+                    /* Analytic mode: a real message (so traces draw its arrow) whenever the engine's own
+                     * analytic time for it rounds to the hop time wanted here; else two fixed-time ends
+                     * that start together (the receive is posted early either way). */
+                    int fixed_pair = 0;
+                    if (s->cfg.comm == SIM_COMM_ANALYTIC) {
+                        const int same = src / s->gpus_per_domain == dst / s->gpus_per_domain;
+                        const double engine_s = model_collective_time_s(
+                            &s->job.system, s->job.compat, MODEL_COLL_P2P, bytes * 1e-9, 2, same ? 2 : 1);
+                        fixed_pair = sim_s_to_ps(engine_s) != sim_s_to_ps(hop_s);
+                    }
+                    if (fixed_pair) {
+                        rc = sim_op_compute(b->e, src, ss, hop_s, NAMES[it->pass][0], &snd);
+                        if (!rc)
+                            rc = sim_op_compute(b->e, dst, rs, hop_s, NAMES[it->pass][1], &rcv);
+                    } else {
+                        rc = sim_p2p_add(b->e, src, ss, dst, rs, bytes, NAMES[it->pass][0], &snd, &rcv);
+                    }
+                    if (rc)
+                        return engine_fail(b, rc);
+                    if ((rc = reserve(b)))
+                        return rc;
+                    for (int e = 0; e < 2 && !rc; e++) {
+                        const sim_op_id_t op = e ? rcv : snd;
+                        step_meta_t m = meta_none(b);
+                        m.stage = e ? q : p;
+                        m.gpu = e ? dst : src;
+                        m.kind = STEP_OP_PP;
+                        m.group = STEP_META_GROUP_PP;
+                        m.coll_op = MODEL_COLL_P2P;
+                        m.comm_gb = bytes * 1e-9;
+                        m.fixed = (int8_t)fixed_pair;
+                        m.pass = (int8_t)it->pass;
+                        m.chunk = e ? c2 : it->chunk;
+                        m.microbatch = it->microbatch;
+                        rc = step_meta_put(b->s, op, &m);
+                    }
+                    if (rc)
+                        return rc;
+                    rc = depend(b, snd, producer);
                     if (!rc)
-                        rc = sim_op_compute(b->e, dst, rs, hop_s, NAMES[it->pass][1], &rcv);
-                } else {
-                    rc = sim_p2p_add(b->e, src, ss, dst, rs, bytes, NAMES[it->pass][0], &snd, &rcv);
+                        rc = depend(b, snd, producer2);
+                    if (!rc && fixed_pair)
+                        rc = depend(b, rcv, producer);
+                    if (!rc && fixed_pair)
+                        rc = depend(b, rcv, producer2);
+                    if (!rc)
+                        rc = depend(b, consumer, rcv);
+                    if (!rc && !s->cfg.p2p_async)
+                        rc = depend(b, after, snd);
+                    /* DualPipe: the exchange waits for its receive's posting, which the GPU's next
+                     * compute waits for */
+                    if (!rc)
+                        rc = depend(b, rcv, posted);
+                    if (!rc && fixed_pair)
+                        rc = depend(b, snd, posted);
+                    if (!rc)
+                        rc = depend(b, waiter, rcv);
+                    if (rc)
+                        return rc;
                 }
-                if (rc)
-                    return engine_fail(b, rc);
-                if ((rc = reserve(b)))
-                    return rc;
-                for (int e = 0; e < 2 && !rc; e++) {
-                    const sim_op_id_t op = e ? rcv : snd;
-                    step_meta_t m = meta_none(b);
-                    m.stage = e ? q : p;
-                    m.gpu = e ? dst : src;
-                    m.kind = STEP_OP_PP;
-                    m.group = STEP_META_GROUP_PP;
-                    m.coll_op = MODEL_COLL_P2P;
-                    m.comm_gb = bytes * 1e-9;
-                    m.fixed = (int8_t)fixed_pair;
-                    m.pass = (int8_t)it->pass;
-                    m.chunk = e ? c2 : it->chunk;
-                    m.microbatch = it->microbatch;
-                    rc = step_meta_put(b->s, op, &m);
-                }
-                if (rc)
-                    return rc;
-                rc = depend(b, snd, producer);
-                if (!rc)
-                    rc = depend(b, snd, producer2);
-                if (!rc && fixed_pair)
-                    rc = depend(b, rcv, producer);
-                if (!rc && fixed_pair)
-                    rc = depend(b, rcv, producer2);
-                if (!rc)
-                    rc = depend(b, consumer, rcv);
-                if (!rc && !s->cfg.p2p_async)
-                    rc = depend(b, after, snd);
-                if (rc)
-                    return rc;
             }
-        }
     }
     return SIM_OK;
 }
@@ -1370,7 +1453,7 @@ int step_build(step_t *s) {
     b.n = s->per_stage;
     b.cur_item = -1;
     b.split = step_schedule_splits(s->cfg.schedule);
-    b.n_items = (b.split ? 3 : 2) * (int64_t)s->m * s->v;
+    b.n_items = step_schedule_items(s->cfg.schedule, s->v, s->m);
     const size_t n = (size_t)b.n, nit = (size_t)b.n_items, pp = (size_t)s->pp;
     int64_t max_group = 1;
     for (int g = 0; g < STEP_GROUP_COUNT; g++)

@@ -198,7 +198,7 @@ static int pipeline_pairs(check_t *c) {
     for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
         int64_t x[STEP_DIM_COUNT];
         step_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
-        if (x[STEP_DIM_PP] == s->pp - 1 && s->v <= 1)
+        if (x[STEP_DIM_PP] == s->pp - 1 && (s->v <= 1 || s->cfg.schedule != STEP_SCHEDULE_INTERLEAVED))
             continue;
         x[STEP_DIM_PP] = (x[STEP_DIM_PP] + 1) % s->pp;
         const int32_t next = step_gpu(s, x);
@@ -212,14 +212,16 @@ static int pipeline_pairs(check_t *c) {
  * counterpart. */
 static int embedding_pairs(check_t *c) {
     step_t *s = c->s;
-    if (!s->emb || s->pp <= 1 || s->job.model.untied_embeddings)
+    const int mirror = s->cfg.schedule == STEP_SCHEDULE_DUALPIPE; /* every stage with its mirror */
+    if (!mirror &&
+        (!s->emb || s->pp <= 1 || s->job.model.untied_embeddings || s->cfg.schedule == STEP_SCHEDULE_ZB_V))
         return 0;
     for (int32_t gpu = 0; gpu < s->gpus; gpu++) {
         int64_t x[STEP_DIM_COUNT];
         step_placement_coords(&s->cfg.placement, &s->job.par, gpu, x);
-        if (x[STEP_DIM_PP] != 0)
+        if (mirror ? 2 * x[STEP_DIM_PP] >= s->pp : x[STEP_DIM_PP] != 0)
             continue;
-        x[STEP_DIM_PP] = s->pp - 1;
+        x[STEP_DIM_PP] = s->pp - 1 - x[STEP_DIM_PP];
         const int32_t last = step_gpu(s, x);
         if (other_pair(c, gpu, last, "embedding") || other_pair(c, last, gpu, "embedding"))
             return 1;
@@ -464,7 +466,7 @@ static int count_plan(const step_t *s, step_part_t part, int pass, int64_t times
  * step_build does (the pipeline all-gather, the edge parts, the blocks of every item). Returns 1 if
  * one of them was never measured, -1 out of memory. */
 static int count_stage(const step_t *s, int32_t p, int64_t *count) {
-    const int64_t n_items = (step_schedule_splits(s->cfg.schedule) ? 3 : 2) * (int64_t)s->m * s->v;
+    const int64_t n_items = step_schedule_items(s->cfg.schedule, s->v, s->m);
     step_sched_item_t *items = alloc_malloc((size_t)n_items * sizeof *items);
     if (!items)
         return -1;
@@ -478,10 +480,12 @@ static int count_stage(const step_t *s, int32_t p, int64_t *count) {
         const step_sched_item_t *it = &items[i];
         if (it->pass == 2) /* a W pass (split schedules) runs no collective */
             continue;
-        const int vs_first = s->emb && p == 0 && it->chunk == 0;
-        const int vs_last = s->emb && p == s->pp - 1 && it->chunk == s->v - 1;
+        const int vs_first = s->emb && step_vs_first(s, p, it->chunk);
+        const int vs_last = s->emb && step_vs_last(s, p, it->chunk);
+        /* as step_build: nothing arrives at a path's end, nor at ZB-V's turn of the V (same GPU) */
+        const int turn = s->cfg.schedule == STEP_SCHEDULE_ZB_V && p == s->pp - 1 && it->chunk == !it->pass;
         const int receives =
-            it->pass ? !(p == s->pp - 1 && it->chunk == s->v - 1) : !(p == 0 && it->chunk == 0);
+            !(it->pass ? step_vs_last(s, p, it->chunk) : step_vs_first(s, p, it->chunk)) && !turn;
         if (gather && receives && s->fixed_group[STEP_GROUP_TP]) {
             if (gather_key < 0)
                 bad = 1;

@@ -272,4 +272,10 @@ double step_rails_check_routes(const step_t *s);
 int step_measure(step_t *s, step_group_t g, model_coll_op_t op, double size_bytes, int root, double *out_s,
                  int *agree, step_fixed_key_t *load);
 
+/* Chunk c of stage p runs the first (the last) virtual stage of its path (step_schedule_vstage). */
+int step_vs_first(const step_t *s, int32_t p, int32_t c);
+int step_vs_last(const step_t *s, int32_t p, int32_t c);
+/* The microbatches each model chunk runs: m, or m / 2 for DualPipe (each direction its half). */
+int32_t step_chunk_microbatches(const step_t *s);
+
 #endif

@@ -148,7 +148,14 @@ static void test_zb_h1_estimate(void **state) {
     job.training.interleave = 2;
     assert_int_equal(model_job_check(&job, &is), MODEL_EINVAL);
     job.training.interleave = 1;
-    job.training.pipeline = MODEL_PIPELINE_DUALPIPE; /* a closed form only */
+    job.training.pipeline = MODEL_PIPELINE_GPIPE; /* a closed form only */
+    assert_int_equal(model_job_check(&job, &is), MODEL_EINVAL);
+    job.training.pipeline = MODEL_PIPELINE_DUALPIPE; /* 8 microbatches on pp 4: 2 pp, the least */
+    assert_int_equal(model_job_check(&job, &is), MODEL_OK);
+    job = job_of(4, 8, 6, 1024, MODEL_COMPAT_CORRECTED);
+    job.training.pipeline = MODEL_PIPELINE_DUALPIPE;
+    assert_int_equal(model_job_check(&job, &is), MODEL_EINVAL);
+    job.training.pipeline = MODEL_PIPELINE_ZB_V;
     assert_int_equal(model_job_check(&job, &is), MODEL_EINVAL);
 }
 

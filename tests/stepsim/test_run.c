@@ -102,8 +102,10 @@ static void test_bad_options(void **state) {
     } cases[] = {
         {{"--comm", "flows"}, "--comm: \"flows\" is not allowed"},
         {{"--schedule", "zb-h1"}, "the zero-bubble schedule is --pipeline-schedule zb-h1"},
-        {{"--schedule", "zb-v"}, "--schedule: \"zb-v\" is not a schedule"},
-        {{"--pipeline-schedule", "dualpipe"}, "--pipeline-schedule: \"dualpipe\" is not a value"},
+        {{"--schedule", "zb-v"}, "the zero-bubble schedule is --pipeline-schedule zb-v"},
+        {{"--schedule", "dualpipe"}, "the zero-bubble schedule is --pipeline-schedule dualpipe"},
+        {{"--schedule", "zb-h2"}, "--schedule: \"zb-h2\" is not a schedule"},
+        {{"--pipeline-schedule", "gpipe"}, "--pipeline-schedule: \"gpipe\" is not a value"},
         {{"--schedule", "interleaved:2"}, "the interleaved schedule is --interleave V"},
         {{"--interleave", "5"}, "5 must divide the layers per pipeline stage"},
         {{"--schedule", "gpipe", "--interleave", "2"}, "--schedule: gpipe with --interleave 2"},

@@ -54,6 +54,33 @@ int main(int argc, char **argv) {
                reference_s[st] / med_s, res.n_results ? res.results[0].throughput_samples_per_s : 0.0);
         model_search_result_destroy(&res);
     }
+    /* the corrected model, 1d, with the pipeline schedule as a dimension (search --pipeline-schedule
+     * all) beside 1F1B alone */
+    job.compat = MODEL_COMPAT_CORRECTED;
+    printf("# corrected, 1d: 1F1B alone, then every pipeline schedule (1f1b, zb-h1, zb-v, dualpipe)\n");
+    printf("%-8s %12s %14s %16s %12s %14s\n", "schedule", "candidates", "median_time_s", "candidates_per_s",
+           "", "best_samples/s");
+    const unsigned masks[2] = {1u << MODEL_PIPELINE_1F1B,
+                               (1u << MODEL_PIPELINE_1F1B) | (1u << MODEL_PIPELINE_ZB_H1) |
+                                   (1u << MODEL_PIPELINE_ZB_V) | (1u << MODEL_PIPELINE_DUALPIPE)};
+    for (int k = 0; k < 2; k++) {
+        model_search_result_t res = {0};
+        for (int r = 0; r < repeats; r++) {
+            model_search_result_destroy(&res);
+            const double t0 = now_s();
+            if (model_search_run_pipelines(&job, 1u << MODEL_STRATEGY_1D, masks[k], 10, &res) != MODEL_OK) {
+                free(times);
+                return 1;
+            }
+            times[r] = now_s() - t0;
+        }
+        const double med_s = stats_median(times, (size_t)repeats);
+        printf("%-8s %12lld %14.6f %16.0f %12s %14.4f%s%s\n", k ? "all" : "1f1b",
+               (long long)res.candidates_evaluated, med_s, (double)res.candidates_evaluated / med_s, "",
+               res.n_results ? res.results[0].throughput_samples_per_s : 0.0, res.n_results ? "  " : "",
+               res.n_results ? model_pipeline_name(res.results[0].pipeline) : "");
+        model_search_result_destroy(&res);
+    }
     free(times);
     return 0;
 }

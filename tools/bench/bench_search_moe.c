@@ -57,6 +57,31 @@ int main(int argc, char **argv) {
                b->throughput_samples_per_s, b->memory_gb, job.system.hbm_capacity_gb);
     }
     model_search_result_destroy(&res);
+    /* the pipeline schedule as a dimension too (stepsim search --pipeline-schedule all) */
+    const unsigned pipelines = (1u << MODEL_PIPELINE_1F1B) | (1u << MODEL_PIPELINE_ZB_H1) |
+                               (1u << MODEL_PIPELINE_ZB_V) | (1u << MODEL_PIPELINE_DUALPIPE);
+    for (int r = 0; r < repeats; r++) {
+        model_search_result_destroy(&res);
+        const double t0 = now_s();
+        if (model_search_run_pipelines(&job, all, pipelines, 10, &res) != MODEL_OK) {
+            free(times);
+            return 1;
+        }
+        times[r] = now_s() - t0;
+    }
+    printf("all pipeline schedules: median_time_s %.6f  candidates %lld  feasible %lld\n",
+           stats_median(times, (size_t)repeats), (long long)res.candidates_evaluated,
+           (long long)res.candidates_feasible);
+    if (res.n_results > 0) {
+        const model_summary_t *b = &res.results[0];
+        printf(
+            "best: %s dp %lld tp %lld pp %lld ep %lld mbs %lld %s  %.4f samples/s  memory %.3f GB of %.4g\n",
+            model_strategy_name(b->par.strategy), (long long)b->par.dp, (long long)b->par.tp,
+            (long long)b->par.pp, (long long)b->experts_par.ep, (long long)b->par.mbs,
+            model_pipeline_name(b->pipeline), b->throughput_samples_per_s, b->memory_gb,
+            job.system.hbm_capacity_gb);
+    }
+    model_search_result_destroy(&res);
     free(times);
     return 0;
 }

@@ -98,7 +98,11 @@ static const cli_option_t OPTIONS[] = {
      SCN},
     {"--pipeline-schedule", "S", JOB, "1f1b",
      "corrected: 1f1b, or zb-h1 (zero bubble, Qi et al. arXiv 2401.10241: the backward split into input "
-     "and weight gradients, the bubble (pp - 1)(F + B - W)) in the estimate; the simulated step runs it too",
+     "and weight gradients, the bubble (pp - 1)(F + B - W)) in the estimate; the simulated step runs it too; "
+     "zb-v (the same paper's V: two chunks per GPU, bubble (pp - 1)(max(F, B) + B - W) / 2 at 1F1B's "
+     "memory); "
+     "dualpipe (DeepSeek-V3, arXiv 2412.19437: a stage and its mirror's copy per GPU, microbatches from both "
+     "ends, bubble (pp/2 - 1)(F&B + B - 3W), pp + 1 microbatches); search: all tries each where valid",
      SCN},
     {"--cp-comm", "M", JOB, "allgather",
      "corrected, 2d-seqp: K and V all-gathered before the attention, or ring (Megatron-Core: passed "
@@ -154,9 +158,9 @@ static const cli_option_t OPTIONS[] = {
     /* run */
     {"--comm", "MODE", R, "network", "network (flows on the topology) or analytic (the model's times)",
      CLI_OPT_COMM},
-    {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V; with --pipeline-schedule zb-h1: zb-h1",
-     "1f1b or gpipe (interleaved: --interleave V; zero-bubble: --pipeline-schedule zb-h1; each makes the "
-     "estimate beside the simulation the same schedule)",
+    {"--schedule", "S", R, "1f1b; with --interleave V: interleaved:V; with --pipeline-schedule S: S",
+     "1f1b or gpipe (interleaved: --interleave V; zero-bubble: --pipeline-schedule zb-h1|zb-v|dualpipe; "
+     "each makes the estimate beside the simulation the same schedule)",
      CLI_OPT_SCHEDULE},
     {"--p2p", "MODE", R, "blocking", "blocking (a sender waits for its send) or async", CLI_OPT_P2P},
     {"--expert-skew", "S", R, "0",

@@ -93,6 +93,15 @@ int simpoint_run(const model_job_t *job, const step_config_t *base, const topo_s
         o.step.schedule = STEP_SCHEDULE_INTERLEAVED;
         o.step.virtual_stages = (int32_t)job->training.interleave;
     }
+    /* the corrected estimate's pipeline schedule, simulated as such (as run does) */
+    const model_pipeline_t pl =
+        job->compat == MODEL_COMPAT_CORRECTED ? job->training.pipeline : MODEL_PIPELINE_1F1B;
+    if (pl == MODEL_PIPELINE_ZB_H1 || pl == MODEL_PIPELINE_ZB_V || pl == MODEL_PIPELINE_DUALPIPE) {
+        o.step.schedule = pl == MODEL_PIPELINE_ZB_H1  ? STEP_SCHEDULE_ZB_H1
+                          : pl == MODEL_PIPELINE_ZB_V ? STEP_SCHEDULE_ZB_V
+                                                      : STEP_SCHEDULE_DUALPIPE;
+        o.step.virtual_stages = pl == MODEL_PIPELINE_ZB_H1 ? 1 : 2;
+    }
     o.calibrate = 1;
     o.links = 1;
     if (progress && progress->on) { /* no callback when nothing is shown */

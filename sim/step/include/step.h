@@ -80,9 +80,14 @@ typedef enum step_schedule {
     STEP_SCHEDULE_1F1B = 0,        /* one-forward-one-backward (PipeDream-flush), warm-up pp - stage - 1 */
     STEP_SCHEDULE_GPIPE = 1,       /* every forward, then every backward */
     STEP_SCHEDULE_INTERLEAVED = 2, /* Megatron's interleaved 1F1B with v virtual stages per GPU */
-    STEP_SCHEDULE_ZB_H1 = 3        /* zero bubble ZB-H1 (Qi et al., arXiv 2401.10241): the backward split
+    STEP_SCHEDULE_ZB_H1 = 3,       /* zero bubble ZB-H1 (Qi et al., arXiv 2401.10241): the backward split
                                       into B (input gradients) and W (weight gradients), 1F1B's F and B
                                       order, W deferred to fill the drain; v = 1 */
+    STEP_SCHEDULE_ZB_V = 4,        /* zero bubble ZB-V (same paper, section 6): two chunks per GPU in a V
+                                      (GPU i holds virtual stages i and 2 pp - 1 - i), B/W split; v = 2 */
+    STEP_SCHEDULE_DUALPIPE = 5     /* DualPipe (DeepSeek-V3 report, arXiv 2412.19437): GPU i holds stage
+                                      i and a copy of stage pp - 1 - i, half the microbatches enter at
+                                      each end, B/W split; v = 2 (the chunks), pp even */
 } step_schedule_t;
 
 /* Parallel dimensions of a rank: TP is tp1 (1d: tp), CP is tp2 (2d: SUMMA rows; 2d-seqp: context). */
@@ -219,8 +224,10 @@ double step_memory_estimate_gb(int64_t n_ops);
  * address-space limit when smaller; 8 GB if unknown). */
 double step_memory_budget_gb(void);
 
-const char *step_schedule_name(step_schedule_t s); /* "1f1b", "gpipe", "interleaved", "zb-h1" */
-/* "1f1b", "gpipe", "zb-h1", "interleaved" (v = 2) or "interleaved:V". SIM_OK or SIM_EINVAL. */
+/* "1f1b", "gpipe", "interleaved", "zb-h1", "zb-v", "dualpipe" */
+const char *step_schedule_name(step_schedule_t s);
+/* "1f1b", "gpipe", "zb-h1", "zb-v", "dualpipe" (v = 2 for the last two), "interleaved" (v = 2) or
+ * "interleaved:V". SIM_OK or SIM_EINVAL. */
 int step_schedule_parse(const char *text, step_schedule_t *s, int32_t *virtual_stages);
 const char *step_dim_name(step_dim_t d); /* "tp", "cp", "pp", "dp" */
 /* A comma-separated order, innermost first, of tp (or tp1), cp (or tp2), pp, dp: "tp,cp,pp,dp".
@@ -241,17 +248,41 @@ void step_placement_coords(const step_placement_t *pl, const model_parallel_t *p
  * 0 forward (F), 1 the input gradients (B), 2 the weight gradients (W). */
 typedef struct step_sched_item {
     int32_t pass, microbatch, chunk;
+    /* DualPipe only (0 elsewhere: a message leaves when its pass ends and is received whenever it
+     * arrives): the repository's blocking exchanges. Every compute call first waits for the sends and
+     * receives posted since the one before, and a send completes once its receive is posted.
+     * send_post - 1: how many items after this one its output is sent (a forward overlapped with a
+     * backward sends after both); recv_post - 1: how many items before this one its input's receive
+     * is posted (0: right before it; the posting waits for the end of the item before that). */
+    int32_t send_post, recv_post;
 } step_sched_item_t;
 
-/* The compute order of one stage: 2 m v items (3 m v for a split schedule). Interleaved needs v >= 2,
- * pp >= 2 and m a multiple of pp (Megatron's rule); the others v = 1. Return SIM_OK or SIM_EINVAL.
+/* The compute order of one stage: step_schedule_items items. Interleaved needs v >= 2, pp >= 2 and m
+ * a multiple of pp (Megatron's rule); ZB-V and DualPipe v = 2; the others v = 1. SIM_OK or SIM_EINVAL.
  * O(m v). ZB-H1: stage i runs 1F1B's pp - i - 1 warm-up forwards, then F, B and, once more than i
  * weight gradients wait, the oldest W; in the drain a W after every B, then the rest. At most pp
- * microbatches are held (forward done, W not) on any stage: 1F1B's peak. */
+ * microbatches are held (forward done, W not) on any stage: 1F1B's peak. DualPipe: the eight phases
+ * of the deepseek-ai/DualPipe repository's step (dualpipe.py), with each overlapped pair run as its
+ * forward then its backward; pp + 1 stage microbatches held. ZB-V: the same eight phases on the V
+ * (dualpipev.py's counts) with each pair run backward first, so a GPU holds at most 2 pp chunk
+ * microbatches (pp stage microbatches, 1F1B's peak). */
 int step_schedule_order(step_schedule_t s, int32_t pp, int32_t v, int32_t m, int32_t stage,
                         step_sched_item_t *items);
-/* 1: the schedule splits the backward into B and W passes (ZB-H1); 0 otherwise. */
+/* 1: the schedule splits the backward into B and W passes (ZB-H1, ZB-V, DualPipe); 0 otherwise. */
 int step_schedule_splits(step_schedule_t s);
+/* The items of one stage's order: passes x m x v, where DualPipe's chunks share the m microbatches
+ * (chunk 0 runs microbatches 0 .. m/2 - 1 from the first stage on, chunk 1 m/2 .. m - 1 from the last).
+ * ZB-V (pp >= 2, m >= 2 pp) and DualPipe (pp even, m even and >= 2 pp: the repository's rule) come
+ * from step_schedule_order like the others. */
+int64_t step_schedule_items(step_schedule_t s, int32_t v, int32_t m);
+/* The virtual stage that chunk c of stage p runs, and the number of them: interleaved c pp + p of pp v;
+ * ZB-V p (c = 0) or 2 pp - 1 - p (c = 1) of 2 pp; DualPipe, in the chunk's own direction, p (c = 0)
+ * or pp - 1 - p (c = 1) of pp; the others p of pp. */
+int32_t step_schedule_vstage(step_schedule_t s, int32_t pp, int32_t v, int32_t p, int32_t c);
+int32_t step_schedule_vstages(step_schedule_t s, int32_t pp, int32_t v);
+/* The stage and chunk holding virtual stage vs on chunk c's path (DualPipe keeps the chunk). */
+void step_schedule_owner(step_schedule_t s, int32_t pp, int32_t v, int32_t vs, int32_t c, int32_t *p,
+                         int32_t *c2);
 
 typedef struct sim_step step_t;
 

@@ -85,19 +85,23 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
                       "interleave), which makes the estimate beside the simulation interleaved too; allowed: "
                       "1f1b, gpipe",
                       o->schedule);
-    else if (!rc && c->schedule == STEP_SCHEDULE_ZB_H1) /* one way: --pipeline-schedule zb-h1 */
+    else if (!rc && step_schedule_splits(c->schedule)) /* one way: --pipeline-schedule S */
         rc = cli_fail(d, CLI_EUSAGE,
-                      "--schedule: \"%.60s\": the zero-bubble schedule is --pipeline-schedule zb-h1 "
+                      "--schedule: \"%.60s\": the zero-bubble schedule is --pipeline-schedule %s "
                       "(training.pipeline_schedule), which makes the estimate beside the simulation "
-                      "zero-bubble too; allowed: 1f1b, gpipe",
-                      o->schedule);
-    else if (!rc && o->pipeline == MODEL_PIPELINE_ZB_H1 && c->schedule == STEP_SCHEDULE_GPIPE)
+                      "the same schedule; allowed: 1f1b, gpipe",
+                      o->schedule, step_schedule_name(c->schedule));
+    else if (!rc && o->pipeline != MODEL_PIPELINE_1F1B && c->schedule == STEP_SCHEDULE_GPIPE)
         rc = cli_fail(d, CLI_EUSAGE,
-                      "--schedule: gpipe with --pipeline-schedule zb-h1 (training.pipeline_schedule); "
-                      "allowed: 1f1b (zero-bubble), or gpipe with the 1f1b pipeline schedule");
+                      "--schedule: gpipe with --pipeline-schedule %s (training.pipeline_schedule); "
+                      "allowed: 1f1b (the pipeline schedule), or gpipe with the 1f1b pipeline schedule",
+                      model_pipeline_name((model_pipeline_t)o->pipeline));
     else if (!rc && o->pipeline == MODEL_PIPELINE_ZB_H1)
         c->schedule = STEP_SCHEDULE_ZB_H1;
-    else if (!rc && o->interleave > 1 && c->schedule == STEP_SCHEDULE_GPIPE)
+    else if (!rc && (o->pipeline == MODEL_PIPELINE_ZB_V || o->pipeline == MODEL_PIPELINE_DUALPIPE)) {
+        c->schedule = o->pipeline == MODEL_PIPELINE_ZB_V ? STEP_SCHEDULE_ZB_V : STEP_SCHEDULE_DUALPIPE;
+        c->virtual_stages = 2;
+    } else if (!rc && o->interleave > 1 && c->schedule == STEP_SCHEDULE_GPIPE)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--schedule: gpipe with --interleave %" PRId64
                       " (training.interleave); allowed: 1f1b (interleaved with V virtual stages), or "

@@ -23,7 +23,12 @@ static int search_run(scenario_t *scn, const cli_opts_t *opts, model_job_t *job,
     int rc = scenario_resolve_search(scn, job, mask, diag);
     if (rc)
         return rc;
-    int mrc = model_search_run(job, *mask, opts->top_k, res);
+    /* --pipeline-schedule all: every schedule where it is valid; else the one given (1f1b) */
+    const unsigned pipelines = scn->pipeline_all
+                                   ? (1u << MODEL_PIPELINE_1F1B) | (1u << MODEL_PIPELINE_ZB_H1) |
+                                         (1u << MODEL_PIPELINE_ZB_V) | (1u << MODEL_PIPELINE_DUALPIPE)
+                                   : 1u << job->training.pipeline;
+    int mrc = model_search_run_pipelines(job, *mask, pipelines, opts->top_k, res);
     if (mrc == MODEL_ENOMEM)
         return cli_fail(diag, CLI_ERUNTIME, "out of memory (--top %d)", opts->top_k);
     if (mrc == MODEL_EINVAL)

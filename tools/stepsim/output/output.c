@@ -350,8 +350,11 @@ void output_job_header(FILE *f, const char *command, const model_job_t *job, con
                 t->interleave > 1 ? "sends and receives under the compute"
                                   : "no effect without interleaving: batched send/receive pairs");
     if (has_training(job, given) && t->pipeline != MODEL_PIPELINE_1F1B)
-        fprintf(f, "          pipeline schedule %s (zero bubble: weight gradients fill the drain)\n",
-                model_pipeline_name(t->pipeline));
+        fprintf(f, "          pipeline schedule %s (%s)\n", model_pipeline_name(t->pipeline),
+                t->pipeline == MODEL_PIPELINE_ZB_V ? "zero bubble on a V: two chunks per GPU, 1F1B's memory"
+                : t->pipeline == MODEL_PIPELINE_DUALPIPE
+                    ? "bidirectional: a stage and its mirror's copy per GPU, pp + 1 microbatches"
+                    : "zero bubble: weight gradients fill the drain");
     if (has_training(job, given) && t->cp_comm != MODEL_CP_ALLGATHER)
         fprintf(f, "          cp comm %s (K and V passed around the context-parallel ranks)\n",
                 model_cp_comm_name(t->cp_comm));

@@ -151,7 +151,7 @@ static void result_text(FILE *out, const jobs_result_t *r, const scenario_t *scn
         fprintf(out, "  layout: ");
         output_layout_text(out, &j->est.summary.par);
         fprintf(out, "; %s", step_schedule_name(j->cfg.schedule));
-        if (s->virtual_stages > 1)
+        if (s->virtual_stages > 1 && j->cfg.schedule == STEP_SCHEDULE_INTERLEAVED)
             fprintf(out, ":%d", s->virtual_stages);
         fprintf(out, ", %" PRId64 " microbatches\n", s->microbatches);
         fprintf(out, "  %-28s %.6f s\n", "step time (together)", s->step_time_s);

@@ -175,8 +175,8 @@ static void view_json(json_writer_t *w, const step_block_view_t *v) {
 /* Whether sends do not hold up the sender: --p2p async, or training.pp_comm_overlap on the interleaved
  * schedule (the simulated step turns it on there). */
 static const char *sends_name(const run_result_t *r, int32_t virtual_stages) {
-    const int overlap =
-        r->job.compat == MODEL_COMPAT_CORRECTED && r->job.training.pp_comm_overlap && virtual_stages > 1;
+    const int overlap = r->job.compat == MODEL_COMPAT_CORRECTED && r->job.training.pp_comm_overlap &&
+                        virtual_stages > 1 && r->cfg.schedule == STEP_SCHEDULE_INTERLEAVED;
     return r->cfg.p2p_async || overlap ? "async" : "blocking";
 }
 
@@ -298,7 +298,7 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
             "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
             su->n_microbatches, su->par.mbs, su->layers_per_stage);
     char line[1024], vs[16] = "";
-    if (s->virtual_stages > 1)
+    if (s->virtual_stages > 1 && r->cfg.schedule == STEP_SCHEDULE_INTERLEAVED) /* zb-v, dualpipe: 2 */
         snprintf(vs, sizeof vs, ":%d", s->virtual_stages);
     if (r->cfg.comm == SIM_COMM_ANALYTIC)
         snprintf(line, sizeof line,

@@ -25,6 +25,15 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
     json_int(&w, "global_batch", job->global_batch);
     json_string(&w, "compat", model_compat_name(job->compat));
     output_training_json(&w, job, scenario_optimizer_step_given(scn));
+    if (scn->pipeline_all) { /* --pipeline-schedule all: the schedules tried (only then, so other
+                                outputs stay as they were) */
+        json_open_array(&w, "pipeline_schedules");
+        for (int pl = 0; pl <= MODEL_PIPELINE_ZB_V; pl++)
+            if (pl != MODEL_PIPELINE_GPIPE &&
+                (pl == MODEL_PIPELINE_1F1B || job->compat == MODEL_COMPAT_CORRECTED))
+                json_string(&w, NULL, model_pipeline_name((model_pipeline_t)pl));
+        json_close_array(&w);
+    }
     json_open_array(&w, "results");
     for (int i = 0; i < r->n_results; i++) {
         const model_summary_t *s = &r->results[i];
@@ -34,6 +43,8 @@ static cJSON *search_json(const model_search_result_t *r, const model_job_t *job
         json_number(&w, "iteration_time_s", s->iteration_time_s);
         output_throughput_json(&w, "", job, s->iteration_time_s);
         json_number(&w, "memory_gb", s->memory_gb);
+        if (scn->pipeline_all || s->pipeline != MODEL_PIPELINE_1F1B)
+            json_string(&w, "pipeline_schedule", model_pipeline_name(s->pipeline));
         output_config_json(&w, s, NULL, scn);
         output_breakdown_json(&w, s);
         output_memory_json(&w, s);
@@ -68,6 +79,10 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
     output_job_header(out, "search", job, scn);
     fprintf(out, "strategies %s: %" PRId64 " candidates evaluated, %" PRId64 " fit in %.6g GB per GPU\n",
             strategies, r->candidates_evaluated, r->candidates_feasible, job->system.hbm_capacity_gb);
+    if (scn->pipeline_all)
+        fprintf(out, "pipeline schedules all (%s): each layout's fastest that fits, where valid\n",
+                job->compat == MODEL_COMPAT_CORRECTED ? "1f1b, zb-h1, zb-v, dualpipe"
+                                                      : "the reference: 1f1b");
     if (r->n_results == 0)
         return;
     fprintf(out, "\n%4s %12s %12s %9s  %-7s %5s %-11s %4s %4s %3s  %s%s\n", "rank", "samples/s", "iter. (s)",
@@ -75,6 +90,15 @@ static void search_text(FILE *out, const model_search_result_t *r, const model_j
             model_is_moe(&job->model) ? "   ep" : "");
     for (int i = 0; i < r->n_results; i++)
         result_row(out, i, &r->results[i]);
+    if (scn->pipeline_all) { /* each rank's schedule (a column would pass 100 characters) */
+        char line[2048] = "\npipeline schedule by rank:";
+        for (int i = 0; i < r->n_results; i++) {
+            const size_t used = strlen(line);
+            snprintf(line + used, sizeof line - used, "%s %d %s", i ? "," : "", i,
+                     model_pipeline_name(r->results[i].pipeline));
+        }
+        output_wrapped(out, 0, line + 1);
+    }
     fprintf(out, "\nrank 0:\n");
     output_throughput_text(out, 30, job, r->results[0].iteration_time_s);
 }

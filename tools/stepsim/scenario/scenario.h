@@ -152,6 +152,7 @@ typedef struct scenario {
     topo_spec_t topology;       /* "topology" / --topology, parsed; form TOPO_SPEC_NONE if none */
     scn_perturb_t perturb;      /* "perturbations" and their options (perturb.h); zero: none */
     struct scn_jobs *jobs;      /* "jobs" (scenario_jobs.h), owned; NULL if none */
+    int pipeline_all;           /* training.pipeline_schedule "all": the search tries every schedule */
 } scenario_t;
 
 /* Fill the built-in default scenario. Returns CLI_OK, or CLI_ERUNTIME if a preset is missing. */

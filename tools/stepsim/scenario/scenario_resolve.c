@@ -353,6 +353,12 @@ static int product_mismatch(const scenario_t *s, int no_dp, cli_diag_t *d) {
 int scenario_resolve(scenario_t *scn, model_job_t *job, cli_diag_t *diag) {
     int no_dp = 0;
     model_issue_t issue;
+    if (scn->pipeline_all)
+        return cli_fail(diag, CLI_EUSAGE,
+                        "%s: \"all\" tries every schedule in a search only; allowed here: 1f1b, zb-h1, "
+                        "zb-v, dualpipe",
+                        scn->origin[SCN_PIPELINE] == SCN_FROM_OPTION ? "--pipeline-schedule"
+                                                                     : "training.pipeline_schedule");
     int rc = scn_training_for_reference(scn, diag);
     if (!rc)
         rc = strategy_fields(scn, diag);

@@ -29,7 +29,7 @@ static const struct {
     {SCN_TP_COMM_OVERLAP, "tp_comm_overlap", "on, off"},
     {SCN_CP_COMM, "cp_comm", "allgather, ring"},
     {SCN_PP_COMM_OVERLAP, "pp_comm_overlap", "on, off"},
-    {SCN_PIPELINE, "pipeline_schedule", "1f1b, zb-h1"},
+    {SCN_PIPELINE, "pipeline_schedule", "1f1b, zb-h1, zb-v, dualpipe (search: all)"},
     {SCN_FP8_PARAM_GATHER, "fp8_param_gather", "on, off"},
 };
 
@@ -105,8 +105,7 @@ static int parse_value(model_training_t *t, scenario_field_t f, const char *text
     case SCN_INTERLEAVE:
         return positive(text, &t->interleave);
     case SCN_PIPELINE: /* the estimate's schedules (model_job_check) */
-        return model_pipeline_parse(text, &t->pipeline) == MODEL_OK &&
-               (t->pipeline == MODEL_PIPELINE_1F1B || t->pipeline == MODEL_PIPELINE_ZB_H1);
+        return model_pipeline_parse(text, &t->pipeline) == MODEL_OK && t->pipeline != MODEL_PIPELINE_GPIPE;
     default:
         return 0;
     }
@@ -116,7 +115,11 @@ int scn_training_set(scenario_t *scn, scenario_field_t f, const char *where, con
                      cli_diag_t *diag) {
     const int i = index_of(f);
     model_training_t t = scn->training;
-    if (i < 0 || !parse_value(&t, f, text))
+    if (f == SCN_PIPELINE) /* "all": a search dimension (scenario_resolve refuses it elsewhere) */
+        scn->pipeline_all = strcmp(text, "all") == 0;
+    if (f == SCN_PIPELINE && scn->pipeline_all)
+        t.pipeline = MODEL_PIPELINE_1F1B;
+    else if (i < 0 || !parse_value(&t, f, text))
         return cli_fail(diag, CLI_EUSAGE, "%s: \"%.60s\" is not a value of %s; allowed: %s", where, text,
                         scenario_field_path(f), i < 0 ? "?" : TRAINING[i].allowed);
     scn->training = t;
