@@ -727,6 +727,26 @@ static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
     f2->activations_gb = N * fe * s;
     f2->weights_gb = f2->weight_grads_gb = w2 * s;
     blk->expert_weights_gb = routed * (e * fw + fe * e) * s;
+    /* Grouped GEMMs (Megatron-Core's GroupedMLP / TEGroupedLinear): one GEMM per local expert, each on
+     * its share of the routed rows (balanced routing: cap k T over the routed experts here, rounded up
+     * to whole rows), and the shared experts' GEMMs on all T rows */
+    const double m_e = routed > 0.0 ? ceil(cap * k * T / routed) : 0.0, n_r = ceil(routed);
+    const double fc_shapes[2][2] = {{e, fw}, {fe, e}}; /* fc1: e -> fw, fc2: fe -> e */
+    model_layer_t *const fcs[2] = {f1, f2};
+    for (int i = 0; i < 2; i++) {
+        const double in = fc_shapes[i][0], out = fc_shapes[i][1];
+        const double rows[2] = {m_e, T}, count[2] = {n_r, shared};
+        for (int g = 0; g < 2; g++) {
+            if (rows[g] <= 0.0 || count[g] <= 0.0)
+                continue;
+            add_gemm(c, &fcs[i]->fwd, rows[g], out, in, count[g]); /* Y = X W */
+            add_gemm(c, &fcs[i]->bwd, rows[g], in, out, count[g]); /* dX = dY W^T */
+            add_gemm(c, &fcs[i]->bwd, in, out, rows[g], count[g]); /* dW = X^T dY */
+        }
+    }
+    add_gemm(c, &r->fwd, T, E, e, 1.0); /* the router's logits */
+    add_gemm(c, &r->bwd, T, e, E, 1.0);
+    add_gemm(c, &r->bwd, e, E, T, 1.0);
 
     model_layer_t *cb = new_layer(blk, "combine", MODEL_MODULE_MLP, 0);
     add_coll(&cb->fwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);

@@ -491,7 +491,9 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
     23 /* 14; +3 with materialised attention (fusedla split in four); +1 rope; +1 wgrad-add;                 \
           +4 FP8 casts (qkv-cast, vproj-cast, fc1-cast, fc2-cast) */
 #define MODEL_EDGE_LAYERS 4 /* embedding; final LayerNorm, output GEMM, loss */
-#define MODEL_MAX_GEMMS 4   /* forward 1; backward 2 (input and weight gradients); + 1 recomputed */
+#define MODEL_MAX_GEMMS                                                                                      \
+    6 /* forward 1; backward 2 (input and weight gradients); + 1 recomputed; twice that for                  \
+        a MoE block's experts (the routed and the shared experts' grouped GEMMs) */
 
 /* One GEMM, C (m x n) = A (m x k) B (k x n), batch independent products of that shape in one
  * kernel (the batched attention GEMMs; 1 otherwise). tile_m .. time_s are filled by

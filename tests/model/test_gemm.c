@@ -220,6 +220,66 @@ static const model_layer_t *layer(const model_block_t *b, const char *name) {
     return NULL;
 }
 
+/* The experts' grouped GEMMs: one GEMM per local expert on its share of the routed rows (ceil(c k T /
+ * (E / ep))) and the shared experts' on all T rows, batch = the experts of each kind, forward and the
+ * two backward products; the router's logits GEMM (T x E x hidden); the pass's compute is the launch
+ * overhead plus the GEMMs' times. With full recomputation the backward also holds the forward's. A
+ * DeepSeek-like block: 16 experts, top 2, one shared expert, expert width 1024, on ep 4 (4 local). */
+static void test_grouped_gemms(void **state) {
+    (void)state;
+    for (int rec = 0; rec < 2; rec++) {
+        model_job_t j;
+        memset(&j, 0, sizeof j);
+        j.model = (model_transformer_t){
+            .name = "moe",
+            .seq_len = 4096,
+            .hidden = 2048,
+            .heads = 16,
+            .layers = 4,
+            .ffn_hidden = 8192,
+            .vocab = 32000,
+            .ffn_act = MODEL_FFN_SWIGLU,
+            .moe = {.experts = 16, .topk = 2, .shared_experts = 1, .expert_ffn_hidden = 1024}};
+        assert_int_equal(model_system_preset("DGX-H100", &j.system), MODEL_OK);
+        j.gpus = 8;
+        j.global_batch = 8;
+        j.compat = MODEL_COMPAT_CORRECTED;
+        j.par = (model_parallel_t){MODEL_STRATEGY_1D, 4, 2, 2, 1, 1, 1, 1, 2, 1, 1, 1};
+        j.experts_par.ep = 4;
+        j.training.recompute = rec ? MODEL_RECOMPUTE_FULL : MODEL_RECOMPUTE_NONE;
+        model_issue_t is;
+        if (model_job_check(&j, &is) != MODEL_OK)
+            fail_msg("job: %s %s (%s)", is.field, is.value, is.allowed);
+        model_block_t b;
+        model_block_build(&j, &b);
+        const int64_t T = 4096 / 2, e = 2048, fe = 1024, fw = 2 * fe, routed = 4,
+                      m_e = (2 * T + routed - 1) / routed;
+        const model_layer_t *f1 = layer(&b, "experts-fc1"), *f2 = layer(&b, "experts-fc2");
+        const model_layer_t *r = layer(&b, "router");
+        const int64_t want[2][2] = {{e, fw}, {fe, e}};
+        const model_layer_t *fc[2] = {f1, f2};
+        for (int i = 0; i < 2; i++) {
+            const int64_t in = want[i][0], out = want[i][1];
+            assert_int_equal(fc[i]->fwd.n_gemms, 2);
+            const model_gemm_t *g = fc[i]->fwd.gemms;
+            assert_true(g[0].m == m_e && g[0].n == out && g[0].k == in && g[0].batch == routed);
+            assert_true(g[1].m == T && g[1].n == out && g[1].k == in && g[1].batch == 1);
+            assert_int_equal(fc[i]->bwd.n_gemms, rec ? 6 : 4);
+            const model_gemm_t *h = fc[i]->bwd.gemms;
+            assert_true(h[0].m == m_e && h[0].n == in && h[0].k == out && h[0].batch == routed);
+            assert_true(h[1].m == in && h[1].n == out && h[1].k == m_e && h[1].batch == routed);
+            assert_true(h[2].m == T && h[2].n == in && h[2].k == out && h[2].batch == 1);
+            assert_true(h[3].m == in && h[3].n == out && h[3].k == T && h[3].batch == 1);
+            double sum = 0.0;
+            for (int q = 0; q < fc[i]->fwd.n_gemms; q++)
+                sum += fc[i]->fwd.gemms[q].time_s;
+            assert_close(fc[i]->fwd.comp_s, j.system.kernel_overhead_s + sum, 1e-12);
+        }
+        assert_true(r->fwd.n_gemms == 1 && r->fwd.gemms[0].m == T && r->fwd.gemms[0].n == 16 &&
+                    r->fwd.gemms[0].k == e);
+    }
+}
+
 /* The efficiency of each kind: an FP8 GEMM's tiles run at fp8_flop_efficiency x the FP8 peak, a
  * BF16 GEMM's at flop_efficiency x the BF16 peak; flash attention records no GEMM and keeps the
  * flat rule at attention_efficiency x the BF16 peak. */
@@ -275,6 +335,7 @@ int main(void) {
         cmocka_unit_test(test_monotone),
         cmocka_unit_test(test_layer_shapes_and_reference),
         cmocka_unit_test(test_flat_without_sms),
+        cmocka_unit_test(test_grouped_gemms),
         cmocka_unit_test(test_efficiency_per_kind),
         cmocka_unit_test(test_check),
     };
