@@ -61,9 +61,15 @@ void model_expert_groups(const model_job_t *job, int64_t *ep, int64_t *ep_t, int
     const int64_t e = job->experts_par.ep > 1 ? job->experts_par.ep : 1,
                   et = job->experts_par.etp > 1 ? job->experts_par.etp : 1;
     const int64_t nvs = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
+    /* the run of consecutive expert-grid ranks (tp fastest, then dp) one NVLink domain holds, from the
+     * layout's members per domain (placement order tp, cp, dp, pp): a tensor group split over domains
+     * leaves nv_tp of them together, a whole one tp x nv_dp; without the counts, the domain size */
+    int64_t run = nvs;
+    if (p->nv_tp1 > 0 && p->nv_dp > 0)
+        run = p->nv_tp1 < p->tp1 ? p->nv_tp1 : p->tp1 * p->nv_dp;
     *ep = e;
-    *ep_t = model_divisor_upto(e, nvs);
+    *ep_t = model_divisor_upto(e, run);
     *edp = p->dp * p->tp / (e * et);
-    /* the expert-data-parallel ranks are e et apart: the domain holds nvs / (e et) of them */
-    *edp_t = e * et >= nvs ? 1 : model_divisor_upto(*edp, nvs / (e * et));
+    /* the expert-data-parallel ranks are e et apart: the run holds run / (e et) of them */
+    *edp_t = e * et >= run ? 1 : model_divisor_upto(*edp, run / (e * et));
 }

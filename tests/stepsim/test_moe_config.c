@@ -2,6 +2,7 @@
  * 8x7B config.json (mistralai/Mixtral-8x7B-v0.1) gives the Mixtral-8x7B preset field for field; the
  * model object's expert keys; the estimate places the experts with --ep or a scenario's parallel.ep,
  * the simulated step runs them. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -160,6 +161,37 @@ static void test_scenario_ep(void **state) {
     cJSON_Delete(root);
 }
 
+/* The expert groups' members per NVLink domain follow the layout: Mixtral 8x7B on 64 H100s, tp 2,
+ * pp 4, ep 8, with the domains holding the tensor pair and four stages (--nv-dp 1 --nv-pp 4) rather
+ * than the default (tensor pair and four data-parallel ranks), so each ep group spans four domains.
+ * The estimate and the analytic step (members per domain from the placement) agree in both layouts
+ * to 0.3%, and the spread group is slower. */
+static void test_expert_groups_follow_layout(void **state) {
+    (void)state;
+    double step[2], est[2];
+    for (int spread = 0; spread < 2; spread++) {
+        cli_run_t r =
+            spread ? cli_run("run", "--model", "Mixtral-8x7B", "--system", "DGX-H100", "--gpus", "64",
+                             "--gbs", "16", "--tp", "2", "--pp", "4", "--ep", "8", "--recompute", "full",
+                             "--comm", "analytic", "--nv-dp", "1", "--nv-pp", "4", "--json", NULL)
+                   : cli_run("run", "--model", "Mixtral-8x7B", "--system", "DGX-H100", "--gpus", "64",
+                             "--gbs", "16", "--tp", "2", "--pp", "4", "--ep", "8", "--recompute", "full",
+                             "--comm", "analytic", "--json", NULL);
+        if (r.rc != 0)
+            fail_msg("run: rc %d, %s", r.rc, r.err);
+        cJSON *j = cJSON_Parse(r.out);
+        assert_non_null(j);
+        step[spread] = cJSON_GetObjectItemCaseSensitive(j, "step_time_s")->valuedouble;
+        est[spread] = cJSON_GetObjectItemCaseSensitive(j, "analytic_iteration_time_s")->valuedouble;
+        print_message("spread %d: step %.6f s, estimate %.6f s\n", spread, step[spread], est[spread]);
+        if (fabs(step[spread] - est[spread]) > 3e-3 * est[spread])
+            fail_msg("spread %d: step %.9g s, estimate %.9g s", spread, step[spread], est[spread]);
+        cJSON_Delete(j);
+        cli_run_free(&r);
+    }
+    assert_true(est[1] > 1.1 * est[0]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixtral_config_is_the_preset),
@@ -167,6 +199,7 @@ int main(void) {
         cmocka_unit_test(test_estimate_places_experts),
         cmocka_unit_test(test_scenario_ep),
         cmocka_unit_test(test_run_ep_outputs),
+        cmocka_unit_test(test_expert_groups_follow_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
