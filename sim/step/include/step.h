@@ -531,4 +531,53 @@ int step_simulate_jobs(const step_fabric_job_t *jobs, int32_t n_jobs, const stru
                        const step_sim_options_t *opts, step_jobs_result_t *out);
 void step_jobs_result_destroy(step_jobs_result_t *r);
 
+/* ==== workloads: per-rank operation DAGs (Chakra execution traces) ============================= */
+/* A workload: per rank, a DAG of nodes (what a Chakra execution trace holds), independent of any
+ * file format (docs/workloads.md). Owned by the caller; step_workload_free releases what
+ * step_workload_* allocated. */
+typedef enum step_wl_kind {
+    STEP_WL_COMPUTE = 0,
+    STEP_WL_SEND = 1,
+    STEP_WL_RECV = 2,
+    STEP_WL_COLL = 3
+} step_wl_kind_t;
+typedef enum step_wl_coll {
+    STEP_WL_ALLREDUCE = 0,
+    STEP_WL_ALLGATHER = 1,
+    STEP_WL_REDUCESCATTER = 2,
+    STEP_WL_ALLTOALL = 3,
+    STEP_WL_BROADCAST = 4
+} step_wl_coll_t;
+typedef struct step_wl_node {
+    uint64_t id; /* unique within its rank */
+    step_wl_kind_t kind;
+    char name[64];       /* truncated copy of the trace's name */
+    double duration_s;   /* COMPUTE: < 0 when unknown (then flops/bytes give it) */
+    double flops;        /* COMPUTE: floating-point operations (num_ops), 0 unknown */
+    double mem_bytes;    /* COMPUTE: bytes moved (tensor_size), 0 unknown */
+    step_wl_coll_t coll; /* COLL */
+    double comm_bytes;   /* SEND/RECV/COLL: bytes per rank as Chakra's comm_size */
+    int32_t peer;        /* SEND: destination rank, RECV: source rank; -1 otherwise */
+    int64_t tag;         /* SEND/RECV: comm_tag, matches a send with its receive */
+    int32_t group;       /* COLL: index into groups, -1 = all ranks */
+    int32_t n_deps;      /* data and control dependencies: ids of nodes of the same rank */
+    int64_t deps_offset; /* into step_workload_t.deps */
+    double start_hint_s; /* export only: simulated start time (informative), -1 if none */
+} step_wl_node_t;
+typedef struct step_wl_group {
+    char name[64];
+    int32_t n_ranks;
+    int64_t ranks_offset; /* ranks in step_workload_t.group_ranks */
+} step_wl_group_t;
+typedef struct step_workload {
+    int32_t n_ranks;
+    int64_t *rank_nodes_offset; /* n_ranks + 1 prefix offsets into nodes */
+    step_wl_node_t *nodes;
+    uint64_t *deps; /* node ids, per node's deps_offset/n_deps */
+    int32_t n_groups;
+    step_wl_group_t *groups;
+    int32_t *group_ranks;
+} step_workload_t;
+void step_workload_free(step_workload_t *w); /* frees the arrays, zeroes w; accepts zeroed w */
+
 #endif
