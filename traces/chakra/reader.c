@@ -737,9 +737,13 @@ static int read_rank(reader_t *rd, const uint8_t *buf, size_t len) {
         if (v == 1)
             return fail(rd, "record %" PRId64 " (byte %zu): length: (truncated varint): file ends inside it",
                         record, at);
-        if (v == 2 || n > UINT32_MAX)
-            return fail(rd, "record %" PRId64 " (byte %zu): length: %s: overflows (over 2^32-1 bytes)",
-                        record, at, v == 2 ? "(over 10 bytes)" : "");
+        if (v == 2)
+            return fail(rd, "record %" PRId64 " (byte %zu): length: (over 10 bytes): overflows 64 bits",
+                        record, at);
+        if (n > UINT32_MAX)
+            return fail(rd,
+                        "record %" PRId64 " (byte %zu): length: %" PRIu64 ": overflows (over 2^32-1 bytes)",
+                        record, at, n);
         if (n > len - pos)
             return fail(rd, "record %" PRId64 " (byte %zu): length: %" PRIu64 ": truncated (%zu bytes left)",
                         record, at, n, len - pos);
