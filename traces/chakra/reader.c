@@ -644,7 +644,7 @@ static int map_node(reader_t *rd, const ChakraProtoMsg__Node *m) {
         grow((void **)&rd->n_data, &rd->cap_n_data, rd->n_nodes - w->rank_nodes_offset[rd->rank] + 1,
              sizeof *rd->n_data) != TRACE_OK)
         return oom(rd);
-    uint64_t *out = w->deps + rd->n_deps;
+    uint64_t *out = nd_all ? w->deps + rd->n_deps : NULL; /* (no array yet when nothing has deps) */
     int32_t kept = 0, kept_data = 0;
     for (size_t k = 0; k < nd_all; k++) {
         const uint64_t d = k < m->n_data_deps ? m->data_deps[k] : m->ctrl_deps[k - m->n_data_deps];
