@@ -303,6 +303,24 @@ static void test_mapping(void **state) {
     step_workload_free(&w);
 }
 
+/* A rank file with only its GlobalMetadata: a rank without nodes (no node, no dependency array). */
+static void test_empty_ranks(void **state) {
+    (void)state;
+    clear_dir();
+    pb_t f = {.n = 0};
+    meta(&f, 0, NULL);
+    put_rank(0, &f);
+    put_rank(1, &f);
+    step_workload_t w;
+    char err[512] = "";
+    if (read_t(&w, err, sizeof err) != TRACE_OK)
+        fail_msg("%s", err);
+    assert_int_equal(w.n_ranks, 2);
+    assert_int_equal(w.rank_nodes_offset[2], 0);
+    assert_int_equal(trace_chakra_check(&w, err, sizeof err), TRACE_OK);
+    step_workload_free(&w);
+}
+
 static void test_metadata_groups(void **state) {
     (void)state;
     clear_dir();
@@ -581,10 +599,10 @@ static void test_check(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mapping), cmocka_unit_test(test_metadata_groups),
-        cmocka_unit_test(test_framing), cmocka_unit_test(test_files),
-        cmocka_unit_test(test_nodes),   cmocka_unit_test(test_dependencies),
-        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_mapping),         cmocka_unit_test(test_empty_ranks),
+        cmocka_unit_test(test_metadata_groups), cmocka_unit_test(test_framing),
+        cmocka_unit_test(test_files),           cmocka_unit_test(test_nodes),
+        cmocka_unit_test(test_dependencies),    cmocka_unit_test(test_check),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
