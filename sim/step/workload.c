@@ -114,31 +114,31 @@ static int cmp_u64(const void *a, const void *b) {
 typedef struct wl_build {
     const step_workload_t *w;
     step_t *s;
-    int64_t n;           /* nodes */
-    int32_t ng;          /* groups, plus one for "every rank" (index w->n_groups) */
-    int32_t *rank_of;    /* [n] */
-    id_ix_t *ids;        /* [n] sorted by id within each rank's segment */
-    int64_t *dep_ix;     /* [deps]: the global index of each dependency */
-    int64_t *order;      /* [n]: per rank segment, the nodes in topological order */
-    int64_t *pos;        /* [n]: a node's position in its rank's order */
-    uint64_t *member;    /* sorted rank << 32 | group of every membership */
-    int64_t n_member;    /* memberships */
-    int64_t *seq_count;  /* [n_member]: collectives of the group seen on the rank */
-    int32_t *color;      /* [ng]: -1 unused */
-    int32_t n_colors;    /* streams of collectives */
-    int32_t *stream;     /* [n] */
-    int64_t *partner;    /* [n]: the matching end of a send or receive */
-    int64_t *inst;       /* [n]: a collective's instance */
-    int64_t *inst_base;  /* [ng + 1] */
-    int32_t *arrived;    /* [instances] */
-    uint8_t *here;       /* [n]: a send or receive at the head of its stream */
-    int32_t *op;         /* [n]: engine operation */
-    int32_t *name_ix;    /* [n]: into names, -1: the kind's */
-    int64_t *add_order;  /* [n]: nodes in the order their operations were added */
-    int32_t streams;     /* per GPU, compute included */
-    int64_t *list_off;   /* [n_ranks * streams + 1] */
-    int64_t *list;       /* [n] */
-    int64_t *cursor;     /* [n_ranks * streams] */
+    int64_t n;            /* nodes */
+    int32_t ng;           /* groups, plus one for "every rank" (index w->n_groups) */
+    int32_t *rank_of;     /* [n] */
+    id_ix_t *ids;         /* [n] sorted by id within each rank's segment */
+    int64_t *dep_ix;      /* [deps]: the global index of each dependency */
+    int64_t *order;       /* [n]: per rank segment, the nodes in topological order */
+    int64_t *pos;         /* [n]: a node's position in its rank's order */
+    uint64_t *member;     /* sorted rank << 32 | group of every membership */
+    int64_t n_member;     /* memberships */
+    int64_t *seq_count;   /* [n_member]: collectives of the group seen on the rank */
+    int32_t *color;       /* [ng]: -1 unused */
+    int32_t n_colors;     /* streams of collectives */
+    int32_t *stream;      /* [n] */
+    int64_t *partner;     /* [n]: the matching end of a send or receive */
+    int64_t *inst;        /* [n]: a collective's instance */
+    int64_t *inst_base;   /* [ng + 1] */
+    int32_t *arrived;     /* [instances] */
+    uint8_t *here;        /* [n]: a send or receive at the head of its stream */
+    int32_t *op;          /* [n]: engine operation */
+    int32_t *name_ix;     /* [n]: into names, -1: the kind's */
+    int64_t *add_order;   /* [n]: nodes in the order their operations were added */
+    int32_t streams;      /* per GPU, compute included */
+    int64_t *list_off;    /* [n_ranks * streams + 1] */
+    int64_t *list;        /* [n] */
+    int64_t *cursor;      /* [n_ranks * streams] */
     int32_t *gbuf, *obuf; /* a collective's members and their operations */
 } wl_build_t;
 
@@ -214,14 +214,15 @@ static int check(wl_build_t *b) {
             return wl_fail(b, SIM_EINVAL, "workload: rank %d: rank_nodes_offset decreases", r);
     b->n = w->rank_nodes_offset[w->n_ranks];
     if (b->n > INT32_MAX)
-        return wl_fail(b, SIM_EINVAL, "workload: %lld nodes; allowed: at most %d", (long long)b->n, INT32_MAX);
+        return wl_fail(b, SIM_EINVAL, "workload: %lld nodes; allowed: at most %d", (long long)b->n,
+                       INT32_MAX);
     if (w->n_groups < 0 || (w->n_groups > 0 && (!w->groups || !w->group_ranks)))
         return wl_fail(b, SIM_EINVAL, "workload: n_groups %d without groups", w->n_groups);
     for (int32_t g = 0; g < w->n_groups; g++) {
         const step_wl_group_t *gr = &w->groups[g];
         if (gr->n_ranks < 1 || gr->n_ranks > w->n_ranks)
-            return wl_fail(b, SIM_EINVAL, "workload: group %d (%.40s): n_ranks %d; allowed: 1..%d", g, gr->name,
-                           gr->n_ranks, w->n_ranks);
+            return wl_fail(b, SIM_EINVAL, "workload: group %d (%.40s): n_ranks %d; allowed: 1..%d", g,
+                           gr->name, gr->n_ranks, w->n_ranks);
         for (int32_t j = 0; j < gr->n_ranks; j++) {
             const int32_t r = w->group_ranks[gr->ranks_offset + j];
             if (r < 0 || r >= w->n_ranks)
@@ -245,13 +246,14 @@ static int check(wl_build_t *b) {
         const step_wl_node_t *nd = node(b, i);
         const int32_t r = b->rank_of[i];
         if ((unsigned)nd->kind > (unsigned)STEP_WL_COLL)
-            return wl_fail(b, SIM_EINVAL, NODE_FMT "kind %d; allowed: compute, send, recv, coll", NODE_ARG(b, i),
-                           (int)nd->kind);
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "kind %d; allowed: compute, send, recv, coll",
+                           NODE_ARG(b, i), (int)nd->kind);
         if (nd->kind == STEP_WL_COMPUTE) {
             if (!isfinite(nd->duration_s) || nd->duration_s > SIM_OP_MAX_S)
                 return wl_fail(b, SIM_EINVAL, NODE_FMT "duration_s %g; allowed: 0..%g, or < 0 for unknown",
                                NODE_ARG(b, i), nd->duration_s, SIM_OP_MAX_S);
-            if (!(nd->flops >= 0.0 && isfinite(nd->flops)) || !(nd->mem_bytes >= 0.0 && isfinite(nd->mem_bytes)))
+            if (!(nd->flops >= 0.0 && isfinite(nd->flops)) ||
+                !(nd->mem_bytes >= 0.0 && isfinite(nd->mem_bytes)))
                 return wl_fail(b, SIM_EINVAL, NODE_FMT "flops %g, mem_bytes %g; allowed: finite, >= 0",
                                NODE_ARG(b, i), nd->flops, nd->mem_bytes);
         } else {
@@ -283,7 +285,8 @@ static int check(wl_build_t *b) {
         qsort(b->ids + a, (size_t)(z - a), sizeof *b->ids, cmp_id_ix);
         for (int64_t i = a + 1; i < z; i++)
             if (b->ids[i].id == b->ids[i - 1].id)
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "id: used by two nodes of the rank", NODE_ARG(b, b->ids[i].ix));
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "id: used by two nodes of the rank",
+                               NODE_ARG(b, b->ids[i].ix));
     }
     b->dep_ix = alloc_malloc((size_t)(n_deps ? n_deps : 1) * sizeof *b->dep_ix);
     if (!b->dep_ix)
@@ -296,8 +299,8 @@ static int check(wl_build_t *b) {
             const uint64_t id = w->deps[nd->deps_offset + d];
             const int64_t j = find_id(b, b->rank_of[i], id);
             if (j < 0)
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: node %llu is not a node of rank %d", NODE_ARG(b, i),
-                               (unsigned long long)id, b->rank_of[i]);
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: node %llu is not a node of rank %d",
+                               NODE_ARG(b, i), (unsigned long long)id, b->rank_of[i]);
             if (j == i)
                 return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: depends on itself", NODE_ARG(b, i));
             b->dep_ix[k++] = j;
@@ -371,7 +374,8 @@ static int topo_order(wl_build_t *b) {
                 free(soff);
                 free(succ);
                 sim_queue_free(q);
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: a dependency cycle (%lld nodes of the rank on or after one)",
+                return wl_fail(b, SIM_EINVAL,
+                               NODE_FMT "deps: a dependency cycle (%lld nodes of the rank on or after one)",
                                NODE_ARG(b, bad), (long long)(z - out));
             }
         }
@@ -433,8 +437,8 @@ static int streams(wl_build_t *b) {
             const int32_t g = group_of(b, nd);
             const int64_t slot = find_member(b, r, g);
             if (slot < 0)
-                rc = wl_fail(b, SIM_EINVAL, NODE_FMT "group %d (%.40s): rank %d is not a member", NODE_ARG(b, i),
-                             nd->group, group_name(b, g), r);
+                rc = wl_fail(b, SIM_EINVAL, NODE_FMT "group %d (%.40s): rank %d is not a member",
+                             NODE_ARG(b, i), nd->group, group_name(b, g), r);
             else
                 b->inst[i] = b->seq_count[slot]++;
         }
@@ -444,10 +448,11 @@ static int streams(wl_build_t *b) {
             const int32_t r = group_rank(b, g, j);
             const int64_t c = b->seq_count[find_member(b, r, g)];
             if (c != c0)
-                rc = wl_fail(b, SIM_EINVAL,
-                             "workload: group %d (%.40s): rank %d runs %lld collectives on it, rank %d runs %lld; "
-                             "allowed: the same on every member",
-                             g, group_name(b, g), r, (long long)c, group_rank(b, g, 0), (long long)c0);
+                rc = wl_fail(
+                    b, SIM_EINVAL,
+                    "workload: group %d (%.40s): rank %d runs %lld collectives on it, rank %d runs %lld; "
+                    "allowed: the same on every member",
+                    g, group_name(b, g), r, (long long)c, group_rank(b, g, 0), (long long)c0);
         }
         b->inst_base[g + 1] = b->inst_base[g] + c0;
     }
@@ -464,10 +469,11 @@ static int streams(wl_build_t *b) {
         while (c < WL_MAX_COLORS && (used >> c & 1u))
             c++;
         if (c >= WL_MAX_COLORS) {
-            rc = wl_fail(b, SIM_EINVAL,
-                         "workload: group %d (%.40s): a rank of it is in %d other groups that run collectives; "
-                         "allowed: at most %d",
-                         g, group_name(b, g), WL_MAX_COLORS, WL_MAX_COLORS - 1);
+            rc = wl_fail(
+                b, SIM_EINVAL,
+                "workload: group %d (%.40s): a rank of it is in %d other groups that run collectives; "
+                "allowed: at most %d",
+                g, group_name(b, g), WL_MAX_COLORS, WL_MAX_COLORS - 1);
             break;
         }
         b->color[g] = c;
@@ -529,7 +535,8 @@ static int streams(wl_build_t *b) {
         }
         const int64_t i = snd[a].ix, j = rcv[z].ix;
         if (node(b, j)->comm_bytes != node(b, i)->comm_bytes && node(b, j)->comm_bytes > 0.0) {
-            rc = wl_fail(b, SIM_EINVAL, NODE_FMT "comm_bytes %.17g, but its send (rank %d node %llu) has %.17g",
+            rc = wl_fail(b, SIM_EINVAL,
+                         NODE_FMT "comm_bytes %.17g, but its send (rank %d node %llu) has %.17g",
                          NODE_ARG(b, j), node(b, j)->comm_bytes, NODE_ARG(b, i), node(b, i)->comm_bytes);
             break;
         }
@@ -539,44 +546,55 @@ static int streams(wl_build_t *b) {
     }
     free(snd);
     free(rcv);
-    /* channels: one stream per (direction, peer) of a rank, after the collectives' */
+    /* channels: one stream per (direction, peer, tag) of a rank, after the collectives'; a rank with
+     * more than fit: one per (direction, peer) */
     int32_t max_streams = 1 + n_colors;
     for (int32_t r = 0; r < w->n_ranks && !rc; r++) {
         const int64_t a = w->rank_nodes_offset[r], z = w->rank_nodes_offset[r + 1];
-        uint64_t *keys = NULL;
         int64_t nk = 0;
         for (int64_t i = a; i < z; i++)
             nk += node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV;
         if (nk == 0)
             continue;
-        keys = alloc_malloc((size_t)nk * sizeof *keys);
+        p2p_end_t *keys = alloc_malloc((size_t)nk * sizeof *keys);
         if (!keys) {
             rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
             break;
         }
-        nk = 0;
-        for (int64_t i = a; i < z; i++)
-            if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV)
-                keys[nk++] = (uint64_t)(node(b, i)->kind == STEP_WL_RECV) << 32 | (uint32_t)node(b, i)->peer;
-        qsort(keys, (size_t)nk, sizeof *keys, cmp_u64);
         int64_t u = 0;
-        for (int64_t i = 0; i < nk; i++)
-            if (u == 0 || keys[i] != keys[u - 1])
-                keys[u++] = keys[i];
-        for (int64_t i = a; i < z; i++)
-            if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV) {
-                const uint64_t key = (uint64_t)(node(b, i)->kind == STEP_WL_RECV) << 32 | (uint32_t)node(b, i)->peer;
-                const uint64_t *f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_u64);
-                b->stream[i] = 1 + n_colors + (int32_t)(f - keys);
-            }
-        free(keys);
-        if (1 + n_colors + u > 1 + WL_MAX_STREAMS) {
+        for (int by_tag = 1; by_tag >= 0; by_tag--) {
+            nk = 0;
+            for (int64_t i = a; i < z; i++)
+                if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV)
+                    keys[nk++] = (p2p_end_t){node(b, i)->kind == STEP_WL_RECV, node(b, i)->peer,
+                                             by_tag ? node(b, i)->tag : 0, 0, 0};
+            qsort(keys, (size_t)nk, sizeof *keys, cmp_p2p);
+            u = 0;
+            for (int64_t i = 0; i < nk; i++)
+                if (u == 0 || cmp_p2p(&keys[i], &keys[u - 1]) != 0)
+                    keys[u++] = keys[i];
+            if (n_colors + u <= WL_MAX_STREAMS)
+                break;
+        }
+        if (n_colors + u > WL_MAX_STREAMS) {
+            free(keys);
             rc = wl_fail(b, SIM_EINVAL,
-                         "workload: rank %d: %d collective streams and %lld point-to-point channels (direction, "
+                         "workload: rank %d: %d collective streams and %lld point-to-point peers (direction, "
                          "peer); allowed: at most %d streams together",
                          r, n_colors, (long long)u, WL_MAX_STREAMS);
             break;
         }
+        for (int64_t i = a; i < z; i++)
+            if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV) {
+                p2p_end_t key = {node(b, i)->kind == STEP_WL_RECV, node(b, i)->peer, node(b, i)->tag, 0, 0};
+                const p2p_end_t *f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_p2p);
+                if (!f) { /* the fallback: by (direction, peer) */
+                    key.tag = 0;
+                    f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_p2p);
+                }
+                b->stream[i] = 1 + n_colors + (int32_t)(f - keys);
+            }
+        free(keys);
         if (1 + n_colors + (int32_t)u > max_streams)
             max_streams = 1 + n_colors + (int32_t)u;
     }
@@ -657,10 +675,12 @@ static const char *name_of(const wl_build_t *b, int64_t i) {
 }
 
 /* A compute node's duration (before perturbations). */
-static int compute_s(wl_build_t *b, int64_t i, const model_system_t *sys, step_wl_compute_t mode, double *out) {
+static int compute_s(wl_build_t *b, int64_t i, const model_system_t *sys, step_wl_compute_t mode,
+                     double *out) {
     const step_wl_node_t *nd = node(b, i);
     if (mode == STEP_WL_COMPUTE_MODEL && (nd->flops > 0.0 || nd->mem_bytes > 0.0)) {
-        const double peak = sys->matrix_tflop_per_s * 1e12 * (sys->flop_efficiency > 0 ? sys->flop_efficiency : 1.0);
+        const double peak =
+            sys->matrix_tflop_per_s * 1e12 * (sys->flop_efficiency > 0 ? sys->flop_efficiency : 1.0);
         const double comp = nd->flops > 0.0 ? sys->kernel_overhead_s + nd->flops / peak : 0.0;
         const double mem = nd->mem_bytes / (sys->hbm_gb_per_s * 1e9);
         *out = comp > mem ? comp : mem;
@@ -705,7 +725,8 @@ static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t m
     b->gbuf = alloc_malloc((size_t)w->n_ranks * sizeof *b->gbuf);
     b->obuf = alloc_malloc((size_t)w->n_ranks * sizeof *b->obuf);
     sim_queue_t *q = sim_queue_new((size_t)nl);
-    if (!b->list_off || !b->list || !b->cursor || !b->op || !b->here || !b->add_order || !b->gbuf || !b->obuf || !q) {
+    if (!b->list_off || !b->list || !b->cursor || !b->op || !b->here || !b->add_order || !b->gbuf ||
+        !b->obuf || !q) {
         sim_queue_free(q);
         return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
     }
@@ -754,10 +775,10 @@ static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t m
                 if (node(b, mi)->coll != nd->coll || node(b, mi)->comm_bytes != nd->comm_bytes) {
                     sim_queue_free(q);
                     return wl_fail(b, SIM_EINVAL,
-                                   NODE_FMT "%s: %s of %.17g bytes, but rank %d node %llu (the same collective of "
-                                            "group %.40s) has %s of %.17g",
-                                   NODE_ARG(b, mi),
-                                   node(b, mi)->coll != nd->coll ? "coll" : "comm_bytes",
+                                   NODE_FMT
+                                   "%s: %s of %.17g bytes, but rank %d node %llu (the same collective of "
+                                   "group %.40s) has %s of %.17g",
+                                   NODE_ARG(b, mi), node(b, mi)->coll != nd->coll ? "coll" : "comm_bytes",
                                    coll_kind_name(node(b, mi)->coll), node(b, mi)->comm_bytes, r,
                                    (unsigned long long)nd->id, group_name(b, g), coll_kind_name(nd->coll),
                                    nd->comm_bytes);
@@ -778,7 +799,8 @@ static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t m
             if ((rc = sim_coll_add(s->e, &d, b->obuf, NULL)))
                 return sim_queue_free(q), engine_fail(b, rc, i);
             for (int32_t j = 0; j < sz && !rc; j++) {
-                const int64_t ml = (int64_t)b->gbuf[j] * b->streams + b->stream[i], mi = b->list[b->cursor[ml]];
+                const int64_t ml = (int64_t)b->gbuf[j] * b->streams + b->stream[i],
+                              mi = b->list[b->cursor[ml]];
                 b->op[mi] = b->obuf[j];
                 b->add_order[added++] = mi;
                 b->cursor[ml]++;
@@ -796,7 +818,8 @@ static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t m
                 return sim_queue_free(q), engine_fail(b, rc, si);
             b->add_order[added++] = si;
             b->add_order[added++] = ri;
-            const int64_t sl = (int64_t)src * b->streams + b->stream[si], rl = (int64_t)dst * b->streams + b->stream[ri];
+            const int64_t sl = (int64_t)src * b->streams + b->stream[si],
+                          rl = (int64_t)dst * b->streams + b->stream[ri];
             b->cursor[sl]++;
             b->cursor[rl]++;
             rc = push_head(b, q, sl);
@@ -822,11 +845,12 @@ static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t m
                                             "them, in different orders)",
                                    NODE_ARG(b, i), group_name(b, group_of(b, nd)));
                 return wl_fail(b, SIM_EINVAL,
-                               NODE_FMT "%s rank %d (tag %lld) never meets its match at the head of the peer's "
-                                        "stream (messages between two ranks must be received in the order they "
-                                        "are sent)",
-                               NODE_ARG(b, i), nd->kind == STEP_WL_SEND ? "send to" : "receive from", nd->peer,
-                               (long long)nd->tag);
+                               NODE_FMT
+                               "%s rank %d (tag %lld) never meets its match at the head of the peer's "
+                               "stream (messages between two ranks must be received in the order they "
+                               "are sent)",
+                               NODE_ARG(b, i), nd->kind == STEP_WL_SEND ? "send to" : "receive from",
+                               nd->peer, (long long)nd->tag);
             }
     }
     return SIM_OK;
@@ -892,9 +916,10 @@ static int deps_and_meta(wl_build_t *b) {
 }
 
 static void wl_build_free(wl_build_t *b) {
-    void *p[] = {b->rank_of, b->ids,      b->dep_ix, b->order,     b->pos,   b->member, b->seq_count,
-                 b->color,   b->stream,   b->partner, b->inst,     b->inst_base, b->arrived, b->here,
-                 b->op,      b->name_ix, b->add_order, b->list_off, b->list,    b->cursor,  b->gbuf, b->obuf};
+    void *p[] = {b->rank_of,   b->ids,    b->dep_ix, b->order,   b->pos,       b->member,
+                 b->seq_count, b->color,  b->stream, b->partner, b->inst,      b->inst_base,
+                 b->arrived,   b->here,   b->op,     b->name_ix, b->add_order, b->list_off,
+                 b->list,      b->cursor, b->gbuf,   b->obuf};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -930,8 +955,9 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
     if (!rc && !system && (compute == STEP_WL_COMPUTE_MODEL || s->cfg.comm == SIM_COMM_ANALYTIC))
         rc = step_fail(s, SIM_EINVAL, "system: required with --compute model or analytic communication");
     if (!rc && s->cfg.collapse == STEP_COLLAPSE_APPROX)
-        rc = step_fail(s, SIM_EINVAL, "collapse: approx with a workload; allowed: auto or off (every rank of a "
-                                      "workload is simulated)");
+        rc = step_fail(s, SIM_EINVAL,
+                       "collapse: approx with a workload; allowed: auto or off (every rank of a "
+                       "workload is simulated)");
     if (!rc)
         rc = check(&b);
     if (!rc) {
@@ -959,7 +985,8 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
         if (!net)
             rc = step_fail(s, SIM_EINVAL, "network: required with network communication");
         else if (net->n_gpus < w->n_ranks)
-            rc = step_fail(s, SIM_EINVAL, "network: %d GPUs, but the workload has %d ranks; allowed: at least %d",
+            rc = step_fail(s, SIM_EINVAL,
+                           "network: %d GPUs, but the workload has %d ranks; allowed: at least %d",
                            net->n_gpus, w->n_ranks, w->n_ranks);
         if (!rc) {
             s->net = *net;
@@ -1008,8 +1035,9 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
             b.streams = 2; /* the engine's streams per GPU, with at least one communication stream */
     }
     if (!rc && b.n > 0)
-        rc = sim_engine_reserve(s->e, b.n, (int64_t)(w->deps ? b.n : 0)) ? step_fail(s, SIM_ENOMEM, "out of memory")
-                                                                        : SIM_OK;
+        rc = sim_engine_reserve(s->e, b.n, (int64_t)(w->deps ? b.n : 0))
+                 ? step_fail(s, SIM_ENOMEM, "out of memory")
+                 : SIM_OK;
     if (!rc)
         rc = add_ops(&b, system, compute);
     if (!rc)
@@ -1104,7 +1132,8 @@ static int32_t group_intern(ex_groups_t *x, const char *name, const int32_t *gpu
     return x->n++;
 }
 
-static int ex_fail(char *err, size_t size, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int ex_fail(char *err, size_t size, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static int ex_fail(char *err, size_t size, int rc, const char *fmt, ...) {
     if (err && size) {
         va_list ap;
@@ -1142,7 +1171,8 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
     if (err && err_size)
         err[0] = '\0';
     if (!s->own_engine)
-        return ex_fail(err, err_size, SIM_EINVAL, "export: a step on a shared engine (several jobs) is not exported");
+        return ex_fail(err, err_size, SIM_EINVAL,
+                       "export: a step on a shared engine (several jobs) is not exported");
     if (s->level != STEP_FULL || s->pp * (int64_t)s->per_stage != s->gpus)
         return ex_fail(err, err_size, SIM_EINVAL,
                        "export: %lld of %d GPUs simulated (collapse); a Chakra trace is per rank, so export "
@@ -1166,7 +1196,8 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
         sim_op_desc_t d;
         sim_op_describe(e, op, &d);
         if (d.gpu < 0 || d.gpu >= nr) {
-            rc = ex_fail(err, err_size, SIM_EINVAL, "export: operation %d on GPU %d, outside the job", op, d.gpu);
+            rc = ex_fail(err, err_size, SIM_EINVAL, "export: operation %d on GPU %d, outside the job", op,
+                         d.gpu);
             break;
         }
         off[d.gpu + 1]++;
@@ -1252,7 +1283,10 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
             if (d.kind == SIM_OP_SEND || d.kind == SIM_OP_RECV) {
                 n->kind = d.kind == SIM_OP_SEND ? STEP_WL_SEND : STEP_WL_RECV;
                 n->peer = ci.gpus[d.kind == SIM_OP_SEND ? 1 : 0];
-                n->tag = d.coll;
+                /* the tag names the sender's stream: messages of one stream keep their order */
+                sim_op_desc_t sd;
+                sim_op_describe(e, ci.first_op, &sd);
+                n->tag = sd.stream;
             } else {
                 n->kind = STEP_WL_COLL;
                 if (!wl_coll_of(ci.op, ci.root, &n->coll)) {

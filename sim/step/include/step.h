@@ -605,7 +605,7 @@ void step_workload_free(step_workload_t *w); /* frees the arrays, zeroes w; acce
  *   STEP_OP_DP; SEND/RECV: STEP_OP_PP), traces, link reports and the what-ifs work as on a step of a
  *   job; memory figures are 0 (a workload carries none); microbatches 0. O(nodes log nodes). */
 typedef enum step_wl_compute { STEP_WL_COMPUTE_TRACE = 0, STEP_WL_COMPUTE_MODEL = 1 } step_wl_compute_t;
-const char *step_wl_compute_name(step_wl_compute_t c);              /* "trace", "model" */
+const char *step_wl_compute_name(step_wl_compute_t c);               /* "trace", "model" */
 int step_wl_compute_parse(const char *text, step_wl_compute_t *out); /* SIM_OK or SIM_EINVAL */
 int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const sim_network_desc_t *net,
                       const model_system_t *system, step_wl_compute_t compute, step_t **out, char *err,
