@@ -105,6 +105,42 @@ static int cmp_p2p(const void *a, const void *b) {
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
+/* A rank's point-to-point channel: (tag, direction, peer) in that order, so channels are numbered
+ * by tag first (tag 0 in the fallback by direction and peer). */
+static p2p_end_t chan_key(const step_wl_node_t *nd, int by_tag) {
+    return (p2p_end_t){.src = nd->kind == STEP_WL_RECV, .dst = nd->peer, .tag = by_tag ? nd->tag : 0};
+}
+
+static int cmp_chan(const void *a, const void *b) {
+    const p2p_end_t *x = a, *y = b;
+    if (x->tag != y->tag)
+        return x->tag < y->tag ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+/* The streams of a rank's sorted channels (into .pos, from 0): per tag, one per peer it sends to
+ * (at least one), then one per peer it receives from (at least one), so a tag's sends and receives
+ * keep their places whichever of them a rank has. Returns the streams used. */
+static int64_t channel_slots(p2p_end_t *keys, int64_t u) {
+    int64_t slots = 0;
+    for (int64_t k = 0; k < u;) {
+        int64_t z = k;
+        while (z < u && keys[z].tag == keys[k].tag)
+            z++;
+        for (int dir = 0; dir < 2; dir++) {
+            int64_t used = 0;
+            for (int64_t j = k; j < z; j++)
+                if (keys[j].src == dir)
+                    keys[j].pos = slots + used++;
+            slots += used > 0 ? used : 1;
+        }
+        k = z;
+    }
+    return slots;
+}
+
 static int cmp_u64(const void *a, const void *b) {
     const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
@@ -465,9 +501,13 @@ static int streams(wl_build_t *b) {
         uint64_t used = 0;
         for (int32_t j = 0; j < group_size(b, g); j++)
             used |= mask[group_rank(b, g, j)];
-        int32_t c = 0;
-        while (c < WL_MAX_COLORS && (used >> c & 1u))
-            c++;
+        /* tensor- and context-parallel groups prefer the first stream, data-parallel ones the second
+         * (the model's step's layout); then the first free one */
+        const char *gn = g < w->n_groups ? w->groups[g].name : "";
+        int32_t c = strcmp(gn, "tp") == 0 || strcmp(gn, "cp") == 0 ? 0 : strcmp(gn, "dp") == 0 ? 1 : -1;
+        if (c < 0 || (used >> c & 1u))
+            for (c = 0; c < WL_MAX_COLORS && (used >> c & 1u);)
+                c++;
         if (c >= WL_MAX_COLORS) {
             rc = wl_fail(
                 b, SIM_EINVAL,
@@ -561,42 +601,42 @@ static int streams(wl_build_t *b) {
             rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
             break;
         }
-        int64_t u = 0;
+        int64_t u = 0, slots = 0;
         for (int by_tag = 1; by_tag >= 0; by_tag--) {
             nk = 0;
             for (int64_t i = a; i < z; i++)
                 if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV)
-                    keys[nk++] = (p2p_end_t){node(b, i)->kind == STEP_WL_RECV, node(b, i)->peer,
-                                             by_tag ? node(b, i)->tag : 0, 0, 0};
-            qsort(keys, (size_t)nk, sizeof *keys, cmp_p2p);
+                    keys[nk++] = chan_key(node(b, i), by_tag);
+            qsort(keys, (size_t)nk, sizeof *keys, cmp_chan);
             u = 0;
             for (int64_t i = 0; i < nk; i++)
-                if (u == 0 || cmp_p2p(&keys[i], &keys[u - 1]) != 0)
+                if (u == 0 || cmp_chan(&keys[i], &keys[u - 1]) != 0)
                     keys[u++] = keys[i];
-            if (n_colors + u <= WL_MAX_STREAMS)
+            slots = channel_slots(keys, u);
+            if (n_colors + slots <= WL_MAX_STREAMS)
                 break;
         }
-        if (n_colors + u > WL_MAX_STREAMS) {
+        if (n_colors + slots > WL_MAX_STREAMS) {
             free(keys);
             rc = wl_fail(b, SIM_EINVAL,
-                         "workload: rank %d: %d collective streams and %lld point-to-point peers (direction, "
-                         "peer); allowed: at most %d streams together",
-                         r, n_colors, (long long)u, WL_MAX_STREAMS);
+                         "workload: rank %d: %d collective streams and %lld point-to-point streams (a "
+                         "direction and peer each); allowed: at most %d streams together",
+                         r, n_colors, (long long)slots, WL_MAX_STREAMS);
             break;
         }
         for (int64_t i = a; i < z; i++)
             if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV) {
-                p2p_end_t key = {node(b, i)->kind == STEP_WL_RECV, node(b, i)->peer, node(b, i)->tag, 0, 0};
-                const p2p_end_t *f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_p2p);
+                p2p_end_t key = chan_key(node(b, i), 1);
+                const p2p_end_t *f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_chan);
                 if (!f) { /* the fallback: by (direction, peer) */
-                    key.tag = 0;
-                    f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_p2p);
+                    key = chan_key(node(b, i), 0);
+                    f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_chan);
                 }
-                b->stream[i] = 1 + n_colors + (int32_t)(f - keys);
+                b->stream[i] = 1 + n_colors + (int32_t)f->pos;
             }
         free(keys);
-        if (1 + n_colors + (int32_t)u > max_streams)
-            max_streams = 1 + n_colors + (int32_t)u;
+        if (1 + n_colors + (int32_t)slots > max_streams)
+            max_streams = 1 + n_colors + (int32_t)slots;
     }
     free(n_chan);
     b->streams = max_streams;
@@ -898,9 +938,7 @@ static int deps_and_meta(wl_build_t *b) {
             if (strcmp(gn, "tp") == 0 || strcmp(gn, "cp") == 0) {
                 m.kind = STEP_OP_TP;
                 m.group = strcmp(gn, "tp") == 0 ? STEP_GROUP_TP : STEP_GROUP_CP;
-            } else if (strcmp(gn, "dp") != 0) {
-                m.group = -1;
-            }
+            } /* every other group counts as data-parallel (breakdown and traffic) */
             m.coll_op = (int8_t)model_coll_of(nd->coll);
             m.comm_gb = nd->comm_bytes * 1e-9;
         } else {
