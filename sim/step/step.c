@@ -784,6 +784,7 @@ void step_free(step_t *s) {
     free(s->act_gb);
     free(s->peak_act_gb);
     free(s->slow);
+    free(s->wl_names);
     free(s);
 }
 

@@ -88,6 +88,9 @@ typedef enum cli_opt {
     CLI_OPT_QUIET,
     CLI_OPT_BASELINE,
     CLI_OPT_ENTRY_COSTS,
+    CLI_OPT_WORKLOAD,
+    CLI_OPT_COMPUTE,
+    CLI_OPT_EXPORT_ET,
     CLI_OPT_COUNT
 } cli_opt_t;
 

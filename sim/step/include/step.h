@@ -461,6 +461,11 @@ typedef struct step_sim_options {
     int (*after_run)(void *ctx, const step_t *step);
     /* step_simulate_jobs: instead of before_run, called with the built fabric before it runs */
     int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
+    /* optional: simulate this workload (step_new_workload, with job->system and wl_compute, a
+     * step_wl_compute_t) instead of the job's step; the job gives only its system, and the topology
+     * needs at least the workload's ranks */
+    const struct step_workload *workload;
+    int wl_compute;
 } step_sim_options_t;
 
 typedef enum step_sim_stage {
@@ -579,5 +584,47 @@ typedef struct step_workload {
     int32_t *group_ranks;
 } step_workload_t;
 void step_workload_free(step_workload_t *w); /* frees the arrays, zeroes w; accepts zeroed w */
+
+/* A workload as a step (sim/step/workload.c; docs/workloads.md): the one simulation pipeline runs an
+ * imported DAG, and a built step hands its operations back as a workload.
+ *
+ * - Ranks: rank r is GPU r of net (network mode: net->n_gpus >= n_ranks, the GPUs above idle) or of
+ *   the analytic stand-in (analytic mode: system required, domains of system->nvlink_size).
+ * - Nodes: per rank in a topological order of its dependencies (the file's order where that is one,
+ *   else the smallest-index-first order). COMPUTE on stream 0, one at a time in that order, for
+ *   duration_s (STEP_WL_COMPUTE_TRACE), or (STEP_WL_COMPUTE_MODEL) where flops or mem_bytes are given
+ *   the roofline of system: max(kernel_overhead_s + flops / (flop_efficiency x matrix peak),
+ *   mem_bytes / HBM bandwidth); then the configuration's compute_slowdown and jitter (key: the node
+ *   id). COLL: the engine's collective over its group (ranks in ring order; -1: every rank), the
+ *   auto algorithm and protocol as the step's, size comm_bytes (nccl-tests' size); the k-th COLL of a
+ *   group on each member is one collective (NCCL: collectives of a communicator match by issue
+ *   order), on one stream per group (groups sharing a rank on different streams). SEND/RECV: matched
+ *   by (src, dst, tag), the k-th send with the k-th receive; one stream per (direction, peer) of a
+ *   rank. Dependencies (data and control alike) become the engine's.
+ * - Errors: SIM_EINVAL with one line naming the rank, the node id and the field (cycles, dangling or
+ *   self dependencies, duplicate ids, unmatched send/recv, collectives that differ between members
+ *   or come in an order no stream assignment can run, group members out of range, more than 64
+ *   streams on a GPU); SIM_ENOMEM. The workload is not kept: the step copies the node names it
+ *   needs (at most 16,384 distinct; beyond, the kind's name).
+ * - step_result, step_op (kind compute; COLL of a group named tp or cp: STEP_OP_TP, others
+ *   STEP_OP_DP; SEND/RECV: STEP_OP_PP), traces, link reports and the what-ifs work as on a step of a
+ *   job; memory figures are 0 (a workload carries none); microbatches 0. O(nodes log nodes). */
+typedef enum step_wl_compute { STEP_WL_COMPUTE_TRACE = 0, STEP_WL_COMPUTE_MODEL = 1 } step_wl_compute_t;
+const char *step_wl_compute_name(step_wl_compute_t c);               /* "trace", "model" */
+int step_wl_compute_parse(const char *text, step_wl_compute_t *out); /* SIM_OK or SIM_EINVAL */
+int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const sim_network_desc_t *net,
+                      const model_system_t *system, step_wl_compute_t compute, step_t **out, char *err,
+                      size_t err_size);
+
+/* The step's operations as a workload (before or after step_run): rank r = GPU r, nodes in the
+ * engine's order with the engine's operation ids; compute nodes with their durations (as simulated:
+ * slowdowns and jitter included), FLOPs and HBM bytes; collectives with their group (distinct member
+ * lists and kinds: tp, cp, dp, pp) and nccl-tests size; a pipeline message as a SEND and a RECV
+ * sharing a tag; dependencies as the engine's plus, as control dependencies, the order of each GPU's
+ * streams (the previous operation on the same stream). start_hint_s: the simulated start after the
+ * run, -1 before. Refused (SIM_EINVAL, one line): a collapsed step (Chakra ETs are per rank: every
+ * GPU must be simulated, --collapse off), a step on a shared engine, reduce or rooted broadcast
+ * collectives. *out is filled (free with step_workload_free) only on SIM_OK. O(operations). */
+int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_t err_size);
 
 #endif
