@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "alloc.h"
 #include "chakra_sample.h"
 #include "trace_chakra.h"
 
@@ -597,12 +598,71 @@ static void test_check(void **state) {
     clear_dir();
 }
 
+static int n_entries(void) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* Every allocation of a write and of a read failed in turn (alloc_fail_at): the call returns
+ * TRACE_ENOMEM with "out of memory", or survives with the same result; a failed write leaves no
+ * file (not even a temporary), a failed read a zeroed workload. */
+static void test_alloc_fail(void **state) {
+    (void)state;
+    clear_dir();
+    cs_build_t b;
+    cs_sample(&b);
+    char err[512], prefix[600];
+    snprintf(prefix, sizeof prefix, "%s/s", dir);
+    uint64_t c0 = alloc_count();
+    assert_int_equal(trace_chakra_write(dir, "s", &b.w, err, sizeof err), TRACE_OK);
+    const int64_t n_write = (int64_t)(alloc_count() - c0);
+    step_workload_t w;
+    c0 = alloc_count();
+    assert_int_equal(trace_chakra_read(prefix, &w, err, sizeof err), TRACE_OK);
+    const int64_t n_read = (int64_t)(alloc_count() - c0);
+    step_workload_free(&w);
+    assert_true(n_write > 5 && n_read > 10);
+    for (int64_t k = 1; k <= n_read; k++) {
+        alloc_fail_at((uint64_t)k);
+        const int rc = trace_chakra_read(prefix, &w, err, sizeof err);
+        alloc_fail_at(0);
+        if (rc == TRACE_OK) {
+            assert_int_equal(cs_compare(&b.w, &w), 0);
+            step_workload_free(&w);
+            continue;
+        }
+        if (rc != TRACE_ENOMEM || strcmp(err, "out of memory") != 0)
+            fail_msg("read, allocation %lld failed: rc %d: %s", (long long)k, rc, err);
+        assert_null(w.nodes);
+    }
+    for (int64_t k = 1; k <= n_write; k++) {
+        clear_dir();
+        alloc_fail_at((uint64_t)k);
+        const int rc = trace_chakra_write(dir, "s", &b.w, err, sizeof err);
+        alloc_fail_at(0);
+        if (rc == TRACE_OK)
+            continue;
+        if (rc != TRACE_ENOMEM || strcmp(err, "out of memory") != 0)
+            fail_msg("write, allocation %lld failed: rc %d: %s", (long long)k, rc, err);
+        assert_int_equal(n_entries(), 0);
+    }
+    step_workload_free(&b.w);
+    clear_dir();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mapping),         cmocka_unit_test(test_empty_ranks),
         cmocka_unit_test(test_metadata_groups), cmocka_unit_test(test_framing),
         cmocka_unit_test(test_files),           cmocka_unit_test(test_nodes),
         cmocka_unit_test(test_dependencies),    cmocka_unit_test(test_check),
+        cmocka_unit_test(test_alloc_fail),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -202,6 +202,8 @@ static int open_tmp(writer_t *wr, const char *dir, const char *base, out_file_t 
     of->dst = alloc_malloc(dl + bl + 2);
     of->tmp = alloc_malloc(dl + bl + 10);
     if (!of->dst || !of->tmp) {
+        if (of->tmp)
+            of->tmp[0] = '\0'; /* nothing to remove */
         snprintf(wr->err, wr->err_size, "out of memory");
         return TRACE_ENOMEM;
     }
