@@ -19,6 +19,10 @@
 /* 2^63: integers stored as int64 in the file must be below it. */
 #define CHAKRA_TWO_63 9223372036854775808.0
 
+/* Make err one line: every control character (a newline in a name read from a file, say) becomes
+ * '?'. Called on every error the codec returns. */
+void chakra_one_line(char *err, size_t err_size);
+
 /* Check the dependencies of rank r's nodes: ids unique, every dependency a node of the rank, no
  * cycle. label(ctx, r) names the rank's origin ("t/ar.3.et" or "rank 3"); n_data (may be NULL)
  * gives, per node of the rank, how many of its deps came from data_deps (the rest from ctrl_deps),

@@ -165,6 +165,12 @@ done:
     return rc;
 }
 
+void chakra_one_line(char *err, size_t err_size) {
+    for (size_t i = 0; i < err_size && err[i]; i++)
+        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
+            err[i] = '?';
+}
+
 static int bad(char *err, size_t err_size, int32_t r, const step_wl_node_t *nd, const char *field, double v,
                const char *why) {
     snprintf(err, err_size, "rank %d: node %" PRIu64 ": %s: %.17g: %s", r, nd->id, field, v, why);
@@ -212,7 +218,16 @@ static int check_node(const step_workload_t *w, int32_t r, const step_wl_node_t 
     return TRACE_OK;
 }
 
+static int check(const step_workload_t *w, char *err, size_t err_size);
+
 int trace_chakra_check(const step_workload_t *w, char *err, size_t err_size) {
+    const int rc = check(w, err, err_size);
+    if (rc != TRACE_OK && err_size > 0)
+        chakra_one_line(err, err_size);
+    return rc;
+}
+
+static int check(const step_workload_t *w, char *err, size_t err_size) {
     if (!w || w->n_ranks <= 0 || !w->rank_nodes_offset) {
         snprintf(err, err_size, "workload: n_ranks: %d: no ranks", w ? w->n_ranks : 0);
         return TRACE_EINVAL;

@@ -1033,7 +1033,10 @@ int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t 
     free(rd.seen_used);
     arena_destroy(&rd.arena);
     free_files(files, n);
-    if (rc != TRACE_OK)
+    if (rc != TRACE_OK) {
         step_workload_free(out);
+        if (err_size > 0)
+            chakra_one_line(err, err_size); /* names in files may hold newlines */
+    }
     return rc;
 }

@@ -273,8 +273,18 @@ static void remove_stale(const char *dir, const char *name, int32_t n_ranks) {
     closedir(d);
 }
 
+static int write_all(const char *dir, const char *name, const step_workload_t *w, char *err, size_t err_size);
+
 int trace_chakra_write(const char *dir, const char *name, const step_workload_t *w, char *err,
                        size_t err_size) {
+    const int rc = write_all(dir, name, w, err, err_size);
+    if (rc != TRACE_OK && err_size > 0)
+        chakra_one_line(err, err_size); /* a name or path may hold a newline */
+    return rc;
+}
+
+static int write_all(const char *dir, const char *name, const step_workload_t *w, char *err,
+                     size_t err_size) {
     writer_t wr = {.err = err, .err_size = err_size};
     if (!name || !name[0] || strchr(name, '/')) {
         snprintf(err, err_size, "name: \"%s\": not a file name (non-empty, without '/')", name ? name : "");
