@@ -217,6 +217,10 @@ static void test_files(void **state) {
     assert_int_equal(count_entries(dir2), 6);
     assert_int_equal(trace_chakra_write(dir2, "s", &b.w, err, sizeof err), TRACE_OK);
     assert_int_equal(count_entries(dir2), 5);
+    /* and a workload without groups drops the group file of an earlier one */
+    assert_int_equal(trace_chakra_write(dir2, "s", &big.w, err, sizeof err), TRACE_OK);
+    assert_int_equal(count_entries(dir2), 6);
+    assert_int_equal(trace_chakra_write(dir2, "s", &b.w, err, sizeof err), TRACE_OK);
     step_workload_t back;
     assert_int_equal(trace_chakra_read(dir2, &back, err, sizeof err), TRACE_OK);
     assert_int_equal(cs_compare(&b.w, &back), 0);

@@ -334,8 +334,18 @@ static int write_all(const char *dir, const char *name, const step_workload_t *w
             rc = io_fail(&wr, files[i].dst, "rename into place");
         else
             files[i].tmp[0] = '\0';
-    if (rc == TRACE_OK)
+    if (rc == TRACE_OK) {
         remove_stale(dir, name, w->n_ranks);
+        if (w->n_groups == 0) { /* an earlier export's groups would no longer match */
+            snprintf(base, bl, "%s.comm_group.json", name);
+            char *p = alloc_malloc(strlen(dir) + bl + 2);
+            if (p) {
+                sprintf(p, "%s/%s", dir, base);
+                (void)remove(p);
+                free(p);
+            }
+        }
+    }
     for (int32_t i = 0; i < n_files; i++) {
         if (files[i].f)
             fclose(files[i].f);

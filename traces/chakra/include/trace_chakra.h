@@ -51,7 +51,9 @@ int trace_chakra_check(const step_workload_t *w, char *err, size_t err_size);
 /* Write w (checked first with trace_chakra_check) as DIR/NAME.r.et for every rank r (DIR is
  * created if missing, one level), and, when w has groups, DIR/NAME.comm_group.json in ASTRA-sim's
  * --comm-group-configuration format ({"1": [0, 1], ...}). Files of that name already in DIR are
- * replaced; other files are left alone. name must be non-empty, without '/'. */
+ * replaced, and those an earlier, larger export left (NAME.r.et for r >= n_ranks, NAME.comm_group.json
+ * when w has no groups) removed, so that DIR reads back as w; other files are left alone. name must
+ * be non-empty, without '/'. Error lines never hold a control character (printed as '?'). */
 int trace_chakra_write(const char *dir, const char *name, const step_workload_t *w, char *err,
                        size_t err_size);
 
