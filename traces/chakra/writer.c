@@ -145,11 +145,11 @@ static int write_rank(writer_t *wr, const step_workload_t *w, int32_t r, FILE *f
                 at[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
                 at[na++].int64_val = llround(nd->flops);
             }
-            if (nd->mem_bytes > 0) { /* and tensor_size as uint64_val */
-                attr_init(&at[na], "tensor_size");
-                at[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL;
-                at[na++].uint64_val = (uint64_t)llround(nd->mem_bytes);
-            }
+            /* tensor_size as uint64_val, always: Chakra's feeder leaves its tensor_size member
+             * uninitialised when the attribute is absent */
+            attr_init(&at[na], "tensor_size");
+            at[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL;
+            at[na++].uint64_val = (uint64_t)llround(nd->mem_bytes);
         } else {
             if (nd->kind == STEP_WL_COLL) {
                 m.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE;
