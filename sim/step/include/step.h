@@ -366,10 +366,15 @@ typedef struct step_op {
     double comm_gb;                       /* buffer of a collective or message (nccl-tests size) */
     double tp_comm_s;                     /* fixed-time collectives folded into a compute operation */
     double activations_gb;                /* allocated (+) or freed (-) at the end of the operation */
+    const char *name;                     /* a workload's node name (step_new_workload), else NULL */
 } step_op_t;
 
 /* SIM_OK, or SIM_EINVAL for an id that is not one of the step's operations. */
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
+/* The operation's label as traces show it into buf (returns buf; "" for an unknown id): a workload's
+ * node name; a compute operation of the model's step "PASS mb M block B FIRST..LAST" (or "blocks
+ * B-C" for several); else the engine's name. */
+char *step_op_label(const step_t *s, sim_op_id_t op, char *buf, size_t size);
 
 /* ==== several jobs on one fabric ================================================================ */
 /* Several jobs' steps on one engine over one network (sim/step/fabric.c; docs/run.md, "Several jobs
