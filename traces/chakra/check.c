@@ -73,9 +73,9 @@ int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *labe
                            char *err, size_t err_size) {
     const int64_t first = w->rank_nodes_offset[r];
     const int64_t n = w->rank_nodes_offset[r + 1] - first;
-    const step_wl_node_t *nodes = w->nodes + first;
     if (n == 0)
         return TRACE_OK;
+    const step_wl_node_t *nodes = w->nodes + first;
     id_map_t m;
     if (id_map_init(&m, n) != TRACE_OK) {
         snprintf(err, err_size, "out of memory");

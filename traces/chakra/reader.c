@@ -239,17 +239,21 @@ static void attr_text(const ChakraProtoMsg__AttributeProto *a, const num_t *n, c
 static int attr_size(reader_t *rd, uint64_t id, const ChakraProtoMsg__AttributeProto *a, double *out) {
     num_t n;
     char v[64];
+    const char *why = NULL;
     if (attr_num(a, &n) != 0) {
         attr_text(a, NULL, v, sizeof v);
         return fail(rd, "node %" PRIu64 ": %s: %s: not a number", id, a->name, v);
     }
-    attr_text(a, &n, v, sizeof v);
     if (!n.is_int && !isfinite(n.d))
-        return fail(rd, "node %" PRIu64 ": %s: %s: not a finite number", id, a->name, v);
-    if (n.is_neg)
-        return fail(rd, "node %" PRIu64 ": %s: %s: negative", id, a->name, v);
-    if (n.u_big || n.d >= CHAKRA_TWO_63)
-        return fail(rd, "node %" PRIu64 ": %s: %s: overflows (2^63 or more)", id, a->name, v);
+        why = "not a finite number";
+    else if (n.is_neg)
+        why = "negative";
+    else if (n.u_big || n.d >= CHAKRA_TWO_63)
+        why = "overflows (2^63 or more)";
+    if (why) { /* the value is formatted only for the error line */
+        attr_text(a, &n, v, sizeof v);
+        return fail(rd, "node %" PRIu64 ": %s: %s: %s", id, a->name, v, why);
+    }
     *out = n.d;
     return TRACE_OK;
 }
@@ -264,10 +268,11 @@ static int attr_int(reader_t *rd, uint64_t id, const ChakraProtoMsg__AttributePr
         attr_text(a, is_num ? &n : NULL, v, sizeof v);
         return fail(rd, "node %" PRIu64 ": %s: %s: not an integer", id, a->name, v);
     }
-    attr_text(a, &n, v, sizeof v);
-    if (n.u_big || n.i < lo || n.i > hi)
+    if (n.u_big || n.i < lo || n.i > hi) {
+        attr_text(a, &n, v, sizeof v);
         return fail(rd, "node %" PRIu64 ": %s: %s: %s (%" PRId64 "..%" PRId64 ")", id, a->name, v, what, lo,
                     hi);
+    }
     *out = n.i;
     return TRACE_OK;
 }
@@ -509,8 +514,11 @@ static int map_node(reader_t *rd, const ChakraProtoMsg__Node *m) {
     nd.group = -1;
     nd.start_hint_s = -1;
     nd.duration_s = 0;
-    if (m->name)
-        snprintf(nd.name, sizeof nd.name, "%s", m->name);
+    if (m->name) { /* a truncated copy */
+        const size_t nl = strnlen(m->name, sizeof nd.name - 1);
+        memcpy(nd.name, m->name, nl);
+        nd.name[nl] = '\0';
+    }
     const int type = (int)m->type;
     switch (type) {
     case CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE:
@@ -552,12 +560,15 @@ static int map_node(reader_t *rd, const ChakraProtoMsg__Node *m) {
                 num_t n;
                 char v[64];
                 const int is_num = attr_num(a, &n) == 0;
-                attr_text(a, is_num ? &n : NULL, v, sizeof v);
-                if (!is_num || n.is_int)
+                if (!is_num || n.is_int) {
+                    attr_text(a, is_num ? &n : NULL, v, sizeof v);
                     return fail(rd, "node %" PRIu64 ": %s: %s: not a double", id, an, v);
-                if (!isfinite(n.d) || n.d < 0 || n.d > CHAKRA_MAX_DURATION_S)
+                }
+                if (!isfinite(n.d) || n.d < 0 || n.d > CHAKRA_MAX_DURATION_S) {
+                    attr_text(a, &n, v, sizeof v);
                     return fail(rd, "node %" PRIu64 ": %s: %s: not a duration in 0..%.3g s", id, an, v,
                                 CHAKRA_MAX_DURATION_S);
+                }
                 exact_s = n.d;
                 has_exact = 1;
             }
@@ -644,7 +655,7 @@ static int map_node(reader_t *rd, const ChakraProtoMsg__Node *m) {
         grow((void **)&rd->n_data, &rd->cap_n_data, rd->n_nodes - w->rank_nodes_offset[rd->rank] + 1,
              sizeof *rd->n_data) != TRACE_OK)
         return oom(rd);
-    uint64_t *out = w->deps + rd->n_deps;
+    uint64_t *out = nd_all ? w->deps + rd->n_deps : NULL; /* (no array yet when nothing has deps) */
     int32_t kept = 0, kept_data = 0;
     for (size_t k = 0; k < nd_all; k++) {
         const uint64_t d = k < m->n_data_deps ? m->data_deps[k] : m->ctrl_deps[k - m->n_data_deps];
@@ -737,9 +748,13 @@ static int read_rank(reader_t *rd, const uint8_t *buf, size_t len) {
         if (v == 1)
             return fail(rd, "record %" PRId64 " (byte %zu): length: (truncated varint): file ends inside it",
                         record, at);
-        if (v == 2 || n > UINT32_MAX)
-            return fail(rd, "record %" PRId64 " (byte %zu): length: %s: overflows (over 2^32-1 bytes)",
-                        record, at, v == 2 ? "(over 10 bytes)" : "");
+        if (v == 2)
+            return fail(rd, "record %" PRId64 " (byte %zu): length: (over 10 bytes): overflows 64 bits",
+                        record, at);
+        if (n > UINT32_MAX)
+            return fail(rd,
+                        "record %" PRId64 " (byte %zu): length: %" PRIu64 ": overflows (over 2^32-1 bytes)",
+                        record, at, n);
         if (n > len - pos)
             return fail(rd, "record %" PRId64 " (byte %zu): length: %" PRIu64 ": truncated (%zu bytes left)",
                         record, at, n, len - pos);
