@@ -13,6 +13,8 @@
 #define WL_MAX_NAMES 16384
 #define WL_NAME 64
 #define WL_MAX_COLORS 63
+/* what the import holds per node while it builds (its index arrays), beside the step's per operation */
+#define WL_BUILD_BYTES_PER_NODE 112.0
 #define WL_MAX_STREAMS 64 /* the engine's communication streams per GPU */
 
 void step_workload_free(step_workload_t *w) {
@@ -1017,6 +1019,16 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
                        "workload is simulated)");
     if (!rc)
         rc = check(&b);
+    if (!rc) {
+        /* the memory budget, as step_new's: the step's bytes per operation plus the import's own */
+        const double need_gb = step_memory_estimate_gb(b.n) + WL_BUILD_BYTES_PER_NODE * (double)b.n * 1e-9;
+        const double budget_gb = s->cfg.max_memory_gb > 0.0 ? s->cfg.max_memory_gb : step_memory_budget_gb();
+        if (need_gb > budget_gb)
+            rc = step_fail(s, SIM_EINVAL,
+                           "workload: %lld nodes need about %.1f GB, more than the memory budget of %.1f GB "
+                           "(--max-memory); allowed: a smaller workload or a larger budget",
+                           (long long)b.n, need_gb, budget_gb);
+    }
     if (!rc) {
         s->gpus = w->n_ranks;
         s->job.gpus = w->n_ranks;
