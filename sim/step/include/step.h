@@ -603,9 +603,11 @@ void step_workload_free(step_workload_t *w); /* frees the arrays, zeroes w; acce
  *   id). COLL: the engine's collective over its group (ranks in ring order; -1: every rank), the
  *   auto algorithm and protocol as the step's, size comm_bytes (nccl-tests' size); the k-th COLL of a
  *   group on each member is one collective (NCCL: collectives of a communicator match by issue
- *   order), on one stream per group (groups sharing a rank on different streams). SEND/RECV: matched
- *   by (src, dst, tag), the k-th send with the k-th receive; one stream per (direction, peer) of a
- *   rank. Dependencies (data and control alike) become the engine's.
+ *   order), on one stream per group (groups sharing a rank on different streams; tp and cp prefer
+ *   stream 1, dp stream 2). SEND/RECV: matched by (src, dst, tag), the k-th send with the k-th
+ *   receive; one stream per (tag, direction, peer) of a rank, numbered by tag, sends first (more
+ *   than fit: one per (direction, peer)). Dependencies (data and control alike) become the
+ *   engine's. The memory budget as step_new's, plus the import's own bytes per node.
  * - Errors: SIM_EINVAL with one line naming the rank, the node id and the field (cycles, dangling or
  *   self dependencies, duplicate ids, unmatched send/recv, collectives that differ between members
  *   or come in an order no stream assignment can run, group members out of range, more than 64
