@@ -13,6 +13,8 @@
 #define WL_MAX_NAMES 16384
 #define WL_NAME 64
 #define WL_MAX_COLORS 63
+/* what the import holds per node while it builds (its index arrays), beside the step's per operation */
+#define WL_BUILD_BYTES_PER_NODE 112.0
 #define WL_MAX_STREAMS 64 /* the engine's communication streams per GPU */
 
 void step_workload_free(step_workload_t *w) {
@@ -652,30 +654,47 @@ static uint64_t name_hash(const char *p) {
 }
 
 static int names(wl_build_t *b) {
-    const int64_t n = b->n, cap = 2 * WL_MAX_NAMES;
+    const int64_t n = b->n;
+    int64_t cap = 1024, nn = 0, cap_rep = 512;
     int64_t *tab = alloc_malloc((size_t)cap * sizeof *tab);
-    int64_t *rep = alloc_malloc((size_t)WL_MAX_NAMES * sizeof *rep);
+    int64_t *rep = alloc_malloc((size_t)cap_rep * sizeof *rep);
     b->name_ix = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->name_ix);
-    if (!tab || !rep || !b->name_ix) {
-        free(tab);
-        free(rep);
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    }
-    for (int64_t i = 0; i < cap; i++)
+    int rc = !tab || !rep || !b->name_ix ? SIM_ENOMEM : SIM_OK;
+    for (int64_t i = 0; i < cap && tab; i++)
         tab[i] = -1;
-    int32_t nn = 0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n && !rc; i++) {
         const char *nm = node(b, i)->name;
         b->name_ix[i] = -1;
         if (!nm[0])
             continue;
+        if (2 * (nn + 1) > cap) { /* grow the table and the representatives */
+            const int64_t nc = 2 * cap;
+            int64_t *t2 = alloc_malloc((size_t)nc * sizeof *t2),
+                    *r2 = alloc_realloc(rep, (size_t)nc / 2 * sizeof *r2);
+            if (r2)
+                rep = r2;
+            if (!t2 || !r2) {
+                free(t2);
+                rc = SIM_ENOMEM;
+                break;
+            }
+            for (int64_t k = 0; k < nc; k++)
+                t2[k] = -1;
+            for (int64_t k = 0; k < nn; k++) {
+                uint64_t h = name_hash(node(b, rep[k])->name) & (uint64_t)(nc - 1);
+                while (t2[h] >= 0)
+                    h = (h + 1) & (uint64_t)(nc - 1);
+                t2[h] = k;
+            }
+            free(tab);
+            tab = t2;
+            cap = nc;
+        }
         for (uint64_t k = name_hash(nm) & (uint64_t)(cap - 1);; k = (k + 1) & (uint64_t)(cap - 1)) {
             if (tab[k] < 0) {
-                if (nn < WL_MAX_NAMES) {
-                    rep[nn] = i;
-                    tab[k] = nn;
-                    b->name_ix[i] = nn++;
-                }
+                rep[nn] = i;
+                tab[k] = nn;
+                b->name_ix[i] = (int32_t)nn++;
                 break;
             }
             if (strncmp(node(b, rep[tab[k]])->name, nm, WL_NAME) == 0) {
@@ -684,23 +703,21 @@ static int names(wl_build_t *b) {
             }
         }
     }
-    b->s->wl_names = alloc_malloc((size_t)(nn ? nn : 1) * WL_NAME);
-    if (!b->s->wl_names) {
-        free(tab);
-        free(rep);
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    }
-    for (int32_t k = 0; k < nn; k++) {
+    if (!rc && !(b->s->wl_names = alloc_malloc((size_t)(nn ? nn : 1) * WL_NAME)))
+        rc = SIM_ENOMEM;
+    for (int64_t k = 0; !rc && k < nn; k++) {
         memcpy(b->s->wl_names + (size_t)k * WL_NAME, node(b, rep[k])->name, WL_NAME);
         b->s->wl_names[(size_t)k * WL_NAME + WL_NAME - 1] = '\0';
     }
     free(tab);
     free(rep);
-    return SIM_OK;
+    return rc ? wl_fail(b, SIM_ENOMEM, "workload: out of memory") : SIM_OK;
 }
 
+/* The engine's name of a node: its own among the first WL_MAX_NAMES distinct (the engine's limit),
+ * else its kind's (step_op gives every node's own). */
 static const char *name_of(const wl_build_t *b, int64_t i) {
-    if (b->name_ix[i] >= 0)
+    if (b->name_ix[i] >= 0 && b->name_ix[i] < WL_MAX_NAMES)
         return b->s->wl_names + (size_t)b->name_ix[i] * WL_NAME;
     const step_wl_node_t *nd = node(b, i);
     switch (nd->kind) {
@@ -909,6 +926,9 @@ static int deps_and_meta(wl_build_t *b) {
         k += node(b, i)->n_deps;
     }
     int rc = step_meta_reserve(s, (int32_t)b->n);
+    s->wl_op_name = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *s->wl_op_name);
+    if (!rc && !s->wl_op_name)
+        rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
     for (int64_t a = 0; a < b->n && !rc; a++) {
         const int64_t i = b->add_order[a];
         const step_wl_node_t *nd = node(b, i);
@@ -947,6 +967,7 @@ static int deps_and_meta(wl_build_t *b) {
             m.coll_op = MODEL_COLL_P2P;
             m.comm_gb = node(b, nd->kind == STEP_WL_SEND ? i : b->partner[i])->comm_bytes * 1e-9;
         }
+        s->wl_op_name[b->op[i] - s->op0] = b->name_ix[i];
         rc = step_meta_put(s, b->op[i], &m);
     }
     free(dstart);
@@ -998,6 +1019,16 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
                        "workload is simulated)");
     if (!rc)
         rc = check(&b);
+    if (!rc) {
+        /* the memory budget, as step_new's: the step's bytes per operation plus the import's own */
+        const double need_gb = step_memory_estimate_gb(b.n) + WL_BUILD_BYTES_PER_NODE * (double)b.n * 1e-9;
+        const double budget_gb = s->cfg.max_memory_gb > 0.0 ? s->cfg.max_memory_gb : step_memory_budget_gb();
+        if (need_gb > budget_gb)
+            rc = step_fail(s, SIM_EINVAL,
+                           "workload: %lld nodes need about %.1f GB, more than the memory budget of %.1f GB "
+                           "(--max-memory); allowed: a smaller workload or a larger budget",
+                           (long long)b.n, need_gb, budget_gb);
+    }
     if (!rc) {
         s->gpus = w->n_ranks;
         s->job.gpus = w->n_ranks;
@@ -1299,7 +1330,7 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
         step_wl_node_t *n = &out->nodes[off[d.gpu]++];
         memset(n, 0, sizeof *n);
         n->id = (uint64_t)op;
-        snprintf(n->name, sizeof n->name, "%s", d.name ? d.name : "");
+        step_op_label(s, op, n->name, sizeof n->name);
         n->duration_s = -1.0;
         n->peer = -1;
         n->group = -1;

@@ -366,10 +366,15 @@ typedef struct step_op {
     double comm_gb;                       /* buffer of a collective or message (nccl-tests size) */
     double tp_comm_s;                     /* fixed-time collectives folded into a compute operation */
     double activations_gb;                /* allocated (+) or freed (-) at the end of the operation */
+    const char *name;                     /* a workload's node name (step_new_workload), else NULL */
 } step_op_t;
 
 /* SIM_OK, or SIM_EINVAL for an id that is not one of the step's operations. */
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
+/* The operation's label as traces show it into buf (returns buf; "" for an unknown id): a workload's
+ * node name; a compute operation of the model's step "PASS mb M block B FIRST..LAST" (or "blocks
+ * B-C" for several); else the engine's name. */
+char *step_op_label(const step_t *s, sim_op_id_t op, char *buf, size_t size);
 
 /* ==== several jobs on one fabric ================================================================ */
 /* Several jobs' steps on one engine over one network (sim/step/fabric.c; docs/run.md, "Several jobs
@@ -598,9 +603,11 @@ void step_workload_free(step_workload_t *w); /* frees the arrays, zeroes w; acce
  *   id). COLL: the engine's collective over its group (ranks in ring order; -1: every rank), the
  *   auto algorithm and protocol as the step's, size comm_bytes (nccl-tests' size); the k-th COLL of a
  *   group on each member is one collective (NCCL: collectives of a communicator match by issue
- *   order), on one stream per group (groups sharing a rank on different streams). SEND/RECV: matched
- *   by (src, dst, tag), the k-th send with the k-th receive; one stream per (direction, peer) of a
- *   rank. Dependencies (data and control alike) become the engine's.
+ *   order), on one stream per group (groups sharing a rank on different streams; tp and cp prefer
+ *   stream 1, dp stream 2). SEND/RECV: matched by (src, dst, tag), the k-th send with the k-th
+ *   receive; one stream per (tag, direction, peer) of a rank, numbered by tag, sends first (more
+ *   than fit: one per (direction, peer)). Dependencies (data and control alike) become the
+ *   engine's. The memory budget as step_new's, plus the import's own bytes per node.
  * - Errors: SIM_EINVAL with one line naming the rank, the node id and the field (cycles, dangling or
  *   self dependencies, duplicate ids, unmatched send/recv, collectives that differ between members
  *   or come in an order no stream assignment can run, group members out of range, more than 64

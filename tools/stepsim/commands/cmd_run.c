@@ -148,18 +148,22 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
         rc = cli_fail(d, CLI_EUSAGE,
                       "--trace-ranks: given without --trace; allowed: --trace FILE --trace-ranks LIST");
     if (!rc && o->compute && !o->workload)
-        rc = cli_fail(d, CLI_EUSAGE, "--compute: given without --workload; allowed: --workload DIR --compute %s",
-                      o->compute);
+        rc =
+            cli_fail(d, CLI_EUSAGE,
+                     "--compute: given without --workload; allowed: --workload DIR --compute %s", o->compute);
     step_wl_compute_t wc;
     if (!rc && o->compute && step_wl_compute_parse(o->compute, &wc) != SIM_OK)
-        rc = cli_fail(d, CLI_EUSAGE, "--compute: \"%.60s\" is not allowed; allowed: trace, model", o->compute);
+        rc =
+            cli_fail(d, CLI_EUSAGE, "--compute: \"%.60s\" is not allowed; allowed: trace, model", o->compute);
     if (!rc && o->workload && o->layers)
-        rc = cli_fail(d, CLI_EUSAGE, "--layers: not with --workload (a workload has no layers); allowed: one of them");
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--layers: not with --workload (a workload has no layers); allowed: one of them");
     /* Chakra traces are per rank: an export needs every GPU simulated (a workload always is) */
     if (!rc && o->export_et && !o->workload && c->collapse != STEP_COLLAPSE_OFF)
-        rc = cli_fail(d, CLI_EUSAGE,
-                      "--export-et: needs every GPU simulated (a Chakra trace is per rank, and a collapsed step "
-                      "simulates one GPU for many); allowed: --export-et DIR --collapse off");
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "--export-et: needs every GPU simulated (a Chakra trace is per rank, and a collapsed step "
+            "simulates one GPU for many); allowed: --export-et DIR --collapse off");
     return rc;
 }
 
@@ -183,22 +187,14 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
     out->stage = m.stage;
     out->collective = m.collective;
     out->group = m.group;
+    if (m.name) /* a workload's node: its own name */
+        out->name = m.name;
     if (m.kind == STEP_OP_COMPUTE || m.kind == STEP_OP_OPTIMIZER) {
         out->flops = m.flops_tflop * 1e12;
         out->bytes = m.hbm_gb * 1e9;
         out->layer = m.first_layer;
-        if (m.kind == STEP_OP_COMPUTE) {
-            if (m.n_blocks > 1)
-                snprintf(name, name_size, "%s mb %d blocks %d-%d", m.pass, m.microbatch, m.first_block,
-                         m.first_block + m.n_blocks - 1);
-            else if (m.first_layer && m.last_layer && strcmp(m.first_layer, m.last_layer) != 0)
-                snprintf(name, name_size, "%s mb %d block %d %s..%s", m.pass, m.microbatch, m.first_block,
-                         m.first_layer, m.last_layer);
-            else
-                snprintf(name, name_size, "%s mb %d block %d %s", m.pass, m.microbatch, m.first_block,
-                         m.first_layer ? m.first_layer : "");
-            out->name = name;
-        }
+        if (m.kind == STEP_OP_COMPUTE && !m.name)
+            out->name = step_op_label(step, op->op, name, name_size);
         if (m.kind == STEP_OP_COMPUTE)
             out->tp_comm_s = m.tp_comm_s;
     } else {
@@ -288,7 +284,10 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
     trace_ranks_t ranks = plan.ranks;
     int32_t n_links = 0;
     int32_t *links = topo ? traced_links(topo, &ranks, &n_links) : NULL;
-    char *scen = print_run_trace_scenario(su, job, scn, c);
+    char *scen = o->workload ? print_run_trace_workload(o->workload, (int32_t)job->gpus,
+                                                        sim_op_count(step_engine(step)),
+                                                        o->compute ? o->compute : "trace", job, c)
+                             : print_run_trace_scenario(su, job, scn, c);
     const sim_engine_t *e = step_engine(step);
     (void)e;
     tc->step = step;
@@ -398,8 +397,8 @@ static int export_et(run_hook_t *h, const step_t *step) {
     h->r->exported_nodes = w.rank_nodes_offset[w.n_ranks];
     step_workload_free(&w);
     if (rc)
-        return cli_fail(h->d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--export-et %s: %s", h->o->export_et,
-                        rc == TRACE_ENOMEM ? "out of memory" : err);
+        return cli_fail(h->d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--export-et %s: %s",
+                        h->o->export_et, rc == TRACE_ENOMEM ? "out of memory" : err);
     return CLI_OK;
 }
 
@@ -434,8 +433,8 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         char err[400];
         const int trc = trace_chakra_read(o->workload, &wl, err, sizeof err);
         if (trc)
-            return cli_fail(d, trc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--workload %s: %s", o->workload,
-                            trc == TRACE_ENOMEM ? "out of memory" : err);
+            return cli_fail(d, trc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--workload %s: %s",
+                            o->workload, trc == TRACE_ENOMEM ? "out of memory" : err);
         r->workload = 1;
         r->wl_ranks = wl.n_ranks;
         r->wl_nodes = wl.rank_nodes_offset[wl.n_ranks];

@@ -36,6 +36,26 @@ char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job
     return copy;
 }
 
+char *print_run_trace_workload(const char *path, int32_t ranks, int64_t nodes, const char *compute,
+                               const model_job_t *job, const step_config_t *c) {
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_string(&w, "workload", path);
+    json_int(&w, "ranks", ranks);
+    json_int(&w, "nodes", nodes);
+    json_string(&w, "compute", compute);
+    json_string(&w, "system", job->system.name);
+    json_string(&w, "comm", c->comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
+    cJSON *doc = json_take(&w);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    char *copy = text ? alloc_malloc(strlen(text) + 1) : NULL;
+    if (copy)
+        memcpy(copy, text, strlen(text) + 1);
+    cJSON_free(text);
+    return copy;
+}
+
 /* ---- the result -----------------------------------------------------------------------------------------
  */
 
@@ -373,18 +393,21 @@ static void trailer_text(FILE *out, const run_result_t *r, const run_opts_t *o) 
 static void workload_text(FILE *out, const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
     const step_result_t *s = &r->res;
     char line[1024];
-    snprintf(line, sizeof line, "stepsim run: workload %s: %d ranks, %" PRId64 " nodes, compute from the %s%s%s",
-             o->workload, r->wl_ranks, r->wl_nodes, r->wl_compute == STEP_WL_COMPUTE_MODEL ? "roofline of " : "trace",
+    snprintf(line, sizeof line,
+             "stepsim run: workload %s: %d ranks, %" PRId64 " nodes, compute from the %s%s%s", o->workload,
+             r->wl_ranks, r->wl_nodes, r->wl_compute == STEP_WL_COMPUTE_MODEL ? "roofline of " : "trace",
              r->wl_compute == STEP_WL_COMPUTE_MODEL ? r->job.system.name : "", "");
     output_wrapped(out, 2, line);
     if (r->cfg.comm == SIM_COMM_ANALYTIC)
-        snprintf(line, sizeof line, "simulation: analytic communication on %s (the model's times, no network)",
+        snprintf(line, sizeof line,
+                 "simulation: analytic communication on %s (the model's times, no network)",
                  r->job.system.name);
     else
         snprintf(line, sizeof line, "simulation: network communication on %s (calibration %s)", r->topology,
                  r->calibrated ? "nccl" : "none");
     output_wrapped_list(out, 12, line);
-    fprintf(out, "            %d GPUs simulated, %" PRId64 " operations, %" PRId64 " events, %" PRId64 " flows",
+    fprintf(out,
+            "            %d GPUs simulated, %" PRId64 " operations, %" PRId64 " events, %" PRId64 " flows",
             s->simulated_gpus, s->operations, s->events, s->flows);
     if (!o->deterministic)
         fprintf(out, ", %.2f s wall", r->wall_s);
