@@ -77,6 +77,8 @@ static int backward_only(const step_workload_t *w, const step_wl_node_t *nodes, 
         if (nodes[i].id <= nodes[i - 1].id)
             return 0;
     for (int64_t i = 0; i < n; i++) {
+        if (nodes[i].n_deps == 0)
+            continue; /* (deps may be NULL when no node has any) */
         const uint64_t *deps = w->deps + nodes[i].deps_offset;
         for (int32_t k = 0; k < nodes[i].n_deps; k++) {
             const uint64_t d = deps[k];
