@@ -1531,3 +1531,20 @@ int sim_coll_result(const sim_engine_t *e, sim_coll_id_t id, sim_coll_result_t *
     out->members = c->n;
     return SIM_OK;
 }
+
+int sim_coll_describe(const sim_engine_t *e, sim_coll_id_t id, sim_coll_info_t *out) {
+    if (id < 0 || id >= e->n_colls)
+        return SIM_EINVAL;
+    const sim_coll_inst_t *in = &e->colls[id];
+    const sim_coll_t *c = &e->plans[in->plan];
+    out->op = c->op;
+    out->size_bytes = c->size_bytes;
+    out->n_gpus = c->n;
+    out->root = c->root;
+    out->gpus = c->gpus;
+    out->first_op = in->first_op;
+    out->requested_algo = (sim_coll_algo_t)c->req_algo;
+    out->requested_proto = (sim_proto_t)c->req_proto;
+    out->requested_channels = c->want_channels;
+    return SIM_OK;
+}

@@ -360,3 +360,38 @@ int sim_i_exec_check(sim_engine_t *e) {
         }
     return SIM_OK;
 }
+
+int sim_op_describe(const sim_engine_t *e, sim_op_id_t id, sim_op_desc_t *out) {
+    if (id < 0 || id >= e->n_ops)
+        return SIM_EINVAL;
+    const sim_op_t *op = &e->ops[id];
+    const sim_op_info_t info = op_info(e, id);
+    out->kind = info.kind;
+    out->gpu = info.gpu;
+    out->stream = info.stream;
+    out->coll = info.coll;
+    out->name = info.name;
+    out->member = op->coll >= 0 ? id - e->colls[op->coll].first_op : -1;
+    out->duration_s = -1.0;
+    if (op->coll < 0)
+        out->duration_s = sim_ps_to_s(op_done(op) ? op->t_end - op->t_start : -1 - op->t_end);
+    return SIM_OK;
+}
+
+int32_t sim_op_successors(const sim_engine_t *e, sim_op_id_t id, sim_op_id_t *out, int32_t cap) {
+    if (id < 0 || id >= e->n_ops)
+        return -1;
+    int32_t n = 0;
+    if (e->succ[id] >= 0) {
+        if (n < cap)
+            out[n] = e->succ[id];
+        n++;
+    }
+    if (e->ops[id].name & SIM_OP_MORE)
+        for (int32_t i = e->more[2 * more_slot(e, id) + 1]; i >= 0; i = e->edges[2 * i + 1]) {
+            if (n < cap)
+                out[n] = e->edges[2 * i];
+            n++;
+        }
+    return n;
+}

@@ -3,7 +3,7 @@
 #
 # Usage: tools/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  time per target (default 60); each target runs alone, one after the other
-#   TARGET   scenario, topology, graphml, measured, grid, journal (default: all six)
+#   TARGET   scenario, topology, graphml, measured, grid, journal, chakra (default: all seven)
 # Environment:
 #   STEPSIM_FUZZ_BUILD   build directory (default build-fuzz/ in the repository)
 #   STEPSIM_FUZZ_ARGS    extra libFuzzer arguments (e.g. "-runs=2000000", "-jobs=2")
@@ -20,7 +20,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-all_targets=(scenario topology graphml measured grid journal)
+all_targets=(scenario topology graphml measured grid journal chakra)
 seconds=60
 if (($# > 0)) && [[ $1 =~ ^[0-9]+$ ]]; then
     seconds=$1
@@ -66,6 +66,7 @@ seeds() {
     measured) ls $f/measured/*.csv tests/data/*-runs.csv ;;
     grid) ls $f/sweep/*.json ;;
     journal) ls tests/fuzz/seeds/journal/* ;;
+    chakra) ls tests/data/chakra/astra-sim/all_reduce/8npus_1024MB/all_reduce.0.et tests/fuzz/seeds/chakra/* ;;
     esac
     if [[ -d tests/fixtures/fuzz/$1 ]]; then
         ls tests/fixtures/fuzz/"$1"/*
@@ -93,7 +94,8 @@ for t in "${targets[@]}"; do
     [[ $t != measured ]] || max_len=1536
     [[ $t != graphml ]] || max_len=4096
     extra=()
-    [[ $t == measured ]] || extra+=(-dict="$dict")
+    [[ $t == measured || $t == chakra ]] || extra+=(-dict="$dict")
+    [[ $t != chakra ]] || extra+=(-dict=tests/fuzz/chakra.dict)
     log=$build/fuzz-$t.log
     echo "fuzz.sh: $t for ${seconds}s (log $log)" >&2
     rc=0

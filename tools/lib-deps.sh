@@ -11,7 +11,9 @@
 
 # Debian packages the build, the tests and the tools need (libigraph-dev for topo/,
 # gnuplot-nox for plots, Open MPI for distributed sweeps, python3 for tools/data/convert-nemo.py and
-# its test, clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes) for tools/fuzz.sh).
+# its test, clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes) for tools/fuzz.sh;
+# protobuf-c-compiler and libprotobuf-c-dev for the Chakra trace codec (traces/chakra), protobuf-compiler
+# and python3-protobuf for its Python check, tests/chakra/check_et.py).
 STEPSIM_DEB_PACKAGES=(
     build-essential
     cmake
@@ -26,6 +28,10 @@ STEPSIM_DEB_PACKAGES=(
     libopenmpi-dev
     openmpi-bin
     python3
+    protobuf-c-compiler
+    libprotobuf-c-dev
+    protobuf-compiler
+    python3-protobuf
 )
 
 stepsim_log() {

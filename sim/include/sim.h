@@ -661,4 +661,36 @@ int sim_engine_set_link_classes(sim_engine_t *e, int32_t n_classes, const int32_
 /* The bytes class c carried on link so far (0 without classes or out of range). */
 double sim_link_class_bytes(const sim_engine_t *e, int32_t link, int32_t c);
 
+/* ---- introspection (for exporting what was added) ---------------------------------------------- */
+
+/* An operation as it was added: kind, GPU and stream, name (borrowed), and for a compute operation
+ * its duration (as added before the run, end - start after it; -1 otherwise); for a member of a
+ * collective the collective and its index among the members. SIM_OK or SIM_EINVAL (unknown id). */
+typedef struct sim_op_desc {
+    sim_op_kind_t kind;
+    int32_t gpu, stream;
+    const char *name;
+    double duration_s;
+    sim_coll_id_t coll; /* -1 for compute */
+    int32_t member;     /* index into the collective's members, -1 for compute */
+} sim_op_desc_t;
+int sim_op_describe(const sim_engine_t *e, sim_op_id_t op, sim_op_desc_t *out);
+/* The operations that depend on op (sim_op_depend(e, succ, op)), up to cap of them into out; returns
+ * how many there are (may exceed cap), -1 for an unknown id. O(successors). */
+int32_t sim_op_successors(const sim_engine_t *e, sim_op_id_t op, sim_op_id_t *out, int32_t cap);
+/* A collective as it was added: its members (gpus: engine storage, valid while the engine lives) are
+ * operations first_op .. first_op + n_gpus - 1; the algorithm, protocol and channels as requested.
+ * SIM_OK or SIM_EINVAL (unknown id). */
+typedef struct sim_coll_info {
+    sim_coll_op_t op;
+    double size_bytes;
+    int32_t n_gpus, root;
+    const int32_t *gpus;
+    sim_op_id_t first_op;
+    sim_coll_algo_t requested_algo;
+    sim_proto_t requested_proto;
+    int32_t requested_channels;
+} sim_coll_info_t;
+int sim_coll_describe(const sim_engine_t *e, sim_coll_id_t c, sim_coll_info_t *out);
+
 #endif

@@ -43,7 +43,9 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     out->engine = cfg.engine;
     step_t *step = NULL;
     char err[300] = "";
-    int rc = step_new(job, &cfg, network ? &net : NULL, &step, err, sizeof err);
+    int rc = opts->workload ? step_new_workload(opts->workload, &cfg, network ? &net : NULL, &job->system,
+                                                (step_wl_compute_t)opts->wl_compute, &step, err, sizeof err)
+                            : step_new(job, &cfg, network ? &net : NULL, &step, err, sizeof err);
     if (rc)
         return fail(out, STEP_SIM_AT_BUILD, rc, rc == SIM_ENOMEM && !err[0] ? "out of memory" : err);
     if (opts->before_run && (rc = opts->before_run(opts->ctx, step)) != 0) {
@@ -68,7 +70,7 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
         out->failed_at = STEP_SIM_AT_HOOK;
         return rc;
     }
-    const int64_t pp = job->par.pp;
+    const int64_t pp = opts->workload ? 0 : job->par.pp; /* a workload has no stages */
     out->stage_peak_activations_gb =
         alloc_malloc((size_t)(pp > 0 ? pp : 1) * sizeof *out->stage_peak_activations_gb);
     if (!out->stage_peak_activations_gb) {

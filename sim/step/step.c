@@ -904,6 +904,8 @@ void step_free(step_t *s) {
     free(s->act_gb);
     free(s->peak_act_gb);
     free(s->slow);
+    free(s->wl_names);
+    free(s->wl_op_name);
     free(s);
 }
 
@@ -1214,5 +1216,33 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
     out->comm_gb = m->comm_gb;
     out->tp_comm_s = m->tp_comm_s;
     out->activations_gb = m->act_gb;
+    if (s->wl_op_name && s->wl_op_name[op - s->op0] >= 0)
+        out->name = s->wl_names + (size_t)s->wl_op_name[op - s->op0] * 64;
     return SIM_OK;
+}
+
+char *step_op_label(const step_t *s, sim_op_id_t op, char *buf, size_t size) {
+    step_op_t m;
+    if (size)
+        buf[0] = '\0';
+    if (step_op(s, op, &m) != SIM_OK)
+        return buf;
+    if (m.name) {
+        snprintf(buf, size, "%s", m.name);
+    } else if (m.kind == STEP_OP_COMPUTE && m.pass) {
+        if (m.n_blocks > 1)
+            snprintf(buf, size, "%s mb %d blocks %d-%d", m.pass, m.microbatch, m.first_block,
+                     m.first_block + m.n_blocks - 1);
+        else if (m.first_layer && m.last_layer && strcmp(m.first_layer, m.last_layer) != 0)
+            snprintf(buf, size, "%s mb %d block %d %s..%s", m.pass, m.microbatch, m.first_block,
+                     m.first_layer, m.last_layer);
+        else
+            snprintf(buf, size, "%s mb %d block %d %s", m.pass, m.microbatch, m.first_block,
+                     m.first_layer ? m.first_layer : "");
+    } else {
+        sim_op_desc_t d;
+        if (sim_op_describe(s->e, op, &d) == SIM_OK && d.name)
+            snprintf(buf, size, "%s", d.name);
+    }
+    return buf;
 }

@@ -206,6 +206,10 @@ struct sim_step {
     int32_t *map; /* [gpus]; NULL: identity */
     int own_engine;
     sim_op_id_t op0, op_end;
+    /* a workload's step (step_new_workload): 1, and the node names the engine borrows */
+    int workload;
+    char *wl_names;      /* distinct names, 64 bytes each */
+    int32_t *wl_op_name; /* per operation (from op0): index into wl_names, -1: none */
 };
 
 /* perturb.c: check and copy the configuration's perturbations (step_new); a compute operation's

@@ -73,10 +73,20 @@ static void test_grid_option_out_of_range(void **state) {
     cli_run_free(&r);
 }
 
+/* A Chakra ET whose metadata names a process group "pg_ranks:\n" with a rank beyond the workload: the
+ * error line printed the name's newline (two lines on stderr); control characters now print as '?'. */
+static void test_chakra_newline_in_name(void **state) {
+    (void)state;
+    cli_run_t r = cli_run("run", "--workload", FUZZ_DIR "/chakra/newline_in_name", NULL);
+    expect_one_line(&r, 2, "newline_in_name.0.et: metadata: pg_ranks:?: 1: not a rank (0..0)");
+    cli_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_torn_line_only),
         cmocka_unit_test(test_grid_option_out_of_range),
+        cmocka_unit_test(test_chakra_newline_in_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,6 +112,8 @@ typedef struct run_opts {
     int64_t interleave;                 /* the scenario's virtual stages per GPU (cmd_run_scenario_opts) */
     int pipeline;                       /* the scenario's model_pipeline_t (cmd_run_scenario_opts) */
     char optimizer_text[8];             /* storage of optimizer when set from the scenario */
+    /* --workload, --compute, --export-et (docs/workloads.md; NULL: not given) */
+    const char *workload, *compute, *export_et;
 } run_opts_t;
 int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *diag);
 /* run's result: the job, the model's estimate, the step configuration and the simulated step. */
@@ -154,6 +156,15 @@ typedef struct run_result {
     int entry_costs;             /* 1: entry[] holds each entry's cost */
     char entry_costs_note[200];  /* why not, when not */
     run_entry_t entry[RUN_MAX_ENTRIES];
+    /* --workload: the workload simulated in place of the model's step (no estimate, no memory) */
+    int workload;
+    int32_t wl_ranks;
+    int64_t wl_nodes;
+    step_wl_compute_t wl_compute;
+    /* --export-et: the ranks and nodes written */
+    int exported;
+    int32_t exported_ranks;
+    int64_t exported_nodes;
 } run_result_t;
 /* The what-if's cost in seconds and percent of the baseline's step (perturbed - baseline). */
 double run_cost_s(const run_result_t *r);

@@ -190,6 +190,18 @@ static const cli_option_t OPTIONS[] = {
      "GPUs to trace, e.g. 0-7,64 (with --trace; not given and the whole trace above 100 MB: one tensor "
      "group per pipeline stage)",
      CLI_OPT_TRACE_RANKS},
+    {"--workload", "DIR|PREFIX", R, "none",
+     "simulate a Chakra execution trace per rank (DIR holding NAME.0.et .. NAME.N-1.et, or PREFIX with "
+     "PREFIX.r.et) instead of the scenario's model: rank r on GPU r of the topology (docs/workloads.md)",
+     CLI_OPT_WORKLOAD},
+    {"--compute", "trace|model", R, "trace",
+     "with --workload: compute nodes take the trace's duration, or (model) the roofline of the system's GPU "
+     "from their FLOPs and bytes",
+     CLI_OPT_COMPUTE},
+    {"--export-et", "DIR", R, "none",
+     "also write the simulated step as Chakra execution traces, DIR/stepsim.r.et per rank (needs every GPU "
+     "simulated: --collapse off; docs/workloads.md)",
+     CLI_OPT_EXPORT_ET},
     /* compare, validate (waterfall) */
     {"--topologies", "LIST", P, "ideal,fat-tree,fat-tree-2:1,rail,dragonfly,dragonfly-ugal",
      "comma-separated presets, kinds, files, shortcuts or {...} objects", CLI_OPT_TOPOLOGIES},

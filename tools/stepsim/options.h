@@ -89,6 +89,9 @@ typedef enum cli_opt {
     CLI_OPT_BASELINE,
     CLI_OPT_ENTRY_COSTS,
     CLI_OPT_EXPERT_SKEW,
+    CLI_OPT_WORKLOAD,
+    CLI_OPT_COMPUTE,
+    CLI_OPT_EXPORT_ET,
     CLI_OPT_COUNT
 } cli_opt_t;
 

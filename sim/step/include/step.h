@@ -438,10 +438,15 @@ typedef struct step_op {
     double comm_gb;                       /* buffer of a collective or message (nccl-tests size) */
     double tp_comm_s;                     /* fixed-time collectives folded into a compute operation */
     double activations_gb;                /* allocated (+) or freed (-) at the end of the operation */
+    const char *name;                     /* a workload's node name (step_new_workload), else NULL */
 } step_op_t;
 
 /* SIM_OK, or SIM_EINVAL for an id that is not one of the step's operations. */
 int step_op(const step_t *s, sim_op_id_t op, step_op_t *out);
+/* The operation's label as traces show it into buf (returns buf; "" for an unknown id): a workload's
+ * node name; a compute operation of the model's step "PASS mb M block B FIRST..LAST" (or "blocks
+ * B-C" for several); else the engine's name. */
+char *step_op_label(const step_t *s, sim_op_id_t op, char *buf, size_t size);
 
 /* ==== several jobs on one fabric ================================================================ */
 /* Several jobs' steps on one engine over one network (sim/step/fabric.c; docs/run.md, "Several jobs
@@ -533,6 +538,11 @@ typedef struct step_sim_options {
     int (*after_run)(void *ctx, const step_t *step);
     /* step_simulate_jobs: instead of before_run, called with the built fabric before it runs */
     int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
+    /* optional: simulate this workload (step_new_workload, with job->system and wl_compute, a
+     * step_wl_compute_t) instead of the job's step; the job gives only its system, and the topology
+     * needs at least the workload's ranks */
+    const struct step_workload *workload;
+    int wl_compute;
 } step_sim_options_t;
 
 typedef enum step_sim_stage {
@@ -602,5 +612,98 @@ typedef struct step_jobs_result {
 int step_simulate_jobs(const step_fabric_job_t *jobs, int32_t n_jobs, const struct topo *topo,
                        const step_sim_options_t *opts, step_jobs_result_t *out);
 void step_jobs_result_destroy(step_jobs_result_t *r);
+
+/* ==== workloads: per-rank operation DAGs (Chakra execution traces) ============================= */
+/* A workload: per rank, a DAG of nodes (what a Chakra execution trace holds), independent of any
+ * file format (docs/workloads.md). Owned by the caller; step_workload_free releases what
+ * step_workload_* allocated. */
+typedef enum step_wl_kind {
+    STEP_WL_COMPUTE = 0,
+    STEP_WL_SEND = 1,
+    STEP_WL_RECV = 2,
+    STEP_WL_COLL = 3
+} step_wl_kind_t;
+typedef enum step_wl_coll {
+    STEP_WL_ALLREDUCE = 0,
+    STEP_WL_ALLGATHER = 1,
+    STEP_WL_REDUCESCATTER = 2,
+    STEP_WL_ALLTOALL = 3,
+    STEP_WL_BROADCAST = 4
+} step_wl_coll_t;
+typedef struct step_wl_node {
+    uint64_t id; /* unique within its rank */
+    step_wl_kind_t kind;
+    char name[64];       /* truncated copy of the trace's name */
+    double duration_s;   /* COMPUTE: < 0 when unknown (then flops/bytes give it) */
+    double flops;        /* COMPUTE: floating-point operations (num_ops), 0 unknown */
+    double mem_bytes;    /* COMPUTE: bytes moved (tensor_size), 0 unknown */
+    step_wl_coll_t coll; /* COLL */
+    double comm_bytes;   /* SEND/RECV/COLL: bytes per rank as Chakra's comm_size */
+    int32_t peer;        /* SEND: destination rank, RECV: source rank; -1 otherwise */
+    int64_t tag;         /* SEND/RECV: comm_tag, matches a send with its receive */
+    int32_t group;       /* COLL: index into groups, -1 = all ranks */
+    int32_t n_deps;      /* data and control dependencies: ids of nodes of the same rank */
+    int64_t deps_offset; /* into step_workload_t.deps */
+    double start_hint_s; /* export only: simulated start time (informative), -1 if none */
+} step_wl_node_t;
+typedef struct step_wl_group {
+    char name[64];
+    int32_t n_ranks;
+    int64_t ranks_offset; /* ranks in step_workload_t.group_ranks */
+} step_wl_group_t;
+typedef struct step_workload {
+    int32_t n_ranks;
+    int64_t *rank_nodes_offset; /* n_ranks + 1 prefix offsets into nodes */
+    step_wl_node_t *nodes;
+    uint64_t *deps; /* node ids, per node's deps_offset/n_deps */
+    int32_t n_groups;
+    step_wl_group_t *groups;
+    int32_t *group_ranks;
+} step_workload_t;
+void step_workload_free(step_workload_t *w); /* frees the arrays, zeroes w; accepts zeroed w */
+
+/* A workload as a step (sim/step/workload.c; docs/workloads.md): the one simulation pipeline runs an
+ * imported DAG, and a built step hands its operations back as a workload.
+ *
+ * - Ranks: rank r is GPU r of net (network mode: net->n_gpus >= n_ranks, the GPUs above idle) or of
+ *   the analytic stand-in (analytic mode: system required, domains of system->nvlink_size).
+ * - Nodes: per rank in a topological order of its dependencies (the file's order where that is one,
+ *   else the smallest-index-first order). COMPUTE on stream 0, one at a time in that order, for
+ *   duration_s (STEP_WL_COMPUTE_TRACE), or (STEP_WL_COMPUTE_MODEL) where flops or mem_bytes are given
+ *   the roofline of system: max(kernel_overhead_s + flops / (flop_efficiency x matrix peak),
+ *   mem_bytes / HBM bandwidth); then the configuration's compute_slowdown and jitter (key: the node
+ *   id). COLL: the engine's collective over its group (ranks in ring order; -1: every rank), the
+ *   auto algorithm and protocol as the step's, size comm_bytes (nccl-tests' size); the k-th COLL of a
+ *   group on each member is one collective (NCCL: collectives of a communicator match by issue
+ *   order), on one stream per group (groups sharing a rank on different streams; tp and cp prefer
+ *   stream 1, dp stream 2). SEND/RECV: matched by (src, dst, tag), the k-th send with the k-th
+ *   receive; one stream per (tag, direction, peer) of a rank, numbered by tag, sends first (more
+ *   than fit: one per (direction, peer)). Dependencies (data and control alike) become the
+ *   engine's. The memory budget as step_new's, plus the import's own bytes per node.
+ * - Errors: SIM_EINVAL with one line naming the rank, the node id and the field (cycles, dangling or
+ *   self dependencies, duplicate ids, unmatched send/recv, collectives that differ between members
+ *   or come in an order no stream assignment can run, group members out of range, more than 64
+ *   streams on a GPU); SIM_ENOMEM. The workload is not kept: the step copies the node names it
+ *   needs (at most 16,384 distinct; beyond, the kind's name).
+ * - step_result, step_op (kind compute; COLL of a group named tp or cp: STEP_OP_TP, others
+ *   STEP_OP_DP; SEND/RECV: STEP_OP_PP), traces, link reports and the what-ifs work as on a step of a
+ *   job; memory figures are 0 (a workload carries none); microbatches 0. O(nodes log nodes). */
+typedef enum step_wl_compute { STEP_WL_COMPUTE_TRACE = 0, STEP_WL_COMPUTE_MODEL = 1 } step_wl_compute_t;
+const char *step_wl_compute_name(step_wl_compute_t c);               /* "trace", "model" */
+int step_wl_compute_parse(const char *text, step_wl_compute_t *out); /* SIM_OK or SIM_EINVAL */
+int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const sim_network_desc_t *net,
+                      const model_system_t *system, step_wl_compute_t compute, step_t **out, char *err,
+                      size_t err_size);
+
+/* The step's operations as a workload (before or after step_run): rank r = GPU r, nodes in the
+ * engine's order with the engine's operation ids; compute nodes with their durations (as simulated:
+ * slowdowns and jitter included), FLOPs and HBM bytes; collectives with their group (distinct member
+ * lists and kinds: tp, cp, dp, pp) and nccl-tests size; a pipeline message as a SEND and a RECV
+ * sharing a tag; dependencies as the engine's plus, as control dependencies, the order of each GPU's
+ * streams (the previous operation on the same stream). start_hint_s: the simulated start after the
+ * run, -1 before. Refused (SIM_EINVAL, one line): a collapsed step (Chakra ETs are per rank: every
+ * GPU must be simulated, --collapse off), a step on a shared engine, reduce or rooted broadcast
+ * collectives. *out is filled (free with step_workload_free) only on SIM_OK. O(operations). */
+int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_t err_size);
 
 #endif

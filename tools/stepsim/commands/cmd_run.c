@@ -29,6 +29,7 @@
 #include "topo.h"
 #include "topo_json.h"
 #include "trace.h"
+#include "trace_chakra.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_LINKS STEP_SIM_MAX_LINKS
@@ -159,6 +160,23 @@ static int run_step_config(const run_opts_t *o, step_config_t *c, int *links, cl
     if (!rc && o->trace_ranks && !o->trace)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--trace-ranks: given without --trace; allowed: --trace FILE --trace-ranks LIST");
+    if (!rc && o->compute && !o->workload)
+        rc =
+            cli_fail(d, CLI_EUSAGE,
+                     "--compute: given without --workload; allowed: --workload DIR --compute %s", o->compute);
+    step_wl_compute_t wc;
+    if (!rc && o->compute && step_wl_compute_parse(o->compute, &wc) != SIM_OK)
+        rc =
+            cli_fail(d, CLI_EUSAGE, "--compute: \"%.60s\" is not allowed; allowed: trace, model", o->compute);
+    if (!rc && o->workload && o->layers)
+        rc = cli_fail(d, CLI_EUSAGE,
+                      "--layers: not with --workload (a workload has no layers); allowed: one of them");
+    /* Chakra traces are per rank: an export needs every GPU simulated (a workload always is) */
+    if (!rc && o->export_et && !o->workload && c->collapse != STEP_COLLAPSE_OFF)
+        rc = cli_fail(
+            d, CLI_EUSAGE,
+            "--export-et: needs every GPU simulated (a Chakra trace is per rank, and a collapsed step "
+            "simulates one GPU for many); allowed: --export-et DIR --collapse off");
     return rc;
 }
 
@@ -182,22 +200,14 @@ int cmd_trace_op_args(const step_t *step, const sim_op_info_t *op, trace_op_args
     out->stage = m.stage;
     out->collective = m.collective;
     out->group = m.group;
+    if (m.name) /* a workload's node: its own name */
+        out->name = m.name;
     if (m.kind == STEP_OP_COMPUTE || m.kind == STEP_OP_OPTIMIZER) {
         out->flops = m.flops_tflop * 1e12;
         out->bytes = m.hbm_gb * 1e9;
         out->layer = m.first_layer;
-        if (m.kind == STEP_OP_COMPUTE) {
-            if (m.n_blocks > 1)
-                snprintf(name, name_size, "%s mb %d blocks %d-%d", m.pass, m.microbatch, m.first_block,
-                         m.first_block + m.n_blocks - 1);
-            else if (m.first_layer && m.last_layer && strcmp(m.first_layer, m.last_layer) != 0)
-                snprintf(name, name_size, "%s mb %d block %d %s..%s", m.pass, m.microbatch, m.first_block,
-                         m.first_layer, m.last_layer);
-            else
-                snprintf(name, name_size, "%s mb %d block %d %s", m.pass, m.microbatch, m.first_block,
-                         m.first_layer ? m.first_layer : "");
-            out->name = name;
-        }
+        if (m.kind == STEP_OP_COMPUTE && !m.name)
+            out->name = step_op_label(step, op->op, name, name_size);
         if (m.kind == STEP_OP_COMPUTE)
             out->tp_comm_s = m.tp_comm_s;
     } else {
@@ -264,6 +274,18 @@ static int32_t *traced_links(const topo_t *t, const trace_ranks_t *ranks, int32_
     return links;
 }
 
+/* The streams a GPU of the step uses (a workload's may exceed the model's step's 7). */
+static int32_t streams_per_gpu(const step_t *step) {
+    const sim_engine_t *e = step_engine(step);
+    int32_t n = 7;
+    for (sim_op_id_t op = 0; op < sim_op_count(e); op++) {
+        sim_op_desc_t od;
+        if (sim_op_describe(e, op, &od) == SIM_OK && od.stream + 1 > n)
+            n = od.stream + 1;
+    }
+    return n;
+}
+
 static int trace_open(const char *path, const run_opts_t *o, const step_t *step, const topo_t *topo,
                       const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                       const step_config_t *c, trace_ctx_t *tc, cli_diag_t *d) {
@@ -275,7 +297,10 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
     trace_ranks_t ranks = plan.ranks;
     int32_t n_links = 0;
     int32_t *links = topo ? traced_links(topo, &ranks, &n_links) : NULL;
-    char *scen = print_run_trace_scenario(su, job, scn, c);
+    char *scen = o->workload ? print_run_trace_workload(o->workload, (int32_t)job->gpus,
+                                                        sim_op_count(step_engine(step)),
+                                                        o->compute ? o->compute : "trace", job, c)
+                             : print_run_trace_scenario(su, job, scn, c);
     const sim_engine_t *e = step_engine(step);
     (void)e;
     tc->step = step;
@@ -284,7 +309,7 @@ static int trace_open(const char *path, const run_opts_t *o, const step_t *step,
         .n_gpus = (int32_t)job->gpus,
         .gpus_per_node =
             (int32_t)(topo ? topo_gpu_count(topo) / topo_node_count(topo) : job->system.nvlink_size),
-        .streams_per_gpu = 7,
+        .streams_per_gpu = streams_per_gpu(step),
         .ranks = &ranks,
         .scenario_json = scen,
         .links = links,
@@ -370,6 +395,34 @@ static int keep_block_view(void *ctx, const step_t *step) {
     return CLI_OK;
 }
 
+/* --export-et: the step as it ran (start times included) as Chakra traces, one file per rank. */
+static int export_et(run_hook_t *h, const step_t *step) {
+    char err[300];
+    step_workload_t w;
+    int rc = step_workload_export(step, &w, err, sizeof err);
+    if (rc == SIM_EINVAL)
+        return cli_fail(h->d, CLI_EUSAGE, "--export-et %s: %s", h->o->export_et, err);
+    if (rc)
+        return cli_fail(h->d, CLI_ERUNTIME, "--export-et %s: out of memory", h->o->export_et);
+    rc = trace_chakra_write(h->o->export_et, "stepsim", &w, err, sizeof err);
+    h->r->exported = rc == TRACE_OK;
+    h->r->exported_ranks = w.n_ranks;
+    h->r->exported_nodes = w.rank_nodes_offset[w.n_ranks];
+    step_workload_free(&w);
+    if (rc)
+        return cli_fail(h->d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--export-et %s: %s",
+                        h->o->export_et, rc == TRACE_ENOMEM ? "out of memory" : err);
+    return CLI_OK;
+}
+
+static int after_run(void *ctx, const step_t *step) {
+    run_hook_t *h = ctx;
+    int rc = h->o->layers ? keep_block_view(ctx, step) : CLI_OK;
+    if (!rc && h->o->export_et)
+        rc = export_et(h, step);
+    return rc;
+}
+
 /* The job, the run's options and the topology first (every input checked and the network built),
  * then the model's estimate and the simulation. */
 static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_diag_t *d) {
@@ -387,33 +440,53 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         return rc;
     if (o->layers) /* the view needs an operation per run of layers */
         r->cfg.granularity = STEP_GRANULARITY_LAYER;
+    step_workload_t wl;
+    memset(&wl, 0, sizeof wl);
+    if (o->workload) { /* the workload's ranks on as many GPUs; the scenario gives the system */
+        char err[400];
+        const int trc = trace_chakra_read(o->workload, &wl, err, sizeof err);
+        if (trc)
+            return cli_fail(d, trc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--workload %s: %s",
+                            o->workload, trc == TRACE_ENOMEM ? "out of memory" : err);
+        r->workload = 1;
+        r->wl_ranks = wl.n_ranks;
+        r->wl_nodes = wl.rank_nodes_offset[wl.n_ranks];
+        r->wl_compute = STEP_WL_COMPUTE_TRACE;
+        if (o->compute)
+            (void)step_wl_compute_parse(o->compute, &r->wl_compute); /* checked by run_step_config */
+        r->job.gpus = wl.n_ranks;
+    }
     topo_t *topo = NULL;
     const char *where = scn->topology.where;
     r->calibrated = !o->calibration || strcmp(o->calibration, "nccl") == 0;
     if (r->cfg.comm == SIM_COMM_NETWORK) {
         if ((rc = simpoint_topology(&r->job, &scn->topology, &scn->perturb, r->cfg.max_memory_gb, where,
-                                    &topo, d)))
+                                    &topo, d))) {
+            step_workload_free(&wl);
             return rc;
+        }
         snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
     } else if (scn->perturb.links.n > 0) {
+        step_workload_free(&wl);
         return cli_fail(d, CLI_EUSAGE, "%s: slow and failed links need a network; allowed: --comm network",
                         scn->perturb.links.e[0].where);
     } else {
         r->calibrated = 0;
         snprintf(r->topology, sizeof r->topology, "none");
     }
-    if (model_estimate(&r->job, &r->est) != MODEL_OK) {
+    if (!o->workload && model_estimate(&r->job, &r->est) != MODEL_OK) {
         topo_free(topo);
         return cli_fail(d, CLI_EUSAGE, "the model rejected this configuration");
     }
-    if ((rc = cmd_require_finite_estimate(&r->est, &r->job, "closed form", d)) ||
-        (rc = cmd_require_simulable(&r->est, &r->job, d))) {
+    if (!o->workload && ((rc = cmd_require_finite_estimate(&r->est, &r->job, "closed form", d)) ||
+                         (rc = cmd_require_simulable(&r->est, &r->job, d)))) {
         topo_free(topo);
         return rc;
     }
     double *factors = NULL; /* the perturbations' compute factors, for step_new only */
     if ((rc = scenario_perturb_step(scn, &r->job, &r->cfg, &factors, d))) {
         topo_free(topo);
+        step_workload_free(&wl);
         return rc;
     }
     r->perturbed = scenario_has_perturbations(scn);
@@ -424,6 +497,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     if (rc) {
         free(factors);
         topo_free(topo);
+        step_workload_free(&wl);
         return rc;
     }
     r->slowed_gpus = scenario_slowed_gpus(factors, r->job.gpus);
@@ -441,12 +515,15 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     so.calibrate = r->calibrated;
     so.links = links;
     so.before_run = o->trace ? attach_trace : NULL;
-    so.after_run = o->layers ? keep_block_view : NULL;
+    so.after_run = o->layers || o->export_et ? after_run : NULL;
+    so.workload = o->workload ? &wl : NULL;
+    so.wl_compute = (int)r->wl_compute;
     so.ctx = &hook;
     so.progress = o->progress ? cli_progress_sim : NULL;
     so.progress_ctx = o->progress;
     const int s = step_simulate(&r->job, topo, &so, &r->sim);
     free(factors);
+    step_workload_free(&wl);
     r->cfg.compute_slowdown = NULL;
     if (s && r->sim.failed_at == STEP_SIM_AT_BUILD && s == SIM_EINVAL)
         rc = cli_fail(d, CLI_EUSAGE, "%s", r->sim.error);
@@ -485,6 +562,7 @@ static int simulate_variant(const scenario_t *s, const run_opts_t *opts, run_res
     *copy = *s;
     run_opts_t o = *opts;
     o.trace = o.trace_ranks = NULL; /* only the what-if is traced */
+    o.export_et = NULL;             /* and exported */
     const int rc = simulate(copy, &o, r, d);
     free(copy);
     if (rc) {
@@ -626,6 +704,9 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
     o.entry_costs = v[CLI_OPT_ENTRY_COSTS];
     o.expert_skew = v[CLI_OPT_EXPERT_SKEW];
     o.layers = cli_has(a, CLI_OPT_LAYERS);
+    o.workload = v[CLI_OPT_WORKLOAD];
+    o.compute = v[CLI_OPT_COMPUTE];
+    o.export_et = v[CLI_OPT_EXPORT_ET];
     int rc = cli_check_placement(a, d);
     if (!rc)
         rc = cli_apply_scenario(a, &scn, NULL, d);
@@ -637,6 +718,9 @@ int cmd_run(const cli_args_t *a, FILE *out, FILE *err, cli_diag_t *d) {
         cmd_run_scenario_opts(&scn, &o);
     if (!rc) /* validate the run's own options before anything is built */
         rc = cmd_run_check(&o, d);
+    if (!rc && scn.jobs && (o.workload || o.export_et))
+        rc = cli_fail(d, CLI_EUSAGE, "%s: not with a scenario of several jobs; allowed: a one-job scenario",
+                      o.workload ? "--workload" : "--export-et");
     if (!rc && scn.jobs && o.layers)
         rc = cli_fail(d, CLI_EUSAGE,
                       "--layers: not with a scenario of several jobs; allowed: a one-job scenario");

@@ -27,6 +27,10 @@ struct cJSON *print_run_json(const run_result_t *r, const scenario_t *scn, const
 /* The scenario object of a trace's metadata, unformatted (malloc'd: free it), or NULL if out of memory. */
 char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job, const scenario_t *scn,
                                const step_config_t *c);
+/* The same for --workload: the workload (path, ranks, nodes, compute), the system and the
+ * communication; malloc'd, NULL when out of memory. */
+char *print_run_trace_workload(const char *path, int32_t ranks, int64_t nodes, const char *compute,
+                               const model_job_t *job, const step_config_t *c);
 
 /* run with jobs (commands/jobs.h; o->json chooses). */
 struct jobs_result;

@@ -36,6 +36,26 @@ char *print_run_trace_scenario(const model_summary_t *su, const model_job_t *job
     return copy;
 }
 
+char *print_run_trace_workload(const char *path, int32_t ranks, int64_t nodes, const char *compute,
+                               const model_job_t *job, const step_config_t *c) {
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_string(&w, "workload", path);
+    json_int(&w, "ranks", ranks);
+    json_int(&w, "nodes", nodes);
+    json_string(&w, "compute", compute);
+    json_string(&w, "system", job->system.name);
+    json_string(&w, "comm", c->comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
+    cJSON *doc = json_take(&w);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    char *copy = text ? alloc_malloc(strlen(text) + 1) : NULL;
+    if (copy)
+        memcpy(copy, text, strlen(text) + 1);
+    cJSON_free(text);
+    return copy;
+}
+
 /* ---- the result -----------------------------------------------------------------------------------------
  */
 
@@ -180,7 +200,80 @@ static const char *sends_name(const run_result_t *r, int32_t virtual_stages) {
     return r->cfg.p2p_async || overlap ? "async" : "blocking";
 }
 
+/* The links, their bytes and each group's traffic (both outputs of a run). */
+static void links_json(json_writer_t *w, const run_result_t *r) {
+    json_open_object(w, "links");
+    json_number(w, "max_utilization", r->n_links > 0 ? r->link_util[0] : 0.0);
+    if (r->sim.links_partial)
+        json_bool(w, "tensor_links_left_out", 1);
+    json_open_array(w, "busiest");
+    for (int i = 0; i < r->n_links; i++) {
+        json_open_object(w, NULL);
+        json_string(w, "link", r->link_names[i]);
+        json_number(w, "utilization", r->link_util[i]);
+        if (r->sim.has_traffic)
+            json_number(w, "bytes", r->sim.link_bytes[i]);
+        json_close_object(w);
+    }
+    json_close_array(w);
+    if (r->sim.has_traffic)
+        json_number(w, "total_bytes", r->sim.total_link_bytes);
+    json_close_object(w);
+    if (r->sim.has_traffic)
+        output_traffic_json(w, &r->sim.traffic);
+}
+
+/* --workload: the workload's step (no estimate, no layout, no memory: a workload carries none). */
+static cJSON *workload_json(const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    const step_result_t *s = &r->res;
+    json_writer_t w;
+    json_start(&w, NULL);
+    json_number(&w, "step_time_s", s->step_time_s);
+    json_open_object(&w, "workload");
+    json_string(&w, "path", o->workload);
+    json_int(&w, "ranks", r->wl_ranks);
+    json_int(&w, "nodes", r->wl_nodes);
+    json_string(&w, "compute", step_wl_compute_name(r->wl_compute));
+    json_string(&w, "system", r->job.system.name);
+    json_close_object(&w);
+    if (r->perturbed)
+        what_if_json(&w, r, scn, o);
+    json_open_object(&w, "breakdown_s");
+    json_number(&w, "compute", s->breakdown.compute_s);
+    json_number(&w, "exposed_tp_comm", s->breakdown.exposed_tp_comm_s);
+    json_number(&w, "exposed_pp_comm", s->breakdown.exposed_pp_comm_s);
+    json_number(&w, "exposed_dp_comm", s->breakdown.exposed_dp_comm_s);
+    json_number(&w, "bubble_idle", s->breakdown.bubble_idle_s);
+    json_close_object(&w);
+    json_int(&w, "events", s->events);
+    json_int(&w, "flows", s->flows);
+    if (!o->deterministic)
+        json_number(&w, "wall_time_s", r->wall_s);
+    links_json(&w, r);
+    json_open_object(&w, "simulation");
+    json_string(&w, "comm", r->cfg.comm == SIM_COMM_ANALYTIC ? "analytic" : "network");
+    json_string(&w, "topology", r->topology);
+    json_string(&w, "calibration", r->calibrated ? "nccl" : "none");
+    json_int(&w, "simulated_gpus", s->simulated_gpus);
+    json_int(&w, "gpus", s->gpus);
+    json_int(&w, "operations", s->operations);
+    json_int(&w, "critical_gpu", s->critical_gpu);
+    json_close_object(&w);
+    if (r->exported) {
+        json_open_object(&w, "export_et");
+        json_string(&w, "dir", o->export_et);
+        json_int(&w, "ranks", r->exported_ranks);
+        json_int(&w, "nodes", r->exported_nodes);
+        json_close_object(&w);
+    }
+    if (r->traced)
+        output_trace_json(&w, o->trace, &r->trace_stats);
+    return json_take(&w);
+}
+
 static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    if (r->workload)
+        return workload_json(r, scn, o);
     const step_result_t *s = &r->res;
     const model_summary_t *su = &r->est.summary;
     json_writer_t w;
@@ -206,25 +299,7 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
     json_int(&w, "flows", s->flows);
     if (!o->deterministic)
         json_number(&w, "wall_time_s", r->wall_s);
-    json_open_object(&w, "links");
-    json_number(&w, "max_utilization", r->n_links > 0 ? r->link_util[0] : 0.0);
-    if (r->sim.links_partial)
-        json_bool(&w, "tensor_links_left_out", 1);
-    json_open_array(&w, "busiest");
-    for (int i = 0; i < r->n_links; i++) {
-        json_open_object(&w, NULL);
-        json_string(&w, "link", r->link_names[i]);
-        json_number(&w, "utilization", r->link_util[i]);
-        if (r->sim.has_traffic)
-            json_number(&w, "bytes", r->sim.link_bytes[i]);
-        json_close_object(&w);
-    }
-    json_close_array(&w);
-    if (r->sim.has_traffic)
-        json_number(&w, "total_bytes", r->sim.total_link_bytes);
-    json_close_object(&w);
-    if (r->sim.has_traffic)
-        output_traffic_json(&w, &r->sim.traffic);
+    links_json(&w, r);
     if (r->has_view)
         view_json(&w, &r->view);
     json_open_object(&w, "memory_gb");
@@ -277,6 +352,13 @@ static cJSON *result_json(const run_result_t *r, const scenario_t *scn, const ru
     json_close_object(&w);
     if (r->traced)
         output_trace_json(&w, o->trace, &r->trace_stats);
+    if (r->exported) {
+        json_open_object(&w, "export_et");
+        json_string(&w, "dir", o->export_et);
+        json_int(&w, "ranks", r->exported_ranks);
+        json_int(&w, "nodes", r->exported_nodes);
+        json_close_object(&w);
+    }
     output_config_json(&w, su, &r->job, scn);
     if (scn->name[0])
         json_string(&w, "scenario", scn->name);
@@ -287,7 +369,79 @@ static void row(FILE *out, const char *label, double t, double total) {
     fprintf(out, "    %-32s %14.6f %9.2f\n", label, t, total > 0 ? 100.0 * t / total : 0.0);
 }
 
+/* The busiest links and the traffic (both outputs of a run). */
+static void links_text(FILE *out, const run_result_t *r) {
+    const step_result_t *s = &r->res;
+    if (r->n_links > 0) {
+        fprintf(out, "\n  busiest links (average utilization over the step%s)\n",
+                !s->collapse_exact     ? "; approximate: the simulated tensor rank's links only"
+                : r->sim.links_partial ? "; the tensor groups' links left out (not counted)"
+                                       : "");
+        for (int i = 0; i < r->n_links; i++) {
+            fprintf(out, "    %-40s %8.2f%%", r->link_names[i], 100.0 * r->link_util[i]);
+            if (r->sim.has_traffic)
+                fprintf(out, " %14.3f GB", r->sim.link_bytes[i] * 1e-9);
+            fprintf(out, "\n");
+        }
+    }
+    if (r->sim.has_traffic) {
+        fprintf(out, "    %-40s %9s %14.3f GB\n", "all links together", "", r->sim.total_link_bytes * 1e-9);
+        output_traffic_text(out, &r->sim.traffic);
+    }
+}
+
+static void trailer_text(FILE *out, const run_result_t *r, const run_opts_t *o) {
+    if (r->traced)
+        fprintf(out, "\n  trace: %s (%" PRId64 " slices, %" PRId64 " arrows, %" PRId64 " counter samples)\n",
+                o->trace, r->trace_stats.complete_events, r->trace_stats.flow_arrows,
+                r->trace_stats.counter_events);
+    if (r->exported)
+        fprintf(out, "\n  exported: %s/stepsim.{0..%d}.et (Chakra execution traces, %" PRId64 " nodes)\n",
+                o->export_et, r->exported_ranks - 1, r->exported_nodes);
+}
+
+static void workload_text(FILE *out, const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    const step_result_t *s = &r->res;
+    char line[1024];
+    snprintf(line, sizeof line,
+             "stepsim run: workload %s: %d ranks, %" PRId64 " nodes, compute from the %s%s%s", o->workload,
+             r->wl_ranks, r->wl_nodes, r->wl_compute == STEP_WL_COMPUTE_MODEL ? "roofline of " : "trace",
+             r->wl_compute == STEP_WL_COMPUTE_MODEL ? r->job.system.name : "", "");
+    output_wrapped(out, 2, line);
+    if (r->cfg.comm == SIM_COMM_ANALYTIC)
+        snprintf(line, sizeof line,
+                 "simulation: analytic communication on %s (the model's times, no network)",
+                 r->job.system.name);
+    else
+        snprintf(line, sizeof line, "simulation: network communication on %s (calibration %s)", r->topology,
+                 r->calibrated ? "nccl" : "none");
+    output_wrapped_list(out, 12, line);
+    fprintf(out,
+            "            %d GPUs simulated, %" PRId64 " operations, %" PRId64 " events, %" PRId64 " flows",
+            s->simulated_gpus, s->operations, s->events, s->flows);
+    if (!o->deterministic)
+        fprintf(out, ", %.2f s wall", r->wall_s);
+    fprintf(out, "\n\n");
+    const double t = s->step_time_s;
+    fprintf(out, "  %-34s %.6f s\n", "step time (simulated)", t);
+    if (r->perturbed)
+        what_if_text(out, r, scn);
+    fprintf(out, "\n  %-34s %14s %9s\n", "time breakdown", "time (s)", "share (%)");
+    fprintf(out, "    (GPU %d: the last to finish)\n", s->critical_gpu);
+    row(out, "compute", s->breakdown.compute_s, t);
+    row(out, "exposed tensor-parallel comm", s->breakdown.exposed_tp_comm_s, t);
+    row(out, "exposed pipeline comm", s->breakdown.exposed_pp_comm_s, t);
+    row(out, "exposed data-parallel comm", s->breakdown.exposed_dp_comm_s, t);
+    row(out, "bubble and idle", s->breakdown.bubble_idle_s, t);
+    links_text(out, r);
+    trailer_text(out, r, o);
+}
+
 static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {
+    if (r->workload) {
+        workload_text(out, r, scn, o);
+        return;
+    }
     const step_result_t *s = &r->res;
     const model_summary_t *su = &r->est.summary;
     char buf[64];
@@ -365,28 +519,10 @@ static void result_text(FILE *out, const run_result_t *r, const scenario_t *scn,
             r->job.system.hbm_capacity_gb,
             s->peak_memory_gb <= r->job.system.hbm_capacity_gb ? "fits" : "DOES NOT FIT");
     fprintf(out, "    (peak on GPU %d)\n", s->peak_memory_gpu);
-    if (r->n_links > 0) {
-        fprintf(out, "\n  busiest links (average utilization over the step%s)\n",
-                !s->collapse_exact     ? "; approximate: the simulated tensor rank's links only"
-                : r->sim.links_partial ? "; the tensor groups' links left out (not counted)"
-                                       : "");
-        for (int i = 0; i < r->n_links; i++) {
-            fprintf(out, "    %-40s %8.2f%%", r->link_names[i], 100.0 * r->link_util[i]);
-            if (r->sim.has_traffic)
-                fprintf(out, " %14.3f GB", r->sim.link_bytes[i] * 1e-9);
-            fprintf(out, "\n");
-        }
-    }
-    if (r->sim.has_traffic) {
-        fprintf(out, "    %-40s %9s %14.3f GB\n", "all links together", "", r->sim.total_link_bytes * 1e-9);
-        output_traffic_text(out, &r->sim.traffic);
-    }
+    links_text(out, r);
     if (r->has_view)
         view_text(out, &r->view);
-    if (r->traced)
-        fprintf(out, "\n  trace: %s (%" PRId64 " slices, %" PRId64 " arrows, %" PRId64 " counter samples)\n",
-                o->trace, r->trace_stats.complete_events, r->trace_stats.flow_arrows,
-                r->trace_stats.counter_events);
+    trailer_text(out, r, o);
 }
 
 cJSON *print_run_json(const run_result_t *r, const scenario_t *scn, const run_opts_t *o) {

@@ -1,0 +1,33 @@
+/* chakra_internal.h - shared by the Chakra codec's reader, writer and checker (private). */
+#ifndef STEPSIM_CHAKRA_INTERNAL_H
+#define STEPSIM_CHAKRA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_chakra.h"
+
+/* The attribute that carries a compute node's exact duration in seconds (a double), beside Chakra's
+ * whole-microsecond duration_micros; and the GlobalMetadata attribute prefix of a process group's
+ * ranks ("pg_ranks:" + pg_name, an integer list; doc_string = the group's display name). */
+#define CHAKRA_ATTR_DURATION_S "stepsim_duration_s"
+#define CHAKRA_ATTR_PG_RANKS "pg_ranks:"
+
+/* Largest duration the engine's picosecond clock (int64) holds, in microseconds and seconds. */
+#define CHAKRA_MAX_DURATION_US 9.2e12
+#define CHAKRA_MAX_DURATION_S 9.2e6
+/* 2^63: integers stored as int64 in the file must be below it. */
+#define CHAKRA_TWO_63 9223372036854775808.0
+
+/* Make err one line: every control character (a newline in a name read from a file, say) becomes
+ * '?'. Called on every error the codec returns. */
+void chakra_one_line(char *err, size_t err_size);
+
+/* Check the dependencies of rank r's nodes: ids unique, every dependency a node of the rank, no
+ * cycle. label(ctx, r) names the rank's origin ("t/ar.3.et" or "rank 3"); n_data (may be NULL)
+ * gives, per node of the rank, how many of its deps came from data_deps (the rest from ctrl_deps),
+ * to name the field. Returns TRACE_OK, TRACE_EINVAL (err filled) or TRACE_ENOMEM. */
+int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *label, const int32_t *n_data,
+                           char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,60 @@
+/* trace_chakra.h - MLCommons Chakra execution traces (ET) in and out: one protobuf file per rank,
+ * read into and written from stepsim's in-memory workload (step_workload_t, step.h).
+ *
+ * Contract
+ * - Owns: the Chakra ET file format (schema traces/chakra/et_def.proto, a verbatim copy of
+ *   Chakra's): a file is a varint-length-delimited GlobalMetadata record followed by
+ *   varint-length-delimited Node records, as Chakra's feeder (src/feeder/et_feeder.cpp) and
+ *   ASTRA-sim's workload layer read it. Knows of the step only the workload struct; runs nothing.
+ * - Files of a workload: rank r is NAME.r.et, ranks 0..n-1 all present, nothing else required.
+ *   docs/workloads.md gives the mapping of every Chakra field (what is read, what is ignored, why).
+ * - Errors: functions return TRACE_OK (0) or a negative trace_status_t (trace.h). Bad input gives
+ *   TRACE_EINVAL and exactly one line in err, without a trailing newline, naming the file, the node,
+ *   the field, the value and the reason:
+ *     "t/ar.3.et: node 12: comm_size: -5: negative"
+ *     "t/ar.3.et: node 12: data_deps: 99: no node 99 in this file"
+ *   When the node is not known (the record could not be decoded) it names the record instead:
+ *     "t/ar.3.et: record 7 (byte 220): length: 4096: truncated (60 bytes left)"
+ *   TRACE_ENOMEM gives "out of memory"; TRACE_EIO names the file and the system's reason.
+ * - Writing never leaves a partial output: every rank's file is written to a unique temporary file
+ *   beside its destination and renamed into place only after all of them were written and synced.
+ * - Determinism: the output bytes depend only on the workload; the workload read depends only on the
+ *   bytes of the files.
+ * - Memory: the reader holds one rank's file at a time plus the workload it builds (O(nodes +
+ *   dependencies)); the writer one encoded node at a time. No globals; one thread per call.
+ */
+#ifndef STEPSIM_TRACE_CHAKRA_H
+#define STEPSIM_TRACE_CHAKRA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "step.h"
+#include "trace.h"
+
+/* Read a workload. path is either a directory holding NAME.0.et .. NAME.(n-1).et for one NAME (a
+ * directory with files of two names is an error naming both), or a prefix PREFIX such that
+ * PREFIX.0.et .. PREFIX.(n-1).et exist. Every rank from 0 to the largest found must be present.
+ * On TRACE_OK *out holds the workload (free it with step_workload_free): nodes of rank r in file
+ * order at out->nodes[rank_nodes_offset[r] .. rank_nodes_offset[r+1]), each node's dependencies
+ * (data then control, duplicates dropped) in file order, every dependency naming a node of the same
+ * rank, no duplicate id, no cycle; groups as docs/workloads.md says. On error *out is zeroed. */
+int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t err_size);
+
+/* Check a workload (the rules the reader enforces, on a struct built by hand or by the step): node
+ * kinds and collectives known, ids unique per rank, dependencies present and acyclic, peers and
+ * groups in range, numbers finite and not negative (except duration_s < 0: unknown, peer -1,
+ * group -1, start_hint_s -1). TRACE_OK or TRACE_EINVAL with err as "rank 3: node 12: peer: 9:
+ * not a rank (0..7)". */
+int trace_chakra_check(const step_workload_t *w, char *err, size_t err_size);
+
+/* Write w (checked first with trace_chakra_check) as DIR/NAME.r.et for every rank r (DIR is
+ * created if missing, one level), and, when w has groups, DIR/NAME.comm_group.json in ASTRA-sim's
+ * --comm-group-configuration format ({"1": [0, 1], ...}). Files of that name already in DIR are
+ * replaced, and those an earlier, larger export left (NAME.r.et for r >= n_ranks, NAME.comm_group.json
+ * when w has no groups) removed, so that DIR reads back as w; other files are left alone. name must
+ * be non-empty, without '/'. Error lines never hold a control character (printed as '?'). */
+int trace_chakra_write(const char *dir, const char *name, const step_workload_t *w, char *err,
+                       size_t err_size);
+
+#endif

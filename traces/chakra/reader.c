@@ -1,0 +1,1042 @@
+/* reader.c - Chakra execution traces (one file per rank) into a step_workload_t (trace_chakra.h;
+ * the field mapping is docs/workloads.md's). Each record is decoded by protobuf-c into a per-record
+ * arena (no allocation per node once the arena has grown), mapped to a node and forgotten. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "alloc.h"
+#include "chakra_internal.h"
+#include "et_def.pb-c.h"
+
+/* ---- arena for protobuf-c -------------------------------------------------------------------- */
+
+typedef struct arena {
+    char **chunks;
+    size_t *sizes;
+    int n, cap, cur;
+    size_t pos;
+    int oom;
+} arena_t;
+
+static void *arena_alloc(void *data, size_t size) {
+    arena_t *a = data;
+    size = (size + 15) & ~(size_t)15;
+    while (a->cur < a->n) {
+        if (a->sizes[a->cur] - a->pos >= size) {
+            void *p = a->chunks[a->cur] + a->pos;
+            a->pos += size;
+            return p;
+        }
+        a->cur++;
+        a->pos = 0;
+    }
+    if (a->n == a->cap) {
+        const int cap = a->cap ? 2 * a->cap : 8;
+        char **c = alloc_realloc(a->chunks, (size_t)cap * sizeof *c);
+        if (!c)
+            goto oom;
+        a->chunks = c;
+        size_t *s = alloc_realloc(a->sizes, (size_t)cap * sizeof *s);
+        if (!s)
+            goto oom;
+        a->sizes = s;
+        a->cap = cap;
+    }
+    const size_t chunk = size > ((size_t)1 << 16) ? size : ((size_t)1 << 16);
+    char *p = alloc_malloc(chunk);
+    if (!p)
+        goto oom;
+    a->chunks[a->n] = p;
+    a->sizes[a->n] = chunk;
+    a->cur = a->n++;
+    a->pos = size;
+    return p;
+oom:
+    a->oom = 1;
+    return NULL;
+}
+
+static void arena_free(void *data, void *ptr) {
+    (void)data;
+    (void)ptr;
+}
+
+static void arena_reset(arena_t *a) {
+    a->cur = 0;
+    a->pos = 0;
+}
+
+static void arena_destroy(arena_t *a) {
+    for (int i = 0; i < a->n; i++)
+        free(a->chunks[i]);
+    free(a->chunks);
+    free(a->sizes);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- the reader's state ---------------------------------------------------------------------- */
+
+typedef struct group_acc {
+    char *pg_name;      /* as in the files */
+    char display[64];   /* the metadata's doc_string, else pg_name */
+    int explicit_ranks; /* defined by a GlobalMetadata attribute */
+    int32_t *ranks;     /* explicit: as listed; else the ranks that use it, ascending */
+    int32_t n_ranks, cap_ranks;
+    int32_t *users; /* explicit groups: ranks that use it (ascending) and a node of each */
+    uint64_t *user_node;
+    int32_t n_users, cap_users;
+} group_acc_t;
+
+typedef struct reader {
+    char *err;
+    size_t err_size;
+    const char *file; /* the current file, for errors */
+    int32_t rank, n_ranks;
+    step_workload_t *w;
+    int64_t cap_nodes, cap_deps, n_nodes, n_deps;
+    int32_t *n_data; /* per node of the current rank: how many deps came from data_deps */
+    int64_t cap_n_data;
+    group_acc_t *groups;
+    int32_t n_groups, cap_groups, last_group;
+    uint64_t *seen_keys; /* dep_seen's set */
+    uint8_t *seen_used;
+    int64_t seen_cap, seen_n;
+    arena_t arena;
+    ProtobufCAllocator pa;
+} reader_t;
+
+static int fail(reader_t *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(reader_t *rd, const char *fmt, ...) {
+    int n = snprintf(rd->err, rd->err_size, "%s: ", rd->file);
+    if (n < 0 || (size_t)n >= rd->err_size)
+        return TRACE_EINVAL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rd->err + n, rd->err_size - (size_t)n, fmt, ap);
+    va_end(ap);
+    return TRACE_EINVAL;
+}
+
+static int oom(reader_t *rd) {
+    snprintf(rd->err, rd->err_size, "out of memory");
+    return TRACE_ENOMEM;
+}
+
+/* Grow *p (elements of size sz) to hold at least need; 0 or TRACE_ENOMEM. */
+static int grow(void **p, int64_t *cap, int64_t need, size_t sz) {
+    if (need <= *cap)
+        return TRACE_OK;
+    int64_t c = *cap ? *cap : 64;
+    while (c < need) {
+        if (c > INT64_MAX / 2 || (uint64_t)c * 2 > SIZE_MAX / sz)
+            return TRACE_ENOMEM;
+        c *= 2;
+    }
+    void *q = alloc_realloc(*p, (size_t)c * sz);
+    if (!q)
+        return TRACE_ENOMEM;
+    *p = q;
+    *cap = c;
+    return TRACE_OK;
+}
+
+/* ---- attributes ------------------------------------------------------------------------------ */
+
+/* A numeric attribute as a double, and whether it was an integer (then *i holds it exactly when it
+ * fits an int64; *u_big = 1 when it is an unsigned value of 2^63 or more). 0, or -1 if the
+ * attribute is not a number. */
+typedef struct num {
+    double d;
+    int is_int, u_big, is_neg;
+    int64_t i;
+    uint64_t u;
+} num_t;
+
+static int attr_num(const ChakraProtoMsg__AttributeProto *a, num_t *n) {
+    memset(n, 0, sizeof *n);
+    n->is_int = 1;
+    switch (a->value_case) {
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL:
+        n->i = a->int32_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL:
+        n->i = a->int64_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_SINT32_VAL:
+        n->i = a->sint32_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_SINT64_VAL:
+        n->i = a->sint64_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_SFIXED32_VAL:
+        n->i = a->sfixed32_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_SFIXED64_VAL:
+        n->i = a->sfixed64_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT32_VAL:
+        n->i = a->uint32_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_FIXED32_VAL:
+        n->i = a->fixed32_val;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL:
+        n->u = a->uint64_val;
+        goto unsig;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_FIXED64_VAL:
+        n->u = a->fixed64_val;
+        goto unsig;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL:
+        n->i = a->bool_val ? 1 : 0;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_DOUBLE_VAL:
+        n->is_int = 0;
+        n->d = a->double_val;
+        n->is_neg = n->d < 0;
+        return 0;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_FLOAT_VAL:
+        n->is_int = 0;
+        n->d = a->float_val;
+        n->is_neg = n->d < 0;
+        return 0;
+    default:
+        return -1;
+    }
+    n->d = (double)n->i;
+    n->is_neg = n->i < 0;
+    n->u = (uint64_t)n->i;
+    return 0;
+unsig:
+    n->u_big = n->u > (uint64_t)INT64_MAX;
+    n->i = n->u_big ? INT64_MAX : (int64_t)n->u;
+    n->d = (double)n->u;
+    return 0;
+}
+
+/* The attribute's value as text, for error lines. */
+static void attr_text(const ChakraProtoMsg__AttributeProto *a, const num_t *n, char *buf, size_t size) {
+    if (a->value_case == CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL)
+        snprintf(buf, size, "\"%.40s\"", a->string_val ? a->string_val : "");
+    else if (!n)
+        snprintf(buf, size, "(value kind %d)", (int)a->value_case);
+    else if (!n->is_int)
+        snprintf(buf, size, "%.17g", n->d);
+    else if (n->u_big || a->value_case == CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL ||
+             a->value_case == CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_FIXED64_VAL)
+        snprintf(buf, size, "%" PRIu64, n->u);
+    else
+        snprintf(buf, size, "%" PRId64, n->i);
+}
+
+/* A non-negative size or count below 2^63 (bytes, operations): into *out. */
+static int attr_size(reader_t *rd, uint64_t id, const ChakraProtoMsg__AttributeProto *a, double *out) {
+    num_t n;
+    char v[64];
+    const char *why = NULL;
+    if (attr_num(a, &n) != 0) {
+        attr_text(a, NULL, v, sizeof v);
+        return fail(rd, "node %" PRIu64 ": %s: %s: not a number", id, a->name, v);
+    }
+    if (!n.is_int && !isfinite(n.d))
+        why = "not a finite number";
+    else if (n.is_neg)
+        why = "negative";
+    else if (n.u_big || n.d >= CHAKRA_TWO_63)
+        why = "overflows (2^63 or more)";
+    if (why) { /* the value is formatted only for the error line */
+        attr_text(a, &n, v, sizeof v);
+        return fail(rd, "node %" PRIu64 ": %s: %s: %s", id, a->name, v, why);
+    }
+    *out = n.d;
+    return TRACE_OK;
+}
+
+/* An integer in lo..hi into *out. */
+static int attr_int(reader_t *rd, uint64_t id, const ChakraProtoMsg__AttributeProto *a, int64_t lo,
+                    int64_t hi, const char *what, int64_t *out) {
+    num_t n;
+    char v[64];
+    const int is_num = attr_num(a, &n) == 0;
+    if (!is_num || !n.is_int) {
+        attr_text(a, is_num ? &n : NULL, v, sizeof v);
+        return fail(rd, "node %" PRIu64 ": %s: %s: not an integer", id, a->name, v);
+    }
+    if (n.u_big || n.i < lo || n.i > hi) {
+        attr_text(a, &n, v, sizeof v);
+        return fail(rd, "node %" PRIu64 ": %s: %s: %s (%" PRId64 "..%" PRId64 ")", id, a->name, v, what, lo,
+                    hi);
+    }
+    *out = n.i;
+    return TRACE_OK;
+}
+
+/* ---- groups ---------------------------------------------------------------------------------- */
+
+static int32_t group_find(reader_t *rd, const char *name) {
+    if (rd->last_group >= 0 && strcmp(rd->groups[rd->last_group].pg_name, name) == 0)
+        return rd->last_group;
+    for (int32_t g = 0; g < rd->n_groups; g++)
+        if (strcmp(rd->groups[g].pg_name, name) == 0)
+            return rd->last_group = g;
+    return -1;
+}
+
+static int32_t group_add(reader_t *rd, const char *name) {
+    if (rd->n_groups == rd->cap_groups) {
+        int64_t cap = rd->cap_groups;
+        if (rd->n_groups >= INT32_MAX / 2 ||
+            grow((void **)&rd->groups, &cap, (int64_t)rd->n_groups + 1, sizeof *rd->groups) != TRACE_OK)
+            return -1;
+        rd->cap_groups = (int32_t)cap;
+    }
+    group_acc_t *g = &rd->groups[rd->n_groups];
+    memset(g, 0, sizeof *g);
+    g->pg_name = alloc_strdup(name);
+    if (!g->pg_name)
+        return -1;
+    snprintf(g->display, sizeof g->display, "%s", name);
+    return rd->last_group = rd->n_groups++;
+}
+
+static int push_rank(int32_t **a, int32_t *n, int32_t *cap, int32_t r) {
+    if (*n == *cap) {
+        int64_t c = *cap;
+        if (grow((void **)a, &c, (int64_t)*n + 1, sizeof **a) != TRACE_OK)
+            return TRACE_ENOMEM;
+        *cap = (int32_t)(c > INT32_MAX ? INT32_MAX : c);
+    }
+    (*a)[(*n)++] = r;
+    return TRACE_OK;
+}
+
+/* A GlobalMetadata attribute "pg_ranks:NAME" = an integer list of ranks. */
+static int meta_group(reader_t *rd, const ChakraProtoMsg__AttributeProto *a) {
+    const char *name = a->name + strlen(CHAKRA_ATTR_PG_RANKS);
+    int32_t *ranks = NULL;
+    int32_t n = 0, cap = 0;
+    int rc = TRACE_OK;
+    size_t count = 0;
+    const void *vals = NULL;
+    int kind = 0; /* 1 int32, 2 int64, 3 uint32, 4 uint64 */
+    switch (a->value_case) {
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_LIST:
+        count = a->int32_list->n_values, vals = a->int32_list->values, kind = 1;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_LIST:
+        count = a->int64_list->n_values, vals = a->int64_list->values, kind = 2;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT32_LIST:
+        count = a->uint32_list->n_values, vals = a->uint32_list->values, kind = 3;
+        break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_LIST:
+        count = a->uint64_list->n_values, vals = a->uint64_list->values, kind = 4;
+        break;
+    default:
+        return fail(rd, "metadata: %s: (value kind %d): not a list of integers (ranks)", a->name,
+                    (int)a->value_case);
+    }
+    if (name[0] == '\0' || strcmp(name, "0") == 0)
+        return fail(rd, "metadata: %s: \"%s\": process group \"\" and \"0\" mean all ranks", a->name, name);
+    if (count == 0)
+        return fail(rd, "metadata: %s: []: no ranks", a->name);
+    for (size_t i = 0; i < count; i++) {
+        int64_t x;
+        uint64_t ux = 0;
+        switch (kind) {
+        case 1:
+            x = ((const int32_t *)vals)[i];
+            break;
+        case 2:
+            x = ((const int64_t *)vals)[i];
+            break;
+        case 3:
+            x = ((const uint32_t *)vals)[i];
+            break;
+        default:
+            ux = ((const uint64_t *)vals)[i];
+            x = ux > (uint64_t)INT64_MAX ? -1 : (int64_t)ux;
+            break;
+        }
+        if (x < 0 || x >= rd->n_ranks) {
+            rc = fail(rd, "metadata: %s: %" PRId64 ": not a rank (0..%d)", a->name, x, rd->n_ranks - 1);
+            goto done;
+        }
+        for (int32_t j = 0; j < n; j++)
+            if (ranks[j] == x) {
+                rc = fail(rd, "metadata: %s: %" PRId64 ": listed twice", a->name, x);
+                goto done;
+            }
+        if (push_rank(&ranks, &n, &cap, (int32_t)x) != TRACE_OK) {
+            rc = oom(rd);
+            goto done;
+        }
+    }
+    int32_t g = group_find(rd, name);
+    if (g >= 0 && rd->groups[g].explicit_ranks) {
+        const group_acc_t *ga = &rd->groups[g];
+        if (ga->n_ranks != n || memcmp(ga->ranks, ranks, (size_t)n * sizeof *ranks) != 0)
+            rc = fail(rd, "metadata: %s: %d ranks: differs from the definition in an earlier file", a->name,
+                      n);
+        goto done;
+    }
+    if (g >= 0) { /* used in an earlier file that did not define it */
+        rc = fail(rd, "metadata: %s: defined here but used without definition in an earlier file", a->name);
+        goto done;
+    }
+    if ((g = group_add(rd, name)) < 0) {
+        rc = oom(rd);
+        goto done;
+    }
+    group_acc_t *ga = &rd->groups[g];
+    ga->explicit_ranks = 1;
+    ga->ranks = ranks;
+    ga->n_ranks = ga->cap_ranks = n;
+    ranks = NULL;
+    if (a->doc_string && a->doc_string[0])
+        snprintf(ga->display, sizeof ga->display, "%s", a->doc_string);
+done:
+    free(ranks);
+    return rc;
+}
+
+/* Node id uses group pg_name from rank rd->rank: the group's index (creating an inferred group). */
+static int node_group(reader_t *rd, uint64_t id, const char *pg_name, int32_t *out) {
+    if (pg_name[0] == '\0' || strcmp(pg_name, "0") == 0) {
+        *out = -1;
+        return TRACE_OK;
+    }
+    int32_t g = group_find(rd, pg_name);
+    if (g < 0 && (g = group_add(rd, pg_name)) < 0)
+        return oom(rd);
+    group_acc_t *ga = &rd->groups[g];
+    if (ga->explicit_ranks) {
+        if (ga->n_users == 0 || ga->users[ga->n_users - 1] != rd->rank) {
+            int32_t cap = ga->cap_users;
+            if (push_rank(&ga->users, &ga->n_users, &ga->cap_users, rd->rank) != TRACE_OK)
+                return oom(rd);
+            if (ga->cap_users != cap) {
+                uint64_t *u = alloc_realloc(ga->user_node, (size_t)ga->cap_users * sizeof *u);
+                if (!u)
+                    return oom(rd);
+                ga->user_node = u;
+            }
+            ga->user_node[ga->n_users - 1] = id;
+        }
+    } else if (ga->n_ranks == 0 || ga->ranks[ga->n_ranks - 1] != rd->rank) {
+        if (push_rank(&ga->ranks, &ga->n_ranks, &ga->cap_ranks, rd->rank) != TRACE_OK)
+            return oom(rd);
+    }
+    *out = g;
+    return TRACE_OK;
+}
+
+/* ---- one node -------------------------------------------------------------------------------- */
+
+static const char *type_name(int t) {
+    static const char *const names[] = {"INVALID_NODE", "METADATA_NODE",  "MEM_LOAD_NODE",  "MEM_STORE_NODE",
+                                        "COMP_NODE",    "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE"};
+    return t >= 0 && t < 8 ? names[t] : "?";
+}
+
+/* A set of dependency ids, for nodes with many dependencies (duplicates are dropped in linear
+ * time): open addressing, cleared after each node by removing what was inserted. */
+static uint64_t dep_hash(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* 1 if d was seen for this node (else remember it and return 0); -1 out of memory. */
+static int dep_seen(reader_t *rd, uint64_t d) {
+    if (rd->seen_n * 2 >= rd->seen_cap) {
+        const int64_t cap = rd->seen_cap ? rd->seen_cap * 2 : 256;
+        uint64_t *k = alloc_malloc((size_t)cap * sizeof *k);
+        uint8_t *u = alloc_calloc((size_t)cap, 1);
+        if (!k || !u) {
+            free(k);
+            free(u);
+            return -1;
+        }
+        for (int64_t i = 0; i < rd->seen_cap; i++)
+            if (rd->seen_used[i])
+                for (uint64_t h = dep_hash(rd->seen_keys[i]) & (uint64_t)(cap - 1);;
+                     h = (h + 1) & (uint64_t)(cap - 1))
+                    if (!u[h]) {
+                        u[h] = 1;
+                        k[h] = rd->seen_keys[i];
+                        break;
+                    }
+        free(rd->seen_keys);
+        free(rd->seen_used);
+        rd->seen_keys = k;
+        rd->seen_used = u;
+        rd->seen_cap = cap;
+    }
+    const uint64_t mask = (uint64_t)rd->seen_cap - 1;
+    for (uint64_t h = dep_hash(d) & mask;; h = (h + 1) & mask) {
+        if (!rd->seen_used[h]) {
+            rd->seen_used[h] = 1;
+            rd->seen_keys[h] = d;
+            rd->seen_n++;
+            return 0;
+        }
+        if (rd->seen_keys[h] == d)
+            return 1;
+    }
+}
+
+static void dep_seen_clear(reader_t *rd, const uint64_t *ids, int32_t n) {
+    if (rd->seen_n * 4 > rd->seen_cap || n > rd->seen_cap / 4) {
+        memset(rd->seen_used, 0, (size_t)rd->seen_cap);
+    } else {
+        const uint64_t mask = (uint64_t)rd->seen_cap - 1;
+        for (int32_t i = 0; i < n; i++) /* linear probing: clear whole clusters touched */
+            for (uint64_t h = dep_hash(ids[i]) & mask; rd->seen_used[h]; h = (h + 1) & mask)
+                rd->seen_used[h] = 0;
+    }
+    rd->seen_n = 0;
+}
+
+static int map_node(reader_t *rd, const ChakraProtoMsg__Node *m) {
+    const uint64_t id = m->id;
+    step_wl_node_t nd;
+    memset(&nd, 0, sizeof nd);
+    nd.id = id;
+    nd.peer = -1;
+    nd.group = -1;
+    nd.start_hint_s = -1;
+    nd.duration_s = 0;
+    if (m->name) { /* a truncated copy */
+        const size_t nl = strnlen(m->name, sizeof nd.name - 1);
+        memcpy(nd.name, m->name, nl);
+        nd.name[nl] = '\0';
+    }
+    const int type = (int)m->type;
+    switch (type) {
+    case CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE:
+        nd.kind = STEP_WL_COMPUTE;
+        break;
+    case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE:
+        nd.kind = STEP_WL_SEND;
+        break;
+    case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE:
+        nd.kind = STEP_WL_RECV;
+        break;
+    case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE:
+        nd.kind = STEP_WL_COLL;
+        break;
+    case CHAKRA_PROTO_MSG__NODE_TYPE__INVALID_NODE:
+    case CHAKRA_PROTO_MSG__NODE_TYPE__METADATA_NODE:
+    case CHAKRA_PROTO_MSG__NODE_TYPE__MEM_LOAD_NODE:
+    case CHAKRA_PROTO_MSG__NODE_TYPE__MEM_STORE_NODE:
+        nd.kind = STEP_WL_COMPUTE; /* no time in stepsim: a zero-time node keeps the DAG whole */
+        break;
+    default:
+        return fail(rd, "node %" PRIu64 ": type: %d: unknown node type (0..7)", id, type);
+    }
+    const int timed = type == CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
+    int has_src = 0, has_dst = 0, has_type = 0, has_exact = 0;
+    int64_t src = -1, dst = -1, ctype = 0, tag = 0;
+    double exact_s = 0;
+    const char *pg_name = "";
+    for (size_t k = 0; k < m->n_attr; k++) {
+        const ChakraProtoMsg__AttributeProto *a = m->attr[k];
+        const char *an = a->name ? a->name : "";
+        int rc = TRACE_OK;
+        if (timed) { /* a compute node: its work and our exact duration; the rest is ignored */
+            if (strcmp(an, "num_ops") == 0)
+                rc = attr_size(rd, id, a, &nd.flops);
+            else if (strcmp(an, "tensor_size") == 0)
+                rc = attr_size(rd, id, a, &nd.mem_bytes);
+            else if (strcmp(an, CHAKRA_ATTR_DURATION_S) == 0) {
+                num_t n;
+                char v[64];
+                const int is_num = attr_num(a, &n) == 0;
+                if (!is_num || n.is_int) {
+                    attr_text(a, is_num ? &n : NULL, v, sizeof v);
+                    return fail(rd, "node %" PRIu64 ": %s: %s: not a double", id, an, v);
+                }
+                if (!isfinite(n.d) || n.d < 0 || n.d > CHAKRA_MAX_DURATION_S) {
+                    attr_text(a, &n, v, sizeof v);
+                    return fail(rd, "node %" PRIu64 ": %s: %s: not a duration in 0..%.3g s", id, an, v,
+                                CHAKRA_MAX_DURATION_S);
+                }
+                exact_s = n.d;
+                has_exact = 1;
+            }
+        } else if (nd.kind != STEP_WL_COMPUTE) { /* a communication node */
+            if (strcmp(an, "comm_size") == 0)
+                rc = attr_size(rd, id, a, &nd.comm_bytes);
+            else if (strcmp(an, "comm_src") == 0)
+                has_src = 1, rc = attr_int(rd, id, a, 0, rd->n_ranks - 1, "not a rank", &src);
+            else if (strcmp(an, "comm_dst") == 0)
+                has_dst = 1, rc = attr_int(rd, id, a, 0, rd->n_ranks - 1, "not a rank", &dst);
+            else if (strcmp(an, "comm_tag") == 0)
+                rc = attr_int(rd, id, a, 0, INT32_MAX, "not a tag", &tag);
+            else if (strcmp(an, "comm_type") == 0)
+                has_type = 1, rc = attr_int(rd, id, a, 0, 9, "not a CollectiveCommType", &ctype);
+            else if (strcmp(an, "pg_name") == 0) {
+                if (a->value_case != CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL)
+                    return fail(rd, "node %" PRIu64 ": pg_name: (value kind %d): not a string", id,
+                                (int)a->value_case);
+                pg_name = a->string_val ? a->string_val : "";
+            }
+        }
+        if (rc != TRACE_OK)
+            return rc;
+    }
+    if (timed) {
+        if ((double)m->duration_micros > CHAKRA_MAX_DURATION_US)
+            return fail(rd, "node %" PRIu64 ": duration_micros: %" PRIu64 ": overflows the picosecond clock",
+                        id, m->duration_micros);
+        const double us = (double)m->duration_micros;
+        if (has_exact && fabs(exact_s * 1e6 - us) <= 1.0)
+            nd.duration_s = exact_s; /* ours, and consistent with Chakra's microseconds */
+        else if (m->duration_micros > 0 || (nd.flops == 0 && nd.mem_bytes == 0))
+            nd.duration_s = us * 1e-6;
+        else
+            nd.duration_s = -1; /* no duration: the model derives it from num_ops and tensor_size */
+    }
+    if (nd.kind == STEP_WL_SEND || nd.kind == STEP_WL_RECV) {
+        const int send = nd.kind == STEP_WL_SEND;
+        const int has_peer = send ? has_dst : has_src;
+        const int64_t peer = send ? dst : src, self = send ? src : dst;
+        const char *pf = send ? "comm_dst" : "comm_src", *sf = send ? "comm_src" : "comm_dst";
+        if (!has_peer)
+            return fail(rd, "node %" PRIu64 ": %s: (missing): a %s needs its peer", id, pf, type_name(type));
+        if ((send ? has_src : has_dst) && self != rd->rank)
+            return fail(rd, "node %" PRIu64 ": %s: %" PRId64 ": not this file's rank (%d)", id, sf, self,
+                        rd->rank);
+        if (peer == rd->rank)
+            return fail(rd, "node %" PRIu64 ": %s: %" PRId64 ": the node's own rank", id, pf, peer);
+        nd.peer = (int32_t)peer;
+        nd.tag = tag;
+    } else if (nd.kind == STEP_WL_COLL) {
+        if (!has_type)
+            return fail(rd, "node %" PRIu64 ": comm_type: (missing): a COMM_COLL_NODE needs it", id);
+        static const int map[10] = {STEP_WL_ALLREDUCE,
+                                    -1,
+                                    STEP_WL_ALLGATHER,
+                                    -1,
+                                    -1,
+                                    STEP_WL_BROADCAST,
+                                    STEP_WL_ALLTOALL,
+                                    STEP_WL_REDUCESCATTER,
+                                    -1,
+                                    -1};
+        static const char *const names[10] = {
+            "ALL_REDUCE", "REDUCE",         "ALL_GATHER",           "GATHER", "SCATTER", "BROADCAST",
+            "ALL_TO_ALL", "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER"};
+        if (map[ctype] < 0)
+            return fail(rd,
+                        "node %" PRIu64 ": comm_type: %" PRId64 " (%s): not supported (ALL_REDUCE, "
+                        "ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)",
+                        id, ctype, names[ctype]);
+        nd.coll = (step_wl_coll_t)map[ctype];
+        const int rc = node_group(rd, id, pg_name, &nd.group);
+        if (rc != TRACE_OK)
+            return rc;
+    }
+    /* dependencies: data then control, duplicates dropped (first kept) */
+    step_workload_t *w = rd->w;
+    const size_t nd_all = m->n_data_deps + m->n_ctrl_deps;
+    if (nd_all > (size_t)INT32_MAX)
+        return fail(rd, "node %" PRIu64 ": data_deps: %zu: more dependencies than 2^31-1", id, nd_all);
+    if (grow((void **)&w->deps, &rd->cap_deps, rd->n_deps + (int64_t)nd_all, sizeof *w->deps) != TRACE_OK ||
+        grow((void **)&w->nodes, &rd->cap_nodes, rd->n_nodes + 1, sizeof *w->nodes) != TRACE_OK ||
+        grow((void **)&rd->n_data, &rd->cap_n_data, rd->n_nodes - w->rank_nodes_offset[rd->rank] + 1,
+             sizeof *rd->n_data) != TRACE_OK)
+        return oom(rd);
+    uint64_t *out = nd_all ? w->deps + rd->n_deps : NULL; /* (no array yet when nothing has deps) */
+    int32_t kept = 0, kept_data = 0;
+    for (size_t k = 0; k < nd_all; k++) {
+        const uint64_t d = k < m->n_data_deps ? m->data_deps[k] : m->ctrl_deps[k - m->n_data_deps];
+        int dup = 0;
+        if (nd_all <= 64) {
+            for (int32_t j = 0; j < kept && !dup; j++)
+                dup = out[j] == d;
+        } else {
+            dup = dep_seen(rd, d);
+            if (dup < 0)
+                return oom(rd);
+        }
+        if (dup)
+            continue;
+        out[kept++] = d;
+        if (k < m->n_data_deps)
+            kept_data = kept;
+    }
+    if (nd_all > 64)
+        dep_seen_clear(rd, out, kept);
+    nd.n_deps = kept;
+    nd.deps_offset = rd->n_deps;
+    rd->n_deps += kept;
+    rd->n_data[rd->n_nodes - w->rank_nodes_offset[rd->rank]] = kept_data;
+    w->nodes[rd->n_nodes++] = nd;
+    return TRACE_OK;
+}
+
+/* ---- one file -------------------------------------------------------------------------------- */
+
+/* A varint at buf[*pos..len): 0, 1 if truncated, 2 if longer than 10 bytes or over 64 bits. */
+static int varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (*pos >= len)
+            return 1;
+        const uint8_t b = buf[(*pos)++];
+        if (i == 9 && b > 1)
+            return 2;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = v;
+            return 0;
+        }
+    }
+    return 2;
+}
+
+static int slurp(reader_t *rd, const char *path, uint8_t **buf, size_t *cap, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(rd->err, rd->err_size, "%s: cannot open: %s", path, strerror(errno));
+        return TRACE_EIO;
+    }
+    *len = 0;
+    for (;;) {
+        if (*len == *cap) {
+            const size_t c = *cap ? *cap * 2 : ((size_t)1 << 16);
+            uint8_t *b = alloc_realloc(*buf, c);
+            if (!b) {
+                fclose(f);
+                return oom(rd);
+            }
+            *buf = b;
+            *cap = c;
+        }
+        const size_t got = fread(*buf + *len, 1, *cap - *len, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(rd->err, rd->err_size, "%s: cannot read: %s", path, strerror(EIO));
+        return TRACE_EIO;
+    }
+    return TRACE_OK;
+}
+
+static int read_rank(reader_t *rd, const uint8_t *buf, size_t len) {
+    size_t pos = 0;
+    int64_t record = 0;
+    if (len == 0)
+        return fail(rd, "record 0 (byte 0): GlobalMetadata: (missing): empty file");
+    while (pos < len) {
+        const size_t at = pos;
+        uint64_t n;
+        const int v = varint(buf, len, &pos, &n);
+        if (v == 1)
+            return fail(rd, "record %" PRId64 " (byte %zu): length: (truncated varint): file ends inside it",
+                        record, at);
+        if (v == 2)
+            return fail(rd, "record %" PRId64 " (byte %zu): length: (over 10 bytes): overflows 64 bits",
+                        record, at);
+        if (n > UINT32_MAX)
+            return fail(rd,
+                        "record %" PRId64 " (byte %zu): length: %" PRIu64 ": overflows (over 2^32-1 bytes)",
+                        record, at, n);
+        if (n > len - pos)
+            return fail(rd, "record %" PRId64 " (byte %zu): length: %" PRIu64 ": truncated (%zu bytes left)",
+                        record, at, n, len - pos);
+        arena_reset(&rd->arena);
+        if (record == 0) {
+            ChakraProtoMsg__GlobalMetadata *g =
+                chakra_proto_msg__global_metadata__unpack(&rd->pa, (size_t)n, buf + pos);
+            if (!g)
+                return rd->arena.oom ? oom(rd)
+                                     : fail(rd,
+                                            "record 0 (byte %zu): GlobalMetadata: %" PRIu64
+                                            " bytes: not a valid GlobalMetadata message",
+                                            at, n);
+            for (size_t k = 0; k < g->n_attr; k++) {
+                const ChakraProtoMsg__AttributeProto *a = g->attr[k];
+                if (a->name && strncmp(a->name, CHAKRA_ATTR_PG_RANKS, strlen(CHAKRA_ATTR_PG_RANKS)) == 0) {
+                    const int rc = meta_group(rd, a);
+                    if (rc != TRACE_OK)
+                        return rc;
+                }
+            }
+        } else {
+            ChakraProtoMsg__Node *m = chakra_proto_msg__node__unpack(&rd->pa, (size_t)n, buf + pos);
+            if (!m)
+                return rd->arena.oom ? oom(rd)
+                                     : fail(rd,
+                                            "record %" PRId64 " (byte %zu): Node: %" PRIu64
+                                            " bytes: not a valid Node message",
+                                            record, at, n);
+            const int rc = map_node(rd, m);
+            if (rc != TRACE_OK)
+                return rc;
+        }
+        pos += (size_t)n;
+        record++;
+    }
+    return TRACE_OK;
+}
+
+/* ---- the files of a workload ----------------------------------------------------------------- */
+
+typedef struct rank_file {
+    int32_t rank;
+    char *path;
+} rank_file_t;
+
+static int cmp_rank(const void *a, const void *b) {
+    const int32_t x = ((const rank_file_t *)a)->rank, y = ((const rank_file_t *)b)->rank;
+    return (x > y) - (x < y);
+}
+
+/* If s is "<digits>.et" (no leading zero unless "0", below 2^31-1), its number; else -1. */
+static int64_t rank_suffix(const char *s) {
+    const size_t n = strlen(s);
+    if (n < 4 || strcmp(s + n - 3, ".et") != 0)
+        return -1;
+    const size_t digits = n - 3;
+    if (digits > 10 || (digits > 1 && s[0] == '0'))
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < digits; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v < INT32_MAX ? v : -1;
+}
+
+static void free_files(rank_file_t *f, int32_t n) {
+    for (int32_t i = 0; i < n; i++)
+        free(f[i].path);
+    free(f);
+}
+
+/* The rank files: in directory dir, the entries NAME.<rank>.et; name NULL means any one NAME. */
+static int list_files(reader_t *rd, const char *dir, const char *name, const char *shown, rank_file_t **out,
+                      int32_t *n_out) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(rd->err, rd->err_size, "%s: cannot open: %s", shown, strerror(errno));
+        return errno == ENOENT || errno == ENOTDIR ? TRACE_EINVAL : TRACE_EIO;
+    }
+    rank_file_t *files = NULL;
+    int64_t cap = 0;
+    int32_t n = 0;
+    char *first = NULL; /* the NAME of the first file found (directory mode) */
+    int rc = TRACE_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *s = e->d_name;
+        const size_t sl = strlen(s);
+        size_t nl;
+        if (name) {
+            nl = strlen(name);
+            if (sl <= nl + 1 || strncmp(s, name, nl) != 0 || s[nl] != '.')
+                continue;
+        } else {
+            const char *dot = NULL; /* the dot before the rank: the last dot before ".et" */
+            if (sl < 5 || strcmp(s + sl - 3, ".et") != 0)
+                continue;
+            for (size_t i = sl - 4; i > 0 && !dot; i--)
+                if (s[i] == '.')
+                    dot = s + i;
+            if (!dot)
+                continue;
+            nl = (size_t)(dot - s);
+        }
+        const int64_t r = rank_suffix(s + nl + 1);
+        if (r < 0)
+            continue;
+        if (!name) {
+            if (!first) {
+                if (!(first = alloc_strdup(s))) {
+                    rc = oom(rd);
+                    break;
+                }
+                first[nl] = '\0';
+            } else if (strlen(first) != nl || strncmp(first, s, nl) != 0) {
+                snprintf(rd->err, rd->err_size,
+                         "%s: files: %s.*.et and %.*s.*.et: two workloads in one directory", shown, first,
+                         (int)nl, s);
+                rc = TRACE_EINVAL;
+                break;
+            }
+        }
+        if (n == INT32_MAX || grow((void **)&files, &cap, (int64_t)n + 1, sizeof *files) != TRACE_OK) {
+            rc = oom(rd);
+            break;
+        }
+        const size_t pl = strlen(dir) + 1 + sl + 1;
+        files[n].rank = (int32_t)r;
+        if (!(files[n].path = alloc_malloc(pl))) {
+            rc = oom(rd);
+            break;
+        }
+        snprintf(files[n].path, pl, "%s/%s", dir, s);
+        n++;
+    }
+    closedir(d);
+    if (rc == TRACE_OK && n == 0) {
+        if (name)
+            snprintf(rd->err, rd->err_size, "%s: no file %s.0.et (nor a directory of that name)", shown,
+                     shown);
+        else
+            snprintf(rd->err, rd->err_size, "%s: no file NAME.<rank>.et in this directory", shown);
+        rc = TRACE_EINVAL;
+    }
+    if (rc == TRACE_OK) {
+        qsort(files, (size_t)n, sizeof *files, cmp_rank);
+        for (int32_t i = 0; i < n; i++)
+            if (files[i].rank != i) {
+                const char *nm = name ? name : first;
+                snprintf(rd->err, rd->err_size,
+                         "%s/%s.%d.et: rank file: (missing): ranks 0..%d expected, rank %d found", dir, nm, i,
+                         files[n - 1].rank, files[n - 1].rank);
+                rc = TRACE_EINVAL;
+                break;
+            }
+    }
+    free(first);
+    if (rc != TRACE_OK) {
+        free_files(files, n);
+        return rc;
+    }
+    *out = files;
+    *n_out = n;
+    return TRACE_OK;
+}
+
+static int resolve_files(reader_t *rd, const char *path, rank_file_t **out, int32_t *n) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return list_files(rd, path, NULL, path, out, n);
+    /* PREFIX: its directory and the base name */
+    const char *slash = strrchr(path, '/');
+    char *dir = alloc_strdup(slash ? path : ".");
+    if (!dir)
+        return oom(rd);
+    if (slash)
+        dir[slash == path ? 1 : slash - path] = '\0';
+    const char *base = slash ? slash + 1 : path;
+    int rc;
+    if (base[0] == '\0') {
+        snprintf(rd->err, rd->err_size, "%s: no such directory", path);
+        rc = TRACE_EINVAL;
+    } else
+        rc = list_files(rd, dir, base, path, out, n);
+    free(dir);
+    return rc;
+}
+
+/* ---- the whole workload ---------------------------------------------------------------------- */
+
+static int finish_groups(reader_t *rd, const rank_file_t *files) {
+    step_workload_t *w = rd->w;
+    int64_t total = 0;
+    for (int32_t g = 0; g < rd->n_groups; g++) {
+        const group_acc_t *ga = &rd->groups[g];
+        for (int32_t i = 0; i < ga->n_users && ga->explicit_ranks; i++) {
+            int member = 0;
+            for (int32_t j = 0; j < ga->n_ranks && !member; j++)
+                member = ga->ranks[j] == ga->users[i];
+            if (!member) {
+                rd->file = files[ga->users[i]].path;
+                return fail(rd, "node %" PRIu64 ": pg_name: \"%.40s\": rank %d is not in this process group",
+                            ga->user_node[i], ga->pg_name, ga->users[i]);
+            }
+        }
+        total += ga->n_ranks;
+    }
+    if (rd->n_groups == 0)
+        return TRACE_OK;
+    w->groups = alloc_calloc((size_t)rd->n_groups, sizeof *w->groups);
+    w->group_ranks = alloc_malloc((size_t)(total > 0 ? total : 1) * sizeof *w->group_ranks);
+    if (!w->groups || !w->group_ranks)
+        return oom(rd);
+    int64_t off = 0;
+    for (int32_t g = 0; g < rd->n_groups; g++) {
+        const group_acc_t *ga = &rd->groups[g];
+        snprintf(w->groups[g].name, sizeof w->groups[g].name, "%s", ga->display);
+        w->groups[g].n_ranks = ga->n_ranks;
+        w->groups[g].ranks_offset = off;
+        memcpy(w->group_ranks + off, ga->ranks, (size_t)ga->n_ranks * sizeof *ga->ranks);
+        off += ga->n_ranks;
+    }
+    w->n_groups = rd->n_groups;
+    return TRACE_OK;
+}
+
+int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t err_size) {
+    memset(out, 0, sizeof *out);
+    reader_t rd;
+    memset(&rd, 0, sizeof rd);
+    rd.err = err;
+    rd.err_size = err_size;
+    rd.w = out;
+    rd.last_group = -1;
+    rd.pa.alloc = arena_alloc;
+    rd.pa.free = arena_free;
+    rd.pa.allocator_data = &rd.arena;
+    rank_file_t *files = NULL;
+    int32_t n = 0;
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0;
+    int rc = resolve_files(&rd, path ? path : "", &files, &n);
+    if (rc == TRACE_OK) {
+        rd.n_ranks = n;
+        out->n_ranks = n;
+        out->rank_nodes_offset = alloc_calloc((size_t)n + 1, sizeof *out->rank_nodes_offset);
+        if (!out->rank_nodes_offset)
+            rc = oom(&rd);
+    }
+    for (int32_t r = 0; rc == TRACE_OK && r < n; r++) {
+        rd.file = files[r].path;
+        rd.rank = r;
+        out->rank_nodes_offset[r] = rd.n_nodes;
+        rc = slurp(&rd, files[r].path, &buf, &cap, &len);
+        if (rc == TRACE_OK)
+            rc = read_rank(&rd, buf, len);
+        out->rank_nodes_offset[r + 1] = rd.n_nodes;
+        if (rc == TRACE_OK)
+            rc = chakra_check_rank_deps(out, r, files[r].path, rd.n_data, err, err_size);
+    }
+    if (rc == TRACE_OK)
+        rc = finish_groups(&rd, files);
+    free(buf);
+    free(rd.n_data);
+    for (int32_t g = 0; g < rd.n_groups; g++) {
+        free(rd.groups[g].pg_name);
+        free(rd.groups[g].ranks);
+        free(rd.groups[g].users);
+        free(rd.groups[g].user_node);
+    }
+    free(rd.groups);
+    free(rd.seen_keys);
+    free(rd.seen_used);
+    arena_destroy(&rd.arena);
+    free_files(files, n);
+    if (rc != TRACE_OK) {
+        step_workload_free(out);
+        if (err_size > 0)
+            chakra_one_line(err, err_size); /* names in files may hold newlines */
+    }
+    return rc;
+}
