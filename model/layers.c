@@ -90,8 +90,12 @@ static model_layer_t *new_layer(model_block_t *blk, const char *name, model_modu
 #define FP8_WEIGHT_COPY_BYTES 2.0
 
 static const char *cast_name(const char *gemm) {
-    static const char *const names[][2] = {
-        {"qkv", "qkv-cast"}, {"vproj", "vproj-cast"}, {"fc1", "fc1-cast"}, {"fc2", "fc2-cast"}};
+    static const char *const names[][2] = {{"qkv", "qkv-cast"},
+                                           {"vproj", "vproj-cast"},
+                                           {"fc1", "fc1-cast"},
+                                           {"fc2", "fc2-cast"},
+                                           {"experts-fc1", "experts-fc1-cast"},
+                                           {"experts-fc2", "experts-fc2-cast"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(gemm, names[i][0]) == 0)
             return names[i][1];
@@ -668,22 +672,28 @@ static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
     add_coll(&d->fwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
     add_coll(&d->bwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
 
+    /* with FP8, Transformer Engine's grouped linear casts each GEMM's input (the dispatched tokens:
+     * no LayerNorm to fuse the cast into) and its output gradient, as the dense fc1 and fc2 */
     const double w1 = (routed + shared) * e * fw, w2 = (routed + shared) * fe * e;
-    model_layer_t *f1 = new_layer(blk, "experts-fc1", MODEL_MODULE_MLP, 1);
+    model_layer_t *f1 = gemm_layer(c, blk, "experts-fc1", MODEL_MODULE_MLP);
     f1->fwd.flops_tflop = 2.0 * N * e * fw * TFLOP;
     f1->fwd.hbm_gb = (N * e + N * fw + w1) * s;
     f1->bwd.flops_tflop = 4.0 * N * e * fw * TFLOP;
     f1->bwd.hbm_gb = (2.0 * w1 + 2.0 * N * e + 2.0 * N * fw) * s;
     f1->activations_gb = N * e * s;
     f1->weights_gb = f1->weight_grads_gb = w1 * s;
+    if (f1->fp8_gemm)
+        fp8_cast(f1, N * e, N * fw, N * e);
     ffn_activation(c, new_layer(blk, "experts-act", MODEL_MODULE_MLP, 0), N * fe);
-    model_layer_t *f2 = new_layer(blk, "experts-fc2", MODEL_MODULE_MLP, 1);
+    model_layer_t *f2 = gemm_layer(c, blk, "experts-fc2", MODEL_MODULE_MLP);
     f2->fwd.flops_tflop = 2.0 * N * fe * e * TFLOP;
     f2->fwd.hbm_gb = (N * fe + N * e + w2) * s;
     f2->bwd.flops_tflop = 4.0 * N * fe * e * TFLOP;
     f2->bwd.hbm_gb = (2.0 * w2 + 2.0 * N * fe + 2.0 * N * e) * s;
     f2->activations_gb = N * fe * s;
     f2->weights_gb = f2->weight_grads_gb = w2 * s;
+    if (f2->fp8_gemm)
+        fp8_cast(f2, N * fe, N * e, N * fe);
     blk->expert_weights_gb = routed * (e * fw + fe * e) * s;
 
     model_layer_t *cb = new_layer(blk, "combine", MODEL_MODULE_MLP, 0);
@@ -884,7 +894,7 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         model_i_cp_ring_plan(blk);
 
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
-    blk->fp8_weights_gb = blk->fp8_param_saving_gb = 0.0;
+    blk->fp8_weights_gb = blk->fp8_param_saving_gb = blk->expert_fp8_param_saving_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {
         model_layer_t *ly = &blk->layers[i];
         finish_pass(&c, ly, &ly->fwd);
@@ -912,6 +922,10 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
             blk->fp8_weights_gb += ly->weights_gb / c.s_gb * FP8_WEIGHT_COPY_BYTES * BYTE_GB;
         }
     }
+    /* the routed experts' share of the saving (their grouped GEMMs are FP8 whenever the block's are) */
+    if (c.tr.fp8_param_gather && c.tr.precision == MODEL_PRECISION_FP8 && blk->expert_weights_gb > 0.0)
+        blk->expert_fp8_param_saving_gb =
+            blk->expert_weights_gb - blk->expert_weights_gb / c.s_gb * FP8_ELEMENT_BYTES * BYTE_GB;
 
     blk->n_edges = 0;
     blk->first_t_fwd_s = blk->first_t_bwd_s = blk->last_t_fwd_s = blk->last_t_bwd_s = 0.0;

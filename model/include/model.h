@@ -559,9 +559,13 @@ typedef struct model_block {
     double first_t_fwd_s, first_t_bwd_s, last_t_fwd_s, last_t_bwd_s;
     double first_weights_gb, last_weights_gb;
     double first_activations_gb, last_activations_gb;
-    double expert_weights_gb; /* MoE: the routed experts' weights of one block on one GPU (part of
-                                 weights_gb), whose gradients are reduced over the expert-data-parallel
-                                 group (model_expert_dp); 0 for a dense model */
+    double expert_weights_gb;          /* MoE: the routed experts' weights of one block on one GPU (part of
+                                          weights_gb), whose gradients are reduced over the expert-data-parallel
+                                          group (model_expert_dp); 0 for a dense model */
+    double expert_fp8_param_saving_gb; /* training.fp8_param_gather with experts: the part of
+                                          fp8_param_saving_gb that is the routed experts' (their
+                                          all-gather over the expert-data-parallel group moves
+                                          expert_weights_gb less this); else 0 */
 } model_block_t;
 
 /* Build the layer table of one block (and the edge layers) for job->par and job->training (job

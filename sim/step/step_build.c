@@ -898,7 +898,10 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
     if (!it->pass && !*seen) {
         *seen = 1;
         if (s->dp_comm == MODEL_DP_SHARDED)
-            rc = dp_allgather(b, it, step_part_gather_gb(s, part), exp_gb, ops);
+            rc =
+                dp_allgather(b, it, step_part_gather_gb(s, part),
+                             part == STEP_PART_BLOCK ? exp_gb - s->est.block.expert_fp8_param_saving_gb : 0.0,
+                             ops); /* as stored: FP8 parameters in one byte, the experts' too */
     }
     if (!rc && it->pass == 2)
         part_wgrad(b, it, part, block);

@@ -1,0 +1,248 @@
+/* step/test_moe_options.c - training options with experts, in the closed form and the simulated step.
+ *
+ * FP8 (training.precision fp8): the routed and shared experts' grouped GEMMs run at the FP8 rate with
+ * Transformer Engine's casts before them (the dispatched tokens in the forward, the output gradient in
+ * the backward: 4 bytes per element, no LayerNorm to fuse into), keep their inputs in one byte, and
+ * have FP8 weight copies; with FP8 parameters (training.fp8_param_gather) the experts' all-gather over
+ * the expert-data-parallel group moves one byte per parameter, the dense weights' over dp likewise.
+ * Checked: the layer table by hand, the all-gather closed form, the simulated step against the closed
+ * form with analytic communication (to a picosecond per operation), and the bytes per GPU on a
+ * network. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "step.h"
+
+/* A small mixture of experts (8 experts, top 2, SwiGLU experts of f 2048, one shared expert) on
+ * DGX H100s (FP8 peak) with NVLink domains of nvs: 1d, tp, one stage, dp, ep. */
+static model_job_t moe_job(int64_t nvs, int64_t tp, int64_t dp, int64_t ep, double ib_gb_per_s,
+                           model_dp_comm_t dp_comm, model_precision_t prec, int fp8_params) {
+    model_job_t job;
+    memset(&job, 0, sizeof job);
+    assert_int_equal(model_system_preset("DGX-H100", &job.system), MODEL_OK);
+    job.system.nvlink_size = nvs;
+    if (ib_gb_per_s > 0.0)
+        job.system.ib_gb_per_s = ib_gb_per_s;
+    const model_transformer_t t = {
+        .name = "moe",
+        .seq_len = 1024,
+        .hidden = 1024,
+        .heads = 16,
+        .layers = 4,
+        .ffn_hidden = 4096,
+        .ffn_act = MODEL_FFN_SWIGLU,
+        .moe = {.experts = 8, .topk = 2, .shared_experts = 1, .expert_ffn_hidden = 2048}};
+    job.model = t;
+    job.par = (model_parallel_t){
+        .strategy = MODEL_STRATEGY_1D, .dp = dp, .tp = tp, .tp1 = tp, .tp2 = 1, .pp = 1, .mbs = 1, .nb = 1};
+    const int64_t group[4] = {tp, 1, dp, 1};
+    int64_t nv[4] = {0, 0, 0, 0};
+    model_nvlink_counts(tp * dp, nvs, group, nv);
+    job.par.nv_tp1 = nv[0];
+    job.par.nv_tp2 = nv[1];
+    job.par.nv_dp = nv[2];
+    job.par.nv_pp = nv[3];
+    job.experts_par.ep = ep;
+    job.gpus = tp * dp;
+    job.global_batch = 4 * dp;
+    job.compat = MODEL_COMPAT_CORRECTED;
+    job.training.dp_comm = dp_comm;
+    job.training.optimizer_step = 1;
+    job.training.precision = prec;
+    job.training.fp8_param_gather = fp8_params;
+    model_issue_t issue;
+    if (model_job_check(&job, &issue) != MODEL_OK)
+        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
+    return job;
+}
+
+static void near(const char *what, double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol * fmax(1e-30, fabs(want))))
+        fail_msg("%s: %.15g, closed form %.15g", what, got, want);
+}
+
+static const model_layer_t *find_layer(const model_block_t *b, const char *name) {
+    for (int i = 0; i < b->n_layers; i++)
+        if (strcmp(b->layers[i].name, name) == 0)
+            return &b->layers[i];
+    return NULL;
+}
+
+/* ---- FP8 ------------------------------------------------------------------------------------------ */
+
+/* The layer table with FP8, by hand: T = l / tp tokens, N = k T + s T = 3 T computed by each GPU's
+ * experts, f_w = 2 f_e (SwiGLU). experts-fc1-cast: forward 4 N e bytes (the dispatched tokens),
+ * backward 4 N f_w (the output gradient); experts-fc2-cast: 4 N f_e and 4 N e; the GEMMs keep their
+ * inputs in one byte (N e and N f_e) and run at the FP8 rate (faster than BF16); the router stays
+ * BF16; the FP8 copies are 2 bytes per parameter of both grouped GEMMs. */
+static void test_fp8_layer_table(void **state) {
+    (void)state;
+    const double e = 1024, fe = 2048, fw = 2 * fe;
+    static model_estimate_t f8, bf;
+    for (int64_t tp = 1; tp <= 2; tp++) {
+        const model_job_t j8 = moe_job(8, tp, 4, 4, 0.0, MODEL_DP_SHARDED, MODEL_PRECISION_FP8, 0);
+        const model_job_t jb = moe_job(8, tp, 4, 4, 0.0, MODEL_DP_SHARDED, MODEL_PRECISION_BF16, 0);
+        assert_int_equal(model_estimate(&j8, &f8), MODEL_OK);
+        assert_int_equal(model_estimate(&jb, &bf), MODEL_OK);
+        const double T = 1024.0 / (double)tp, N = 3 * T;
+        const model_layer_t *c1 = find_layer(&f8.block, "experts-fc1-cast"),
+                            *c2 = find_layer(&f8.block, "experts-fc2-cast"),
+                            *f1 = find_layer(&f8.block, "experts-fc1"),
+                            *f2 = find_layer(&f8.block, "experts-fc2"), *r = find_layer(&f8.block, "router");
+        assert_non_null(c1);
+        assert_non_null(c2);
+        assert_ptr_equal(c1 + 1, f1);
+        assert_ptr_equal(c2 + 1, f2);
+        assert_null(find_layer(&bf.block, "experts-fc1-cast"));
+        assert_true(f1->fp8_gemm && f2->fp8_gemm && !r->fp8_gemm);
+        near("fc1 cast fwd", c1->fwd.hbm_gb, 4 * N * e * 1e-9, 1e-12);
+        near("fc1 cast bwd", c1->bwd.hbm_gb, 4 * N * fw * 1e-9, 1e-12);
+        near("fc2 cast fwd", c2->fwd.hbm_gb, 4 * N * fe * 1e-9, 1e-12);
+        near("fc2 cast bwd", c2->bwd.hbm_gb, 4 * N * e * 1e-9, 1e-12);
+        assert_true(c1->fwd.time_s > 0.0 && c2->fwd.time_s > 0.0);
+        near("fc1 kept", f1->activations_gb, N * e * 1e-9, 1e-12);
+        near("fc2 kept", f2->activations_gb, N * fe * 1e-9, 1e-12);
+        const model_layer_t *b1 = find_layer(&bf.block, "experts-fc1");
+        near("fc1 FLOPs", f1->fwd.flops_tflop, b1->fwd.flops_tflop, 1e-12);
+        assert_true(f1->fwd.comp_s < b1->fwd.comp_s);
+        /* the FP8 copies: both grouped GEMMs' (E / ep + s) experts, 2 bytes per parameter, with the
+         * attention's qkv and vproj */
+        const double w_exp = (8.0 / 4 + 1) * (e * fw + fe * e);
+        const double w_att = find_layer(&f8.block, "qkv")->weights_gb / 2e-9 +
+                             find_layer(&f8.block, "vproj")->weights_gb / 2e-9;
+        near("FP8 copies", f8.block.fp8_weights_gb, 2 * (w_exp + w_att) * 1e-9, 1e-12);
+        near("expert weights", f8.block.expert_weights_gb, bf.block.expert_weights_gb, 0.0);
+        assert_true(f8.block.expert_fp8_param_saving_gb == 0.0);
+    }
+}
+
+/* FP8 parameters: the routed experts' share of the saving is half their weights; the sharded
+ * all-gather moves the dense weights less their saving over dp and the experts' in one byte over the
+ * expert-data-parallel group; the reduce-scatter is BF16's. */
+static void test_fp8_params_closed_form(void **state) {
+    (void)state;
+    static model_estimate_t on, off;
+    const int64_t dp = 8, ep = 2, tp = 1, edp = dp * tp / ep;
+    const model_job_t j_on = moe_job(4, tp, dp, ep, 0.0, MODEL_DP_SHARDED, MODEL_PRECISION_FP8, 1);
+    const model_job_t j_off = moe_job(4, tp, dp, ep, 0.0, MODEL_DP_SHARDED, MODEL_PRECISION_FP8, 0);
+    assert_int_equal(model_estimate(&j_on, &on), MODEL_OK);
+    assert_int_equal(model_estimate(&j_off, &off), MODEL_OK);
+    const model_block_t *b = &on.block;
+    near("expert saving", b->expert_fp8_param_saving_gb, b->expert_weights_gb / 2, 1e-12);
+    near("saving", b->fp8_param_saving_gb, off.block.fp8_weights_gb / 2, 1e-12);
+    const double ag = model_collective_time_s(&j_on.system, j_on.compat, MODEL_COLL_ALLGATHER,
+                                              b->weights_gb - b->expert_weights_gb -
+                                                  (b->fp8_param_saving_gb - b->expert_fp8_param_saving_gb),
+                                              dp, 4) +
+                      model_collective_time_s(&j_on.system, j_on.compat, MODEL_COLL_ALLGATHER,
+                                              b->expert_weights_gb / 2, edp, 2);
+    near("all-gather", on.summary.dp_allgather_one_s, ag, 1e-12);
+    near("reduce-scatter", on.summary.dp_reducescatter_one_s, off.summary.dp_reducescatter_one_s, 1e-12);
+    assert_true(on.summary.dp_allgather_one_s < off.summary.dp_allgather_one_s);
+    near("memory", on.summary.memory_gb, off.summary.memory_gb - 2.0 * b->fp8_param_saving_gb * 4, 1e-9);
+}
+
+static step_t *step_of(const model_job_t *job, sim_comm_mode_t comm, const sim_network_desc_t *net) {
+    step_config_t cfg;
+    step_config_default(&cfg);
+    cfg.comm = comm;
+    cfg.granularity = STEP_GRANULARITY_LAYER;
+    step_t *s = NULL;
+    char err[256];
+    if (step_new(job, &cfg, net, &s, err, sizeof err) != SIM_OK)
+        fail_msg("step_new: %s", err);
+    if (step_run(s) != SIM_OK)
+        fail_msg("step_run: %s", step_last_error(s));
+    return s;
+}
+
+/* The simulated step with analytic communication against the closed form, FP8 with and without FP8
+ * parameters, the network of the preset and a slow one (1 GB/s, the all-gathers exposed): within 1% and
+ * to a picosecond per operation. */
+static void test_fp8_step_closed_form(void **state) {
+    (void)state;
+    const double ib[] = {0.0, 1.0};
+    for (int a = 0; a < 2; a++)
+        for (int on = 0; on < 2; on++) {
+            const model_job_t job = moe_job(4, 1, 8, 2, ib[a], MODEL_DP_SHARDED, MODEL_PRECISION_FP8, on);
+            static model_estimate_t e;
+            assert_int_equal(model_estimate(&job, &e), MODEL_OK);
+            step_t *s = step_of(&job, SIM_COMM_ANALYTIC, NULL);
+            step_result_t r;
+            assert_int_equal(step_result(s, &r), SIM_OK);
+            step_free(s);
+            const double tol = 1e-12 * (double)r.operations + 1e-9 * e.summary.iteration_time_s;
+            print_message(
+                "fp8 ib %g params %d: step %.9f s, closed form %.9f s, exposed dp %.9f s (%.9f s)\n", ib[a],
+                on, r.step_time_s, e.summary.iteration_time_s, r.breakdown.exposed_dp_comm_s,
+                e.summary.dp_comm_s);
+            assert_true(fabs(r.step_time_s - e.summary.iteration_time_s) <=
+                        0.01 * e.summary.iteration_time_s);
+            assert_true(fabs(r.step_time_s - e.summary.iteration_time_s) <= tol);
+            assert_true(fabs(r.breakdown.exposed_dp_comm_s - e.summary.dp_comm_s) <= tol);
+        }
+}
+
+/* The data-parallel bytes per GPU on a network (the ideal star, one GPU per domain so that every
+ * collective is a flat ring, every GPU simulated): FP8 parameters
+ * take (dp - 1) / dp of the dense saving and (edp - 1) / edp of the experts' off each block's
+ * all-gathers. */
+static void test_fp8_dp_bytes(void **state) {
+    (void)state;
+    const int64_t dp = 8, ep = 2, edp = dp / ep;
+    double per_gpu[2], dense_gb = 0.0, exp_gb = 0.0, n_l = 0.0;
+    for (int on = 0; on < 2; on++) {
+        const model_job_t job = moe_job(1, 1, dp, ep, 0.0, MODEL_DP_SHARDED, MODEL_PRECISION_FP8, on);
+        static model_estimate_t e;
+        assert_int_equal(model_estimate(&job, &e), MODEL_OK);
+        if (on) {
+            exp_gb = e.block.expert_fp8_param_saving_gb;
+            dense_gb = e.block.fp8_param_saving_gb - exp_gb;
+            n_l = (double)e.summary.layers_per_stage;
+        }
+        const model_system_t *sy = &job.system;
+        const sim_star_params_t sp = {.n_gpus = (int32_t)job.gpus,
+                                      .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
+                                      .nic_latency_s = sy->ib_latency_s / 2,
+                                      .gpus_per_domain = (int32_t)sy->nvlink_size,
+                                      .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
+                                      .nvlink_latency_s = sy->nvlink_latency_s / 2};
+        sim_star_t star;
+        assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
+        sim_network_desc_t net;
+        sim_star_network(&star, &net);
+        step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
+        step_traffic_t t;
+        assert_int_equal(step_group_traffic(s, &t), SIM_OK);
+        assert_int_equal(t.partial, 0);
+        per_gpu[on] = t.per_gpu_bytes[STEP_TRAFFIC_DP];
+        step_free(s);
+        sim_star_destroy(&star);
+    }
+    const double want =
+        ((double)(dp - 1) / (double)dp * dense_gb + (double)(edp - 1) / (double)edp * exp_gb) * 1e9 * n_l;
+    print_message(
+        "fp8 params with experts: dp bytes per GPU %.6g without, %.6g with; difference %.6g, closed "
+        "form %.6g\n",
+        per_gpu[0], per_gpu[1], per_gpu[0] - per_gpu[1], want);
+    assert_true(exp_gb > 0.0 && dense_gb > 0.0);
+    assert_true(fabs((per_gpu[0] - per_gpu[1]) - want) <= 1e-9 * per_gpu[0]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fp8_layer_table),
+        cmocka_unit_test(test_fp8_params_closed_form),
+        cmocka_unit_test(test_fp8_step_closed_form),
+        cmocka_unit_test(test_fp8_dp_bytes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
