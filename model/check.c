@@ -401,9 +401,13 @@ static int check_moe(const model_job_t *job, model_issue_t *is) {
                     "on (Megatron-Core requires sequence parallelism for MoE with tp > 1)");
     if (t->tp_comm_overlap)
         return fail(is, "training.tp_comm_overlap", "on", "%s", "off (with experts)");
-    if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP)
+    /* the distributed optimizer's two bucket sequences (distopt.c): one model chunk per stage */
+    if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP && t->interleave > 1)
         return fail(is, "training.dp_comm", "sharded-overlap", "%s",
-                    "sharded, allreduce, allreduce-overlap (with experts)");
+                    "sharded, allreduce, allreduce-overlap (with experts and interleave > 1)");
+    if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP && job->model.layers / p->pp > MODEL_DISTOPT_PARTS_MAX - 2)
+        return fail_int(is, "parallel.pp", p->pp, "with layers / pp <= %lld (sharded-overlap with experts)",
+                        (int64_t)(MODEL_DISTOPT_PARTS_MAX - 2));
     return MODEL_OK;
 }
 
