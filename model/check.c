@@ -399,8 +399,6 @@ static int check_moe(const model_job_t *job, model_issue_t *is) {
     if (t->sequence_parallel == MODEL_SEQPAR_OFF && p->tp > 1)
         return fail(is, "training.sequence_parallel", "off", "%s",
                     "on (Megatron-Core requires sequence parallelism for MoE with tp > 1)");
-    if (t->tp_comm_overlap)
-        return fail(is, "training.tp_comm_overlap", "on", "%s", "off (with experts)");
     /* the distributed optimizer's two bucket sequences (distopt.c): one model chunk per stage */
     if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP && t->interleave > 1)
         return fail(is, "training.dp_comm", "sharded-overlap", "%s",

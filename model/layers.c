@@ -718,10 +718,13 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     linear(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, 1, 1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)b * (double)l_io * (double)e);
-    layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
     if (model_is_moe(&c->job->model)) {
+        /* the router and the dispatch take this rank's sequence-parallel shard as it is (Megatron-Core's
+         * MoELayer): the norm before them gathers nothing */
+        norm_costs(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), (double)l_io, (double)e);
         moe_ffn(c, blk, (double)b * (double)l_io);
     } else {
+        layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
         linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m, 1, tp);
         bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
         ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0),
