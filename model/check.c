@@ -389,9 +389,12 @@ static int check_moe(const model_job_t *job, model_issue_t *is) {
     if (p->strategy != MODEL_STRATEGY_1D)
         return fail(is, "parallel.strategy", model_strategy_name(p->strategy), "%s",
                     "1d (the MoE block is placed in 1d layouts only)");
-    if (job->experts_par.etp > 1)
-        return fail_text(is, "parallel.etp", job->experts_par.etp,
-                         "1 (expert tensor parallelism is not placed in the layer table yet)");
+    /* the expert grid: etp x ep x the expert-data-parallel ranks over the stage's tp x dp ranks */
+    const int64_t etp = job->experts_par.etp > 1 ? job->experts_par.etp : 1;
+    if ((p->dp * p->tp) % (ep * etp))
+        return fail_int(is, "parallel.etp", job->experts_par.etp,
+                        "a divisor of tp x dp / ep (%lld): the expert grid is etp x ep x edp",
+                        p->dp * p->tp / ep);
     if (x->first_dense > 0)
         return fail_text(is, "model.first_dense", x->first_dense,
                          "0 (leading dense blocks are not placed in the layer table yet)");

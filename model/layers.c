@@ -655,8 +655,15 @@ static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
     int64_t ep, ep_t, edp, edp_t;
     model_expert_groups(c->job, &ep, &ep_t, &edp, &edp_t);
     const grp_t epg = {ep, ep_t, MODEL_GROUP_EP};
+    /* expert tensor parallelism: each routed expert's matrices split over etp consecutive ranks, which
+     * gather each other's dispatched tokens before the GEMMs and reduce-scatter the outputs after them
+     * (Megatron-Core's alltoall dispatcher with expert_tensor_parallel_size > 1) */
+    const double et = c->job->experts_par.etp > 1 ? (double)c->job->experts_par.etp : 1.0;
+    const int64_t nvs = c->job->system.nvlink_size > 0 ? c->job->system.nvlink_size : 1;
+    const grp_t etpg = {(int64_t)et, model_divisor_upto((int64_t)et, nvs), MODEL_GROUP_ETP};
     const double routed = E / (double)ep, shared = (double)m->moe.shared_experts;
-    const double N = cap * k * T + shared * T;
+    const double R = cap * k * T * et; /* routed tokens this rank's expert slices compute */
+    const double N = R + shared * T;
     const double a2a_gb = T * k * e * s; /* the buffer each rank sends (and receives) */
 
     model_layer_t *r = new_layer(blk, "router", MODEL_MODULE_MLP, 1);
@@ -674,27 +681,41 @@ static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
 
     /* with FP8, Transformer Engine's grouped linear casts each GEMM's input (the dispatched tokens:
      * no LayerNorm to fuse the cast into) and its output gradient, as the dense fc1 and fc2 */
-    const double w1 = (routed + shared) * e * fw, w2 = (routed + shared) * fe * e;
+    if (et > 1.0) { /* the all-gather of the dispatched tokens (its gradient: a reduce-scatter) */
+        model_layer_t *g = new_layer(blk, "experts-gather", MODEL_MODULE_MLP, 0);
+        add_coll(&g->fwd, MODEL_COLL_ALLGATHER, R * e * s, etpg);
+        add_coll(&g->bwd, MODEL_COLL_REDUCESCATTER, R * e * s, etpg);
+    }
+    /* the routed experts' slices, fw / et and fe / et wide, on the R gathered tokens, and the shared
+     * experts whole on the rank's own T: the outputs are N1 fw and N1 fe elements, N1 = c k T + s T
+     * (the FLOPs of etp 1), the inputs N e */
+    const double N1 = cap * k * T + shared * T;
+    const double w1 = (routed / et + shared) * e * fw, w2 = (routed / et + shared) * fe * e;
     model_layer_t *f1 = gemm_layer(c, blk, "experts-fc1", MODEL_MODULE_MLP);
-    f1->fwd.flops_tflop = 2.0 * N * e * fw * TFLOP;
-    f1->fwd.hbm_gb = (N * e + N * fw + w1) * s;
-    f1->bwd.flops_tflop = 4.0 * N * e * fw * TFLOP;
-    f1->bwd.hbm_gb = (2.0 * w1 + 2.0 * N * e + 2.0 * N * fw) * s;
+    f1->fwd.flops_tflop = 2.0 * N1 * e * fw * TFLOP;
+    f1->fwd.hbm_gb = (N * e + N1 * fw + w1) * s;
+    f1->bwd.flops_tflop = 4.0 * N1 * e * fw * TFLOP;
+    f1->bwd.hbm_gb = (2.0 * w1 + 2.0 * N * e + 2.0 * N1 * fw) * s;
     f1->activations_gb = N * e * s;
     f1->weights_gb = f1->weight_grads_gb = w1 * s;
     if (f1->fp8_gemm)
-        fp8_cast(f1, N * e, N * fw, N * e);
-    ffn_activation(c, new_layer(blk, "experts-act", MODEL_MODULE_MLP, 0), N * fe);
+        fp8_cast(f1, N * e, N1 * fw, N * e);
+    ffn_activation(c, new_layer(blk, "experts-act", MODEL_MODULE_MLP, 0), N1 * fe);
     model_layer_t *f2 = gemm_layer(c, blk, "experts-fc2", MODEL_MODULE_MLP);
-    f2->fwd.flops_tflop = 2.0 * N * fe * e * TFLOP;
-    f2->fwd.hbm_gb = (N * fe + N * e + w2) * s;
-    f2->bwd.flops_tflop = 4.0 * N * fe * e * TFLOP;
-    f2->bwd.hbm_gb = (2.0 * w2 + 2.0 * N * fe + 2.0 * N * e) * s;
-    f2->activations_gb = N * fe * s;
+    f2->fwd.flops_tflop = 2.0 * N1 * fe * e * TFLOP;
+    f2->fwd.hbm_gb = (N1 * fe + N * e + w2) * s;
+    f2->bwd.flops_tflop = 4.0 * N1 * fe * e * TFLOP;
+    f2->bwd.hbm_gb = (2.0 * w2 + 2.0 * N1 * fe + 2.0 * N * e) * s;
+    f2->activations_gb = N1 * fe * s;
     f2->weights_gb = f2->weight_grads_gb = w2 * s;
     if (f2->fp8_gemm)
-        fp8_cast(f2, N * fe, N * e, N * fe);
-    blk->expert_weights_gb = routed * (e * fw + fe * e) * s;
+        fp8_cast(f2, N1 * fe, N * e, N1 * fe);
+    if (et > 1.0) { /* the partial sums reduce-scattered back to the ranks the tokens came from */
+        model_layer_t *sc = new_layer(blk, "experts-scatter", MODEL_MODULE_MLP, 0);
+        add_coll(&sc->fwd, MODEL_COLL_REDUCESCATTER, R * e * s, etpg);
+        add_coll(&sc->bwd, MODEL_COLL_ALLGATHER, R * e * s, etpg);
+    }
+    blk->expert_weights_gb = routed / et * (e * fw + fe * e) * s;
 
     model_layer_t *cb = new_layer(blk, "combine", MODEL_MODULE_MLP, 0);
     add_coll(&cb->fwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);

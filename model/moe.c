@@ -41,8 +41,10 @@ int model_moe_block(const model_job_t *job, model_moe_block_t *out) {
     out->router_tflop = 2.0 * T * e * E * 1e-12;
     /* every GPU of the expert-parallel group computes, on average, the tokens routed to its E / ep
      * experts from all ep GPUs: ep T k / ep = T k (times the capacity factor when tokens are padded
-     * to capacity), split etp ways; shared experts run on the GPU's own T tokens */
-    out->expert_tflop = (cap * k * T + s * T) * mats * 2.0 * e * fe / (double)etp * 1e-12;
+     * to capacity); with etp > 1 the etp GPUs holding slices of the same experts gather each other's
+     * tokens, etp T k on 1 / etp of the hidden size: the same FLOPs. Shared experts run on the GPU's
+     * own T tokens. */
+    out->expert_tflop = (cap * k * T + s * T) * mats * 2.0 * e * fe * 1e-12;
     out->dense_ffn_tflop = T * mats * 2.0 * e * (double)m->ffn_hidden * 1e-12;
     out->a2a_bytes = T * e * bytes * k * (double)(ep - 1) / (double)ep;
     int64_t ep_n, per_domain, edp, edp_t;
@@ -52,7 +54,7 @@ int model_moe_block(const model_job_t *job, model_moe_block_t *out) {
                                                     T * e * bytes * k * 1e-9, ep, per_domain)
                           : 0.0;
     out->experts_per_gpu = E / (double)ep;
-    out->expert_weight_bytes = (E / (double)ep + s) * mats * e * fe / (double)etp * bytes;
+    out->expert_weight_bytes = (E / (double)ep / (double)etp + s) * mats * e * fe * bytes;
     return MODEL_OK;
 }
 
@@ -62,7 +64,8 @@ void model_expert_groups(const model_job_t *job, int64_t *ep, int64_t *ep_t, int
                   et = job->experts_par.etp > 1 ? job->experts_par.etp : 1;
     const int64_t nvs = job->system.nvlink_size > 0 ? job->system.nvlink_size : 1;
     *ep = e;
-    *ep_t = model_divisor_upto(e, nvs);
+    /* Megatron-Core's expert grid orders etp innermost, then ep: the ep members are et apart */
+    *ep_t = et >= nvs ? 1 : model_divisor_upto(e, nvs / et);
     *edp = p->dp * p->tp / (e * et);
     /* the expert-data-parallel ranks are e et apart: the domain holds nvs / (e et) of them */
     *edp_t = e * et >= nvs ? 1 : model_divisor_upto(*edp, nvs / (e * et));

@@ -559,6 +559,11 @@ static int check_job(step_t *s) {
     memset(&issue, 0, sizeof issue);
     if (model_job_check(&s->job, &issue) != MODEL_OK)
         return step_fail(s, SIM_EINVAL, "job: %s: %s; allowed: %s", issue.field, issue.value, issue.allowed);
+    if (s->job.experts_par.etp > 1) /* the estimate places it; the step has no expert-tensor group yet */
+        return step_fail(s, SIM_EINVAL,
+                         "job: parallel.etp: %lld; allowed: 1 (expert tensor parallelism is "
+                         "in the closed form only, not in the simulated step)",
+                         (long long)s->job.experts_par.etp);
     s->ep = s->edp = 1;
     s->moe = model_is_moe(&s->job.model) && model_moe_layers(&s->job.model) > 0;
     if (s->moe) {

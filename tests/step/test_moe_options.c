@@ -20,7 +20,12 @@
  * collectives are hidden as in a dense block, none is put under the router or an expert GEMM (no
  * tensor-parallel collective of their own with etp 1), and the norm before the router gathers nothing
  * (the MoE layer takes the sequence-parallel shard). Checked in the layer table and the simulated step
- * against the closed form. The refusals that remain: interleaving with sharded-overlap. */
+ * against the closed form.
+ *
+ * Expert tensor parallelism (parallel.etp): in the closed form, the etp ranks holding slices of the same
+ * experts all-gather each other's dispatched tokens and reduce-scatter the outputs; each computes the
+ * FLOPs of etp 1 on 1 / etp of the routed weights. The step refuses it in one line. The refusals that
+ * remain: interleaving with sharded-overlap, etp in the step. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -429,6 +434,71 @@ static void test_still_refused(void **state) {
     assert_non_null(strstr(is.allowed, "interleave"));
 }
 
+/* ---- expert tensor parallelism ------------------------------------------------------------------------ */
+
+/* tp 2, dp 4, ep 4, etp 2 (tp dp / ep = 2): T = 512 tokens, R = etp k T = 2048 gathered. */
+static void test_etp_closed_form(void **state) {
+    (void)state;
+    static model_estimate_t one, two;
+    model_job_t j1 = moe_job(8, 2, 4, 4, 0.0, MODEL_DP_SHARDED, MODEL_PRECISION_BF16, 0), j2 = j1;
+    j2.experts_par.etp = 2;
+    model_issue_t is;
+    assert_int_equal(model_job_check(&j2, &is), MODEL_OK);
+    assert_int_equal(model_estimate(&j1, &one), MODEL_OK);
+    assert_int_equal(model_estimate(&j2, &two), MODEL_OK);
+    const double e = 1024, fe = 2048, T = 512, R = 2 * 2 * T;
+    assert_null(find_layer(&one.block, "experts-gather"));
+    const model_layer_t *g = find_layer(&two.block, "experts-gather"),
+                        *sc = find_layer(&two.block, "experts-scatter");
+    assert_non_null(g);
+    assert_non_null(sc);
+    assert_ptr_equal(g + 1, find_layer(&two.block, "experts-fc1"));
+    assert_int_equal(g->fwd.n_colls, 1);
+    assert_int_equal(g->fwd.colls[0].op, MODEL_COLL_ALLGATHER);
+    assert_int_equal(g->bwd.colls[0].op, MODEL_COLL_REDUCESCATTER);
+    assert_int_equal(sc->fwd.colls[0].op, MODEL_COLL_REDUCESCATTER);
+    assert_int_equal(sc->bwd.colls[0].op, MODEL_COLL_ALLGATHER);
+    assert_int_equal(g->fwd.colls[0].group, MODEL_GROUP_ETP);
+    assert_int_equal(g->fwd.colls[0].group_size, 2);
+    assert_int_equal(g->fwd.colls[0].per_domain, 2);
+    near("gather volume", g->fwd.colls[0].volume_gb, R * e * 2e-9, 1e-12);
+    near("scatter volume", sc->fwd.colls[0].volume_gb, R * e * 2e-9, 1e-12);
+    /* the same FLOPs; the routed weights halved, the shared expert whole; the gathered input kept */
+    const model_layer_t *f1 = find_layer(&two.block, "experts-fc1"),
+                        *f1o = find_layer(&one.block, "experts-fc1");
+    near("fc1 FLOPs", f1->fwd.flops_tflop, f1o->fwd.flops_tflop, 1e-12);
+    near("fc2 FLOPs", find_layer(&two.block, "experts-fc2")->bwd.flops_tflop,
+         find_layer(&one.block, "experts-fc2")->bwd.flops_tflop, 1e-12);
+    near("fc1 weights", f1->weights_gb, (8.0 / 4 / 2 + 1) * e * 2 * fe * 2e-9, 1e-12);
+    near("expert weights", two.block.expert_weights_gb, one.block.expert_weights_gb / 2, 1e-12);
+    near("fc1 kept", f1->activations_gb, (R + T) * e * 2e-9, 1e-12);
+    model_moe_block_t mb;
+    assert_int_equal(model_moe_block(&j2, &mb), MODEL_OK);
+    near("model_moe_block FLOPs", mb.expert_tflop,
+         f1->fwd.flops_tflop + find_layer(&two.block, "experts-fc2")->fwd.flops_tflop, 1e-12);
+    near("model_moe_block weights", mb.expert_weight_bytes * 1e-9,
+         f1->weights_gb + find_layer(&two.block, "experts-fc2")->weights_gb, 1e-12);
+    /* the groups: ep members etp apart (4 of them in a domain of 8), the expert-data-parallel group
+     * tp dp / (ep etp) = 1 */
+    int64_t ep, ep_t, edp, edp_t;
+    model_expert_groups(&j2, &ep, &ep_t, &edp, &edp_t);
+    assert_int_equal(ep_t, 4);
+    assert_int_equal(edp, 1);
+    /* refused where etp x ep does not divide tp x dp, and by the step */
+    j2.experts_par.etp = 4;
+    assert_int_equal(model_job_check(&j2, &is), MODEL_EINVAL);
+    assert_string_equal(is.field, "parallel.etp");
+    j2.experts_par.etp = 2;
+    step_config_t cfg;
+    step_config_default(&cfg);
+    cfg.comm = SIM_COMM_ANALYTIC;
+    step_t *st = NULL;
+    char err[300];
+    assert_int_equal(step_new(&j2, &cfg, NULL, &st, err, sizeof err), SIM_EINVAL);
+    assert_non_null(strstr(err, "parallel.etp: 2"));
+    assert_null(strchr(err, '\n'));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp8_layer_table),
@@ -441,6 +511,7 @@ int main(void) {
         cmocka_unit_test(test_tp_overlap_layer_table),
         cmocka_unit_test(test_tp_overlap_step),
         cmocka_unit_test(test_still_refused),
+        cmocka_unit_test(test_etp_closed_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

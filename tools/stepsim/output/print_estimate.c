@@ -39,6 +39,8 @@ static const char *group_name(model_group_t g) {
     static const char *const names[] = {"tp1", "tp2", "dp", "pp"};
     if (g == MODEL_GROUP_EP)
         return "ep";
+    if (g == MODEL_GROUP_ETP)
+        return "etp";
     return (unsigned)g < 4 ? names[g] : "?";
 }
 
