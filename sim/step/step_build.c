@@ -46,11 +46,14 @@ static const char *coll_name(step_group_t g, model_coll_op_t op) {
                                      "ep broadcast", "ep reduce",    "ep p2p",       "ep alltoall"};
     static const char *const edp[] = {"edp none",      "edp allreduce", "edp allgather", "edp reducescatter",
                                       "edp broadcast", "edp reduce",    "edp p2p",       "edp alltoall"};
+    static const char *const etp[] = {"etp none",      "etp allreduce", "etp allgather", "etp reducescatter",
+                                      "etp broadcast", "etp reduce",    "etp p2p",       "etp alltoall"};
     const unsigned i = (unsigned)op <= MODEL_COLL_ALLTOALL ? (unsigned)op : 0u;
     return g == STEP_GROUP_CP    ? cp[i]
            : g == STEP_GROUP_DP  ? dp[i]
            : g == STEP_GROUP_EP  ? ep[i]
            : g == STEP_GROUP_EDP ? edp[i]
+           : g == STEP_GROUP_ETP ? etp[i]
                                  : tp[i];
 }
 
@@ -1296,21 +1299,22 @@ static int stage_groups(builder_t *b) {
         b->group_size[g] = 0;
         if (s->fixed_group[g])
             continue;
-        if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP) {
+        if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP || g == STEP_GROUP_ETP) {
             if (!s->moe)
                 continue;
             /* every GPU simulated (step.c): stage-local j is the expert grid's q */
-            if (s->level != STEP_FULL || (int64_t)s->ep * s->edp != b->n)
+            if (s->level != STEP_FULL || (int64_t)s->ep * s->edp * s->etp != b->n)
                 return step_fail(s, SIM_EINVAL, "step: expert groups need every GPU of a stage simulated");
-            const int32_t ep = s->ep, edp = s->edp;
-            b->group_size[g] = g == STEP_GROUP_EP ? ep : edp;
+            b->group_size[g] = (int32_t)step_group_size(s, (step_group_t)g);
             b->groups[g] = alloc_malloc((size_t)b->n * sizeof *b->groups[g]);
             if (!b->groups[g])
                 return step_fail(s, SIM_ENOMEM, "step: out of memory");
+            /* group after group, each listed from its first member (the lowest q) */
             int32_t used = 0;
-            for (int32_t a = 0; a < (g == STEP_GROUP_EP ? edp : ep); a++)
-                for (int32_t r = 0; r < b->group_size[g]; r++)
-                    b->groups[g][used++] = g == STEP_GROUP_EP ? a * ep + r : a + ep * r;
+            for (int32_t j = 0; j < b->n; j++)
+                if (step_expert_member(s, (step_group_t)g, j, 0) == j)
+                    for (int32_t r = 0; r < b->group_size[g]; r++)
+                        b->groups[g][used++] = (int32_t)step_expert_member(s, (step_group_t)g, j, r);
             continue;
         }
         int dims[STEP_DIM_COUNT];
@@ -1585,7 +1589,8 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
     int fixed[STEP_GROUP_COUNT] = {0, 0, 0};
     double gpus = (double)s->gpus;
     if (level == STEP_STAGES) {
-        fixed[0] = fixed[1] = fixed[2] = fixed[STEP_GROUP_EP] = fixed[STEP_GROUP_EDP] = 1;
+        fixed[0] = fixed[1] = fixed[2] = fixed[STEP_GROUP_EP] = fixed[STEP_GROUP_EDP] =
+            fixed[STEP_GROUP_ETP] = 1;
         gpus = (double)s->pp;
     } else if (level == STEP_RAILS) {
         fixed[STEP_GROUP_TP] = 1;

@@ -24,8 +24,8 @@
  *
  * Expert tensor parallelism (parallel.etp): in the closed form, the etp ranks holding slices of the same
  * experts all-gather each other's dispatched tokens and reduce-scatter the outputs; each computes the
- * FLOPs of etp 1 on 1 / etp of the routed weights. The step refuses it in one line. The refusals that
- * remain: interleaving with sharded-overlap, etp in the step. */
+ * FLOPs of etp 1 on 1 / etp of the routed weights; the step runs the same collectives over its
+ * expert-tensor group. The refusals that remain: interleaving with sharded-overlap, a skew with etp. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -484,18 +484,86 @@ static void test_etp_closed_form(void **state) {
     model_expert_groups(&j2, &ep, &ep_t, &edp, &edp_t);
     assert_int_equal(ep_t, 4);
     assert_int_equal(edp, 1);
-    /* refused where etp x ep does not divide tp x dp, and by the step */
+    /* refused where etp x ep does not divide tp x dp */
     j2.experts_par.etp = 4;
     assert_int_equal(model_job_check(&j2, &is), MODEL_EINVAL);
     assert_string_equal(is.field, "parallel.etp");
-    j2.experts_par.etp = 2;
+}
+
+/* The step with etp 2: with analytic communication, one stage and the gradients all-reduced after the
+ * last backward it equals the estimate (to a picosecond per operation), stages collapsed and every GPU
+ * simulated, the etp group inside and across NVLink domains; on a network (every GPU simulated) each
+ * GPU sends in the etp collectives 4 x (etp - 1) / etp x R e 2 bytes per MoE block and microbatch (the
+ * all-gather and the reduce-scatter, forward and backward), counted with the tensor-parallel bytes;
+ * a skew with etp > 1 is refused in one line. */
+static void test_etp_step(void **state) {
+    (void)state;
+    const int64_t nvs[] = {8, 2, 1};
+    for (size_t a = 0; a < 3; a++) {
+        model_job_t job = moe_job(nvs[a], 2, 4, 4, 0.0, MODEL_DP_ALLREDUCE, MODEL_PRECISION_BF16, 0);
+        job.experts_par.etp = 2;
+        static model_estimate_t e;
+        assert_int_equal(model_estimate(&job, &e), MODEL_OK);
+        for (int full = 0; full < 2; full++) {
+            step_config_t cfg;
+            step_config_default(&cfg);
+            cfg.comm = SIM_COMM_ANALYTIC;
+            cfg.collapse = full ? STEP_COLLAPSE_OFF : STEP_COLLAPSE_AUTO;
+            step_t *s = NULL;
+            char err[300];
+            if (step_new(&job, &cfg, NULL, &s, err, sizeof err) != SIM_OK)
+                fail_msg("step_new: %s", err);
+            assert_int_equal(step_run(s), SIM_OK);
+            step_result_t r;
+            assert_int_equal(step_result(s, &r), SIM_OK);
+            step_free(s);
+            const double tol = 1e-12 * (double)r.operations + 1e-9 * e.summary.iteration_time_s;
+            print_message("etp 2 nvs %lld %s: step %.9f s, closed form %.9f s, exposed tp %.9f s (%.9f s)\n",
+                          (long long)nvs[a], full ? "full" : "collapsed", r.step_time_s,
+                          e.summary.iteration_time_s, r.breakdown.exposed_tp_comm_s, e.summary.tp_comm_s);
+            assert_true(fabs(r.step_time_s - e.summary.iteration_time_s) <= tol);
+            assert_true(fabs(r.breakdown.exposed_tp_comm_s - e.summary.tp_comm_s) <= tol);
+        }
+    }
+    /* the bytes: etp 2 against etp 1 on the same star, one GPU per domain */
+    double tp_bytes[2];
+    for (int k = 0; k < 2; k++) {
+        model_job_t job = moe_job(1, 2, 4, 4, 0.0, MODEL_DP_ALLREDUCE, MODEL_PRECISION_BF16, 0);
+        job.experts_par.etp = k ? 2 : 1;
+        const model_system_t *sy = &job.system;
+        const sim_star_params_t sp = {.n_gpus = (int32_t)job.gpus,
+                                      .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
+                                      .nic_latency_s = sy->ib_latency_s / 2,
+                                      .gpus_per_domain = (int32_t)sy->nvlink_size,
+                                      .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
+                                      .nvlink_latency_s = sy->nvlink_latency_s / 2};
+        sim_star_t star;
+        assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
+        sim_network_desc_t net;
+        sim_star_network(&star, &net);
+        step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
+        step_traffic_t t;
+        assert_int_equal(step_group_traffic(s, &t), SIM_OK);
+        tp_bytes[k] = t.per_gpu_bytes[STEP_TRAFFIC_TP];
+        step_free(s);
+        sim_star_destroy(&star);
+    }
+    const double R = 2 * 2 * 512.0, blocks_mbs = 4 * 4; /* 4 blocks, 4 microbatches */
+    const double want = blocks_mbs * 4 * 0.5 * R * 1024 * 2;
+    print_message("etp bytes per GPU %.9g (tp and etp, etp 2) - %.9g (etp 1) = %.9g, closed form %.9g\n",
+                  tp_bytes[1], tp_bytes[0], tp_bytes[1] - tp_bytes[0], want);
+    near("etp bytes", tp_bytes[1] - tp_bytes[0], want, 1e-9);
+    /* the skew is drawn per ep rank of etp 1 */
+    model_job_t job = moe_job(8, 2, 4, 4, 0.0, MODEL_DP_ALLREDUCE, MODEL_PRECISION_BF16, 0);
+    job.experts_par.etp = 2;
     step_config_t cfg;
     step_config_default(&cfg);
     cfg.comm = SIM_COMM_ANALYTIC;
+    cfg.expert_skew = 1.0;
     step_t *st = NULL;
     char err[300];
-    assert_int_equal(step_new(&j2, &cfg, NULL, &st, err, sizeof err), SIM_EINVAL);
-    assert_non_null(strstr(err, "parallel.etp: 2"));
+    assert_int_equal(step_new(&job, &cfg, NULL, &st, err, sizeof err), SIM_EINVAL);
+    assert_non_null(strstr(err, "etp 2"));
     assert_null(strchr(err, '\n'));
 }
 
@@ -512,6 +580,7 @@ int main(void) {
         cmocka_unit_test(test_tp_overlap_step),
         cmocka_unit_test(test_still_refused),
         cmocka_unit_test(test_etp_closed_form),
+        cmocka_unit_test(test_etp_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

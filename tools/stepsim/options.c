@@ -52,8 +52,8 @@ static const cli_option_t OPTIONS[] = {
      "every such degree",
      SCN},
     {"--etp", "N", LAYOUT, "1",
-     "mixture of experts: expert tensor parallelism, each routed expert split over etp GPUs (parallel.etp; "
-     "estimate only: run refuses etp > 1)",
+     "mixture of experts: expert tensor parallelism, each routed expert split over etp GPUs, etp x ep "
+     "dividing tp x dp (parallel.etp)",
      SCN},
     {"--pp", "N", LAYOUT, "32 (capped, see below)", "pipeline-parallel degree (parallel.pp)", SCN},
     {"--mbs", "N", LAYOUT, "1", "microbatch size, in sequences (parallel.mbs)", SCN},
