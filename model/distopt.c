@@ -70,13 +70,6 @@ static void add_part(const model_job_t *job, int64_t g, int64_t dom, double buck
         close_bucket(job, g, dom, a);
 }
 
-/* The closed form on the first stage: the stage whose first forward starts the step and whose last
- * backward ends it (docs/model-formulas.md, section 16.5). Its parts in backward order: with one stage
- * the output layer, its blocks, the embedding (training.embedding). The same grouping as
- * model_dp_buckets, one part at a time. With interleaving the stage's chunks are one sequence of
- * buckets, and at each chunk boundary the other microbatches of the chunk (min(pp, nmb) - 1 of them,
- * the interleaved schedule's groups) add their compute to the window the boundary's collective runs
- * under. */
 /* ---- with experts: two bucket sequences --------------------------------------------------------------
  *
  * Megatron-Core keeps the expert-parallel parameters (the routed experts) in buffers of their own,
@@ -203,6 +196,13 @@ static void distopt_experts(const model_job_t *job, const model_block_t *blk, mo
     out->dp_comm_s = out->dp_allgather_s + out->dp_reducescatter_s;
 }
 
+/* The closed form on the first stage: the stage whose first forward starts the step and whose last
+ * backward ends it (docs/model-formulas.md, section 16.5). Its parts in backward order: with one stage
+ * the output layer, its blocks, the embedding (training.embedding). The same grouping as
+ * model_dp_buckets, one part at a time. With interleaving the stage's chunks are one sequence of
+ * buckets, and at each chunk boundary the other microbatches of the chunk (min(pp, nmb) - 1 of them,
+ * the interleaved schedule's groups) add their compute to the window the boundary's collective runs
+ * under. */
 void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
