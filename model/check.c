@@ -413,9 +413,12 @@ static int check_moe(const model_job_t *job, model_issue_t *is) {
     if (p->strategy != MODEL_STRATEGY_1D)
         return fail(is, "parallel.strategy", model_strategy_name(p->strategy), "%s",
                     "1d (the MoE block is placed in 1d layouts only)");
-    if (job->experts_par.etp > 1)
-        return fail_text(is, "parallel.etp", job->experts_par.etp,
-                         "1 (expert tensor parallelism is not placed in the layer table yet)");
+    /* the expert grid: etp x ep x the expert-data-parallel ranks over the stage's tp x dp ranks */
+    const int64_t etp = job->experts_par.etp > 1 ? job->experts_par.etp : 1;
+    if ((p->dp * p->tp) % (ep * etp))
+        return fail_int(is, "parallel.etp", job->experts_par.etp,
+                        "a divisor of tp x dp / ep (%lld): the expert grid is etp x ep x edp",
+                        p->dp * p->tp / ep);
     if (x->first_dense > 0)
         return fail_text(is, "model.first_dense", x->first_dense,
                          "0 (leading dense blocks are not placed in the layer table yet)");
@@ -423,13 +426,13 @@ static int check_moe(const model_job_t *job, model_issue_t *is) {
     if (t->sequence_parallel == MODEL_SEQPAR_OFF && p->tp > 1)
         return fail(is, "training.sequence_parallel", "off", "%s",
                     "on (Megatron-Core requires sequence parallelism for MoE with tp > 1)");
-    if (t->precision == MODEL_PRECISION_FP8)
-        return fail(is, "training.precision", "fp8", "%s", "bf16 (FP8 expert GEMMs are not modelled yet)");
-    if (t->tp_comm_overlap)
-        return fail(is, "training.tp_comm_overlap", "on", "%s", "off (with experts)");
-    if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP)
+    /* the distributed optimizer's two bucket sequences (distopt.c): one model chunk per stage */
+    if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP && t->interleave > 1)
         return fail(is, "training.dp_comm", "sharded-overlap", "%s",
-                    "sharded, allreduce, allreduce-overlap (with experts)");
+                    "sharded, allreduce, allreduce-overlap (with experts and interleave > 1)");
+    if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP && job->model.layers / p->pp > MODEL_DISTOPT_PARTS_MAX - 2)
+        return fail_int(is, "parallel.pp", p->pp, "with layers / pp <= %lld (sharded-overlap with experts)",
+                        (int64_t)(MODEL_DISTOPT_PARTS_MAX - 2));
     return MODEL_OK;
 }
 

@@ -38,13 +38,16 @@ int model_i_training_active(const model_job_t *job) {
 static double block_dp_coll_s(const model_job_t *job, const model_block_t *blk, model_coll_op_t op, int64_t g,
                               int64_t t) {
     /* the parameter all-gather moves the weights as stored (FP8 with training.fp8_param_gather) */
-    const double saving_gb = op == MODEL_COLL_ALLGATHER ? blk->fp8_param_saving_gb : 0.0;
+    const int ag = op == MODEL_COLL_ALLGATHER;
+    const double exp_saving_gb = ag ? blk->expert_fp8_param_saving_gb : 0.0;
+    const double saving_gb = ag ? blk->fp8_param_saving_gb - exp_saving_gb : 0.0;
     double s = model_collective_time_s(&job->system, job->compat, op,
                                        blk->weights_gb - blk->expert_weights_gb - saving_gb, g, t);
     if (blk->expert_weights_gb > 0.0) {
         int64_t ep, ep_t, edp, edp_t;
         model_expert_groups(job, &ep, &ep_t, &edp, &edp_t);
-        s += model_collective_time_s(&job->system, job->compat, op, blk->expert_weights_gb, edp, edp_t);
+        s += model_collective_time_s(&job->system, job->compat, op, blk->expert_weights_gb - exp_saving_gb,
+                                     edp, edp_t);
     }
     return s;
 }

@@ -104,8 +104,12 @@ static void add_gemm(const ctx_t *c, model_pass_t *p, double m, double n, double
 #define FP8_WEIGHT_COPY_BYTES 2.0
 
 static const char *cast_name(const char *gemm) {
-    static const char *const names[][2] = {
-        {"qkv", "qkv-cast"}, {"vproj", "vproj-cast"}, {"fc1", "fc1-cast"}, {"fc2", "fc2-cast"}};
+    static const char *const names[][2] = {{"qkv", "qkv-cast"},
+                                           {"vproj", "vproj-cast"},
+                                           {"fc1", "fc1-cast"},
+                                           {"fc2", "fc2-cast"},
+                                           {"experts-fc1", "experts-fc1-cast"},
+                                           {"experts-fc2", "experts-fc2-cast"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(gemm, names[i][0]) == 0)
             return names[i][1];
@@ -693,8 +697,15 @@ static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
     int64_t ep, ep_t, edp, edp_t;
     model_expert_groups(c->job, &ep, &ep_t, &edp, &edp_t);
     const grp_t epg = {ep, ep_t, MODEL_GROUP_EP};
+    /* expert tensor parallelism: each routed expert's matrices split over etp consecutive ranks, which
+     * gather each other's dispatched tokens before the GEMMs and reduce-scatter the outputs after them
+     * (Megatron-Core's alltoall dispatcher with expert_tensor_parallel_size > 1) */
+    const double et = c->job->experts_par.etp > 1 ? (double)c->job->experts_par.etp : 1.0;
+    const int64_t nvs = c->job->system.nvlink_size > 0 ? c->job->system.nvlink_size : 1;
+    const grp_t etpg = {(int64_t)et, model_divisor_upto((int64_t)et, nvs), MODEL_GROUP_ETP};
     const double routed = E / (double)ep, shared = (double)m->moe.shared_experts;
-    const double N = cap * k * T + shared * T;
+    const double R = cap * k * T * et; /* routed tokens this rank's expert slices compute */
+    const double N = R + shared * T;
     const double a2a_gb = T * k * e * s; /* the buffer each rank sends (and receives) */
 
     model_layer_t *r = new_layer(blk, "router", MODEL_MODULE_MLP, 1);
@@ -710,40 +721,59 @@ static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
     add_coll(&d->fwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
     add_coll(&d->bwd, MODEL_COLL_ALLTOALL, a2a_gb, epg);
 
-    const double w1 = (routed + shared) * e * fw, w2 = (routed + shared) * fe * e;
-    model_layer_t *f1 = new_layer(blk, "experts-fc1", MODEL_MODULE_MLP, 1);
-    f1->fwd.flops_tflop = 2.0 * N * e * fw * TFLOP;
-    f1->fwd.hbm_gb = (N * e + N * fw + w1) * s;
-    f1->bwd.flops_tflop = 4.0 * N * e * fw * TFLOP;
-    f1->bwd.hbm_gb = (2.0 * w1 + 2.0 * N * e + 2.0 * N * fw) * s;
+    /* with FP8, Transformer Engine's grouped linear casts each GEMM's input (the dispatched tokens:
+     * no LayerNorm to fuse the cast into) and its output gradient, as the dense fc1 and fc2 */
+    if (et > 1.0) { /* the all-gather of the dispatched tokens (its gradient: a reduce-scatter) */
+        model_layer_t *g = new_layer(blk, "experts-gather", MODEL_MODULE_MLP, 0);
+        add_coll(&g->fwd, MODEL_COLL_ALLGATHER, R * e * s, etpg);
+        add_coll(&g->bwd, MODEL_COLL_REDUCESCATTER, R * e * s, etpg);
+    }
+    /* the routed experts' slices, fw / et and fe / et wide, on the R gathered tokens, and the shared
+     * experts whole on the rank's own T: the outputs are N1 fw and N1 fe elements, N1 = c k T + s T
+     * (the FLOPs of etp 1), the inputs N e */
+    const double N1 = cap * k * T + shared * T;
+    const double w1 = (routed / et + shared) * e * fw, w2 = (routed / et + shared) * fe * e;
+    model_layer_t *f1 = gemm_layer(c, blk, "experts-fc1", MODEL_MODULE_MLP);
+    f1->fwd.flops_tflop = 2.0 * N1 * e * fw * TFLOP;
+    f1->fwd.hbm_gb = (N * e + N1 * fw + w1) * s;
+    f1->bwd.flops_tflop = 4.0 * N1 * e * fw * TFLOP;
+    f1->bwd.hbm_gb = (2.0 * w1 + 2.0 * N * e + 2.0 * N1 * fw) * s;
     f1->activations_gb = N * e * s;
     f1->weights_gb = f1->weight_grads_gb = w1 * s;
-    ffn_activation(c, new_layer(blk, "experts-act", MODEL_MODULE_MLP, 0), N * fe);
-    model_layer_t *f2 = new_layer(blk, "experts-fc2", MODEL_MODULE_MLP, 1);
-    f2->fwd.flops_tflop = 2.0 * N * fe * e * TFLOP;
-    f2->fwd.hbm_gb = (N * fe + N * e + w2) * s;
-    f2->bwd.flops_tflop = 4.0 * N * fe * e * TFLOP;
-    f2->bwd.hbm_gb = (2.0 * w2 + 2.0 * N * fe + 2.0 * N * e) * s;
-    f2->activations_gb = N * fe * s;
+    if (f1->fp8_gemm)
+        fp8_cast(f1, N * e, N1 * fw, N * e);
+    ffn_activation(c, new_layer(blk, "experts-act", MODEL_MODULE_MLP, 0), N1 * fe);
+    model_layer_t *f2 = gemm_layer(c, blk, "experts-fc2", MODEL_MODULE_MLP);
+    f2->fwd.flops_tflop = 2.0 * N1 * fe * e * TFLOP;
+    f2->fwd.hbm_gb = (N1 * fe + N * e + w2) * s;
+    f2->bwd.flops_tflop = 4.0 * N1 * fe * e * TFLOP;
+    f2->bwd.hbm_gb = (2.0 * w2 + 2.0 * N1 * fe + 2.0 * N * e) * s;
+    f2->activations_gb = N1 * fe * s;
     f2->weights_gb = f2->weight_grads_gb = w2 * s;
-    blk->expert_weights_gb = routed * (e * fw + fe * e) * s;
-    /* Grouped GEMMs (Megatron-Core's GroupedMLP / TEGroupedLinear): one GEMM per local expert, each on
-     * its share of the routed rows (balanced routing: cap k T over the routed experts here, rounded up
-     * to whole rows), and the shared experts' GEMMs on all T rows */
-    const double m_e = routed > 0.0 ? ceil(cap * k * T / routed) : 0.0, n_r = ceil(routed);
-    const double fc_shapes[2][2] = {{e, fw}, {fe, e}}; /* fc1: e -> fw, fc2: fe -> e */
+    if (f2->fp8_gemm)
+        fp8_cast(f2, N1 * fe, N * e, N1 * fe);
+    if (et > 1.0) { /* the partial sums reduce-scattered back to the ranks the tokens came from */
+        model_layer_t *sc = new_layer(blk, "experts-scatter", MODEL_MODULE_MLP, 0);
+        add_coll(&sc->fwd, MODEL_COLL_REDUCESCATTER, R * e * s, etpg);
+        add_coll(&sc->bwd, MODEL_COLL_ALLGATHER, R * e * s, etpg);
+    }
+    blk->expert_weights_gb = routed / et * (e * fw + fe * e) * s;
+    /* Grouped GEMMs (Megatron-Core's GroupedMLP / TEGroupedLinear): one GEMM per local expert slice,
+     * each on its share of the R routed rows (balanced routing, rounded up to whole rows), fw / et and
+     * fe / et wide, and the shared experts' GEMMs whole on the T rows */
+    const double m_e = routed > 0.0 ? ceil(R / routed) : 0.0, n_r = ceil(routed);
+    const double shapes[2][2][2] = {{{e, fw / et}, {fe / et, e}}, {{e, fw}, {fe, e}}}; /* [kind][fc] in, out */
+    const double rows[2] = {m_e, T}, count[2] = {n_r, shared};
     model_layer_t *const fcs[2] = {f1, f2};
-    for (int i = 0; i < 2; i++) {
-        const double in = fc_shapes[i][0], out = fc_shapes[i][1];
-        const double rows[2] = {m_e, T}, count[2] = {n_r, shared};
+    for (int i = 0; i < 2; i++)
         for (int g = 0; g < 2; g++) {
+            const double in = shapes[g][i][0], out = shapes[g][i][1];
             if (rows[g] <= 0.0 || count[g] <= 0.0)
                 continue;
             add_gemm(c, &fcs[i]->fwd, rows[g], out, in, count[g]); /* Y = X W */
             add_gemm(c, &fcs[i]->bwd, rows[g], in, out, count[g]); /* dX = dY W^T */
             add_gemm(c, &fcs[i]->bwd, in, out, rows[g], count[g]); /* dW = X^T dY */
         }
-    }
     add_gemm(c, &r->fwd, T, E, e, 1.0); /* the router's logits */
     add_gemm(c, &r->bwd, T, e, E, 1.0);
     add_gemm(c, &r->bwd, e, E, T, 1.0);
@@ -770,10 +800,13 @@ static void block_1d(const ctx_t *c, model_block_t *blk, grp_t tp) {
     linear(c, gemm_layer(c, blk, "vproj", MODEL_MODULE_SA), e, e, m, 1, 1, tp);
     bias(c, new_layer(blk, "vproj-bias", MODEL_MODULE_SA, 0), l, e, 1, 1);
     dropout(c, new_layer(blk, "dpr_v", MODEL_MODULE_SA, 0), (double)b * (double)l_io * (double)e);
-    layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
     if (model_is_moe(&c->job->model)) {
+        /* the router and the dispatch take this rank's sequence-parallel shard as it is (Megatron-Core's
+         * MoELayer): the norm before them gathers nothing */
+        norm_costs(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), (double)l_io, (double)e);
         moe_ffn(c, blk, (double)b * (double)l_io);
     } else {
+        layernorm(c, new_layer(blk, "ln2", MODEL_MODULE_SA, 0), l, tp);
         linear(c, gemm_layer(c, blk, "fc1", MODEL_MODULE_MLP), e, fc1_width(c), 1, m, 1, tp);
         bias(c, new_layer(blk, "fc1-bias", MODEL_MODULE_MLP, 0), l, fc1_width(c), 1, m);
         ffn_activation(c, new_layer(blk, "act1", MODEL_MODULE_MLP, 0),
@@ -948,7 +981,7 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
         model_i_cp_ring_plan(blk);
 
     blk->t_fwd_s = blk->t_bwd_s = blk->flops_tflop = blk->activations_gb = blk->weights_gb = 0.0;
-    blk->fp8_weights_gb = blk->fp8_param_saving_gb = 0.0;
+    blk->fp8_weights_gb = blk->fp8_param_saving_gb = blk->expert_fp8_param_saving_gb = 0.0;
     for (int i = 0; i < blk->n_layers; i++) {
         model_layer_t *ly = &blk->layers[i];
         finish_pass(&c, ly, &ly->fwd);
@@ -976,6 +1009,10 @@ void model_block_build(const model_job_t *job, model_block_t *blk) {
             blk->fp8_weights_gb += ly->weights_gb / c.s_gb * FP8_WEIGHT_COPY_BYTES * BYTE_GB;
         }
     }
+    /* the routed experts' share of the saving (their grouped GEMMs are FP8 whenever the block's are) */
+    if (c.tr.fp8_param_gather && c.tr.precision == MODEL_PRECISION_FP8 && blk->expert_weights_gb > 0.0)
+        blk->expert_fp8_param_saving_gb =
+            blk->expert_weights_gb - blk->expert_weights_gb / c.s_gb * FP8_ELEMENT_BYTES * BYTE_GB;
 
     blk->n_edges = 0;
     blk->first_t_fwd_s = blk->first_t_bwd_s = blk->last_t_fwd_s = blk->last_t_bwd_s = 0.0;

@@ -42,6 +42,9 @@ void model_i_overlap_refresh(model_block_t *blk);
  * distopt.c): fills dp_allgather_one_s, dp_reducescatter_one_s (the first bucket's of each),
  * dp_allgather_s, dp_reducescatter_s and dp_comm_s of out (layers_per_stage set). */
 void model_i_distopt(const model_job_t *job, const model_block_t *blk, model_summary_t *out);
+/* With experts the distributed optimizer's closed form walks the first stage's parts (blocks and the
+ * two edge parts) in arrays of this size; model_job_check refuses more blocks per stage there. */
+#define MODEL_DISTOPT_PARTS_MAX 1026
 
 /* Fully sharded data parallelism (training.dp_comm fsdp, fsdp.c): fills dp_allgather_one_s,
  * dp_reducescatter_one_s, dp_allgather_s (the compute's waits for all-gathers), dp_reducescatter_s (the

@@ -41,8 +41,10 @@ int model_moe_block(const model_job_t *job, model_moe_block_t *out) {
     out->router_tflop = 2.0 * T * e * E * 1e-12;
     /* every GPU of the expert-parallel group computes, on average, the tokens routed to its E / ep
      * experts from all ep GPUs: ep T k / ep = T k (times the capacity factor when tokens are padded
-     * to capacity), split etp ways; shared experts run on the GPU's own T tokens */
-    out->expert_tflop = (cap * k * T + s * T) * mats * 2.0 * e * fe / (double)etp * 1e-12;
+     * to capacity); with etp > 1 the etp GPUs holding slices of the same experts gather each other's
+     * tokens, etp T k on 1 / etp of the hidden size: the same FLOPs. Shared experts run on the GPU's
+     * own T tokens. */
+    out->expert_tflop = (cap * k * T + s * T) * mats * 2.0 * e * fe * 1e-12;
     out->dense_ffn_tflop = T * mats * 2.0 * e * (double)m->ffn_hidden * 1e-12;
     out->a2a_bytes = T * e * bytes * k * (double)(ep - 1) / (double)ep;
     int64_t ep_n, per_domain, edp, edp_t;
@@ -52,7 +54,7 @@ int model_moe_block(const model_job_t *job, model_moe_block_t *out) {
                                                     T * e * bytes * k * 1e-9, ep, per_domain)
                           : 0.0;
     out->experts_per_gpu = E / (double)ep;
-    out->expert_weight_bytes = (E / (double)ep + s) * mats * e * fe / (double)etp * bytes;
+    out->expert_weight_bytes = (E / (double)ep / (double)etp + s) * mats * e * fe * bytes;
     return MODEL_OK;
 }
 
@@ -68,7 +70,8 @@ void model_expert_groups(const model_job_t *job, int64_t *ep, int64_t *ep_t, int
     if (p->nv_tp1 > 0 && p->nv_dp > 0)
         run = p->nv_tp1 < p->tp1 ? p->nv_tp1 : p->tp1 * p->nv_dp;
     *ep = e;
-    *ep_t = model_divisor_upto(e, run);
+    /* Megatron-Core's expert grid orders etp innermost, then ep: the ep members are et apart */
+    *ep_t = et >= run ? 1 : model_divisor_upto(e, run / et);
     *edp = p->dp * p->tp / (e * et);
     /* the expert-data-parallel ranks are e et apart: the run holds run / (e et) of them */
     *edp_t = e * et >= run ? 1 : model_divisor_upto(*edp, run / (e * et));

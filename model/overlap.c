@@ -64,13 +64,20 @@ static int tp_colls_only(const model_pass_t *p) {
     return p->n_colls > 0;
 }
 
+/* The router and the grouped expert GEMMs of a MoE block: no Transformer Engine userbuffers and,
+ * with expert tensor parallelism 1, no tensor-parallel collective of their own to hide one under. */
+static int expert_gemm(const model_layer_t *ly) {
+    return strcmp(ly->name, "router") == 0 || strncmp(ly->name, "experts-", 8) == 0;
+}
+
 /* The next GEMM after layer i in pass order (forward: increasing, backward: decreasing), wrapping
- * around the block (the next block's first GEMM is this block's: every block is the same); -1. */
+ * around the block (the next block's first GEMM is this block's: every block is the same), not an
+ * expert GEMM; -1. */
 static int next_gemm(const model_block_t *blk, int i, int pass) {
     const int n = blk->n_layers;
     for (int k = 1; k < n; k++) {
         const int j = pass ? ((i - k) % n + n) % n : (i + k) % n;
-        if (is_gemm(&blk->layers[j]))
+        if (is_gemm(&blk->layers[j]) && !expert_gemm(&blk->layers[j]))
             return j;
     }
     return -1;

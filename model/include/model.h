@@ -359,12 +359,13 @@ typedef struct model_moe_block {
     double tokens;              /* T: tokens one GPU routes */
     double router_tflop;        /* forward: 2 T e E */
     double expert_tflop;        /* forward: grouped GEMMs of the experts on this GPU: (k T c + s T)
-                                   x (3 or 2) x 2 e f_e / etp, c the capacity factor (1 dropless) */
+                                   x (3 or 2) x 2 e f_e, c the capacity factor (1 dropless); etp > 1
+                                   gathers etp k T c tokens on f_e / etp: the same */
     double dense_ffn_tflop;     /* forward: what the dense block's feed-forward network would cost */
     double a2a_bytes;           /* dispatch (and again combine), sent by one GPU each way:
                                    T e bytes k (ep - 1) / ep */
     double a2a_time_s;          /* one alltoall of T e bytes k (the whole buffer) over ep GPUs */
-    double expert_weight_bytes; /* the expert weights one GPU holds: (E / ep + s) x mlp_e / etp x bytes */
+    double expert_weight_bytes; /* the expert weights one GPU holds: (E / (ep etp) + s) x mlp_e x bytes */
     double experts_per_gpu;     /* E / ep */
 } model_moe_block_t;
 
@@ -374,9 +375,9 @@ int model_moe_block(const model_job_t *job, model_moe_block_t *out);
 
 /* The groups of a MoE layout, as Megatron-Core forms them (megatron/core/parallel_state.py,
  * initialize_model_parallel: the expert grid orders ranks expert-tensor, expert, expert-data,
- * pipeline, innermost first, over the same tp x dp ranks of a stage as the dense grid): the ep group
- * is ep consecutive ranks, the expert-data-parallel group the dp tp / (ep etp) ranks holding the
- * same experts. *ep_t and *edp_t: their members per NVLink domain. */
+ * pipeline, innermost first, over the same tp x dp ranks of a stage as the dense grid): the etp group
+ * is etp consecutive ranks, the ep group ep ranks etp apart, the expert-data-parallel group the dp tp / (ep
+ * etp) ranks holding the same experts. *ep_t and *edp_t: their members per NVLink domain. */
 void model_expert_groups(const model_job_t *job, int64_t *ep, int64_t *ep_t, int64_t *edp, int64_t *edp_t);
 
 /* ---- presets ---------------------------------------------------------------------------- */
@@ -475,7 +476,9 @@ typedef enum model_group {
     MODEL_GROUP_DP,
     MODEL_GROUP_PP,
     MODEL_GROUP_TP,
-    MODEL_GROUP_EP /* the expert-parallel group of a MoE block's dispatch and combine alltoalls */
+    MODEL_GROUP_EP, /* the expert-parallel group of a MoE block's dispatch and combine alltoalls */
+    MODEL_GROUP_ETP /* the expert-tensor-parallel group (etp > 1): the routed tokens' all-gather before
+                       the expert GEMMs and the reduce-scatter after them */
 } model_group_t;
 
 /* Time of one collective (docs/model-formulas.md, section 4.2). volume_gb: the full (unsharded) buffer, as
@@ -601,9 +604,13 @@ typedef struct model_block {
     double first_t_fwd_s, first_t_bwd_s, last_t_fwd_s, last_t_bwd_s;
     double first_weights_gb, last_weights_gb;
     double first_activations_gb, last_activations_gb;
-    double expert_weights_gb; /* MoE: the routed experts' weights of one block on one GPU (part of
-                                 weights_gb), whose gradients are reduced over the expert-data-parallel
-                                 group (model_expert_dp); 0 for a dense model */
+    double expert_weights_gb;          /* MoE: the routed experts' weights of one block on one GPU (part of
+                                          weights_gb), whose gradients are reduced over the expert-data-parallel
+                                          group (model_expert_dp); 0 for a dense model */
+    double expert_fp8_param_saving_gb; /* training.fp8_param_gather with experts: the part of
+                                          fp8_param_saving_gb that is the routed experts' (their
+                                          all-gather over the expert-data-parallel group moves
+                                          expert_weights_gb less this); else 0 */
 } model_block_t;
 
 /* Build the layer table of one block (and the edge layers) for job->par and job->training (job

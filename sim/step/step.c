@@ -202,8 +202,8 @@ int step_group_dims(const step_t *s, step_group_t g, int dims[STEP_DIM_COUNT]) {
 }
 
 int64_t step_group_size(const step_t *s, step_group_t g) {
-    if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP)
-        return g == STEP_GROUP_EP ? s->ep : s->edp;
+    if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP || g == STEP_GROUP_ETP)
+        return g == STEP_GROUP_EP ? s->ep : g == STEP_GROUP_EDP ? s->edp : s->etp;
     int dims[STEP_DIM_COUNT];
     const int nd = step_group_dims(s, g, dims);
     int64_t size = 1;
@@ -216,16 +216,24 @@ int32_t step_gpu(const step_t *s, const int64_t x[STEP_DIM_COUNT]) {
     return (int32_t)step_placement_gpu(&s->cfg.placement, &s->job.par, x);
 }
 
+int64_t step_expert_member(const step_t *s, step_group_t g, int64_t q, int64_t r) {
+    const int64_t ep = s->ep, et = s->etp, block = ep * et;
+    if (g == STEP_GROUP_ETP)
+        return q - q % et + r;
+    return g == STEP_GROUP_EP ? q - q % block + q % et + et * r : q % block + block * r;
+}
+
 int32_t step_group_members(const step_t *s, step_group_t g, const int64_t x[STEP_DIM_COUNT],
                            int32_t *members) {
-    if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP) {
-        /* the expert grid (1d): q = tp rank + tp x dp rank; EP: ep consecutive q, EDP: q mod ep equal */
-        const int64_t ntp = s->n[STEP_DIM_TP], q = x[STEP_DIM_TP] + ntp * x[STEP_DIM_DP], ep = s->ep;
+    if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP || g == STEP_GROUP_ETP) {
+        /* the expert grid (1d): q = tp rank + tp x dp rank; ETP: etp consecutive q, EP: ep q etp apart,
+         * EDP: q mod ep etp equal (step_expert_member) */
+        const int64_t ntp = s->n[STEP_DIM_TP], q = x[STEP_DIM_TP] + ntp * x[STEP_DIM_DP];
         const int64_t size = step_group_size(s, g);
         int64_t y[STEP_DIM_COUNT];
         memcpy(y, x, sizeof y);
         for (int64_t r = 0; r < size; r++) {
-            const int64_t q2 = g == STEP_GROUP_EP ? q - q % ep + r : q % ep + ep * r;
+            const int64_t q2 = step_expert_member(s, g, q, r);
             y[STEP_DIM_TP] = q2 % ntp;
             y[STEP_DIM_DP] = q2 / ntp;
             members[r] = step_gpu(s, y);
@@ -430,7 +438,7 @@ static void set_level(step_t *s, step_collapsed_t level) {
     if (level == STEP_STAGES) {
         s->collapsed_dim[STEP_DIM_TP] = s->collapsed_dim[STEP_DIM_CP] = s->collapsed_dim[STEP_DIM_DP] = 1;
         s->fixed_group[STEP_GROUP_TP] = s->fixed_group[STEP_GROUP_CP] = s->fixed_group[STEP_GROUP_DP] = 1;
-        s->fixed_group[STEP_GROUP_EP] = s->fixed_group[STEP_GROUP_EDP] = 1;
+        s->fixed_group[STEP_GROUP_EP] = s->fixed_group[STEP_GROUP_EDP] = s->fixed_group[STEP_GROUP_ETP] = 1;
     } else if (level == STEP_RAILS) {
         const int two_d = s->job.par.strategy == MODEL_STRATEGY_2D;
         s->collapsed_dim[STEP_DIM_TP] = 1;
@@ -579,13 +587,14 @@ static int check_job(step_t *s) {
     memset(&issue, 0, sizeof issue);
     if (model_job_check(&s->job, &issue) != MODEL_OK)
         return step_fail(s, SIM_EINVAL, "job: %s: %s; allowed: %s", issue.field, issue.value, issue.allowed);
-    s->ep = s->edp = 1;
+    s->ep = s->edp = s->etp = 1;
     s->moe = model_is_moe(&s->job.model) && model_moe_layers(&s->job.model) > 0;
     if (s->moe) {
         int64_t ep, ep_t, edp, edp_t;
         model_expert_groups(&s->job, &ep, &ep_t, &edp, &edp_t);
         s->ep = (int32_t)ep;
         s->edp = (int32_t)edp;
+        s->etp = s->job.experts_par.etp > 1 ? (int32_t)s->job.experts_par.etp : 1;
     }
     s->expert_skew = s->cfg.expert_skew;
     s->expert_seed = s->cfg.expert_seed;
@@ -601,6 +610,9 @@ static int check_job(step_t *s) {
         return step_fail(s, SIM_EINVAL,
                          "expert skew: %g with %lld experts; allowed: 0, or at most %d experts",
                          s->expert_skew, (long long)s->job.model.moe.experts, STEP_EXPERT_MAX);
+    if (s->expert_skew > 0.0 && s->etp > 1)
+        return step_fail(s, SIM_EINVAL, "expert skew: %g with etp %d; allowed: 0, or etp 1", s->expert_skew,
+                         (int)s->etp);
     if (s->expert_skew > 0.0 && s->job.model.moe.capacity_factor > 0.0)
         return step_fail(s, SIM_EINVAL,
                          "expert skew: %g with model.capacity_factor %g (tokens padded to capacity: the "
@@ -1194,7 +1206,7 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
         return SIM_EINVAL;
     static const char *const PASS[4] = {"fwd", "bwd", "opt", "wgrad"};
     /* by step_group_t, then STEP_META_GROUP_PP; the expert gradients' group is data parallel */
-    static const char *const GROUP[6] = {"tp", "cp", "dp", "ep", "dp", "pp"};
+    static const char *const GROUP[7] = {"tp", "cp", "dp", "ep", "dp", "etp", "pp"};
     step_meta_t mm;
     step_meta_get(s, op, &mm);
     const step_meta_t *m = &mm;
@@ -1210,7 +1222,7 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
     out->first_layer = l0 ? l0->name : NULL;
     out->last_layer = l1 ? l1->name : NULL;
     out->collective = m->coll_op >= 0 ? model_coll_op_name((model_coll_op_t)m->coll_op) : NULL;
-    out->group = m->group >= 0 && m->group < 6 ? GROUP[m->group] : NULL;
+    out->group = m->group >= 0 && m->group < 7 ? GROUP[m->group] : NULL;
     out->flops_tflop = m->flops_tflop;
     out->hbm_gb = m->hbm_gb;
     out->comm_gb = m->comm_gb;

@@ -46,11 +46,14 @@ static const char *coll_name(step_group_t g, model_coll_op_t op) {
                                      "ep broadcast", "ep reduce",    "ep p2p",       "ep alltoall"};
     static const char *const edp[] = {"edp none",      "edp allreduce", "edp allgather", "edp reducescatter",
                                       "edp broadcast", "edp reduce",    "edp p2p",       "edp alltoall"};
+    static const char *const etp[] = {"etp none",      "etp allreduce", "etp allgather", "etp reducescatter",
+                                      "etp broadcast", "etp reduce",    "etp p2p",       "etp alltoall"};
     const unsigned i = (unsigned)op <= MODEL_COLL_ALLTOALL ? (unsigned)op : 0u;
     return g == STEP_GROUP_CP    ? cp[i]
            : g == STEP_GROUP_DP  ? dp[i]
            : g == STEP_GROUP_EP  ? ep[i]
            : g == STEP_GROUP_EDP ? edp[i]
+           : g == STEP_GROUP_ETP ? etp[i]
                                  : tp[i];
 }
 
@@ -113,6 +116,15 @@ typedef struct builder {
     int *bk_tmp;          /* [L + 2] scratch: their buckets */
     int32_t *bk_n;        /* [v] buckets per chunk */
     sim_op_id_t *ag_wait; /* [v][n] the chunk's dispatched all-gather not yet waited for, -1 */
+    /* with experts, the routed experts' own buckets over the expert-data-parallel group, as bk_*; the
+     * all-gathers of both sequences share the data-parallel stream: ag_seq counts their dispatches,
+     * ag_seq_d and ag_seq_x ([v]) the one each chunk's ag_wait and ag_wait_x hold (-1: none) */
+    int32_t *bx_of;
+    char *bx_head;
+    double *bx_gb, *bx_ag_gb;
+    int32_t *bx_n;
+    sim_op_id_t *ag_wait_x;
+    int64_t ag_seq, *ag_seq_d, *ag_seq_x;
     /* fsdp, the current stage's unit passes (a part's forward or backward of one microbatch) */
     double *fs_gb;        /* [n_items x (chunk blocks + 2)] their weights, in the order they run */
     int64_t fs_n, fs_k;   /* how many; the next one to run */
@@ -585,6 +597,15 @@ static step_part_t part_of_key(const step_t *s, int32_t key) {
                                         : STEP_PART_OUTPUT;
 }
 
+/* The routed experts' weights of a part (0 for the edge parts and a dense model); stored 1: as stored
+ * (FP8 parameters in one byte). */
+static double part_expert_gb(const step_t *s, step_part_t part, int stored) {
+    const model_block_t *blk = &s->est.block;
+    if (part != STEP_PART_BLOCK)
+        return 0.0;
+    return blk->expert_weights_gb - (stored ? blk->expert_fp8_param_saving_gb : 0.0);
+}
+
 /* The buckets of every model chunk of stage p: its parts in backward order (the output layer on the
  * last virtual stage, the chunk's blocks last first, the embedding on the first), grouped by
  * model_dp_buckets with Megatron-Core's bucket size over the data-parallel group. */
@@ -593,7 +614,9 @@ static void bucket_plan(builder_t *b, int32_t p) {
     const int32_t L = s->layers_per_stage, lc = s->chunk_blocks, w = L + 2;
     const double cap = model_dp_bucket_params(step_group_size(s, STEP_GROUP_DP));
     for (int32_t i = 0; i < s->v * w; i++)
-        b->bk_gb[i] = b->bk_ag_gb[i] = 0.0;
+        b->bk_gb[i] = b->bk_ag_gb[i] = b->bx_gb[i] = b->bx_ag_gb[i] = 0.0;
+    for (int32_t c = 0; c < s->v; c++)
+        b->ag_seq_d[c] = b->ag_seq_x[c] = -1;
     for (int32_t c = 0; c < s->v; c++) {
         int n = 0;
         if (s->emb && step_vs_last(s, p, c))
@@ -603,14 +626,32 @@ static void bucket_plan(builder_t *b, int32_t p) {
         if (s->emb && step_vs_first(s, p, c))
             b->bk_key[n++] = L;
         for (int i = 0; i < n; i++)
-            b->bk_param[i] = step_part_weights_gb(s, part_of_key(s, b->bk_key[i])) / s->job.system.element_gb;
+            b->bk_param[i] = (step_part_weights_gb(s, part_of_key(s, b->bk_key[i])) -
+                              part_expert_gb(s, part_of_key(s, b->bk_key[i]), 0)) /
+                             s->job.system.element_gb;
         b->bk_n[c] = model_dp_buckets(b->bk_param, n, cap, b->bk_tmp);
         for (int i = 0; i < n; i++) {
             const int32_t key = b->bk_key[i];
+            const step_part_t part = part_of_key(s, key);
             b->bk_of[key] = b->bk_tmp[i];
             b->bk_head[key] = (char)(i == n - 1 || b->bk_tmp[i + 1] != b->bk_tmp[i]);
-            b->bk_gb[c * w + b->bk_tmp[i]] += step_part_weights_gb(s, part_of_key(s, key));
-            b->bk_ag_gb[c * w + b->bk_tmp[i]] += step_part_gather_gb(s, part_of_key(s, key));
+            b->bk_gb[c * w + b->bk_tmp[i]] += step_part_weights_gb(s, part) - part_expert_gb(s, part, 0);
+            b->bk_ag_gb[c * w + b->bk_tmp[i]] += step_part_gather_gb(s, part) - part_expert_gb(s, part, 1);
+        }
+        b->bx_n[c] = 0;
+        if (!s->moe)
+            continue;
+        /* the experts' sequence: the same parts and bucket size, their routed experts' weights */
+        for (int i = 0; i < n; i++)
+            b->bk_param[i] = part_expert_gb(s, part_of_key(s, b->bk_key[i]), 0) / s->job.system.element_gb;
+        b->bx_n[c] = model_dp_buckets(b->bk_param, n, cap, b->bk_tmp);
+        for (int i = 0; i < n; i++) {
+            const int32_t key = b->bk_key[i];
+            const step_part_t part = part_of_key(s, key);
+            b->bx_of[key] = b->bk_tmp[i];
+            b->bx_head[key] = (char)(i == n - 1 || b->bk_tmp[i + 1] != b->bk_tmp[i]);
+            b->bx_gb[c * w + b->bk_tmp[i]] += part_expert_gb(s, part, 0);
+            b->bx_ag_gb[c * w + b->bk_tmp[i]] += part_expert_gb(s, part, 1);
         }
     }
 }
@@ -623,6 +664,7 @@ static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int
     sim_op_id_t *wait = b->ag_wait + (int64_t)c * b->n;
     for (int32_t j = 0; j < b->n; j++)
         wait[j] = -1;
+    b->ag_seq_d[c] = -1;
     if (step_group_size(s, STEP_GROUP_DP) <= 1 || gb <= 0.0)
         return SIM_OK;
     int rc = flush(b);
@@ -633,6 +675,29 @@ static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int
         rc = depend(b, ops[j], b->tail[j]);
         wait[j] = ops[j];
     }
+    b->ag_seq_d[c] = b->ag_seq++;
+    return rc;
+}
+
+/* The same for the experts' bucket k of chunk c, over the expert-data-parallel group. */
+static int ag_dispatch_x(builder_t *b, const step_sched_item_t *it, int32_t c, int k, sim_op_id_t *ops) {
+    step_t *s = b->s;
+    const double gb = k >= 0 ? b->bx_ag_gb[c * (s->layers_per_stage + 2) + k] : 0.0;
+    sim_op_id_t *wait = b->ag_wait_x + (int64_t)c * b->n;
+    for (int32_t j = 0; j < b->n; j++)
+        wait[j] = -1;
+    b->ag_seq_x[c] = -1;
+    if (step_group_size(s, STEP_GROUP_EDP) <= 1 || gb <= 0.0)
+        return SIM_OK;
+    int rc = flush(b);
+    if (!rc)
+        rc = comm_ops(b, STEP_GROUP_EDP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c,
+                      it->microbatch, ops);
+    for (int32_t j = 0; j < b->n && !rc; j++) {
+        rc = depend(b, ops[j], b->tail[j]);
+        wait[j] = ops[j];
+    }
+    b->ag_seq_x[c] = b->ag_seq++;
     return rc;
 }
 
@@ -644,6 +709,8 @@ static int chunk_start(builder_t *b, const step_sched_item_t *it, sim_op_id_t *o
     int rc = SIM_OK;
     if (c == 0)
         rc = ag_dispatch(b, it, 0, b->bk_n[0] - 1, ops);
+    if (!rc && c == 0 && b->s->moe) /* the experts' first bucket (one chunk: model_job_check) */
+        rc = ag_dispatch_x(b, it, 0, b->bx_n[0] - 1, ops);
     if (!rc && c == 0 && v > 1)
         rc = ag_dispatch(b, it, 1, b->bk_n[1] - 1, ops);
     if (!rc && c >= 1 && c + 1 < v)
@@ -654,10 +721,19 @@ static int chunk_start(builder_t *b, const step_sched_item_t *it, sim_op_id_t *o
 /* A bucket's first forward: wait for its all-gather, then dispatch the next bucket's. */
 static int bucket_forward(builder_t *b, const step_sched_item_t *it, int32_t key, sim_op_id_t *ops) {
     int rc = flush(b);
-    const sim_op_id_t *wait = b->ag_wait + (int64_t)it->chunk * b->n;
+    const int32_t c = it->chunk;
+    const int hd = b->bk_head[key], hx = b->s->moe && b->bx_head[key];
+    /* with experts, a part first in both sequences' buckets waits for the later of the two all-gathers:
+     * on the one data-parallel stream it ends last */
+    const int use_x = hx && (!hd || b->ag_seq_x[c] > b->ag_seq_d[c]);
+    const sim_op_id_t *wait = (use_x ? b->ag_wait_x : b->ag_wait) + (int64_t)c * b->n;
     for (int32_t j = 0; j < b->n && !rc; j++)
         b->pend[j] = wait[j];
-    return rc ? rc : ag_dispatch(b, it, it->chunk, b->bk_of[key] - 1, ops);
+    if (!rc && hd)
+        rc = ag_dispatch(b, it, c, b->bk_of[key] - 1, ops);
+    if (!rc && hx)
+        rc = ag_dispatch_x(b, it, c, b->bx_of[key] - 1, ops);
+    return rc;
 }
 
 /* ---- fully sharded data parallelism (fsdp) ------------------------------------------------------------ */
@@ -880,10 +956,10 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
     if (s->dp_comm == MODEL_DP_SHARDED_OVERLAP) {
         const int32_t L = s->layers_per_stage;
         const int32_t key = part == STEP_PART_BLOCK ? block : part == STEP_PART_EMBEDDING ? L : L + 1;
-        const int head = b->bk_head[key];
+        const int head = b->bk_head[key], head_x = s->moe && b->bx_head[key];
         if (!it->pass && !*seen) {
             *seen = 1;
-            if (head)
+            if (head || head_x)
                 rc = bucket_forward(b, it, key, ops);
         }
         if (!rc && it->pass == 2)
@@ -893,12 +969,19 @@ static int part_with_dp(builder_t *b, const step_sched_item_t *it, step_part_t p
         if (!rc && last_grad && head)
             rc = dp_after(b, it, MODEL_COLL_REDUCESCATTER, b->bk_gb[it->chunk * (L + 2) + b->bk_of[key]], 0.0,
                           ops);
+        if (!rc && last_grad && head_x) { /* all of it over the expert-data-parallel group */
+            const double x_gb = b->bx_gb[it->chunk * (L + 2) + b->bx_of[key]];
+            rc = dp_after(b, it, MODEL_COLL_REDUCESCATTER, x_gb, x_gb, ops);
+        }
         return rc;
     }
     if (!it->pass && !*seen) {
         *seen = 1;
         if (s->dp_comm == MODEL_DP_SHARDED)
-            rc = dp_allgather(b, it, step_part_gather_gb(s, part), exp_gb, ops);
+            rc =
+                dp_allgather(b, it, step_part_gather_gb(s, part),
+                             part == STEP_PART_BLOCK ? exp_gb - s->est.block.expert_fp8_param_saving_gb : 0.0,
+                             ops); /* as stored: FP8 parameters in one byte, the experts' too */
     }
     if (!rc && it->pass == 2)
         part_wgrad(b, it, part, block);
@@ -1299,21 +1382,22 @@ static int stage_groups(builder_t *b) {
         b->group_size[g] = 0;
         if (s->fixed_group[g])
             continue;
-        if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP) {
+        if (g == STEP_GROUP_EP || g == STEP_GROUP_EDP || g == STEP_GROUP_ETP) {
             if (!s->moe)
                 continue;
             /* every GPU simulated (step.c): stage-local j is the expert grid's q */
-            if (s->level != STEP_FULL || (int64_t)s->ep * s->edp != b->n)
+            if (s->level != STEP_FULL || (int64_t)s->ep * s->edp * s->etp != b->n)
                 return step_fail(s, SIM_EINVAL, "step: expert groups need every GPU of a stage simulated");
-            const int32_t ep = s->ep, edp = s->edp;
-            b->group_size[g] = g == STEP_GROUP_EP ? ep : edp;
+            b->group_size[g] = (int32_t)step_group_size(s, (step_group_t)g);
             b->groups[g] = alloc_malloc((size_t)b->n * sizeof *b->groups[g]);
             if (!b->groups[g])
                 return step_fail(s, SIM_ENOMEM, "step: out of memory");
+            /* group after group, each listed from its first member (the lowest q) */
             int32_t used = 0;
-            for (int32_t a = 0; a < (g == STEP_GROUP_EP ? edp : ep); a++)
-                for (int32_t r = 0; r < b->group_size[g]; r++)
-                    b->groups[g][used++] = g == STEP_GROUP_EP ? a * ep + r : a + ep * r;
+            for (int32_t j = 0; j < b->n; j++)
+                if (step_expert_member(s, (step_group_t)g, j, 0) == j)
+                    for (int32_t r = 0; r < b->group_size[g]; r++)
+                        b->groups[g][used++] = (int32_t)step_expert_member(s, (step_group_t)g, j, r);
             continue;
         }
         int dims[STEP_DIM_COUNT];
@@ -1379,6 +1463,14 @@ static void builder_free(builder_t *b) {
     free(b->bk_tmp);
     free(b->bk_n);
     free(b->ag_wait);
+    free(b->bx_of);
+    free(b->bx_head);
+    free(b->bx_gb);
+    free(b->bx_ag_gb);
+    free(b->bx_n);
+    free(b->ag_wait_x);
+    free(b->ag_seq_d);
+    free(b->ag_seq_x);
     free(b->fs_gb);
     free(b->fs_wait);
     free(b->acc_skew);
@@ -1483,6 +1575,14 @@ int step_build(step_t *s) {
     b.bk_tmp = alloc_malloc(w * sizeof *b.bk_tmp);
     b.bk_n = alloc_malloc(v * sizeof *b.bk_n);
     b.ag_wait = alloc_malloc(v * n * sizeof *b.ag_wait);
+    b.bx_of = alloc_malloc(w * sizeof *b.bx_of);
+    b.bx_head = alloc_calloc(w, 1);
+    b.bx_gb = alloc_malloc(v * w * sizeof *b.bx_gb);
+    b.bx_ag_gb = alloc_malloc(v * w * sizeof *b.bx_ag_gb);
+    b.bx_n = alloc_malloc(v * sizeof *b.bx_n);
+    b.ag_wait_x = alloc_malloc(v * n * sizeof *b.ag_wait_x);
+    b.ag_seq_d = alloc_malloc(v * sizeof *b.ag_seq_d);
+    b.ag_seq_x = alloc_malloc(v * sizeof *b.ag_seq_x);
     b.acc_skew = alloc_calloc(n, sizeof *b.acc_skew);
     b.skew_f = alloc_calloc((size_t)s->ep, sizeof *b.skew_f);
     b.skew_block = b.skew_mb = -1;
@@ -1495,7 +1595,8 @@ int step_build(step_t *s) {
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the fully sharded units");
     }
     if (!rc && (!b.bk_of || !b.bk_head || !b.bk_gb || !b.bk_ag_gb || !b.bk_param || !b.bk_key || !b.bk_tmp ||
-                !b.bk_n || !b.ag_wait || !b.acc_skew || !b.skew_f))
+                !b.bk_n || !b.ag_wait || !b.acc_skew || !b.skew_f || !b.bx_of || !b.bx_head || !b.bx_gb ||
+                !b.bx_ag_gb || !b.bx_n || !b.ag_wait_x || !b.ag_seq_d || !b.ag_seq_x))
         rc = step_fail(s, SIM_ENOMEM, "step: out of memory for the data-parallel buckets");
     if (!rc && (!b.tail || !b.tail_stream || !b.tail2 || !b.pend || !b.last_rs || !b.gbuf || !b.obuf ||
                 !b.items || !b.pos || !b.first || !b.last || !b.last2 || !b.opt || !b.fin || !ops || !ops2))
@@ -1571,7 +1672,8 @@ int64_t step_estimate_ops(const step_t *s, step_collapsed_t level, step_granular
     int fixed[STEP_GROUP_COUNT] = {0, 0, 0};
     double gpus = (double)s->gpus;
     if (level == STEP_STAGES) {
-        fixed[0] = fixed[1] = fixed[2] = fixed[STEP_GROUP_EP] = fixed[STEP_GROUP_EDP] = 1;
+        fixed[0] = fixed[1] = fixed[2] = fixed[STEP_GROUP_EP] = fixed[STEP_GROUP_EDP] =
+            fixed[STEP_GROUP_ETP] = 1;
         gpus = (double)s->pp;
     } else if (level == STEP_RAILS) {
         fixed[STEP_GROUP_TP] = 1;

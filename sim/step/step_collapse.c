@@ -623,12 +623,12 @@ int step_group_traffic(const step_t *s, step_traffic_t *out) {
         sim_coll_result_t r;
         if (sim_coll_result(e, c, &r) != SIM_OK || r.members < 1)
             continue;
-        const int g = strcmp(info.group, "tp") == 0   ? STEP_TRAFFIC_TP
-                      : strcmp(info.group, "cp") == 0 ? STEP_TRAFFIC_CP
-                      : strcmp(info.group, "pp") == 0 ? STEP_TRAFFIC_PP
-                      : strcmp(info.group, "dp") == 0 ? STEP_TRAFFIC_DP
-                      : strcmp(info.group, "ep") == 0 ? STEP_TRAFFIC_EP
-                                                      : -1;
+        const int g = strcmp(info.group, "tp") == 0 || strcmp(info.group, "etp") == 0 ? STEP_TRAFFIC_TP
+                      : strcmp(info.group, "cp") == 0                                 ? STEP_TRAFFIC_CP
+                      : strcmp(info.group, "pp") == 0                                 ? STEP_TRAFFIC_PP
+                      : strcmp(info.group, "dp") == 0                                 ? STEP_TRAFFIC_DP
+                      : strcmp(info.group, "ep") == 0                                 ? STEP_TRAFFIC_EP
+                                                                                      : -1;
         if (g >= 0)
             sim_sent[g] += r.sent_bytes / (double)r.members;
     }

@@ -23,19 +23,21 @@ enum {
 
 /* Collective groups of the step. DP is dp (1d, 2d) or tp2 x dp (2d-seqp). With experts (1d), EP is
  * the expert-parallel group and EDP the expert-data-parallel group of Megatron-Core's expert grid
- * (model_expert_groups): the stage's tp x dp ranks numbered q = tp rank + tp x dp rank, an EP group
- * ep consecutive q, an EDP group the q equal modulo ep. Not groups of dimensions: step_group_dims
- * gives none for them, step_group_members lists them. */
+ * (model_expert_groups): the stage's tp x dp ranks numbered q = tp rank + tp x dp rank, an ETP group
+ * etp consecutive q, an EP group ep q etp apart within a block of ep etp, an EDP group the q equal
+ * modulo ep etp. Not groups of dimensions: step_group_dims gives none for them, step_group_members
+ * lists them (step_expert_member). */
 typedef enum step_group {
     STEP_GROUP_TP = 0,
     STEP_GROUP_CP = 1,
     STEP_GROUP_DP = 2,
     STEP_GROUP_EP = 3,
     STEP_GROUP_EDP = 4,
-    STEP_GROUP_COUNT = 5
+    STEP_GROUP_ETP = 5,
+    STEP_GROUP_COUNT = 6
 } step_group_t;
 /* step_meta_t.group of a pipeline message */
-#define STEP_META_GROUP_PP 5
+#define STEP_META_GROUP_PP 6
 
 /* ---- plans ------------------------------------------------------------------------------------ */
 
@@ -201,6 +203,7 @@ struct sim_step {
      * expert_skew: step_config_t's (0: none); the expert load factors of every (block, microbatch)
      * are drawn by step_expert_factors (expert.c). */
     int32_t ep, edp, moe;
+    int32_t etp; /* expert tensor parallelism (step_group_size of ETP); 1 without */
     double expert_skew;
     uint64_t expert_seed;
     int32_t *map; /* [gpus]; NULL: identity */
@@ -240,6 +243,9 @@ int64_t step_group_size(const step_t *s, step_group_t g);
 int32_t step_gpu(const step_t *s, const int64_t x[STEP_DIM_COUNT]);
 /* Fill members[0..size) with the GPUs of the group of kind g that contains the rank x (in rank
  * order: the group's dims in placement order, innermost fastest). Returns the size. */
+/* Member r of the expert group g (EP, EDP or ETP) of the expert grid's rank q: its q. */
+int64_t step_expert_member(const step_t *s, step_group_t g, int64_t q, int64_t r);
+
 int32_t step_group_members(const step_t *s, step_group_t g, const int64_t x[STEP_DIM_COUNT],
                            int32_t *members);
 /* The analytic time of a collective (model_collective_time_s with the group's size and members per

@@ -14,6 +14,8 @@ step_group_t step_group_of(model_group_t g) {
         return STEP_GROUP_DP;
     case MODEL_GROUP_EP:
         return STEP_GROUP_EP;
+    case MODEL_GROUP_ETP:
+        return STEP_GROUP_ETP;
     default:
         return STEP_GROUP_TP;
     }

@@ -219,7 +219,7 @@ static void test_layer_table(void **state) {
     /* placements the table does not make are refused, one field each */
     model_issue_t is;
     model_job_t j = mixtral_job(2);
-    j.experts_par.etp = 2;
+    j.experts_par.etp = 32; /* divides f_e, not tp x dp / ep = 16 */
     assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
     assert_string_equal(is.field, "parallel.etp");
     j = mixtral_job(2);

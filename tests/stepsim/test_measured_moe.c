@@ -125,11 +125,13 @@ static model_job_t published_job(const published_t *p, char *notes, size_t n) {
     j.training.grad_accumulation = MODEL_GRAD_ACCUM_FUSED;
     j.training.dp_comm = MODEL_DP_SHARDED_OVERLAP;
     j.training.precision = MODEL_PRECISION_FP8;
+    j.training.fp8_param_gather = 1; /* NeMo's FP8 recipes with the distributed optimizer */
     notes[0] = '\0';
     model_issue_t is;
     memset(&is, 0, sizeof is);
     if (model_job_check(&j, &is) != MODEL_OK && strcmp(is.field, "training.precision") == 0) {
         j.training.precision = MODEL_PRECISION_BF16;
+        j.training.fp8_param_gather = 0;
         snprintf(notes, n, "fp8 with experts (as bf16)");
     }
     memset(&is, 0, sizeof is);

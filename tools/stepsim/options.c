@@ -51,6 +51,10 @@ static const cli_option_t OPTIONS[] = {
      "mixture of experts: expert-parallel degree, dividing the experts and dp (parallel.ep); search: "
      "every such degree",
      SCN},
+    {"--etp", "N", LAYOUT, "1",
+     "mixture of experts: expert tensor parallelism, each routed expert split over etp GPUs, etp x ep "
+     "dividing tp x dp (parallel.etp)",
+     SCN},
     {"--pp", "N", LAYOUT, "32 (capped, see below)", "pipeline-parallel degree (parallel.pp)", SCN},
     {"--mbs", "N", LAYOUT, "1", "microbatch size, in sequences (parallel.mbs)", SCN},
     {"--nb", "N", LAYOUT, "2d: max(tp1,tp2)", "SUMMA panel count, 2d only (parallel.nb)", SCN},

@@ -238,6 +238,8 @@ void output_config_json(json_writer_t *w, const model_summary_t *s, const model_
     json_int(w, "nv_pp", p->nv_pp);
     if (s->experts_par.ep > 0 || (job && model_is_moe(&job->model))) /* MoE only: dense output unchanged */
         json_int(w, "ep", s->experts_par.ep > 1 ? s->experts_par.ep : 1);
+    if (s->experts_par.etp > 1) /* only with etp > 1: outputs with etp 1 unchanged */
+        json_int(w, "etp", s->experts_par.etp);
     json_int(w, "n_microbatches", s->n_microbatches);
     if (job) {
         json_int(w, "gpus", job->gpus);

@@ -39,6 +39,8 @@ static const char *group_name(model_group_t g) {
     static const char *const names[] = {"tp1", "tp2", "dp", "pp"};
     if (g == MODEL_GROUP_EP)
         return "ep";
+    if (g == MODEL_GROUP_ETP)
+        return "etp";
     return (unsigned)g < 4 ? names[g] : "?";
 }
 
@@ -271,6 +273,8 @@ static void estimate_text(FILE *out, const model_estimate_t *e, const model_job_
     output_layout_text(out, &s->par);
     if (model_is_moe(&job->model))
         fprintf(out, "  ep %" PRId64, s->experts_par.ep > 1 ? s->experts_par.ep : (int64_t)1);
+    if (s->experts_par.etp > 1) /* etp 1 prints nothing: the outputs before etp are unchanged */
+        fprintf(out, "  etp %" PRId64, s->experts_par.etp);
     fprintf(out,
             "\n        %" PRId64 " microbatches of %" PRId64 " sequences, %" PRId64 " blocks per stage\n",
             s->n_microbatches, s->par.mbs, s->layers_per_stage);

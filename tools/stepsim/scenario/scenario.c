@@ -130,6 +130,7 @@ static const struct {
     [SCN_TOPOLOGY] = {"topology", "--topology"},
     [SCN_EP] = {"parallel.ep", "--ep"},
     [SCN_FP8_PARAM_GATHER] = {"training.fp8_param_gather", "--fp8-param-gather"},
+    [SCN_ETP] = {"parallel.etp", "--etp"},
 };
 
 const char *scenario_field_option(scenario_field_t f) {

@@ -96,6 +96,7 @@ typedef enum scenario_field {
     SCN_TOPOLOGY,
     SCN_EP,               /* parallel.ep: expert parallelism of a mixture of experts (0: none) */
     SCN_FP8_PARAM_GATHER, /* training.fp8_param_gather */
+    SCN_ETP,              /* parallel.etp: expert tensor parallelism (0: none) */
     SCN_FIELD_COUNT
 } scenario_field_t;
 

@@ -337,8 +337,8 @@ int scn_parse_system(scenario_t *scn, const scn_src_t *src, const cJSON *v, cons
 
 /* ---- parallel -------------------------------------------------------------------------------- */
 
-static const char *const PARALLEL_KEYS[] = {"strategy", "dp",  "tp", "tp1", "tp2",
-                                            "pp",       "mbs", "nb", "nv",  "ep"};
+static const char *const PARALLEL_KEYS[] = {"strategy", "dp", "tp", "tp1", "tp2", "pp",
+                                            "mbs",      "nb", "nv", "ep",  "etp"};
 static const char *const NV_KEYS[] = {"tp", "tp1", "tp2", "dp", "pp"};
 
 /* Integer field f at its scenario path, if present in obj under key. */
@@ -404,6 +404,8 @@ static int parse_parallel(scenario_t *scn, const scn_src_t *src, const cJSON *pa
         rc = int_field(scn, src, par, PARALLEL_KEYS[i + 1], fields[i]);
     if (!rc)
         rc = int_field(scn, src, par, "ep", SCN_EP);
+    if (!rc)
+        rc = int_field(scn, src, par, "etp", SCN_ETP);
     v = cJSON_GetObjectItemCaseSensitive(par, "nv");
     if (!rc && v)
         rc = parse_nv(scn, src, v);

@@ -212,6 +212,7 @@ static void fill_job(const scenario_t *s, model_job_t *job) {
     p->mbs = v[SCN_MBS], p->nb = v[SCN_NB];
     p->nv_tp1 = v[SCN_NV_TP1], p->nv_tp2 = v[SCN_NV_TP2], p->nv_dp = v[SCN_NV_DP], p->nv_pp = v[SCN_NV_PP];
     job->experts_par.ep = v[SCN_EP];
+    job->experts_par.etp = v[SCN_ETP];
 }
 
 /* Which scenario field a model_issue_t field names (-1: none). Accepts "parallel.nv_tp1" spellings. */
