@@ -61,8 +61,9 @@ static model_job_t job_of(const spec_t *sp) {
     return job;
 }
 
-/* Network mode runs on a star of the job's GPUs: NVLink domains of nvlink_size, the system's NICs. */
-static step_t *run(const model_job_t *job, sim_comm_mode_t comm) {
+/* Network mode runs on a star of the job's GPUs (*star, which the caller destroys after the step):
+ * NVLink domains of nvlink_size, the system's NICs. */
+static step_t *run(const model_job_t *job, sim_comm_mode_t comm, sim_star_t *star) {
     step_config_t cfg;
     step_config_default(&cfg);
     cfg.comm = comm;
@@ -74,11 +75,10 @@ static step_t *run(const model_job_t *job, sim_comm_mode_t comm) {
                                   .gpus_per_domain = (int32_t)sy->nvlink_size,
                                   .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
                                   .nvlink_latency_s = sy->nvlink_latency_s / 2};
-    sim_star_t star;
     sim_network_desc_t net;
     if (comm == SIM_COMM_NETWORK) {
-        assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
-        sim_star_network(&star, &net);
+        assert_int_equal(sim_star_init(star, &sp), SIM_OK);
+        sim_star_network(star, &net);
     }
     step_t *s = NULL;
     char err[256];
@@ -90,7 +90,7 @@ static step_t *run(const model_job_t *job, sim_comm_mode_t comm) {
 }
 
 static step_result_t simulate(const model_job_t *job) {
-    step_t *s = run(job, SIM_COMM_ANALYTIC);
+    step_t *s = run(job, SIM_COMM_ANALYTIC, NULL);
     step_result_t r;
     assert_int_equal(step_result(s, &r), SIM_OK);
     step_free(s);
@@ -225,7 +225,8 @@ static void test_traffic(void **state) {
         const double w_gb = b->weights_gb * 6.0 + b->first_weights_gb + b->last_weights_gb;
         const double m = (double)e.summary.n_microbatches, n = 4.0;
         const double want = 3.0 * m * (n - 1.0) / n * w_gb * 1e9;
-        step_t *s = run(&job, SIM_COMM_NETWORK);
+        sim_star_t star;
+        step_t *s = run(&job, SIM_COMM_NETWORK, &star);
         step_traffic_t tr;
         assert_int_equal(step_group_traffic(s, &tr), SIM_OK);
         print_message("embedding %d: dp bytes per GPU %.6e, 3 m (N-1)/N W = %.6e\n", emb,
@@ -233,6 +234,7 @@ static void test_traffic(void **state) {
         assert_int_equal(tr.partial, 0);
         assert_true(fabs(tr.per_gpu_bytes[STEP_TRAFFIC_DP] - want) <= 1e-9 * want);
         step_free(s);
+        sim_star_destroy(&star);
     }
 }
 

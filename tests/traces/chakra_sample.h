@@ -59,7 +59,8 @@ static inline step_wl_node_t *cs_node(cs_build_t *b, int32_t r, uint64_t id, ste
     nd->start_hint_s = -1;
     nd->n_deps = n_deps;
     nd->deps_offset = b->n_deps;
-    memcpy(b->w.deps + b->n_deps, deps, (size_t)n_deps * sizeof *deps);
+    if (n_deps > 0)
+        memcpy(b->w.deps + b->n_deps, deps, (size_t)n_deps * sizeof *deps);
     b->n_deps += n_deps;
     for (int32_t k = r + 1; k <= b->w.n_ranks; k++)
         b->w.rank_nodes_offset[k] = b->n_nodes;
