@@ -36,7 +36,8 @@ static inline void cs_group(cs_build_t *b, int32_t g, const char *name, int32_t 
     snprintf(gr->name, sizeof gr->name, "%s", name);
     gr->n_ranks = n;
     gr->ranks_offset = b->n_group_ranks;
-    memcpy(b->w.group_ranks + b->n_group_ranks, ranks, (size_t)n * sizeof *ranks);
+    if (n > 0)
+        memcpy(b->w.group_ranks + b->n_group_ranks, ranks, (size_t)n * sizeof *ranks);
     b->n_group_ranks += n;
 }
 
@@ -250,7 +251,8 @@ static inline int cs_compare(const step_workload_t *a, const step_workload_t *b)
                     y->duration_s, x->flops, y->flops, x->mem_bytes, y->mem_bytes, x->comm_bytes,
                     y->comm_bytes, x->peer, y->peer, (long long)x->tag, (long long)y->tag, x->group, y->group,
                     x->n_deps, y->n_deps);
-        if (memcmp(a->deps + x->deps_offset, b->deps + y->deps_offset, (size_t)x->n_deps * sizeof *a->deps))
+        if (x->n_deps > 0 &&
+            memcmp(a->deps + x->deps_offset, b->deps + y->deps_offset, (size_t)x->n_deps * sizeof *a->deps))
             CS_DIFF("node %lld (id %llu): dependencies differ\n", (long long)i, (unsigned long long)x->id);
     }
     return 0;

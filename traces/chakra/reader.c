@@ -977,7 +977,8 @@ static int finish_groups(reader_t *rd, const rank_file_t *files) {
         snprintf(w->groups[g].name, sizeof w->groups[g].name, "%s", ga->display);
         w->groups[g].n_ranks = ga->n_ranks;
         w->groups[g].ranks_offset = off;
-        memcpy(w->group_ranks + off, ga->ranks, (size_t)ga->n_ranks * sizeof *ga->ranks);
+        if (ga->n_ranks > 0)
+            memcpy(w->group_ranks + off, ga->ranks, (size_t)ga->n_ranks * sizeof *ga->ranks);
         off += ga->n_ranks;
     }
     w->n_groups = rd->n_groups;
