@@ -154,6 +154,53 @@ static void test_pp2(void **state) {
     }
 }
 
+/* pp 4 (one block per stage), first_dense 3: stages 0-2 dense, stage 3 MoE; the middle stages' times
+ * by hand, the iteration nmb max T_i + (sum T_i - max T_i); the data-parallel gather of pp 1 by hand:
+ * the first (dense) block whole, every other by what exceeds its forward, the dense blocks' weights
+ * over dp, the experts' over edp. */
+static void test_pp4_and_dp(void **state) {
+    (void)state;
+    {
+        model_job_t j = small_job(4, 3);
+        j.training.optimizer_step = 0;
+        model_estimate_t e;
+        assert_int_equal(model_estimate(&j, &e), MODEL_OK);
+        model_block_t m, d;
+        tables(&j, &m, &d);
+        const model_summary_t *s = &e.summary;
+        const double nmb = 32.0, p2p = 2.0 * s->p2p_one_s, td = d.t_fwd_s + d.t_bwd_s;
+        const double t[4] = {td + m.first_t_fwd_s + m.first_t_bwd_s + p2p, td + p2p, td + p2p,
+                             m.t_fwd_s + m.t_bwd_s + m.last_t_fwd_s + m.last_t_bwd_s + p2p};
+        double mx = 0.0, sum = 0.0;
+        for (int i = 0; i < 4; i++)
+            mx = fmax(mx, t[i]), sum += t[i];
+        assert_rel(s->stage_fwd_bwd_s[0], t[0], TOL);
+        assert_rel(s->stage_fwd_bwd_s[1], t[3], TOL);
+        assert_rel(s->iteration_time_s, nmb * mx + (sum - mx) + s->dp_comm_s, TOL);
+    }
+    for (int64_t fd = 1; fd <= 2; fd++) {
+        model_job_t j = small_job(1, fd);
+        j.training.embedding = 0;
+        model_estimate_t e;
+        assert_int_equal(model_estimate(&j, &e), MODEL_OK);
+        model_block_t m, d;
+        tables(&j, &m, &d);
+        int64_t ep, ep_t, edp, edp_t;
+        model_expert_groups(&j, &ep, &ep_t, &edp, &edp_t);
+        assert_int_equal(edp, 4);
+        const model_system_t *sys = &j.system;
+        const double ag_d = model_collective_time_s(sys, j.compat, MODEL_COLL_ALLGATHER, d.weights_gb, 8, 8);
+        const double ag_m =
+            model_collective_time_s(sys, j.compat, MODEL_COLL_ALLGATHER, m.weights_gb - m.expert_weights_gb,
+                                    8, 8) +
+            model_collective_time_s(sys, j.compat, MODEL_COLL_ALLGATHER, m.expert_weights_gb, edp, edp_t);
+        const double want = ag_d + fmax(ag_d - d.t_fwd_s, 0.0) * (double)(fd - 1) +
+                            fmax(ag_m - m.t_fwd_s, 0.0) * (double)(4 - fd);
+        assert_rel(e.summary.dp_allgather_one_s, ag_d, TOL);
+        assert_rel(e.summary.dp_allgather_s, want, TOL);
+    }
+}
+
 /* One MoE block swapped for a dense one (first_dense 0 -> 1, one stage): the stage time moves by the
  * two tables' difference. */
 static void test_one_block_swapped(void **state) {
@@ -237,11 +284,9 @@ static void test_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pp1),
-        cmocka_unit_test(test_pp2),
-        cmocka_unit_test(test_one_block_swapped),
-        cmocka_unit_test(test_deepseek),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_pp1),        cmocka_unit_test(test_pp2),
+        cmocka_unit_test(test_pp4_and_dp), cmocka_unit_test(test_one_block_swapped),
+        cmocka_unit_test(test_deepseek),   cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
