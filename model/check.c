@@ -366,6 +366,24 @@ int model_i_training_check(const model_job_t *job, model_issue_t *is) {
     if (t->dp_comm == MODEL_DP_FSDP && model_is_moe(&job->model))
         return fail(is, "training.dp_comm", "fsdp", "%s",
                     "sharded, allreduce, allreduce-overlap (fsdp is not modelled with experts)");
+    /* leading dense blocks (iteration.c, stages of two block tables): plain 1F1B stages, whole buckets */
+    if (model_is_moe(&job->model) && job->model.moe.first_dense > 0) {
+        if (t->interleave > 1)
+            return fail_int(is, "training.interleave", t->interleave,
+                            "0 or 1 with model.first_dense %lld (leading dense blocks are placed on plain "
+                            "1F1B stages only)",
+                            job->model.moe.first_dense);
+        if (t->pipeline != MODEL_PIPELINE_1F1B && p->pp > 1)
+            return fail(is, "training.pipeline_schedule", model_pipeline_name(t->pipeline),
+                        "1f1b with model.first_dense %lld (leading dense blocks are placed on 1F1B stages "
+                        "only)",
+                        (long long)job->model.moe.first_dense);
+        if (t->dp_comm == MODEL_DP_SHARDED_OVERLAP)
+            return fail(is, "training.dp_comm", "sharded-overlap",
+                        "sharded, allreduce or allreduce-overlap with model.first_dense %lld (the "
+                        "distributed optimizer's buckets are not walked over two block tables)",
+                        (long long)job->model.moe.first_dense);
+    }
     return MODEL_OK;
 }
 
@@ -419,9 +437,6 @@ static int check_moe(const model_job_t *job, model_issue_t *is) {
         return fail_int(is, "parallel.etp", job->experts_par.etp,
                         "a divisor of tp x dp / ep (%lld): the expert grid is etp x ep x edp",
                         p->dp * p->tp / ep);
-    if (x->first_dense > 0)
-        return fail_text(is, "model.first_dense", x->first_dense,
-                         "0 (leading dense blocks are not placed in the layer table yet)");
     const model_training_t *t = &job->training;
     if (t->sequence_parallel == MODEL_SEQPAR_OFF && p->tp > 1)
         return fail(is, "training.sequence_parallel", "off", "%s",

@@ -67,11 +67,37 @@ static double optimizer_state_gb(const model_job_t *job, const model_block_t *bl
     return gb;
 }
 
-static void data_parallel(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
+/* A stage of a MoE with leading dense blocks (model.moe.first_dense): its first dense_n blocks are
+ * the dense block table's, the rest the MoE table's; NULL (or dense_n 0): every block is blk. */
+typedef struct stage_mix {
+    const model_block_t *moe, *dense;
+    int64_t dense_n;
+} stage_mix_t;
+
+static void data_parallel(const model_job_t *job, const model_block_t *blk, const stage_mix_t *mix,
+                          model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
     const int64_t g = p->dp * (seqp ? p->tp2 : 1), t = p->nv_dp * (seqp ? p->nv_tp2 : 1);
     const double n_l = (double)out->layers_per_stage;
+    if (mix && mix->dense_n > 0) {
+        /* the stage's first block (a dense one) fully exposed, every other block by what its
+         * collective exceeds its own pass; the dense blocks' weights over dp, never over edp */
+        const model_block_t *d = mix->dense, *m = mix->moe;
+        const double nd = (double)mix->dense_n, nm = n_l - nd;
+        const double ag_d = block_dp_coll_s(job, d, MODEL_COLL_ALLGATHER, g, t);
+        const double rs_d = block_dp_coll_s(job, d, MODEL_COLL_REDUCESCATTER, g, t);
+        const double ag_m = nm > 0.0 ? block_dp_coll_s(job, m, MODEL_COLL_ALLGATHER, g, t) : 0.0;
+        const double rs_m = nm > 0.0 ? block_dp_coll_s(job, m, MODEL_COLL_REDUCESCATTER, g, t) : 0.0;
+        out->dp_allgather_one_s = ag_d;
+        out->dp_reducescatter_one_s = rs_d;
+        out->dp_allgather_s =
+            ag_d + fmax(ag_d - d->t_fwd_s, 0.0) * (nd - 1.0) + fmax(ag_m - m->t_fwd_s, 0.0) * nm;
+        out->dp_reducescatter_s =
+            rs_d + fmax(rs_d - d->t_bwd_s, 0.0) * (nd - 1.0) + fmax(rs_m - m->t_bwd_s, 0.0) * nm;
+        out->dp_comm_s = out->dp_allgather_s + out->dp_reducescatter_s;
+        return;
+    }
     const double ag_s = block_dp_coll_s(job, blk, MODEL_COLL_ALLGATHER, g, t);
     const double rs_s = block_dp_coll_s(job, blk, MODEL_COLL_REDUCESCATTER, g, t);
     out->dp_allgather_one_s = ag_s;
@@ -175,8 +201,8 @@ static void add_layers(const model_layer_t *ly, int n, double scale, double acc[
 
 /* Data-parallel gradient communication of a stage holding weights_gb, and the tied-embedding
  * gradient all-reduce between the first and the last stage. */
-static void data_parallel_training(const model_job_t *job, const model_block_t *blk, double weights_gb,
-                                   model_summary_t *out) {
+static void data_parallel_training(const model_job_t *job, const model_block_t *blk, const stage_mix_t *mix,
+                                   double weights_gb, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
     const model_training_t *t = &job->training;
     const int seqp = p->strategy == MODEL_STRATEGY_2D_SEQP;
@@ -205,7 +231,7 @@ static void data_parallel_training(const model_job_t *job, const model_block_t *
     } else if (t->dp_comm == MODEL_DP_FSDP) {
         model_i_fsdp(job, blk, out); /* every unit gathered twice and reduced once per microbatch */
     } else {
-        data_parallel(job, blk, out);
+        data_parallel(job, blk, mix, out);
         /* the edge layers' weights: one more all-gather and reduce-scatter, not overlapped */
         const double edge_gb = weights_gb - blk->weights_gb * (double)out->layers_per_stage;
         if (edge_gb > 0.0)
@@ -340,7 +366,7 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
         w_first = w_last = w_first + w_last;
     const double w_one = p->pp == 1 ? blk->weights_gb * n_l + blk->first_weights_gb + blk->last_weights_gb
                                     : fmax(w_first, w_last);
-    data_parallel_training(job, blk, w_one, out);
+    data_parallel_training(job, blk, NULL, w_one, out);
     if (t->optimizer_step) {
         const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
         const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP ||
@@ -391,6 +417,157 @@ static void summarize_training(const model_job_t *job, const model_block_t *blk,
         out->compute_s + out->memory_s + out->tp_comm_s + out->pp_comm_s + out->bubble_s + out->dp_comm_s;
 }
 
+/* ---- leading dense blocks of a mixture of experts (model.moe.first_dense > 0) ------------------ */
+
+/* Dense blocks on stage `stage` of n_l blocks each: the model's first first_dense blocks, in order. */
+static int64_t stage_dense_blocks(int64_t first_dense, int64_t stage, int64_t n_l) {
+    const int64_t d = first_dense - stage * n_l;
+    return d <= 0 ? 0 : d < n_l ? d : n_l;
+}
+
+/* The stage's blocks as one table whose per-block totals are the means over its n_l blocks: every
+ * quantity the stage assembly multiplies by n_l (times, FLOPs, weights, activations, the experts'
+ * share of the weights) is then the sum over its dense and MoE blocks. The layers and the edge
+ * layers stay the MoE table's; the breakdown sums the two tables' layers itself. */
+static void stage_block(const stage_mix_t *mix, int64_t n_l, model_block_t *out) {
+    const model_block_t *m = mix->moe, *d = mix->dense;
+    *out = *m;
+    if (mix->dense_n == 0)
+        return;
+    const double nd = (double)mix->dense_n, nm = (double)(n_l - mix->dense_n), n = (double)n_l;
+#define STAGE_MEAN(f) out->f = (nm * m->f + nd * d->f) / n
+    STAGE_MEAN(t_fwd_s);
+    STAGE_MEAN(t_bwd_s);
+    STAGE_MEAN(flops_tflop);
+    STAGE_MEAN(activations_gb);
+    STAGE_MEAN(weights_gb);
+    STAGE_MEAN(fp8_weights_gb);
+    STAGE_MEAN(fp8_param_saving_gb);
+    STAGE_MEAN(checkpoint_gb);
+    STAGE_MEAN(expert_weights_gb);
+    STAGE_MEAN(expert_fp8_param_saving_gb);
+#undef STAGE_MEAN
+}
+
+/* The per-stage assembly of summarize_training (plain 1F1B, v = 1; model_job_check refuses the rest
+ * with leading dense blocks) over stages that differ in their blocks: stage i holds
+ * stage_dense_blocks(first_dense, i, n_l) dense blocks (the dense table: the model's feed-forward
+ * network of ffn_hidden) and the rest MoE blocks, the first stage the embedding, the last the output
+ * layers. T_i its time per microbatch; the iteration is nmb max T_i + (sum T_i - max T_i) + the
+ * data-parallel communication of the stage that takes longest + the optimizer step of the stage with
+ * the most local parameters; memory is the fullest stage's (1F1B: stage i holds min(pp - i, nmb)
+ * microbatches). Every stage is assembled as summarize_training assembles its first and last. */
+static void summarize_stages(const model_job_t *job, const model_block_t *moe, const model_block_t *dense,
+                             model_summary_t *out) {
+    const model_parallel_t *p = &job->par;
+    const model_training_t *t = &job->training;
+    const int64_t pp = p->pp, n_l = out->layers_per_stage, fd = job->model.moe.first_dense;
+    const double nmb = (double)out->n_microbatches;
+    const int64_t seqp = p->strategy == MODEL_STRATEGY_2D_SEQP ? p->tp2 : 1;
+    const int sharded = t->dp_comm == MODEL_DP_SHARDED || t->dp_comm == MODEL_DP_SHARDED_OVERLAP ||
+                        t->dp_comm == MODEL_DP_FSDP;
+    const double shards = sharded ? (double)(p->dp * seqp) : 1.0;
+    out->interleave = 1;
+    out->p2p_one_s = p2p_transfer_s(job, moe, &out->p2p_volume_gb);
+    const double p2p_mb_s = pp > 1 ? 2.0 * out->p2p_one_s : 0.0;
+
+    double max_s = 0.0, sum_s = 0.0, dp_max = -1.0, mem_max = -1.0, params_max = 0.0;
+    int64_t slow = 0;
+    model_summary_t dp_best, mem_best;
+    memset(&dp_best, 0, sizeof dp_best);
+    memset(&mem_best, 0, sizeof mem_best);
+    for (int64_t i = 0; i < pp; i++) {
+        const stage_mix_t mix = {moe, dense, stage_dense_blocks(fd, i, n_l)};
+        model_block_t sb;
+        stage_block(&mix, n_l, &sb);
+        const int first = i == 0, last = i == pp - 1;
+        double stage_s = (sb.t_fwd_s + sb.t_bwd_s) * (double)n_l + p2p_mb_s;
+        double w_gb = sb.weights_gb * (double)n_l, edge_acts_gb = 0.0;
+        if (first)
+            stage_s += moe->first_t_fwd_s + moe->first_t_bwd_s, w_gb += moe->first_weights_gb,
+                edge_acts_gb += moe->first_activations_gb;
+        if (last)
+            stage_s += moe->last_t_fwd_s + moe->last_t_bwd_s, w_gb += moe->last_weights_gb,
+                edge_acts_gb += moe->last_activations_gb;
+        if (first)
+            out->stage_fwd_bwd_s[0] = stage_s;
+        if (last)
+            out->stage_fwd_bwd_s[1] = stage_s;
+        sum_s += stage_s;
+        if (first || stage_s > max_s)
+            max_s = stage_s, slow = i;
+
+        model_summary_t dps = *out;
+        data_parallel_training(job, &sb, &mix, w_gb, &dps);
+        if (dps.dp_comm_s > dp_max)
+            dp_max = dps.dp_comm_s, dp_best = dps;
+
+        /* the local parameters; sharded with experts, theirs over the expert-data-parallel group */
+        const double params =
+            sharded && sb.expert_weights_gb > 0.0
+                ? optimizer_state_gb(job, &sb, w_gb, (double)n_l, shards) / 6.0 / job->system.element_gb
+                : w_gb / job->system.element_gb / shards;
+        params_max = fmax(params_max, params);
+
+        const double in_flight = (double)(pp - i < out->n_microbatches ? pp - i : out->n_microbatches);
+        model_summary_t parts;
+        double mem = stage_memory(job, &sb, w_gb, in_flight, edge_acts_gb, 0.0, &parts);
+        if (t->recompute == MODEL_RECOMPUTE_FULL) {
+            /* the block recomputed whole: the stage's largest, not the mean */
+            const double top_gb = fmax(mix.dense_n > 0 ? dense->activations_gb : 0.0,
+                                       mix.dense_n < n_l ? moe->activations_gb : 0.0);
+            parts.activations_gb += top_gb - sb.activations_gb;
+            mem += top_gb - sb.activations_gb;
+        }
+        if (mem > mem_max)
+            mem_max = mem, mem_best = parts;
+    }
+    out->slowest_stage = slow == 0 ? 0 : slow == pp - 1 ? 1 : 2;
+
+    /* breakdown of the work term: nmb x the slowest stage, its dense and its MoE blocks */
+    const int64_t ds = stage_dense_blocks(fd, slow, n_l);
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    add_layers(dense->layers, dense->n_layers, nmb * (double)ds, acc);
+    add_layers(moe->layers, moe->n_layers, nmb * (double)(n_l - ds), acc);
+    for (int i = 0; i < moe->n_edges; i++) {
+        const int emb = moe->edges[i].module == MODEL_MODULE_EMBEDDING;
+        if ((emb && slow == 0) || (!emb && slow == pp - 1))
+            add_layers(&moe->edges[i], 1, nmb, acc);
+    }
+    out->compute_s = acc[0];
+    out->memory_s = acc[1];
+    out->tp_comm_s = acc[2];
+    out->flops_per_gpu_tflop = acc[3];
+    out->pp_fwd_s = out->pp_bwd_s = pp > 1 ? nmb * out->p2p_one_s : 0.0;
+    out->pp_comm_s = out->pp_fwd_s + out->pp_bwd_s;
+    out->bubble_s = sum_s - max_s;
+
+    out->dp_allgather_one_s = dp_best.dp_allgather_one_s;
+    out->dp_reducescatter_one_s = dp_best.dp_reducescatter_one_s;
+    out->dp_allgather_s = dp_best.dp_allgather_s;
+    out->dp_reducescatter_s = dp_best.dp_reducescatter_s;
+    out->dp_allreduce_s = dp_best.dp_allreduce_s;
+    out->embedding_sync_s = dp_best.embedding_sync_s;
+    out->dp_comm_s = dp_best.dp_comm_s;
+    if (t->optimizer_step) {
+        out->optimizer_s = params_max * OPTIMIZER_BYTES_PER_PARAM * 1e-9 /
+                           (MODEL_I_HBM_EFFICIENCY * job->system.hbm_gb_per_s);
+        out->memory_s += out->optimizer_s;
+    }
+
+    out->weights_gb = mem_best.weights_gb;
+    out->grads_gb = mem_best.grads_gb;
+    out->optimizer_gb = mem_best.optimizer_gb;
+    out->activations_gb = mem_best.activations_gb;
+    out->fp8_weights_gb = mem_best.fp8_weights_gb;
+    out->fsdp_gathered_gb = mem_best.fsdp_gathered_gb;
+    out->memory_gb = mem_max;
+    out->fits = out->memory_gb <= job->system.hbm_capacity_gb;
+
+    out->iteration_time_s =
+        out->compute_s + out->memory_s + out->tp_comm_s + out->pp_comm_s + out->bubble_s + out->dp_comm_s;
+}
+
 /* Assemble the summary of a job whose block table is built. */
 static void summarize(const model_job_t *job, const model_block_t *blk, model_summary_t *out) {
     const model_parallel_t *p = &job->par;
@@ -405,6 +582,18 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
     out->block_activations_gb = blk->activations_gb;
     out->block_weights_gb = blk->weights_gb;
     out->experts_par = job->experts_par;
+    if (model_is_moe(&job->model) && job->model.moe.first_dense > 0) {
+        /* leading dense blocks: the dense block table beside the MoE one, stage by stage */
+        model_job_t dense_job = *job;
+        memset(&dense_job.model.moe, 0, sizeof dense_job.model.moe);
+        memset(&dense_job.experts_par, 0, sizeof dense_job.experts_par);
+        model_block_t dense;
+        model_block_build(&dense_job, &dense);
+        out->pipeline = job->training.pipeline;
+        summarize_stages(job, blk, &dense, out);
+        out->throughput_samples_per_s = (double)job->global_batch / out->iteration_time_s;
+        return;
+    }
     if (model_i_training_active(job)) {
         out->pipeline = job->training.pipeline;
         summarize_training(job, blk, out);
@@ -412,7 +601,7 @@ static void summarize(const model_job_t *job, const model_block_t *blk, model_su
         return;
     }
     const double nmb = (double)out->n_microbatches, n_l = (double)out->layers_per_stage;
-    data_parallel(job, blk, out);
+    data_parallel(job, blk, NULL, out);
     pipeline(job, blk, out);
     memory(job, blk, out);
     breakdown(blk, nmb * n_l, out);

@@ -126,7 +126,9 @@ typedef struct model_moe {
     int64_t topk;              /* experts per token k, 1..E */
     int64_t shared_experts;    /* experts every token visits (DeepSeek), >= 0 */
     int64_t expert_ffn_hidden; /* f_e of every expert; 0: the model's ffn_hidden */
-    int64_t first_dense;       /* leading blocks that stay dense (DeepSeek's first_k_dense_replace) */
+    int64_t first_dense;       /* leading blocks that stay dense (DeepSeek's first_k_dense_replace), in model
+                                  order on the first stages (model_estimate; docs/model-formulas.md,
+                                  section 18.3): plain 1F1B only; the simulated step refuses them */
     double capacity_factor;    /* 0: dropless (every routed token computed); > 0: an expert computes at
                                   most capacity_factor x its fair share T k / E of tokens */
 } model_moe_t;
@@ -646,7 +648,8 @@ typedef struct model_summary {
     double dp_allreduce_s;     /* MODEL_DP_ALLREDUCE: the gradient all-reduce; included in dp_comm_s */
     double embedding_sync_s;   /* tied-embedding gradient all-reduce first<->last stage; in dp_comm_s */
     double stage_fwd_bwd_s[2]; /* one microbatch on the first / last stage, p2p included */
-    int slowest_stage;         /* 0: first, 1: last (the work term is nmb x that stage's time) */
+    int slowest_stage;         /* 0: first, 1: last, 2: a middle one (leading dense blocks; the work term is
+                                  nmb x that stage's time) */
     model_expert_parallel_t experts_par; /* MoE: the ep and etp of the layout (zero: dense) */
     double fsdp_gathered_gb;   /* MODEL_DP_FSDP: the full parameters and gradients of the units in flight
                                   (4 x the largest unit: the one computing, the one prefetched, and in
@@ -665,6 +668,9 @@ typedef struct model_estimate {
  * microbatch is T_i = D/pp (t_fwd + t_bwd) + its edge layers + 2 v p2p; the iteration is
  * nmb max_i T_i + (sum_i T_i - max_i T_i) / v + the data-parallel communication + the optimizer
  * step. With equal stages and v = 1 this is the reference's nmb T + (pp-1) T. */
+/* A MoE with leading dense blocks (model.moe.first_dense > 0): stage i holds its share of them, timed
+ * from the dense block table (the job without experts), the rest from out->block (the MoE table),
+ * and the iteration is the same form over stages that differ (docs/model-formulas.md, section 18.3). */
 int model_estimate(const model_job_t *job, model_estimate_t *out);
 
 /* ---- throughput as people read it: model FLOPs, MFU, tokens ------------------------------ */

@@ -587,6 +587,13 @@ static int check_job(step_t *s) {
     memset(&issue, 0, sizeof issue);
     if (model_job_check(&s->job, &issue) != MODEL_OK)
         return step_fail(s, SIM_EINVAL, "job: %s: %s; allowed: %s", issue.field, issue.value, issue.allowed);
+    /* a stage's operations come from one block table (build_ops); the estimate places leading dense
+     * blocks (model/iteration.c), the step does not yet */
+    if (model_is_moe(&s->job.model) && s->job.model.moe.first_dense > 0)
+        return step_fail(s, SIM_EINVAL,
+                         "job: model.first_dense: %lld; allowed: 0 in the simulated step (leading dense "
+                         "blocks of a mixture of experts are estimated only: stepsim estimate)",
+                         (long long)s->job.model.moe.first_dense);
     s->ep = s->edp = s->etp = 1;
     s->moe = model_is_moe(&s->job.model) && model_moe_layers(&s->job.model) > 0;
     if (s->moe) {
