@@ -73,7 +73,9 @@ static step_wl_node_t *wb_node(wb_t *b, uint64_t id, step_wl_kind_t kind, int32_
     n->n_deps = n_deps;
     for (int32_t d = 0; d < n_deps; d++)
         b->w.deps[b->n_deps++] = deps[d];
-    snprintf(n->name, sizeof n->name, "node %llu", (unsigned long long)id);
+    char name[32];
+    snprintf(name, sizeof name, "node %llu", (unsigned long long)id);
+    assert_int_equal(step_workload_name_add(&b->w, name, &n->name), SIM_OK);
     return n;
 }
 

@@ -514,11 +514,8 @@ static int map_node(reader_t *rd, const ChakraProtoMsg__Node *m) {
     nd.group = -1;
     nd.start_hint_s = -1;
     nd.duration_s = 0;
-    if (m->name) { /* a truncated copy */
-        const size_t nl = strnlen(m->name, sizeof nd.name - 1);
-        memcpy(nd.name, m->name, nl);
-        nd.name[nl] = '\0';
-    }
+    if (m->name && m->name[0] && step_workload_name_add(rd->w, m->name, &nd.name) != SIM_OK)
+        return oom(rd); /* the name table: a truncated copy of each distinct name */
     const int type = (int)m->type;
     switch (type) {
     case CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE:
@@ -1020,6 +1017,7 @@ int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t 
     }
     if (rc == TRACE_OK)
         rc = finish_groups(&rd, files);
+    step_workload_names_done(out); /* the name table stays, its hash index goes */
     free(buf);
     free(rd.n_data);
     for (int32_t g = 0; g < rd.n_groups; g++) {
