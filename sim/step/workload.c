@@ -34,9 +34,9 @@ void step_workload_free(step_workload_t *w) {
 /* ---- node names: one table per workload ---------------------------------------------------------- */
 
 struct step_wl_name_index {
-    int64_t cap;    /* slots, a power of two, at least twice the names */
-    int32_t *slot;  /* [cap]: name index, -1 empty */
-    int64_t chars;  /* bytes used in name_chars */
+    int64_t cap;   /* slots, a power of two, at least twice the names */
+    int32_t *slot; /* [cap]: name index, -1 empty */
+    int64_t chars; /* bytes used in name_chars */
     int64_t cap_chars;
     int32_t cap_names;
 };
@@ -88,7 +88,8 @@ static int name_index_build(step_workload_t *w, int64_t need) {
         slot[k] = -1;
     for (int32_t i = 1; i < w->n_names; i++) {
         const char *p = w->name_chars + w->name_offset[i];
-        for (uint64_t h = wl_name_hash(p, strlen(p)) & (uint64_t)(cap - 1);; h = (h + 1) & (uint64_t)(cap - 1))
+        for (uint64_t h = wl_name_hash(p, strlen(p)) & (uint64_t)(cap - 1);;
+             h = (h + 1) & (uint64_t)(cap - 1))
             if (slot[h] < 0) {
                 slot[h] = i;
                 break;
@@ -298,26 +299,26 @@ typedef struct wl_build {
     int32_t ng;           /* groups, plus one for "every rank" (index w->n_groups) */
     int32_t *rank_of;     /* [n] */
     id_ix_t *ids;         /* [n] sorted by id within each rank's segment */
-    int64_t *dep_ix;      /* [deps]: the global index of each dependency */
-    int64_t *order;       /* [n]: per rank segment, the nodes in topological order */
-    int64_t *pos;         /* [n]: a node's position in its rank's order */
+    int32_t *dep_ix;      /* [deps]: the global index of each dependency */
+    int32_t *order;       /* [n]: per rank segment, the nodes in topological order */
+    int32_t *pos;         /* [n]: a node's position in its rank's order */
     uint64_t *member;     /* sorted rank << 32 | group of every membership */
     int64_t n_member;     /* memberships */
     int64_t *seq_count;   /* [n_member]: collectives of the group seen on the rank */
     int32_t *color;       /* [ng]: -1 unused */
     int32_t n_colors;     /* streams of collectives */
     int32_t *stream;      /* [n] */
-    int64_t *partner;     /* [n]: the matching end of a send or receive */
-    int64_t *inst;        /* [n]: a collective's instance */
+    int32_t *partner;     /* [n]: the matching end of a send or receive */
+    int32_t *inst;        /* [n]: a collective's instance */
     int64_t *inst_base;   /* [ng + 1] */
     int32_t *arrived;     /* [instances] */
     uint8_t *here;        /* [n]: a send or receive at the head of its stream */
     int32_t *op;          /* [n]: engine operation */
     int32_t *name_ix;     /* [n]: into names, -1: the kind's */
-    int64_t *add_order;   /* [n]: nodes in the order their operations were added */
+    int32_t *add_order;   /* [n]: nodes in the order their operations were added */
     int32_t streams;      /* per GPU, compute included */
     int64_t *list_off;    /* [n_ranks * streams + 1] */
-    int64_t *list;        /* [n] */
+    int32_t *list;        /* [n] */
     int64_t *cursor;      /* [n_ranks * streams] */
     int32_t *gbuf, *obuf; /* a collective's members and their operations */
 } wl_build_t;
@@ -486,9 +487,11 @@ static int check(wl_build_t *b) {
                                NODE_ARG(b, i), (unsigned long long)id, b->rank_of[i]);
             if (j == i)
                 return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: depends on itself", NODE_ARG(b, i));
-            b->dep_ix[k++] = j;
+            b->dep_ix[k++] = (int32_t)j;
         }
     }
+    free(b->ids); /* ids are resolved: the largest index array goes before the step grows */
+    b->ids = NULL;
     return SIM_OK;
 }
 
@@ -1026,13 +1029,23 @@ static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t m
 static int deps_and_meta(wl_build_t *b) {
     const step_workload_t *w = b->w;
     step_t *s = b->s;
-    int64_t *dstart = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *dstart);
-    if (!dstart)
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    int64_t k = 0;
-    for (int64_t i = 0; i < b->n; i++) {
-        dstart[i] = k;
+    /* dep_ix holds node i's dependencies from the sum of the earlier nodes' n_deps: that is its own
+     * deps_offset when the workload's deps are laid out in node order (the reader's and the export's),
+     * else the starts are counted into dstart */
+    int64_t k = 0, *dstart = NULL;
+    int compact = 1;
+    for (int64_t i = 0; i < b->n && compact; i++) {
+        compact = node(b, i)->n_deps == 0 || node(b, i)->deps_offset == k;
         k += node(b, i)->n_deps;
+    }
+    if (!compact) {
+        if (!(dstart = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *dstart)))
+            return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
+        k = 0;
+        for (int64_t i = 0; i < b->n; i++) {
+            dstart[i] = k;
+            k += node(b, i)->n_deps;
+        }
     }
     int rc = step_meta_reserve(s, (int32_t)b->n);
     s->wl_op_name = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *s->wl_op_name);
@@ -1041,8 +1054,9 @@ static int deps_and_meta(wl_build_t *b) {
     for (int64_t a = 0; a < b->n && !rc; a++) {
         const int64_t i = b->add_order[a];
         const step_wl_node_t *nd = node(b, i);
+        const int64_t d0 = dstart ? dstart[i] : nd->deps_offset;
         for (int32_t d = 0; d < nd->n_deps && !rc; d++)
-            if ((rc = sim_op_depend(s->e, b->op[i], b->op[b->dep_ix[dstart[i] + d]])))
+            if ((rc = sim_op_depend(s->e, b->op[i], b->op[b->dep_ix[d0 + d]])))
                 rc = engine_fail(b, rc, i);
         if (rc)
             break;
@@ -1086,6 +1100,18 @@ static int deps_and_meta(wl_build_t *b) {
     }
     free(dstart);
     return rc;
+}
+
+/* What only the ordering and add_ops need, freed before the engine's dependencies and the
+ * metadata grow the step (the import's peak). */
+static void free_ordering(wl_build_t *b) {
+    void **p[] = {(void **)&b->order,     (void **)&b->pos,    (void **)&b->stream, (void **)&b->inst,
+                  (void **)&b->here,      (void **)&b->list,   (void **)&b->cursor, (void **)&b->list_off,
+                  (void **)&b->seq_count, (void **)&b->member, (void **)&b->arrived};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        free(*p[i]);
+        *p[i] = NULL;
+    }
 }
 
 static void wl_build_free(wl_build_t *b) {
@@ -1223,6 +1249,8 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
                  : SIM_OK;
     if (!rc)
         rc = add_ops(&b, system, compute);
+    if (!rc)
+        free_ordering(&b);
     if (!rc)
         rc = deps_and_meta(&b);
     if (!rc)
