@@ -540,7 +540,7 @@ typedef struct step_sim_options {
     int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
     /* optional: simulate this workload (step_new_workload, with job->system and wl_compute, a
      * step_wl_compute_t) instead of the job's step; the job gives only its system, and the topology
-     * needs at least the workload's ranks */
+     * needs at least the workload's ranks; the step keeps none of it, so before_run may free it) */
     const struct step_workload *workload;
     int wl_compute;
 } step_sim_options_t;
