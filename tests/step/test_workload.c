@@ -354,6 +354,13 @@ static void test_errors(void **state) {
     const uint64_t d9 = 9;
     wb_node(&b, 0, STEP_WL_COMPUTE, 1, &d9)->duration_s = 1;
     expect_error(&b, 1, "rank 0 node 0: deps", "node 9 is not a node");
+    /* a name index outside the name table */
+    wb_init(&b, 1);
+    wb_rank(&b, 0);
+    step_wl_node_t *unnamed = wb_node(&b, 0, STEP_WL_COMPUTE, 0, NULL);
+    unnamed->duration_s = 1;
+    unnamed->name = b.w.n_names + 5;
+    expect_error(&b, 1, "rank 0 node 0: name", "the name table");
     /* two nodes with one id */
     wb_init(&b, 1);
     wb_rank(&b, 0);
@@ -559,12 +566,62 @@ static void test_export_refused(void **state) {
     sim_star_destroy(&star);
 }
 
+/* ---- the name table ------------------------------------------------------------------------------- */
+
+/* Names are interned: one index per distinct name (truncated to 63 bytes), "" and NULL are 0, the
+ * index survives step_workload_names_done (adding again rebuilds the hash), step_workload_name of
+ * an index out of range is "". */
+static void test_names(void **state) {
+    (void)state;
+    step_workload_t w;
+    memset(&w, 0, sizeof w);
+    int32_t a = -1, b = -1, c = -1, e = -1, z = -1;
+    assert_string_equal(step_workload_name(&w, 1), "");
+    assert_int_equal(step_workload_name_add(&w, "", &z), SIM_OK);
+    assert_int_equal(z, 0);
+    assert_int_equal(step_workload_name_add(&w, NULL, &z), SIM_OK);
+    assert_int_equal(z, 0);
+    assert_int_equal(step_workload_name_add(&w, "fwd mb 0", &a), SIM_OK);
+    assert_int_equal(step_workload_name_add(&w, "bwd mb 0", &b), SIM_OK);
+    assert_int_equal(step_workload_name_add(&w, "fwd mb 0", &c), SIM_OK);
+    assert_int_equal(a, 1);
+    assert_int_equal(b, 2);
+    assert_int_equal(c, a);
+    char longname[100];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    assert_int_equal(step_workload_name_add(&w, longname, &e), SIM_OK);
+    assert_int_equal(strlen(step_workload_name(&w, e)), 63);
+    longname[63] = '\0'; /* the same name once truncated */
+    assert_int_equal(step_workload_name_add(&w, longname, &c), SIM_OK);
+    assert_int_equal(c, e);
+    step_workload_names_done(&w);
+    assert_null(w.name_index);
+    /* thousands of names: the hash grows, every name keeps its index */
+    for (int i = 0; i < 5000; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "op %d", i);
+        int32_t k = -1;
+        assert_int_equal(step_workload_name_add(&w, nm, &k), SIM_OK);
+        assert_int_equal(k, 4 + i);
+    }
+    assert_int_equal(step_workload_name_add(&w, "bwd mb 0", &c), SIM_OK);
+    assert_int_equal(c, b);
+    assert_int_equal(w.n_names, 5004);
+    assert_string_equal(step_workload_name(&w, 4 + 4321), "op 4321");
+    assert_string_equal(step_workload_name(&w, 5004), "");
+    assert_string_equal(step_workload_name(&w, -1), "");
+    step_workload_free(&w);
+    assert_int_equal(w.n_names, 0);
+    assert_null(w.name_chars);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_ring), cmocka_unit_test(test_chain),
         cmocka_unit_test(test_compute_model),  cmocka_unit_test(test_errors),
         cmocka_unit_test(test_channels),       cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_export_refused),
+        cmocka_unit_test(test_export_refused), cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
