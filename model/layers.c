@@ -762,7 +762,8 @@ static void moe_ffn(const ctx_t *c, model_block_t *blk, double T) {
      * each on its share of the R routed rows (balanced routing, rounded up to whole rows), fw / et and
      * fe / et wide, and the shared experts' GEMMs whole on the T rows */
     const double m_e = routed > 0.0 ? ceil(R / routed) : 0.0, n_r = ceil(routed);
-    const double shapes[2][2][2] = {{{e, fw / et}, {fe / et, e}}, {{e, fw}, {fe, e}}}; /* [kind][fc] in, out */
+    const double shapes[2][2][2] = {{{e, fw / et}, {fe / et, e}},
+                                    {{e, fw}, {fe, e}}}; /* [kind][fc] in, out */
     const double rows[2] = {m_e, T}, count[2] = {n_r, shared};
     model_layer_t *const fcs[2] = {f1, f2};
     for (int i = 0; i < 2; i++)

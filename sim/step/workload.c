@@ -13,8 +13,10 @@
 #define WL_MAX_NAMES 16384
 #define WL_NAME 64
 #define WL_MAX_COLORS 63
-/* what the import holds per node while it builds (its index arrays), beside the step's per operation */
-#define WL_BUILD_BYTES_PER_NODE 112.0
+/* what the import holds per node at its peak (the workload itself, 96 bytes a node and 8 a dependency,
+ * and the build's index arrays), beside the step's per operation: the default job's 71 M-node import
+ * peaked at 241 bytes a node in all (docs/workloads.md), so 64 + 180 */
+#define WL_BUILD_BYTES_PER_NODE 180.0
 #define WL_MAX_STREAMS 64 /* the engine's communication streams per GPU */
 
 void step_workload_free(step_workload_t *w) {
@@ -25,7 +27,150 @@ void step_workload_free(step_workload_t *w) {
     free(w->deps);
     free(w->groups);
     free(w->group_ranks);
+    free(w->name_offset);
+    free(w->name_chars);
+    step_workload_names_done(w);
     memset(w, 0, sizeof *w);
+}
+
+/* ---- node names: one table per workload ---------------------------------------------------------- */
+
+struct step_wl_name_index {
+    int64_t cap;   /* slots, a power of two, at least twice the names */
+    int32_t *slot; /* [cap]: name index, -1 empty */
+    int64_t chars; /* bytes used in name_chars */
+    int64_t cap_chars;
+    int32_t cap_names;
+};
+
+static uint64_t wl_name_hash(const char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
+
+void step_workload_names_done(step_workload_t *w) {
+    if (w && w->name_index) {
+        free(w->name_index->slot);
+        free(w->name_index);
+        w->name_index = NULL;
+    }
+}
+
+const char *step_workload_name(const step_workload_t *w, int32_t i) {
+    if (!w || i <= 0 || i >= w->n_names || !w->name_offset || !w->name_chars)
+        return "";
+    return w->name_chars + w->name_offset[i];
+}
+
+/* (Re)build the hash index over the names already in the table, with room for at least `need`. */
+static int name_index_build(step_workload_t *w, int64_t need) {
+    int64_t cap = 1024;
+    while (cap < 2 * need)
+        cap *= 2;
+    struct step_wl_name_index *x = w->name_index;
+    if (!x) {
+        if (!(x = alloc_calloc(1, sizeof *x)))
+            return SIM_ENOMEM;
+        x->cap_names = w->n_names;
+        x->chars = x->cap_chars = 0;
+        for (int32_t i = 0; i < w->n_names; i++) { /* the end of the last name */
+            const int64_t e = w->name_offset[i] + (int64_t)strlen(w->name_chars + w->name_offset[i]) + 1;
+            if (e > x->chars)
+                x->chars = e;
+        }
+        x->cap_chars = x->chars;
+        w->name_index = x;
+    }
+    int32_t *slot = alloc_malloc((size_t)cap * sizeof *slot);
+    if (!slot)
+        return SIM_ENOMEM;
+    for (int64_t k = 0; k < cap; k++)
+        slot[k] = -1;
+    for (int32_t i = 1; i < w->n_names; i++) {
+        const char *p = w->name_chars + w->name_offset[i];
+        for (uint64_t h = wl_name_hash(p, strlen(p)) & (uint64_t)(cap - 1);;
+             h = (h + 1) & (uint64_t)(cap - 1))
+            if (slot[h] < 0) {
+                slot[h] = i;
+                break;
+            }
+    }
+    free(x->slot);
+    x->slot = slot;
+    x->cap = cap;
+    return SIM_OK;
+}
+
+int step_workload_name_add(step_workload_t *w, const char *name, int32_t *out) {
+    const size_t n = name ? strnlen(name, 63) : 0;
+    if (n == 0) {
+        *out = 0;
+        return SIM_OK;
+    }
+    if (w->n_names == 0) { /* name 0: "" */
+        int64_t *off = alloc_malloc(64 * sizeof *off);
+        char *ch = alloc_malloc(4096);
+        if (!off || !ch) {
+            free(off);
+            free(ch);
+            return SIM_ENOMEM;
+        }
+        step_workload_names_done(w);
+        free(w->name_offset);
+        free(w->name_chars);
+        ch[0] = '\0';
+        off[0] = 0;
+        w->name_offset = off;
+        w->name_chars = ch;
+        w->n_names = 1;
+        if (!(w->name_index = alloc_calloc(1, sizeof *w->name_index)))
+            return SIM_ENOMEM;
+        w->name_index->chars = 1;
+        w->name_index->cap_chars = 4096;
+        w->name_index->cap_names = 64;
+    }
+    if ((!w->name_index || 2 * ((int64_t)w->n_names + 1) > w->name_index->cap) &&
+        name_index_build(w, 2 * ((int64_t)w->n_names + 1)) != SIM_OK)
+        return SIM_ENOMEM;
+    struct step_wl_name_index *x = w->name_index;
+    const uint64_t mask = (uint64_t)(x->cap - 1);
+    uint64_t h = wl_name_hash(name, n) & mask;
+    for (; x->slot[h] >= 0; h = (h + 1) & mask) {
+        const char *p = w->name_chars + w->name_offset[x->slot[h]];
+        if (strncmp(p, name, n) == 0 && p[n] == '\0') {
+            *out = x->slot[h];
+            return SIM_OK;
+        }
+    }
+    if (w->n_names == INT32_MAX)
+        return SIM_ENOMEM;
+    if (w->n_names >= x->cap_names) {
+        const int32_t c = x->cap_names > INT32_MAX / 2 ? INT32_MAX : 2 * x->cap_names;
+        int64_t *off = alloc_realloc(w->name_offset, (size_t)c * sizeof *off);
+        if (!off)
+            return SIM_ENOMEM;
+        w->name_offset = off;
+        x->cap_names = c;
+    }
+    if (x->chars + (int64_t)n + 1 > x->cap_chars) {
+        int64_t c = x->cap_chars ? x->cap_chars : 4096;
+        while (c < x->chars + (int64_t)n + 1)
+            c *= 2;
+        char *ch = alloc_realloc(w->name_chars, (size_t)c);
+        if (!ch)
+            return SIM_ENOMEM;
+        w->name_chars = ch;
+        x->cap_chars = c;
+    }
+    memcpy(w->name_chars + x->chars, name, n);
+    w->name_chars[x->chars + (int64_t)n] = '\0';
+    w->name_offset[w->n_names] = x->chars;
+    x->chars += (int64_t)n + 1;
+    x->slot[h] = w->n_names;
+    *out = w->n_names++;
+    return SIM_OK;
 }
 
 const char *step_wl_compute_name(step_wl_compute_t c) {
@@ -156,26 +301,26 @@ typedef struct wl_build {
     int32_t ng;           /* groups, plus one for "every rank" (index w->n_groups) */
     int32_t *rank_of;     /* [n] */
     id_ix_t *ids;         /* [n] sorted by id within each rank's segment */
-    int64_t *dep_ix;      /* [deps]: the global index of each dependency */
-    int64_t *order;       /* [n]: per rank segment, the nodes in topological order */
-    int64_t *pos;         /* [n]: a node's position in its rank's order */
+    int32_t *dep_ix;      /* [deps]: the global index of each dependency */
+    int32_t *order;       /* [n]: per rank segment, the nodes in topological order */
+    int32_t *pos;         /* [n]: a node's position in its rank's order */
     uint64_t *member;     /* sorted rank << 32 | group of every membership */
     int64_t n_member;     /* memberships */
     int64_t *seq_count;   /* [n_member]: collectives of the group seen on the rank */
     int32_t *color;       /* [ng]: -1 unused */
     int32_t n_colors;     /* streams of collectives */
     int32_t *stream;      /* [n] */
-    int64_t *partner;     /* [n]: the matching end of a send or receive */
-    int64_t *inst;        /* [n]: a collective's instance */
+    int32_t *partner;     /* [n]: the matching end of a send or receive */
+    int32_t *inst;        /* [n]: a collective's instance */
     int64_t *inst_base;   /* [ng + 1] */
     int32_t *arrived;     /* [instances] */
     uint8_t *here;        /* [n]: a send or receive at the head of its stream */
     int32_t *op;          /* [n]: engine operation */
     int32_t *name_ix;     /* [n]: into names, -1: the kind's */
-    int64_t *add_order;   /* [n]: nodes in the order their operations were added */
+    int32_t *add_order;   /* [n]: nodes in the order their operations were added */
     int32_t streams;      /* per GPU, compute included */
     int64_t *list_off;    /* [n_ranks * streams + 1] */
-    int64_t *list;        /* [n] */
+    int32_t *list;        /* [n] */
     int64_t *cursor;      /* [n_ranks * streams] */
     int32_t *gbuf, *obuf; /* a collective's members and their operations */
 } wl_build_t;
@@ -313,6 +458,9 @@ static int check(wl_build_t *b) {
             (nd->peer < 0 || nd->peer >= w->n_ranks || nd->peer == r))
             return wl_fail(b, SIM_EINVAL, NODE_FMT "peer %d; allowed: another rank in 0..%d", NODE_ARG(b, i),
                            nd->peer, w->n_ranks - 1);
+        if (nd->name < 0 || (nd->name > 0 && (nd->name >= w->n_names || !w->name_offset || !w->name_chars)))
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "name %d; allowed: 0..%d (the name table)", NODE_ARG(b, i),
+                           nd->name, w->n_names > 0 ? w->n_names - 1 : 0);
         if (nd->n_deps < 0 || nd->deps_offset < 0 || (nd->n_deps > 0 && !w->deps))
             return wl_fail(b, SIM_EINVAL, NODE_FMT "n_deps %d at %lld", NODE_ARG(b, i), nd->n_deps,
                            (long long)nd->deps_offset);
@@ -341,9 +489,11 @@ static int check(wl_build_t *b) {
                                NODE_ARG(b, i), (unsigned long long)id, b->rank_of[i]);
             if (j == i)
                 return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: depends on itself", NODE_ARG(b, i));
-            b->dep_ix[k++] = j;
+            b->dep_ix[k++] = (int32_t)j;
         }
     }
+    free(b->ids); /* ids are resolved: the largest index array goes before the step grows */
+    b->ids = NULL;
     return SIM_OK;
 }
 
@@ -645,71 +795,35 @@ static int streams(wl_build_t *b) {
     return rc;
 }
 
-/* Names: the distinct node names copied once (the engine borrows them), -1 past WL_MAX_NAMES. */
-static uint64_t name_hash(const char *p) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (int i = 0; i < WL_NAME && p[i]; i++)
-        h = (h ^ (uint8_t)p[i]) * 0x100000001b3ULL;
-    return h;
-}
-
+/* Names: the distinct node names copied once (the engine borrows them), numbered in order of first
+ * use by a node, -1 past WL_MAX_NAMES. */
 static int names(wl_build_t *b) {
     const int64_t n = b->n;
-    int64_t cap = 1024, nn = 0, cap_rep = 512;
-    int64_t *tab = alloc_malloc((size_t)cap * sizeof *tab);
-    int64_t *rep = alloc_malloc((size_t)cap_rep * sizeof *rep);
+    const step_workload_t *w = b->w;
+    const int32_t nt = w->n_names > 0 ? w->n_names : 1;
+    int32_t *first = alloc_malloc((size_t)nt * sizeof *first);
+    int32_t *rep = alloc_malloc((size_t)nt * sizeof *rep);
     b->name_ix = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->name_ix);
-    int rc = !tab || !rep || !b->name_ix ? SIM_ENOMEM : SIM_OK;
-    for (int64_t i = 0; i < cap && tab; i++)
-        tab[i] = -1;
+    int rc = !first || !rep || !b->name_ix ? SIM_ENOMEM : SIM_OK;
+    int32_t nn = 0;
+    for (int32_t k = 0; k < nt && !rc; k++)
+        first[k] = -1;
     for (int64_t i = 0; i < n && !rc; i++) {
-        const char *nm = node(b, i)->name;
+        const int32_t t = node(b, i)->name;
         b->name_ix[i] = -1;
-        if (!nm[0])
+        if (t <= 0 || !step_workload_name(w, t)[0])
             continue;
-        if (2 * (nn + 1) > cap) { /* grow the table and the representatives */
-            const int64_t nc = 2 * cap;
-            int64_t *t2 = alloc_malloc((size_t)nc * sizeof *t2),
-                    *r2 = alloc_realloc(rep, (size_t)nc / 2 * sizeof *r2);
-            if (r2)
-                rep = r2;
-            if (!t2 || !r2) {
-                free(t2);
-                rc = SIM_ENOMEM;
-                break;
-            }
-            for (int64_t k = 0; k < nc; k++)
-                t2[k] = -1;
-            for (int64_t k = 0; k < nn; k++) {
-                uint64_t h = name_hash(node(b, rep[k])->name) & (uint64_t)(nc - 1);
-                while (t2[h] >= 0)
-                    h = (h + 1) & (uint64_t)(nc - 1);
-                t2[h] = k;
-            }
-            free(tab);
-            tab = t2;
-            cap = nc;
+        if (first[t] < 0) {
+            rep[nn] = t;
+            first[t] = nn++;
         }
-        for (uint64_t k = name_hash(nm) & (uint64_t)(cap - 1);; k = (k + 1) & (uint64_t)(cap - 1)) {
-            if (tab[k] < 0) {
-                rep[nn] = i;
-                tab[k] = nn;
-                b->name_ix[i] = (int32_t)nn++;
-                break;
-            }
-            if (strncmp(node(b, rep[tab[k]])->name, nm, WL_NAME) == 0) {
-                b->name_ix[i] = (int32_t)tab[k];
-                break;
-            }
-        }
+        b->name_ix[i] = first[t];
     }
     if (!rc && !(b->s->wl_names = alloc_malloc((size_t)(nn ? nn : 1) * WL_NAME)))
         rc = SIM_ENOMEM;
-    for (int64_t k = 0; !rc && k < nn; k++) {
-        memcpy(b->s->wl_names + (size_t)k * WL_NAME, node(b, rep[k])->name, WL_NAME);
-        b->s->wl_names[(size_t)k * WL_NAME + WL_NAME - 1] = '\0';
-    }
-    free(tab);
+    for (int32_t k = 0; !rc && k < nn; k++)
+        snprintf(b->s->wl_names + (size_t)k * WL_NAME, WL_NAME, "%s", step_workload_name(w, rep[k]));
+    free(first);
     free(rep);
     return rc ? wl_fail(b, SIM_ENOMEM, "workload: out of memory") : SIM_OK;
 }
@@ -917,13 +1031,23 @@ static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t m
 static int deps_and_meta(wl_build_t *b) {
     const step_workload_t *w = b->w;
     step_t *s = b->s;
-    int64_t *dstart = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *dstart);
-    if (!dstart)
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    int64_t k = 0;
-    for (int64_t i = 0; i < b->n; i++) {
-        dstart[i] = k;
+    /* dep_ix holds node i's dependencies from the sum of the earlier nodes' n_deps: that is its own
+     * deps_offset when the workload's deps are laid out in node order (the reader's and the export's),
+     * else the starts are counted into dstart */
+    int64_t k = 0, *dstart = NULL;
+    int compact = 1;
+    for (int64_t i = 0; i < b->n && compact; i++) {
+        compact = node(b, i)->n_deps == 0 || node(b, i)->deps_offset == k;
         k += node(b, i)->n_deps;
+    }
+    if (!compact) {
+        if (!(dstart = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *dstart)))
+            return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
+        k = 0;
+        for (int64_t i = 0; i < b->n; i++) {
+            dstart[i] = k;
+            k += node(b, i)->n_deps;
+        }
     }
     int rc = step_meta_reserve(s, (int32_t)b->n);
     s->wl_op_name = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *s->wl_op_name);
@@ -932,8 +1056,9 @@ static int deps_and_meta(wl_build_t *b) {
     for (int64_t a = 0; a < b->n && !rc; a++) {
         const int64_t i = b->add_order[a];
         const step_wl_node_t *nd = node(b, i);
+        const int64_t d0 = dstart ? dstart[i] : nd->deps_offset;
         for (int32_t d = 0; d < nd->n_deps && !rc; d++)
-            if ((rc = sim_op_depend(s->e, b->op[i], b->op[b->dep_ix[dstart[i] + d]])))
+            if ((rc = sim_op_depend(s->e, b->op[i], b->op[b->dep_ix[d0 + d]])))
                 rc = engine_fail(b, rc, i);
         if (rc)
             break;
@@ -977,6 +1102,18 @@ static int deps_and_meta(wl_build_t *b) {
     }
     free(dstart);
     return rc;
+}
+
+/* What only the ordering and add_ops need, freed before the engine's dependencies and the
+ * metadata grow the step (the import's peak). */
+static void free_ordering(wl_build_t *b) {
+    void **p[] = {(void **)&b->order,     (void **)&b->pos,    (void **)&b->stream, (void **)&b->inst,
+                  (void **)&b->here,      (void **)&b->list,   (void **)&b->cursor, (void **)&b->list_off,
+                  (void **)&b->seq_count, (void **)&b->member, (void **)&b->arrived};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        free(*p[i]);
+        *p[i] = NULL;
+    }
 }
 
 static void wl_build_free(wl_build_t *b) {
@@ -1115,6 +1252,8 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
     if (!rc)
         rc = add_ops(&b, system, compute);
     if (!rc)
+        free_ordering(&b);
+    if (!rc)
         rc = deps_and_meta(&b);
     if (!rc)
         s->op_end = sim_op_count(s->e);
@@ -1141,7 +1280,7 @@ typedef struct ex_groups {
 } ex_groups_t;
 
 static uint64_t group_hash(const char *name, const int32_t *gpus, int32_t n) {
-    uint64_t h = name_hash(name);
+    uint64_t h = wl_name_hash(name, strnlen(name, WL_NAME));
     for (int32_t i = 0; i < n; i++)
         h = (h ^ (uint32_t)gpus[i]) * 0x100000001b3ULL;
     return h ^ (h >> 29);
@@ -1335,7 +1474,10 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
         step_wl_node_t *n = &out->nodes[off[d.gpu]++];
         memset(n, 0, sizeof *n);
         n->id = (uint64_t)op;
-        step_op_label(s, op, n->name, sizeof n->name);
+        char label[WL_NAME];
+        step_op_label(s, op, label, sizeof label);
+        if (step_workload_name_add(out, label, &n->name) != SIM_OK)
+            rc = SIM_ENOMEM;
         n->duration_s = -1.0;
         n->peer = -1;
         n->group = -1;
@@ -1412,5 +1554,6 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
     out->n_groups = gx.n;
     out->groups = gx.g;
     out->group_ranks = gx.ranks;
+    step_workload_names_done(out);
     return SIM_OK;
 }

@@ -213,8 +213,8 @@ static void test_fp8_param_gather(void **state) {
             const double blk_gb = bf16_gather.block.weights_gb;
             const double stored_gb = blk_gb - fp8_gather.block.fp8_param_saving_gb;
             assert_true(fp8_gather.block.fp8_param_saving_gb > 0.4 * blk_gb && stored_gb < 0.6 * blk_gb);
-            const double ag_s = model_collective_time_s(&job.system, job.compat, MODEL_COLL_ALLGATHER,
-                                                        stored_gb, sp.dp, 1);
+            const double ag_s =
+                model_collective_time_s(&job.system, job.compat, MODEL_COLL_ALLGATHER, stored_gb, sp.dp, 1);
             assert_true(fabs(su.dp_allgather_one_s - ag_s) <= 1e-12 * ag_s);
             assert_true(fabs(su.dp_reducescatter_one_s - bf16_gather.summary.dp_reducescatter_one_s) <=
                         1e-12 * su.dp_reducescatter_one_s);

@@ -73,7 +73,9 @@ static step_wl_node_t *wb_node(wb_t *b, uint64_t id, step_wl_kind_t kind, int32_
     n->n_deps = n_deps;
     for (int32_t d = 0; d < n_deps; d++)
         b->w.deps[b->n_deps++] = deps[d];
-    snprintf(n->name, sizeof n->name, "node %llu", (unsigned long long)id);
+    char name[32];
+    snprintf(name, sizeof name, "node %llu", (unsigned long long)id);
+    assert_int_equal(step_workload_name_add(&b->w, name, &n->name), SIM_OK);
     return n;
 }
 
@@ -352,6 +354,13 @@ static void test_errors(void **state) {
     const uint64_t d9 = 9;
     wb_node(&b, 0, STEP_WL_COMPUTE, 1, &d9)->duration_s = 1;
     expect_error(&b, 1, "rank 0 node 0: deps", "node 9 is not a node");
+    /* a name index outside the name table */
+    wb_init(&b, 1);
+    wb_rank(&b, 0);
+    step_wl_node_t *unnamed = wb_node(&b, 0, STEP_WL_COMPUTE, 0, NULL);
+    unnamed->duration_s = 1;
+    unnamed->name = b.w.n_names + 5;
+    expect_error(&b, 1, "rank 0 node 0: name", "the name table");
     /* two nodes with one id */
     wb_init(&b, 1);
     wb_rank(&b, 0);
@@ -432,6 +441,45 @@ static void roundtrip(const model_job_t *job, step_config_t cfg, const sim_netwo
         fail_msg("%s", err);
     const double ta = run_time(a), tb = run_time(b);
     assert_true(fabs(ta - tb) <= 1e-9 * ta);
+    /* the same workload with its dependencies laid out in reverse node order (the reader and the
+     * export lay them out in node order, which the import uses directly): the same times */
+    {
+        step_workload_t w3 = w;
+        const int64_t nn = w.rank_nodes_offset[w.n_ranks];
+        int64_t n_deps = 0;
+        for (int64_t i = 0; i < nn; i++)
+            n_deps += w.nodes[i].n_deps;
+        assert_true(n_deps > 0);
+        w3.nodes = malloc((size_t)nn * sizeof *w3.nodes);
+        w3.deps = malloc((size_t)n_deps * sizeof *w3.deps);
+        assert_non_null(w3.nodes);
+        assert_non_null(w3.deps);
+        memcpy(w3.nodes, w.nodes, (size_t)nn * sizeof *w3.nodes);
+        int64_t k = 0;
+        for (int64_t i = nn - 1; i >= 0; i--) {
+            w3.nodes[i].deps_offset = k;
+            memcpy(w3.deps + k, w.deps + w.nodes[i].deps_offset, (size_t)w.nodes[i].n_deps * sizeof *w3.deps);
+            k += w.nodes[i].n_deps;
+        }
+        step_t *c = NULL;
+        if (step_new_workload(&w3, &cfg, net, &job->system, STEP_WL_COMPUTE_TRACE, &c, err, sizeof err) !=
+            SIM_OK)
+            fail_msg("%s", err);
+        assert_true(run_time(c) == tb);
+        const sim_engine_t *eb = step_engine(b), *ec = step_engine(c);
+        assert_int_equal(sim_op_count(ec), sim_op_count(eb));
+        for (sim_op_id_t op = 0; op < sim_op_count(eb); op++) {
+            sim_time_ps_t sb, fb, sc, fc;
+            sim_op_times(eb, op, &sb, &fb);
+            sim_op_times(ec, op, &sc, &fc);
+            if (sb != sc || fb != fc)
+                fail_msg("deps out of node order: operation %d: %lld..%lld against %lld..%lld", op,
+                         (long long)sb, (long long)fb, (long long)sc, (long long)fc);
+        }
+        step_free(c);
+        free(w3.nodes);
+        free(w3.deps);
+    }
     /* every operation, added in the same order, runs at the same times */
     const sim_engine_t *ea = step_engine(a), *eb = step_engine(b);
     assert_int_equal(sim_op_count(ea), sim_op_count(eb));
@@ -518,12 +566,62 @@ static void test_export_refused(void **state) {
     sim_star_destroy(&star);
 }
 
+/* ---- the name table ------------------------------------------------------------------------------- */
+
+/* Names are interned: one index per distinct name (truncated to 63 bytes), "" and NULL are 0, the
+ * index survives step_workload_names_done (adding again rebuilds the hash), step_workload_name of
+ * an index out of range is "". */
+static void test_names(void **state) {
+    (void)state;
+    step_workload_t w;
+    memset(&w, 0, sizeof w);
+    int32_t a = -1, b = -1, c = -1, e = -1, z = -1;
+    assert_string_equal(step_workload_name(&w, 1), "");
+    assert_int_equal(step_workload_name_add(&w, "", &z), SIM_OK);
+    assert_int_equal(z, 0);
+    assert_int_equal(step_workload_name_add(&w, NULL, &z), SIM_OK);
+    assert_int_equal(z, 0);
+    assert_int_equal(step_workload_name_add(&w, "fwd mb 0", &a), SIM_OK);
+    assert_int_equal(step_workload_name_add(&w, "bwd mb 0", &b), SIM_OK);
+    assert_int_equal(step_workload_name_add(&w, "fwd mb 0", &c), SIM_OK);
+    assert_int_equal(a, 1);
+    assert_int_equal(b, 2);
+    assert_int_equal(c, a);
+    char longname[100];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    assert_int_equal(step_workload_name_add(&w, longname, &e), SIM_OK);
+    assert_int_equal(strlen(step_workload_name(&w, e)), 63);
+    longname[63] = '\0'; /* the same name once truncated */
+    assert_int_equal(step_workload_name_add(&w, longname, &c), SIM_OK);
+    assert_int_equal(c, e);
+    step_workload_names_done(&w);
+    assert_null(w.name_index);
+    /* thousands of names: the hash grows, every name keeps its index */
+    for (int i = 0; i < 5000; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "op %d", i);
+        int32_t k = -1;
+        assert_int_equal(step_workload_name_add(&w, nm, &k), SIM_OK);
+        assert_int_equal(k, 4 + i);
+    }
+    assert_int_equal(step_workload_name_add(&w, "bwd mb 0", &c), SIM_OK);
+    assert_int_equal(c, b);
+    assert_int_equal(w.n_names, 5004);
+    assert_string_equal(step_workload_name(&w, 4 + 4321), "op 4321");
+    assert_string_equal(step_workload_name(&w, 5004), "");
+    assert_string_equal(step_workload_name(&w, -1), "");
+    step_workload_free(&w);
+    assert_int_equal(w.n_names, 0);
+    assert_null(w.name_chars);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_ring), cmocka_unit_test(test_chain),
         cmocka_unit_test(test_compute_model),  cmocka_unit_test(test_errors),
         cmocka_unit_test(test_channels),       cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_export_refused),
+        cmocka_unit_test(test_export_refused), cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -167,7 +167,7 @@ static void test_compute_model(void **state) {
     for (int r = 0; r < 2; r++) {
         nodes[r].id = 1;
         nodes[r].kind = STEP_WL_COMPUTE;
-        snprintf(nodes[r].name, sizeof nodes[r].name, "gemm");
+        nodes[r].name = 1; /* "gemm" in the name table below */
         nodes[r].duration_s = -1.0;
         nodes[r].flops = r ? 2e15 : 1e15;
         nodes[r].mem_bytes = 1e9;
@@ -176,7 +176,14 @@ static void test_compute_model(void **state) {
         nodes[r].start_hint_s = -1;
     }
     int64_t off[3] = {0, 1, 2};
-    step_workload_t w = {.n_ranks = 2, .rank_nodes_offset = off, .nodes = nodes};
+    int64_t name_offset[2] = {0, 1};
+    char name_chars[] = "\0gemm";
+    step_workload_t w = {.n_ranks = 2,
+                         .rank_nodes_offset = off,
+                         .nodes = nodes,
+                         .n_names = 2,
+                         .name_offset = name_offset,
+                         .name_chars = name_chars};
     char err[300];
     if (trace_chakra_write(dir, "gemm", &w, err, sizeof err) != TRACE_OK)
         fail_msg("%s", err);

@@ -53,7 +53,8 @@ static inline step_wl_node_t *cs_node(cs_build_t *b, int32_t r, uint64_t id, ste
     memset(nd, 0, sizeof *nd);
     nd->id = id;
     nd->kind = kind;
-    snprintf(nd->name, sizeof nd->name, "%s", name);
+    if (step_workload_name_add(&b->w, name, &nd->name) != SIM_OK)
+        abort();
     nd->duration_s = 0;
     nd->peer = -1;
     nd->group = -1;
@@ -241,16 +242,17 @@ static inline int cs_compare(const step_workload_t *a, const step_workload_t *b)
                     (long long)b->rank_nodes_offset[r]);
     for (int64_t i = 0; i < a->rank_nodes_offset[a->n_ranks]; i++) {
         const step_wl_node_t *x = &a->nodes[i], *y = &b->nodes[i];
-        if (x->id != y->id || x->kind != y->kind || strcmp(x->name, y->name) != 0 ||
+        if (x->id != y->id || x->kind != y->kind ||
+            strcmp(step_workload_name(a, x->name), step_workload_name(b, y->name)) != 0 ||
             x->duration_s != y->duration_s || x->flops != y->flops || x->mem_bytes != y->mem_bytes ||
             x->comm_bytes != y->comm_bytes || x->peer != y->peer || x->tag != y->tag ||
             x->group != y->group || x->n_deps != y->n_deps || (x->kind == STEP_WL_COLL && x->coll != y->coll))
             CS_DIFF("node %lld (id %llu, %s): differs: kind %d/%d dur %.17g/%.17g flops %.17g/%.17g bytes "
                     "%.17g/%.17g comm %.17g/%.17g peer %d/%d tag %lld/%lld group %d/%d deps %d/%d\n",
-                    (long long)i, (unsigned long long)x->id, x->name, x->kind, y->kind, x->duration_s,
-                    y->duration_s, x->flops, y->flops, x->mem_bytes, y->mem_bytes, x->comm_bytes,
-                    y->comm_bytes, x->peer, y->peer, (long long)x->tag, (long long)y->tag, x->group, y->group,
-                    x->n_deps, y->n_deps);
+                    (long long)i, (unsigned long long)x->id, step_workload_name(a, x->name), x->kind, y->kind,
+                    x->duration_s, y->duration_s, x->flops, y->flops, x->mem_bytes, y->mem_bytes,
+                    x->comm_bytes, y->comm_bytes, x->peer, y->peer, (long long)x->tag, (long long)y->tag,
+                    x->group, y->group, x->n_deps, y->n_deps);
         if (x->n_deps > 0 &&
             memcmp(a->deps + x->deps_offset, b->deps + y->deps_offset, (size_t)x->n_deps * sizeof *a->deps))
             CS_DIFF("node %lld (id %llu): dependencies differ\n", (long long)i, (unsigned long long)x->id);

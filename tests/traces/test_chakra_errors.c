@@ -591,6 +591,13 @@ static void test_check(void **state) {
     assert_int_equal(trace_chakra_check(&b.w, err, sizeof err), TRACE_EINVAL);
     assert_string_equal(err, "rank 0: node 2: deps: 12345: no node 12345 in this rank");
     b.w.deps[0] = 1;
+    const int32_t name0 = n0->name;
+    n0->name = b.w.n_names; /* one past the name table */
+    assert_int_equal(trace_chakra_check(&b.w, err, sizeof err), TRACE_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "rank 0: node 1: name: %d: not an index of the name table", b.w.n_names);
+    assert_string_equal(err, want);
+    n0->name = name0;
     assert_int_equal(trace_chakra_check(&b.w, err, sizeof err), TRACE_OK);
     assert_int_equal(trace_chakra_write(dir, "", &b.w, err, sizeof err), TRACE_EINVAL);
     assert_string_equal(err, "name: \"\": not a file name (non-empty, without '/')");

@@ -73,7 +73,7 @@ static void check_astra(const step_workload_t *w, int32_t n) {
         assert_int_equal(nd->peer, -1);
         char name[64];
         snprintf(name, sizeof name, "all_reduce_%dnpus_1024MB", n);
-        assert_string_equal(nd->name, name);
+        assert_string_equal(step_workload_name(w, nd->name), name);
     }
     assert_int_equal(w->rank_nodes_offset[n], n);
 }

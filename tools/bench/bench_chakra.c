@@ -67,7 +67,12 @@ static void build(step_workload_t *w, int32_t ranks, int64_t per) {
             nd->peer = -1;
             nd->group = -1;
             nd->start_hint_s = -1;
-            snprintf(nd->name, sizeof nd->name, "op %lld", (long long)i);
+            char name[32];
+            snprintf(name, sizeof name, "op %lld", (long long)i);
+            if (step_workload_name_add(w, name, &nd->name) != SIM_OK) {
+                fprintf(stderr, "bench_chakra: out of memory\n");
+                exit(1);
+            }
             nd->deps_offset = d;
             if (i > 0)
                 w->deps[d + nd->n_deps++] = (uint64_t)(i - 1);

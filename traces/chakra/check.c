@@ -213,6 +213,8 @@ static int check_node(const step_workload_t *w, int32_t r, const step_wl_node_t 
                       size_t err_size) {
     if (nd->kind < STEP_WL_COMPUTE || nd->kind > STEP_WL_COLL)
         return bad(err, err_size, r, nd, "kind", nd->kind, "not a node kind (0..3)");
+    if (nd->name < 0 || (nd->name > 0 && (nd->name >= w->n_names || !w->name_offset || !w->name_chars)))
+        return bad(err, err_size, r, nd, "name", nd->name, "not an index of the name table");
     if (nd->kind == STEP_WL_COMPUTE) {
         if (isnan(nd->duration_s) || nd->duration_s > CHAKRA_MAX_DURATION_S)
             return bad(err, err_size, r, nd, "duration_s", nd->duration_s,

@@ -105,6 +105,8 @@ typedef struct reader {
     int64_t cap_n_data;
     group_acc_t *groups;
     int32_t n_groups, cap_groups, last_group;
+    int32_t *group_slot; /* group_find's hash over pg_name: group index, -1 empty */
+    int64_t group_slots; /* a power of two, at least twice n_groups; 0 before the first group */
     uint64_t *seen_keys; /* dep_seen's set */
     uint8_t *seen_used;
     int64_t seen_cap, seen_n;
@@ -279,13 +281,49 @@ static int attr_int(reader_t *rd, uint64_t id, const ChakraProtoMsg__AttributePr
 
 /* ---- groups ---------------------------------------------------------------------------------- */
 
+static uint64_t group_hash(const char *p) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
+
+/* The group named name, -1 if none: a hash lookup (a rank's collectives alternate between its
+ * groups, and a workload may have thousands). */
 static int32_t group_find(reader_t *rd, const char *name) {
     if (rd->last_group >= 0 && strcmp(rd->groups[rd->last_group].pg_name, name) == 0)
         return rd->last_group;
-    for (int32_t g = 0; g < rd->n_groups; g++)
-        if (strcmp(rd->groups[g].pg_name, name) == 0)
-            return rd->last_group = g;
+    if (rd->group_slots == 0)
+        return -1;
+    const uint64_t mask = (uint64_t)rd->group_slots - 1;
+    for (uint64_t h = group_hash(name) & mask; rd->group_slot[h] >= 0; h = (h + 1) & mask)
+        if (strcmp(rd->groups[rd->group_slot[h]].pg_name, name) == 0)
+            return rd->last_group = rd->group_slot[h];
     return -1;
+}
+
+/* Put group g into the hash, growing it first when it would be more than half full. */
+static int group_index(reader_t *rd, int32_t g) {
+    if (2 * ((int64_t)g + 1) > rd->group_slots) {
+        const int64_t cap = rd->group_slots ? 2 * rd->group_slots : 256;
+        int32_t *slot = alloc_malloc((size_t)cap * sizeof *slot);
+        if (!slot)
+            return TRACE_ENOMEM;
+        for (int64_t k = 0; k < cap; k++)
+            slot[k] = -1;
+        free(rd->group_slot);
+        rd->group_slot = slot;
+        rd->group_slots = cap;
+        for (int32_t k = 0; k < g; k++)
+            if (group_index(rd, k) != TRACE_OK)
+                return TRACE_ENOMEM; /* (cannot happen: the table is large enough) */
+    }
+    const uint64_t mask = (uint64_t)rd->group_slots - 1;
+    uint64_t h = group_hash(rd->groups[g].pg_name) & mask;
+    while (rd->group_slot[h] >= 0)
+        h = (h + 1) & mask;
+    rd->group_slot[h] = g;
+    return TRACE_OK;
 }
 
 static int32_t group_add(reader_t *rd, const char *name) {
@@ -301,6 +339,11 @@ static int32_t group_add(reader_t *rd, const char *name) {
     g->pg_name = alloc_strdup(name);
     if (!g->pg_name)
         return -1;
+    if (group_index(rd, rd->n_groups) != TRACE_OK) {
+        free(g->pg_name);
+        g->pg_name = NULL;
+        return -1;
+    }
     snprintf(g->display, sizeof g->display, "%s", name);
     return rd->last_group = rd->n_groups++;
 }
@@ -514,11 +557,8 @@ static int map_node(reader_t *rd, const ChakraProtoMsg__Node *m) {
     nd.group = -1;
     nd.start_hint_s = -1;
     nd.duration_s = 0;
-    if (m->name) { /* a truncated copy */
-        const size_t nl = strnlen(m->name, sizeof nd.name - 1);
-        memcpy(nd.name, m->name, nl);
-        nd.name[nl] = '\0';
-    }
+    if (m->name && m->name[0] && step_workload_name_add(rd->w, m->name, &nd.name) != SIM_OK)
+        return oom(rd); /* the name table: a truncated copy of each distinct name */
     const int type = (int)m->type;
     switch (type) {
     case CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE:
@@ -1021,6 +1061,7 @@ int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t 
     }
     if (rc == TRACE_OK)
         rc = finish_groups(&rd, files);
+    step_workload_names_done(out); /* the name table stays, its hash index goes */
     free(buf);
     free(rd.n_data);
     for (int32_t g = 0; g < rd.n_groups; g++) {
@@ -1030,6 +1071,7 @@ int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t 
         free(rd.groups[g].user_node);
     }
     free(rd.groups);
+    free(rd.group_slot);
     free(rd.seen_keys);
     free(rd.seen_used);
     arena_destroy(&rd.arena);

@@ -120,11 +120,9 @@ static int write_rank(writer_t *wr, const step_workload_t *w, int32_t r, FILE *f
         chakra_proto_msg__node__init(&m);
         ChakraProtoMsg__AttributeProto at[8], *ap[8];
         size_t na = 0;
-        char name[sizeof nd->name + 1], pg[16];
-        memcpy(name, nd->name, sizeof nd->name);
-        name[sizeof nd->name] = '\0';
+        char pg[16];
         m.id = nd->id;
-        m.name = name;
+        m.name = (char *)step_workload_name(w, nd->name);
         m.n_data_deps = (size_t)nd->n_deps;
         m.data_deps = nd->n_deps > 0 ? w->deps + nd->deps_offset : NULL;
         if (nd->start_hint_s >= 0)

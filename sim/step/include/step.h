@@ -540,7 +540,7 @@ typedef struct step_sim_options {
     int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
     /* optional: simulate this workload (step_new_workload, with job->system and wl_compute, a
      * step_wl_compute_t) instead of the job's step; the job gives only its system, and the topology
-     * needs at least the workload's ranks */
+     * needs at least the workload's ranks; the step keeps none of it, so before_run may free it) */
     const struct step_workload *workload;
     int wl_compute;
 } step_sim_options_t;
@@ -633,7 +633,7 @@ typedef enum step_wl_coll {
 typedef struct step_wl_node {
     uint64_t id; /* unique within its rank */
     step_wl_kind_t kind;
-    char name[64];       /* truncated copy of the trace's name */
+    int32_t name;        /* index into the workload's name table (step_workload_name); 0: "" */
     double duration_s;   /* COMPUTE: < 0 when unknown (then flops/bytes give it) */
     double flops;        /* COMPUTE: floating-point operations (num_ops), 0 unknown */
     double mem_bytes;    /* COMPUTE: bytes moved (tensor_size), 0 unknown */
@@ -659,8 +659,22 @@ typedef struct step_workload {
     int32_t n_groups;
     step_wl_group_t *groups;
     int32_t *group_ranks;
+    /* node names, each distinct name once (a node holds its index): name i is name_chars +
+     * name_offset[i], NUL-terminated, at most 63 bytes; name 0 is "" (n_names 0: every name is "") */
+    int32_t n_names;
+    int64_t *name_offset; /* [n_names] */
+    char *name_chars;
+    struct step_wl_name_index *name_index; /* private to step_workload_name_add (NULL when unused) */
 } step_workload_t;
 void step_workload_free(step_workload_t *w); /* frees the arrays, zeroes w; accepts zeroed w */
+/* The index of name in w's name table (*out), added when new: truncated to 63 bytes, "" is 0.
+ * Amortised O(length) through a hash index kept in w->name_index until step_workload_free or
+ * step_workload_names_done. SIM_OK, or SIM_ENOMEM (w unchanged). */
+int step_workload_name_add(step_workload_t *w, const char *name, int32_t *out);
+/* Frees the hash index of step_workload_name_add (the names stay; adding later rebuilds it). */
+void step_workload_names_done(step_workload_t *w);
+/* Name i of w: "" when i is 0 or out of range. */
+const char *step_workload_name(const step_workload_t *w, int32_t i);
 
 /* A workload as a step (sim/step/workload.c; docs/workloads.md): the one simulation pipeline runs an
  * imported DAG, and a built step hands its operations back as a workload.

@@ -370,10 +370,15 @@ typedef struct run_hook {
     const scenario_t *scn;
     trace_ctx_t *tc;
     cli_diag_t *d;
+    step_workload_t *wl; /* --workload: freed once the step is built (the step keeps none of it) */
 } run_hook_t;
 
 static int attach_trace(void *ctx, step_t *step) {
     run_hook_t *h = ctx;
+    if (h->wl)
+        step_workload_free(h->wl); /* the import's peak memory is the workload and the step together */
+    if (!h->o->trace)
+        return CLI_OK;
     const int rc = trace_open(h->o->trace, h->o, step, h->topo, &h->r->est.summary, &h->r->job, h->scn,
                               &h->r->cfg, h->tc, h->d);
     if (rc)
@@ -508,13 +513,13 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     trace_ctx_t tc;
     memset(&tc, 0, sizeof tc);
     tc.out.slot = -1;
-    run_hook_t hook = {o, topo, r, scn, &tc, d};
+    run_hook_t hook = {o, topo, r, scn, &tc, d, o->workload ? &wl : NULL};
     step_sim_options_t so;
     memset(&so, 0, sizeof so);
     so.step = r->cfg;
     so.calibrate = r->calibrated;
     so.links = links;
-    so.before_run = o->trace ? attach_trace : NULL;
+    so.before_run = o->trace || o->workload ? attach_trace : NULL;
     so.after_run = o->layers || o->export_et ? after_run : NULL;
     so.workload = o->workload ? &wl : NULL;
     so.wl_compute = (int)r->wl_compute;
