@@ -657,47 +657,30 @@ static void bucket_plan(builder_t *b, int32_t p) {
 }
 
 /* Dispatch bucket k of chunk c's all-gather (k < 0: none) after the chain's tail, on the DP stream
- * after the all-gathers dispatched before it; it waits in ag_wait until a forward needs it. */
-static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int k, sim_op_id_t *ops) {
+ * after the all-gathers dispatched before it; it waits in ag_wait until a forward needs it. experts:
+ * the routed experts' bucket sequence over the expert-data-parallel group (bx_*, ag_wait_x,
+ * ag_seq_x) instead of the dense one over dp. */
+static int ag_dispatch(builder_t *b, const step_sched_item_t *it, int32_t c, int k, int experts,
+                       sim_op_id_t *ops) {
     step_t *s = b->s;
-    const double gb = k >= 0 ? b->bk_ag_gb[c * (s->layers_per_stage + 2) + k] : 0.0;
-    sim_op_id_t *wait = b->ag_wait + (int64_t)c * b->n;
+    const step_group_t group = experts ? STEP_GROUP_EDP : STEP_GROUP_DP;
+    const double *ag_gb = experts ? b->bx_ag_gb : b->bk_ag_gb;
+    const double gb = k >= 0 ? ag_gb[c * (s->layers_per_stage + 2) + k] : 0.0;
+    sim_op_id_t *wait = (experts ? b->ag_wait_x : b->ag_wait) + (int64_t)c * b->n;
+    int64_t *seq = experts ? &b->ag_seq_x[c] : &b->ag_seq_d[c];
     for (int32_t j = 0; j < b->n; j++)
         wait[j] = -1;
-    b->ag_seq_d[c] = -1;
-    if (step_group_size(s, STEP_GROUP_DP) <= 1 || gb <= 0.0)
+    *seq = -1;
+    if (step_group_size(s, group) <= 1 || gb <= 0.0)
         return SIM_OK;
     int rc = flush(b);
     if (!rc)
-        rc = comm_ops(b, STEP_GROUP_DP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c,
-                      it->microbatch, ops);
+        rc = comm_ops(b, group, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c, it->microbatch, ops);
     for (int32_t j = 0; j < b->n && !rc; j++) {
         rc = depend(b, ops[j], b->tail[j]);
         wait[j] = ops[j];
     }
-    b->ag_seq_d[c] = b->ag_seq++;
-    return rc;
-}
-
-/* The same for the experts' bucket k of chunk c, over the expert-data-parallel group. */
-static int ag_dispatch_x(builder_t *b, const step_sched_item_t *it, int32_t c, int k, sim_op_id_t *ops) {
-    step_t *s = b->s;
-    const double gb = k >= 0 ? b->bx_ag_gb[c * (s->layers_per_stage + 2) + k] : 0.0;
-    sim_op_id_t *wait = b->ag_wait_x + (int64_t)c * b->n;
-    for (int32_t j = 0; j < b->n; j++)
-        wait[j] = -1;
-    b->ag_seq_x[c] = -1;
-    if (step_group_size(s, STEP_GROUP_EDP) <= 1 || gb <= 0.0)
-        return SIM_OK;
-    int rc = flush(b);
-    if (!rc)
-        rc = comm_ops(b, STEP_GROUP_EDP, MODEL_COLL_ALLGATHER, gb * 1e9, 0, STEP_STREAM_DP, 0, c,
-                      it->microbatch, ops);
-    for (int32_t j = 0; j < b->n && !rc; j++) {
-        rc = depend(b, ops[j], b->tail[j]);
-        wait[j] = ops[j];
-    }
-    b->ag_seq_x[c] = b->ag_seq++;
+    *seq = b->ag_seq++;
     return rc;
 }
 
@@ -708,13 +691,13 @@ static int chunk_start(builder_t *b, const step_sched_item_t *it, sim_op_id_t *o
     const int32_t c = it->chunk, v = b->s->v;
     int rc = SIM_OK;
     if (c == 0)
-        rc = ag_dispatch(b, it, 0, b->bk_n[0] - 1, ops);
+        rc = ag_dispatch(b, it, 0, b->bk_n[0] - 1, 0, ops);
     if (!rc && c == 0 && b->s->moe) /* the experts' first bucket (one chunk: model_job_check) */
-        rc = ag_dispatch_x(b, it, 0, b->bx_n[0] - 1, ops);
+        rc = ag_dispatch(b, it, 0, b->bx_n[0] - 1, 1, ops);
     if (!rc && c == 0 && v > 1)
-        rc = ag_dispatch(b, it, 1, b->bk_n[1] - 1, ops);
+        rc = ag_dispatch(b, it, 1, b->bk_n[1] - 1, 0, ops);
     if (!rc && c >= 1 && c + 1 < v)
-        rc = ag_dispatch(b, it, c + 1, b->bk_n[c + 1] - 1, ops);
+        rc = ag_dispatch(b, it, c + 1, b->bk_n[c + 1] - 1, 0, ops);
     return rc;
 }
 
@@ -730,9 +713,9 @@ static int bucket_forward(builder_t *b, const step_sched_item_t *it, int32_t key
     for (int32_t j = 0; j < b->n && !rc; j++)
         b->pend[j] = wait[j];
     if (!rc && hd)
-        rc = ag_dispatch(b, it, c, b->bk_of[key] - 1, ops);
+        rc = ag_dispatch(b, it, c, b->bk_of[key] - 1, 0, ops);
     if (!rc && hx)
-        rc = ag_dispatch_x(b, it, c, b->bx_of[key] - 1, ops);
+        rc = ag_dispatch(b, it, c, b->bx_of[key] - 1, 1, ops);
     return rc;
 }
 

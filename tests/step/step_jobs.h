@@ -53,4 +53,19 @@ static inline model_job_t step_test_compute_job(int64_t pp, int64_t layers, int6
     return job;
 }
 
+/* The ideal star of a job's system (include "step.h" first): every GPU with its own NIC and NVLink
+ * port at the system's bandwidths, half of each latency per end, NVLink domains of nvlink_size.
+ * The caller destroys *star after the last step that uses *net. */
+static inline void step_test_star(const model_job_t *job, sim_star_t *star, sim_network_desc_t *net) {
+    const model_system_t *sy = &job->system;
+    const sim_star_params_t sp = {.n_gpus = (int32_t)job->gpus,
+                                  .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
+                                  .nic_latency_s = sy->ib_latency_s / 2,
+                                  .gpus_per_domain = (int32_t)sy->nvlink_size,
+                                  .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
+                                  .nvlink_latency_s = sy->nvlink_latency_s / 2};
+    assert_int_equal(sim_star_init(star, &sp), SIM_OK);
+    sim_star_network(star, net);
+}
+
 #endif

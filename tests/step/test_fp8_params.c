@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "step.h"
+#include "step_jobs.h"
 
 /* A small GPT on DGX H100 (FP8 peak): tp 2 inside NVLink domains of 2, dp and pp across them. */
 static model_job_t job_of(int64_t dp, int64_t pp, double ib_gb_per_s, model_dp_comm_t dpc, int fp8_params) {
@@ -164,17 +165,9 @@ static void test_dp_bytes(void **state) {
             saving_gb = e.block.fp8_param_saving_gb;
             n_l = (double)e.summary.layers_per_stage;
         }
-        const model_system_t *sy = &job.system;
-        const sim_star_params_t sp = {.n_gpus = (int32_t)job.gpus,
-                                      .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                      .nic_latency_s = sy->ib_latency_s / 2,
-                                      .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                      .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                      .nvlink_latency_s = sy->nvlink_latency_s / 2};
         sim_star_t star;
-        assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
         sim_network_desc_t net;
-        sim_star_network(&star, &net);
+        step_test_star(&job, &star, &net);
         step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);

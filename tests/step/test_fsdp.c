@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "step.h"
+#include "step_jobs.h"
 
 typedef struct spec {
     int64_t tp, dp, pp, layers, gbs;
@@ -68,17 +69,9 @@ static step_t *run(const model_job_t *job, sim_comm_mode_t comm, sim_star_t *sta
     step_config_default(&cfg);
     cfg.comm = comm;
     cfg.granularity = STEP_GRANULARITY_LAYER;
-    const model_system_t *sy = &job->system;
-    const sim_star_params_t sp = {.n_gpus = (int32_t)job->gpus,
-                                  .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                  .nic_latency_s = sy->ib_latency_s / 2,
-                                  .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                  .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                  .nvlink_latency_s = sy->nvlink_latency_s / 2};
     sim_network_desc_t net;
     if (comm == SIM_COMM_NETWORK) {
-        assert_int_equal(sim_star_init(star, &sp), SIM_OK);
-        sim_star_network(star, &net);
+        step_test_star(job, star, &net);
     }
     step_t *s = NULL;
     char err[256];

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "step.h"
+#include "step_jobs.h"
 
 /* A small mixture of experts (8 experts, top 2, GeLU experts of f 2048) on A100s with NVLink
  * domains of nvs: 1d, tp, pp, dp, ep, global batch gbs, microbatches of one sequence. */
@@ -55,19 +56,6 @@ static model_job_t moe_job(int64_t nvs, int64_t tp, int64_t pp, int64_t dp, int6
     if (model_job_check(&job, &issue) != MODEL_OK)
         fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
     return job;
-}
-
-/* The ideal star of the job's system: every GPU with its NVLink port and its NIC. */
-static void star_of(const model_job_t *job, sim_star_t *star, sim_network_desc_t *net) {
-    const model_system_t *sy = &job->system;
-    const sim_star_params_t sp = {.n_gpus = (int32_t)job->gpus,
-                                  .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                  .nic_latency_s = sy->ib_latency_s / 2,
-                                  .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                  .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                  .nvlink_latency_s = sy->nvlink_latency_s / 2};
-    assert_int_equal(sim_star_init(star, &sp), SIM_OK);
-    sim_star_network(star, net);
 }
 
 /* The closed form: bytes one GPU sends in one all-to-all, T e bytes k (ep - 1) / ep, T = l / tp. */
@@ -118,7 +106,7 @@ typedef struct ep_links {
 static void ep_on_links(const model_job_t *job, ep_links_t *out) {
     sim_star_t star;
     sim_network_desc_t net;
-    star_of(job, &star, &net);
+    step_test_star(job, &star, &net);
     step_config_t cfg;
     step_config_default(&cfg);
     cfg.engine.fidelity = SIM_FIDELITY_STEP;
@@ -191,7 +179,7 @@ static void test_a2a_bytes_per_gpu(void **state) {
                                         2 * cases[i].dp, MODEL_DP_SHARDED);
         sim_star_t star;
         sim_network_desc_t net;
-        star_of(&job, &star, &net);
+        step_test_star(&job, &star, &net);
         step_config_t cfg;
         step_config_default(&cfg);
         step_t *s = NULL;
@@ -424,7 +412,7 @@ static void test_refusals(void **state) {
     cfg.expert_skew = 0.0;
     sim_star_t star;
     sim_network_desc_t net;
-    star_of(&job, &star, &net);
+    step_test_star(&job, &star, &net);
     cfg.comm = SIM_COMM_NETWORK;
     cfg.collapse = STEP_COLLAPSE_APPROX;
     assert_int_equal(step_new(&job, &cfg, &net, &s, err, sizeof err), SIM_EINVAL);

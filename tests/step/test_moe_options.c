@@ -38,6 +38,7 @@
 #include <cmocka.h>
 
 #include "step.h"
+#include "step_jobs.h"
 
 /* A small mixture of experts (8 experts, top 2, SwiGLU experts of f 2048, one shared expert) on
  * DGX H100s (FP8 peak) with NVLink domains of nvs: 1d, tp, one stage, dp, ep. */
@@ -227,17 +228,9 @@ static void test_fp8_dp_bytes(void **state) {
             dense_gb = e.block.fp8_param_saving_gb - exp_gb;
             n_l = (double)e.summary.layers_per_stage;
         }
-        const model_system_t *sy = &job.system;
-        const sim_star_params_t sp = {.n_gpus = (int32_t)job.gpus,
-                                      .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                      .nic_latency_s = sy->ib_latency_s / 2,
-                                      .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                      .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                      .nvlink_latency_s = sy->nvlink_latency_s / 2};
         sim_star_t star;
-        assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
         sim_network_desc_t net;
-        sim_star_network(&star, &net);
+        step_test_star(&job, &star, &net);
         step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);
@@ -334,17 +327,9 @@ static void test_overlap_bytes(void **state) {
     for (int k = 0; k < 2; k++) {
         const model_job_t job =
             overlap_job(1, 8, 2, 0.0, k ? MODEL_DP_SHARDED_OVERLAP : MODEL_DP_SHARDED, 4, 1, 1);
-        const model_system_t *sy = &job.system;
-        const sim_star_params_t sp = {.n_gpus = (int32_t)job.gpus,
-                                      .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                      .nic_latency_s = sy->ib_latency_s / 2,
-                                      .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                      .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                      .nvlink_latency_s = sy->nvlink_latency_s / 2};
         sim_star_t star;
-        assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
         sim_network_desc_t net;
-        sim_star_network(&star, &net);
+        step_test_star(&job, &star, &net);
         step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);
@@ -530,17 +515,9 @@ static void test_etp_step(void **state) {
     for (int k = 0; k < 2; k++) {
         model_job_t job = moe_job(1, 2, 4, 4, 0.0, MODEL_DP_ALLREDUCE, MODEL_PRECISION_BF16, 0);
         job.experts_par.etp = k ? 2 : 1;
-        const model_system_t *sy = &job.system;
-        const sim_star_params_t sp = {.n_gpus = (int32_t)job.gpus,
-                                      .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                      .nic_latency_s = sy->ib_latency_s / 2,
-                                      .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                      .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                      .nvlink_latency_s = sy->nvlink_latency_s / 2};
         sim_star_t star;
-        assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
         sim_network_desc_t net;
-        sim_star_network(&star, &net);
+        step_test_star(&job, &star, &net);
         step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);

@@ -101,17 +101,9 @@ static void traffic_of(step_collapse_t collapse, step_traffic_t *t, double close
                        double *links_total, double *step_s) {
     const model_job_t job = small_job();
     /* the ideal star: every GPU with its own NIC and NVLink port (the system's bandwidths) */
-    const model_system_t *sy = &job.system;
-    const sim_star_params_t sp = {.n_gpus = (int32_t)job.gpus,
-                                  .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                  .nic_latency_s = sy->ib_latency_s / 2,
-                                  .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                  .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                  .nvlink_latency_s = sy->nvlink_latency_s / 2};
     sim_star_t star;
-    assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
     sim_network_desc_t net;
-    sim_star_network(&star, &net);
+    step_test_star(&job, &star, &net);
     step_config_t cfg;
     step_config_default(&cfg);
     cfg.comm = SIM_COMM_NETWORK;

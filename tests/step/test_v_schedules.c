@@ -231,17 +231,9 @@ static double against_estimate(const model_job_t *job, step_schedule_t sched, in
     cfg.comm = comm ? SIM_COMM_ANALYTIC : SIM_COMM_NETWORK;
     cfg.schedule = sched;
     cfg.virtual_stages = sched == STEP_SCHEDULE_ZB_V || sched == STEP_SCHEDULE_DUALPIPE ? 2 : 1;
-    const model_system_t *sy = &job->system;
-    const sim_star_params_t sp = {.n_gpus = (int32_t)job->gpus,
-                                  .nic_bytes_per_s = sy->ib_gb_per_s * 1e9 * (double)sy->nic_factor,
-                                  .nic_latency_s = sy->ib_latency_s / 2,
-                                  .gpus_per_domain = (int32_t)sy->nvlink_size,
-                                  .nvlink_bytes_per_s = sy->nvlink_gb_per_s * 1e9,
-                                  .nvlink_latency_s = sy->nvlink_latency_s / 2};
     sim_star_t star;
-    assert_int_equal(sim_star_init(&star, &sp), SIM_OK);
     sim_network_desc_t net;
-    sim_star_network(&star, &net);
+    step_test_star(job, &star, &net);
     step_t *s = NULL;
     char err[256];
     if (step_new(job, &cfg, comm ? NULL : &net, &s, err, sizeof err) != SIM_OK)
