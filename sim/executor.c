@@ -227,6 +227,8 @@ int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after) {
     if (op < 0 || op >= e->n_ops || after < 0 || after >= e->n_ops || op == after)
         return sim_i_fail(e, SIM_EINVAL, "sim_op_depend: op %d, after %d: unknown or equal ids (0..%d)", op,
                           after, e->n_ops - 1);
+    if (e->ops[after].gs == e->ops[op].gs && after < op)
+        return SIM_OK; /* implied: a stream runs its operations in the order they were added */
     if (e->ops[op].deps_left == SIM_OP_MAX_DEPS)
         return sim_i_fail(e, SIM_EINVAL,
                           "sim_op_depend: op %d already has %d dependencies; allowed: at most %d", op,

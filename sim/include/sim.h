@@ -573,8 +573,9 @@ int sim_coll_bench_run(const sim_config_t *cfg, const sim_network_desc_t *net, c
  * at most 32767 distinct ones (SIM_ENOMEM beyond). */
 int sim_op_compute(sim_engine_t *e, int32_t gpu, int32_t stream, double duration_s, const char *name,
                    sim_op_id_t *out);
-/* op starts only after `after` has ended. Return SIM_EINVAL for unknown ids, op == after, or an op
- * that already has 65535 dependencies. */
+/* op starts only after `after` has ended. A dependency on an earlier operation of op's own stream is
+ * implied by the stream's order: accepted and not stored (sim_op_successors does not list it).
+ * Return SIM_EINVAL for unknown ids, op == after, or an op that already has 65535 dependencies. */
 int sim_op_depend(sim_engine_t *e, sim_op_id_t op, sim_op_id_t after);
 /* Start and end time of an operation (SIM_TIME_NEVER if it did not start / end). */
 int sim_op_times(const sim_engine_t *e, sim_op_id_t op, sim_time_ps_t *start_ps, sim_time_ps_t *end_ps);

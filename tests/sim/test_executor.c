@@ -4,7 +4,7 @@
  * engines alive in one process; progress reports every SIM_PROGRESS_EVERY timestamps and at the end
  * of every run, with time and operations that never go back. Identical collectives share one plan
  * and still run apart; the operation queries (GPU, collective), reserving room, and the dependency
- * limit. */
+ * limit; dependencies implied by a stream's order are not stored. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +71,48 @@ static void test_stream_order_and_dependencies(void **state) {
     assert_s(start_s(f.e, d), 3e-3);
     assert_s(end_s(f.e, d), 4e-3);
     assert_int_equal(sim_op_compute(f.e, 0, 0, 1.0, "late", NULL), SIM_ESTATE);
+    teardown(&f);
+}
+
+/* A dependency on an earlier operation of the same stream is implied by the stream's order: accepted,
+ * not stored (no successor listed, no edge memory), and the times are those without it; the same
+ * dependency across streams or GPUs is stored, and a later operation of the same stream still
+ * counts (it is not implied). */
+static void test_implied_dependencies(void **state) {
+    (void)state;
+    fixture_t f;
+    setup(&f, 2, NULL);
+    sim_op_id_t a, b, c, x, y, out[4];
+    sim_op_compute(f.e, 0, 0, 1e-3, "a", &a);
+    sim_op_compute(f.e, 0, 0, 2e-3, "b", &b);
+    sim_op_compute(f.e, 0, 0, 1e-3, "c", &c);
+    sim_op_compute(f.e, 0, 1, 1e-3, "x", &x);           /* GPU 0, another stream */
+    sim_op_compute(f.e, 1, 0, 1e-3, "y", &y);           /* another GPU */
+    assert_int_equal(sim_op_depend(f.e, c, a), SIM_OK); /* implied */
+    assert_int_equal(sim_op_depend(f.e, c, b), SIM_OK); /* implied */
+    assert_int_equal(sim_op_successors(f.e, a, out, 4), 0);
+    assert_int_equal(sim_op_successors(f.e, b, out, 4), 0);
+    assert_int_equal(sim_op_depend(f.e, x, b), SIM_OK); /* another stream: stored */
+    assert_int_equal(sim_op_depend(f.e, y, a), SIM_OK); /* another GPU: stored */
+    assert_int_equal(sim_op_successors(f.e, b, out, 4), 1);
+    assert_int_equal(out[0], x);
+    assert_int_equal(sim_op_successors(f.e, a, out, 4), 1);
+    assert_int_equal(out[0], y);
+    assert_int_equal(sim_op_depend(f.e, c, c), SIM_EINVAL); /* itself: still refused */
+    assert_int_equal(sim_op_depend(f.e, c, 99), SIM_EINVAL);
+    assert_int_equal(sim_engine_run(f.e), SIM_OK);
+    assert_s(start_s(f.e, c), 3e-3);
+    assert_s(end_s(f.e, c), 4e-3);
+    assert_s(start_s(f.e, x), 3e-3);
+    assert_s(start_s(f.e, y), 1e-3);
+    teardown(&f);
+    /* a later operation of the same stream is not implied: a waits for b behind it, a deadlock */
+    setup(&f, 1, NULL);
+    sim_op_compute(f.e, 0, 0, 1e-3, "a", &a);
+    sim_op_compute(f.e, 0, 0, 1e-3, "b", &b);
+    assert_int_equal(sim_op_depend(f.e, a, b), SIM_OK);
+    assert_int_equal(sim_op_successors(f.e, b, out, 4), 1);
+    assert_int_equal(sim_engine_run(f.e), SIM_EDEADLOCK);
     teardown(&f);
 }
 
@@ -465,6 +507,7 @@ static void test_reserve_and_limits(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_order_and_dependencies),
+        cmocka_unit_test(test_implied_dependencies),
         cmocka_unit_test(test_overlap_and_barrier),
         cmocka_unit_test(test_p2p),
         cmocka_unit_test(test_deadlock_detected),
