@@ -224,14 +224,11 @@ static model_coll_op_t model_coll_of(step_wl_coll_t c) {
 
 /* ---- import --------------------------------------------------------------------------------------- */
 
-typedef struct id_ix {
-    uint64_t id;
-    int64_t ix; /* global node index */
-} id_ix_t;
-
-static int cmp_id_ix(const void *a, const void *b) {
-    const id_ix_t *x = a, *y = b;
-    return x->id < y->id ? -1 : x->id > y->id ? 1 : (x->ix > y->ix) - (x->ix < y->ix);
+static uint64_t id_hash(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
 }
 
 /* A point-to-point end: (src, dst, tag, its position in its rank's order). */
@@ -300,7 +297,8 @@ typedef struct wl_build {
     int64_t n;            /* nodes */
     int32_t ng;           /* groups, plus one for "every rank" (index w->n_groups) */
     int32_t *rank_of;     /* [n] */
-    id_ix_t *ids;         /* [n] sorted by id within each rank's segment */
+    int32_t *id_slot;     /* one rank's id table: node indices by id hash, -1 empty */
+    int64_t id_mask;      /* its slots - 1 (a power of two, at least twice the rank's nodes) */
     int32_t *dep_ix;      /* [deps]: the global index of each dependency */
     int32_t *order;       /* [n]: per rank segment, the nodes in topological order */
     int32_t *pos;         /* [n]: a node's position in its rank's order */
@@ -338,17 +336,34 @@ static const step_wl_node_t *node(const wl_build_t *b, int64_t i) {
     return &b->w->nodes[i];
 }
 
-/* The global index of node `id` of rank r, -1 if none. */
-static int64_t find_id(const wl_build_t *b, int32_t r, uint64_t id) {
-    int64_t lo = b->w->rank_nodes_offset[r], hi = b->w->rank_nodes_offset[r + 1];
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (b->ids[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* The id table of rank r (its nodes in file order): -1, or the index of the first node that repeats
+ * an earlier node's id. */
+static int64_t id_table_fill(wl_build_t *b, int32_t r) {
+    const int64_t a = b->w->rank_nodes_offset[r], z = b->w->rank_nodes_offset[r + 1];
+    int64_t cap = 16;
+    while (cap < 2 * (z - a))
+        cap *= 2;
+    b->id_mask = cap - 1;
+    for (int64_t k = 0; k < cap; k++)
+        b->id_slot[k] = -1;
+    for (int64_t i = a; i < z; i++) {
+        const uint64_t id = b->w->nodes[i].id;
+        int64_t k = (int64_t)(id_hash(id) & (uint64_t)b->id_mask);
+        for (; b->id_slot[k] >= 0; k = (k + 1) & b->id_mask)
+            if (b->w->nodes[b->id_slot[k]].id == id)
+                return i;
+        b->id_slot[k] = (int32_t)i;
     }
-    return lo < b->w->rank_nodes_offset[r + 1] && b->ids[lo].id == id ? b->ids[lo].ix : -1;
+    return -1;
+}
+
+/* The global index of node `id` of the rank whose table is filled, -1 if none. */
+static int64_t find_id(const wl_build_t *b, uint64_t id) {
+    for (int64_t k = (int64_t)(id_hash(id) & (uint64_t)b->id_mask); b->id_slot[k] >= 0;
+         k = (k + 1) & b->id_mask)
+        if (b->w->nodes[b->id_slot[k]].id == id)
+            return b->id_slot[k];
+    return -1;
 }
 
 /* The membership slot of (rank, group), -1 if the rank is not a member. */
@@ -416,14 +431,19 @@ static int check(wl_build_t *b) {
     b->ng = w->n_groups + 1;
     const int64_t n = b->n;
     b->rank_of = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->rank_of);
-    b->ids = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->ids);
-    if (!b->rank_of || !b->ids)
+    int64_t most = 0; /* nodes of the largest rank */
+    for (int32_t r = 0; r < w->n_ranks; r++)
+        if (w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r] > most)
+            most = w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r];
+    int64_t cap = 16;
+    while (cap < 2 * most)
+        cap *= 2;
+    b->id_slot = alloc_malloc((size_t)cap * sizeof *b->id_slot);
+    if (!b->rank_of || !b->id_slot)
         return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
     for (int32_t r = 0; r < w->n_ranks; r++)
-        for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++) {
+        for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++)
             b->rank_of[i] = r;
-            b->ids[i] = (id_ix_t){w->nodes[i].id, i};
-        }
     int64_t n_deps = 0;
     for (int64_t i = 0; i < n; i++) {
         const step_wl_node_t *nd = node(b, i);
@@ -467,33 +487,33 @@ static int check(wl_build_t *b) {
         n_deps += nd->n_deps;
     }
     for (int32_t r = 0; r < w->n_ranks; r++) {
-        const int64_t a = w->rank_nodes_offset[r], z = w->rank_nodes_offset[r + 1];
-        qsort(b->ids + a, (size_t)(z - a), sizeof *b->ids, cmp_id_ix);
-        for (int64_t i = a + 1; i < z; i++)
-            if (b->ids[i].id == b->ids[i - 1].id)
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "id: used by two nodes of the rank",
-                               NODE_ARG(b, b->ids[i].ix));
+        const int64_t dup = id_table_fill(b, r);
+        if (dup >= 0)
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "id: used by two nodes of the rank", NODE_ARG(b, dup));
     }
     b->dep_ix = alloc_malloc((size_t)(n_deps ? n_deps : 1) * sizeof *b->dep_ix);
     if (!b->dep_ix)
         return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
     /* dep_ix is indexed like the node's own deps, compacted: node i's at dep_start(i) */
     int64_t k = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const step_wl_node_t *nd = node(b, i);
-        for (int32_t d = 0; d < nd->n_deps; d++) {
-            const uint64_t id = w->deps[nd->deps_offset + d];
-            const int64_t j = find_id(b, b->rank_of[i], id);
-            if (j < 0)
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: node %llu is not a node of rank %d",
-                               NODE_ARG(b, i), (unsigned long long)id, b->rank_of[i]);
-            if (j == i)
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: depends on itself", NODE_ARG(b, i));
-            b->dep_ix[k++] = (int32_t)j;
+    for (int32_t r = 0; r < w->n_ranks; r++) {
+        id_table_fill(b, r);
+        for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++) {
+            const step_wl_node_t *nd = node(b, i);
+            for (int32_t d = 0; d < nd->n_deps; d++) {
+                const uint64_t id = w->deps[nd->deps_offset + d];
+                const int64_t j = find_id(b, id);
+                if (j < 0)
+                    return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: node %llu is not a node of rank %d",
+                                   NODE_ARG(b, i), (unsigned long long)id, r);
+                if (j == i)
+                    return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: depends on itself", NODE_ARG(b, i));
+                b->dep_ix[k++] = (int32_t)j;
+            }
         }
     }
-    free(b->ids); /* ids are resolved: the largest index array goes before the step grows */
-    b->ids = NULL;
+    free(b->id_slot); /* ids are resolved */
+    b->id_slot = NULL;
     return SIM_OK;
 }
 
@@ -1117,10 +1137,10 @@ static void free_ordering(wl_build_t *b) {
 }
 
 static void wl_build_free(wl_build_t *b) {
-    void *p[] = {b->rank_of,   b->ids,    b->dep_ix, b->order,   b->pos,       b->member,
-                 b->seq_count, b->color,  b->stream, b->partner, b->inst,      b->inst_base,
-                 b->arrived,   b->here,   b->op,     b->name_ix, b->add_order, b->list_off,
-                 b->list,      b->cursor, b->gbuf,   b->obuf};
+    void *p[] = {b->rank_of,   b->id_slot, b->dep_ix, b->order,   b->pos,       b->member,
+                 b->seq_count, b->color,   b->stream, b->partner, b->inst,      b->inst_base,
+                 b->arrived,   b->here,    b->op,     b->name_ix, b->add_order, b->list_off,
+                 b->list,      b->cursor,  b->gbuf,   b->obuf};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -1379,6 +1399,112 @@ static int wl_coll_of(sim_coll_op_t op, int32_t root, step_wl_coll_t *out) {
     }
 }
 
+/* Each rank's nodes (ids: operation ids, increasing within a rank) put in a topological order of their
+ * dependencies (Kahn's, the smallest id first: the operations' order wherever that is one), the
+ * dependencies laid out in that node order, so a reader can take the file's order as it is. */
+static int ex_topo_order(step_workload_t *w, char *err, size_t err_size) {
+    int64_t most = 0, n_deps = 0;
+    const int64_t n = w->rank_nodes_offset[w->n_ranks];
+    for (int32_t r = 0; r < w->n_ranks; r++)
+        if (w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r] > most)
+            most = w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r];
+    for (int64_t i = 0; i < n; i++)
+        n_deps += w->nodes[i].n_deps;
+    uint64_t *deps = alloc_malloc((size_t)(n_deps ? n_deps : 1) * sizeof *deps);
+    step_wl_node_t *tmp = alloc_malloc((size_t)(most ? most : 1) * sizeof *tmp);
+    int32_t *indeg = alloc_malloc((size_t)(most ? most : 1) * sizeof *indeg);
+    int64_t *soff = alloc_malloc(((size_t)most + 1) * sizeof *soff);
+    int32_t *succ = NULL;
+    int64_t succ_cap = 0;
+    sim_queue_t *q = sim_queue_new(1024);
+    int rc = !deps || !tmp || !indeg || !soff || !q ? SIM_ENOMEM : SIM_OK;
+    int64_t k = 0;
+    for (int32_t r = 0; r < w->n_ranks && !rc; r++) {
+        const int64_t a = w->rank_nodes_offset[r], m = w->rank_nodes_offset[r + 1] - a;
+        step_wl_node_t *nd = w->nodes + a;
+        memcpy(tmp, nd, (size_t)m * sizeof *tmp);
+        /* a dependency's local index: the ids increase within the rank */
+        int64_t rank_deps = 0;
+        for (int64_t i = 0; i < m; i++) {
+            indeg[i] = 0;
+            soff[i + 1] = 0;
+            rank_deps += tmp[i].n_deps;
+        }
+        if (rank_deps > succ_cap) {
+            free(succ);
+            succ_cap = rank_deps;
+            if (!(succ = alloc_malloc((size_t)succ_cap * sizeof *succ))) {
+                rc = SIM_ENOMEM;
+                break;
+            }
+        }
+        /* successors (CSR): counted, summed to starts, filled (then soff[j] ends j's list) */
+        soff[0] = 0;
+        for (int pass = 0; pass < 2 && !rc; pass++) {
+            for (int64_t i = 0; i < m && !rc; i++)
+                for (int32_t d = 0; d < tmp[i].n_deps; d++) {
+                    const uint64_t id = w->deps[tmp[i].deps_offset + d];
+                    int64_t lo = 0, hi = m;
+                    while (lo < hi) {
+                        const int64_t mid = lo + (hi - lo) / 2;
+                        if (tmp[mid].id < id)
+                            lo = mid + 1;
+                        else
+                            hi = mid;
+                    }
+                    if (lo == m || tmp[lo].id != id) {
+                        rc = ex_fail(
+                            err, err_size, SIM_EINVAL,
+                            "export: operation %llu on GPU %d depends on operation %llu of another GPU "
+                            "(a Chakra dependency stays within a rank)",
+                            (unsigned long long)tmp[i].id, r, (unsigned long long)id);
+                        break;
+                    }
+                    if (pass == 0) {
+                        soff[lo + 1]++;
+                        indeg[i]++;
+                    } else {
+                        succ[soff[lo]++] = (int32_t)i;
+                    }
+                }
+            if (pass == 0)
+                for (int64_t j = 0; j < m; j++)
+                    soff[j + 1] += soff[j];
+        }
+        for (int64_t i = 0; i < m && !rc; i++)
+            if (indeg[i] == 0)
+                rc = sim_queue_push(q, &(sim_event_t){.time_ps = i});
+        int64_t o = 0;
+        sim_event_t ev;
+        while (!rc && sim_queue_pop(q, &ev)) {
+            const int64_t i = ev.time_ps;
+            step_wl_node_t *to = &nd[o++];
+            *to = tmp[i];
+            to->deps_offset = k;
+            for (int32_t d = 0; d < tmp[i].n_deps; d++)
+                deps[k++] = w->deps[tmp[i].deps_offset + d];
+            for (int64_t e = i ? soff[i - 1] : 0; e < soff[i] && !rc; e++)
+                if (--indeg[succ[e]] == 0)
+                    rc = sim_queue_push(q, &(sim_event_t){.time_ps = succ[e]});
+        }
+        if (!rc && o < m)
+            rc = ex_fail(err, err_size, SIM_EINVAL,
+                         "export: GPU %d: the operations' dependencies form a cycle", r);
+    }
+    free(tmp);
+    free(indeg);
+    free(soff);
+    free(succ);
+    sim_queue_free(q);
+    if (rc) {
+        free(deps);
+        return rc;
+    }
+    free(w->deps);
+    w->deps = deps;
+    return SIM_OK;
+}
+
 int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_t err_size) {
     memset(out, 0, sizeof *out);
     if (err && err_size)
@@ -1555,5 +1681,9 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
     out->groups = gx.g;
     out->group_ranks = gx.ranks;
     step_workload_names_done(out);
+    if ((rc = ex_topo_order(out, err, err_size))) {
+        step_workload_free(out);
+        return err && err_size && err[0] ? rc : ex_fail(err, err_size, rc, "export: out of memory");
+    }
     return SIM_OK;
 }
