@@ -2,7 +2,8 @@
  * of 1 GiB over 64 ranks gives the ring's closed form and what the nccl-tests measurement of the
  * engine gives; dependencies, messages and compute durations (trace and roofline) give their sums;
  * a slow GPU stretches its compute; a step exported and imported again runs every operation at the
- * same times (network and analytic communication, 1F1B and interleaved); malformed workloads end in
+ * same times (network and analytic communication, 1F1B and interleaved), the export writing each
+ * rank in a topological order; malformed workloads end in
  * one line naming the rank, the node and the field; a collapsed step is not exported. */
 #include <math.h>
 #include <setjmp.h>
@@ -437,6 +438,32 @@ static void roundtrip(const model_job_t *job, step_config_t cfg, const sim_netwo
         fail_msg("%s", err);
     assert_int_equal(w.n_ranks, job->gpus);
     assert_int_equal(w.rank_nodes_offset[w.n_ranks], sim_op_count(step_engine(a)));
+    /* each rank's nodes in a topological order (every dependency earlier in the rank), the
+     * dependencies laid out in node order, and the operations' order wherever it is one: a node
+     * comes before a node of higher id unless a dependency puts it after */
+    int64_t kd = 0, out_of_id_order = 0;
+    for (int32_t r = 0; r < w.n_ranks; r++)
+        for (int64_t i = w.rank_nodes_offset[r]; i < w.rank_nodes_offset[r + 1]; i++) {
+            if (w.nodes[i].n_deps > 0)
+                assert_int_equal(w.nodes[i].deps_offset, kd);
+            for (int32_t d = 0; d < w.nodes[i].n_deps; d++) {
+                int64_t j = w.rank_nodes_offset[r];
+                while (j < i && w.nodes[j].id != w.deps[kd + d])
+                    j++;
+                if (j == i)
+                    fail_msg("rank %d node %llu: dependency %llu is not an earlier node", r,
+                             (unsigned long long)w.nodes[i].id, (unsigned long long)w.deps[kd + d]);
+            }
+            kd += w.nodes[i].n_deps;
+            out_of_id_order += i > w.rank_nodes_offset[r] && w.nodes[i].id < w.nodes[i - 1].id;
+        }
+    if (out_of_id_order > 0) { /* then an engine dependency points to a later operation */
+        int forward = 0;
+        for (int64_t i = 0; i < w.rank_nodes_offset[w.n_ranks] && !forward; i++)
+            for (int32_t d = 0; d < w.nodes[i].n_deps; d++)
+                forward |= w.deps[w.nodes[i].deps_offset + d] > w.nodes[i].id;
+        assert_true(forward);
+    }
     if (step_new_workload(&w, &cfg, net, &job->system, STEP_WL_COMPUTE_TRACE, &b, err, sizeof err) != SIM_OK)
         fail_msg("%s", err);
     const double ta = run_time(a), tb = run_time(b);
