@@ -1399,13 +1399,14 @@ static int wl_coll_of(sim_coll_op_t op, int32_t root, step_wl_coll_t *out) {
     }
 }
 
-/* Each rank's nodes (ids: operation ids, increasing within a rank) put in a topological order of their
- * dependencies (Kahn's, the smallest id first: the operations' order wherever that is one), the
- * dependencies laid out in that node order, so a reader can take the file's order as it is. */
-static int ex_topo_order(step_workload_t *w, char *err, size_t err_size) {
+/* The nodes of ranks r0..r1-1 (ids: operation ids, increasing within a rank; every other rank empty)
+ * put in a topological order of their dependencies (Kahn's, the smallest id first: the operations'
+ * order wherever that is one), the dependencies laid out in that node order, so a reader can take
+ * the file's order as it is. */
+static int ex_topo_order(step_workload_t *w, int32_t r0, int32_t r1, char *err, size_t err_size) {
     int64_t most = 0, n_deps = 0;
     const int64_t n = w->rank_nodes_offset[w->n_ranks];
-    for (int32_t r = 0; r < w->n_ranks; r++)
+    for (int32_t r = r0; r < r1; r++)
         if (w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r] > most)
             most = w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r];
     for (int64_t i = 0; i < n; i++)
@@ -1419,7 +1420,7 @@ static int ex_topo_order(step_workload_t *w, char *err, size_t err_size) {
     sim_queue_t *q = sim_queue_new(1024);
     int rc = !deps || !tmp || !indeg || !soff || !q ? SIM_ENOMEM : SIM_OK;
     int64_t k = 0;
-    for (int32_t r = 0; r < w->n_ranks && !rc; r++) {
+    for (int32_t r = r0; r < r1 && !rc; r++) {
         const int64_t a = w->rank_nodes_offset[r], m = w->rank_nodes_offset[r + 1] - a;
         step_wl_node_t *nd = w->nodes + a;
         memcpy(tmp, nd, (size_t)m * sizeof *tmp);
@@ -1505,8 +1506,66 @@ static int ex_topo_order(step_workload_t *w, char *err, size_t err_size) {
     return SIM_OK;
 }
 
-int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_t err_size) {
-    memset(out, 0, sizeof *out);
+/* ---- export, rank by rank ---------------------------------------------------------------------- */
+
+struct step_wl_export {
+    const step_t *s;
+    int32_t nr;
+    int64_t *gpu_off; /* [nr + 1] */
+    int32_t *gpu_ops; /* each GPU's operations in id order */
+    ex_groups_t gx;
+    int32_t *sbuf; /* successors of one operation */
+    int32_t scap;
+};
+
+void step_workload_export_end(step_wl_export_t *x) {
+    if (!x)
+        return;
+    free(x->gpu_off);
+    free(x->gpu_ops);
+    free(x->gx.g);
+    free(x->gx.ranks);
+    free(x->gx.tab);
+    free(x->sbuf);
+    free(x);
+}
+
+/* op's successors into x->sbuf (grown); their count, -1 out of memory. */
+static int32_t ex_successors(step_wl_export_t *x, int32_t op) {
+    const int32_t k = sim_op_successors(x->s->e, op, x->sbuf, x->scap);
+    if (k > x->scap) {
+        free(x->sbuf);
+        x->scap = k;
+        if (!(x->sbuf = alloc_malloc((size_t)k * sizeof *x->sbuf)))
+            return -1;
+        sim_op_successors(x->s->e, op, x->sbuf, x->scap);
+    }
+    return k;
+}
+
+/* The group (kind from the metadata, the collective's members) of collective operation op, interned:
+ * its index, -1 out of memory, -2 a collective a workload does not carry (err set). */
+static int32_t ex_group(step_wl_export_t *x, int32_t op, const sim_op_desc_t *d, step_wl_coll_t *coll,
+                        double *size_bytes, char *err, size_t err_size) {
+    sim_coll_info_t ci;
+    sim_coll_describe(x->s->e, d->coll, &ci);
+    *size_bytes = ci.size_bytes;
+    if (!wl_coll_of(ci.op, ci.root, coll)) {
+        ex_fail(
+            err, err_size, SIM_EINVAL,
+            "export: operation %d is a %s (root %d), which a workload does not carry; allowed: allreduce, "
+            "allgather, reducescatter, alltoall, broadcast from the first member",
+            op, sim_coll_op_name(ci.op), ci.root);
+        return -2;
+    }
+    step_meta_t m;
+    step_meta_get(x->s, op, &m);
+    static const char *const GN[4] = {"tp", "cp", "dp", "pp"};
+    return group_intern(&x->gx, m.group >= 0 && m.group < 4 ? GN[m.group] : "group", ci.gpus, ci.n_gpus);
+}
+
+int step_workload_export_begin(const step_t *s, step_wl_export_t **out, char *err, size_t err_size) {
+    *out = NULL;
     if (err && err_size)
         err[0] = '\0';
     if (!s->own_engine)
@@ -1517,93 +1576,149 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
                        "export: %lld of %d GPUs simulated (collapse); a Chakra trace is per rank, so export "
                        "needs every GPU simulated; allowed: --collapse off",
                        (long long)s->pp * s->per_stage, s->gpus);
-    const sim_engine_t *e = s->e;
+    step_wl_export_t *x = alloc_calloc(1, sizeof *x);
     const int32_t nr = s->gpus, n_ops = s->op_end - s->op0;
-    const int32_t spg = 1 + WL_MAX_STREAMS;
-    int64_t *off = alloc_calloc((size_t)nr + 1, sizeof *off);
-    int32_t *npred = alloc_calloc((size_t)(n_ops ? n_ops : 1), sizeof *npred);
-    int32_t *last = alloc_malloc((size_t)nr * (size_t)spg * sizeof *last);
-    int32_t *sbuf = NULL;
-    int32_t scap = 0;
-    int64_t *poff = NULL;
-    int32_t *pred = NULL;
-    ex_groups_t gx;
-    memset(&gx, 0, sizeof gx);
-    int rc = !off || !npred || !last ? SIM_ENOMEM : SIM_OK;
-    /* nodes per rank; predecessors (the engine's successor lists inverted) */
+    if (x) {
+        x->s = s;
+        x->nr = nr;
+        x->gpu_off = alloc_calloc((size_t)nr + 1, sizeof *x->gpu_off);
+        x->gpu_ops = alloc_malloc((size_t)(n_ops ? n_ops : 1) * sizeof *x->gpu_ops);
+    }
+    int rc = !x || !x->gpu_off || !x->gpu_ops ? SIM_ENOMEM : SIM_OK;
+    /* each GPU's operations; the groups, numbered in the order of their first collective */
     for (int32_t op = s->op0; op < s->op_end && !rc; op++) {
         sim_op_desc_t d;
-        sim_op_describe(e, op, &d);
+        sim_op_describe(s->e, op, &d);
         if (d.gpu < 0 || d.gpu >= nr) {
             rc = ex_fail(err, err_size, SIM_EINVAL, "export: operation %d on GPU %d, outside the job", op,
                          d.gpu);
             break;
         }
-        off[d.gpu + 1]++;
-        const int32_t k = sim_op_successors(e, op, sbuf, scap);
-        if (k > scap) {
-            free(sbuf);
-            scap = k;
-            sbuf = alloc_malloc((size_t)scap * sizeof *sbuf);
-            if (!sbuf) {
-                rc = SIM_ENOMEM;
-                break;
-            }
-            sim_op_successors(e, op, sbuf, scap);
+        x->gpu_off[d.gpu + 1]++;
+        if (d.kind != SIM_OP_COMPUTE && d.kind != SIM_OP_SEND && d.kind != SIM_OP_RECV) {
+            step_wl_coll_t coll;
+            double size_bytes;
+            const int32_t g = ex_group(x, op, &d, &coll, &size_bytes, err, err_size);
+            if (g < 0)
+                rc = g == -2 ? SIM_EINVAL : SIM_ENOMEM;
         }
-        for (int32_t j = 0; j < k; j++)
-            npred[sbuf[j] - s->op0]++;
-    }
-    int64_t total_pred = 0;
-    for (int32_t i = 0; i < n_ops && !rc; i++)
-        total_pred += npred[i];
-    if (!rc) {
-        poff = alloc_calloc((size_t)n_ops + 1, sizeof *poff);
-        pred = alloc_malloc((size_t)(total_pred ? total_pred : 1) * sizeof *pred);
-        if (!poff || !pred)
-            rc = SIM_ENOMEM;
-    }
-    for (int32_t i = 0; i < n_ops && !rc; i++)
-        poff[i + 1] = poff[i] + npred[i];
-    for (int32_t i = 0; i < n_ops && !rc; i++)
-        npred[i] = 0;
-    for (int32_t op = s->op0; op < s->op_end && !rc; op++) {
-        const int32_t k = sim_op_successors(e, op, sbuf, scap);
-        for (int32_t j = 0; j < k; j++) {
-            const int32_t q = sbuf[j] - s->op0;
-            pred[poff[q] + npred[q]++] = op;
-        }
-    }
-    const int64_t max_deps = total_pred + n_ops; /* each op at most one stream predecessor */
-    if (!rc) {
-        out->n_ranks = nr;
-        out->rank_nodes_offset = alloc_malloc(((size_t)nr + 1) * sizeof *out->rank_nodes_offset);
-        out->nodes = alloc_malloc((size_t)(n_ops ? n_ops : 1) * sizeof *out->nodes);
-        out->deps = alloc_malloc((size_t)(max_deps ? max_deps : 1) * sizeof *out->deps);
-        if (!out->rank_nodes_offset || !out->nodes || !out->deps)
-            rc = SIM_ENOMEM;
     }
     if (!rc) {
         for (int32_t r = 0; r < nr; r++)
-            off[r + 1] += off[r];
-        memcpy(out->rank_nodes_offset, off, ((size_t)nr + 1) * sizeof *off);
-        for (int64_t i = 0; i < (int64_t)nr * spg; i++)
-            last[i] = -1;
+            x->gpu_off[r + 1] += x->gpu_off[r];
+        int64_t *at = alloc_malloc(((size_t)nr + 1) * sizeof *at);
+        if (!at) {
+            rc = SIM_ENOMEM;
+        } else {
+            memcpy(at, x->gpu_off, ((size_t)nr + 1) * sizeof *at);
+            for (int32_t op = s->op0; op < s->op_end; op++)
+                x->gpu_ops[at[sim_op_gpu(s->e, op)]++] = op;
+            free(at);
+        }
     }
-    /* the nodes in operation order: each rank's in the order the engine added them */
+    if (rc) {
+        step_workload_export_end(x);
+        return err && err_size && err[0] ? rc : ex_fail(err, err_size, rc, "export: out of memory");
+    }
+    *out = x;
+    return SIM_OK;
+}
+
+int32_t step_workload_export_ranks(const step_wl_export_t *x) {
+    return x->nr;
+}
+
+int step_workload_export_rank(step_wl_export_t *x, int32_t r, step_workload_t *out, char *err,
+                              size_t err_size) {
+    memset(out, 0, sizeof *out);
+    if (err && err_size)
+        err[0] = '\0';
+    if (r < 0 || r >= x->nr)
+        return ex_fail(err, err_size, SIM_EINVAL, "export: rank %d; allowed: 0..%d", r, x->nr - 1);
+    const step_t *s = x->s;
+    const sim_engine_t *e = s->e;
+    const int32_t spg = 1 + WL_MAX_STREAMS, *ops = x->gpu_ops + x->gpu_off[r];
+    const int64_t m = x->gpu_off[r + 1] - x->gpu_off[r];
+    int32_t *npred = alloc_calloc((size_t)(m ? m : 1), sizeof *npred);
+    int64_t *poff = alloc_calloc((size_t)m + 1, sizeof *poff);
+    int32_t last[1 + WL_MAX_STREAMS];
+    int32_t *pred = NULL;
+    int rc = !npred || !poff ? SIM_ENOMEM : SIM_OK;
+    /* predecessors (the engine's successor lists inverted), each in operation order */
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        for (int64_t i = 0; i < m && !rc; i++) {
+            const int32_t k = ex_successors(x, ops[i]);
+            if (k < 0) {
+                rc = SIM_ENOMEM;
+                break;
+            }
+            for (int32_t j = 0; j < k; j++) {
+                int64_t lo = 0, hi = m;
+                while (lo < hi) {
+                    const int64_t mid = lo + (hi - lo) / 2;
+                    if (ops[mid] < x->sbuf[j])
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                if (lo == m || ops[lo] != x->sbuf[j]) {
+                    rc = ex_fail(err, err_size, SIM_EINVAL,
+                                 "export: operation %d on GPU %d depends on operation %d of GPU %d (a Chakra "
+                                 "dependency stays within a rank)",
+                                 x->sbuf[j], sim_op_gpu(e, x->sbuf[j]), ops[i], r);
+                    break;
+                }
+                if (pass == 0)
+                    poff[lo + 1]++;
+                else
+                    pred[poff[lo] + npred[lo]++] = ops[i];
+            }
+        }
+        if (pass == 0 && !rc) {
+            for (int64_t i = 0; i < m; i++)
+                poff[i + 1] += poff[i];
+            if (!(pred = alloc_malloc((size_t)(poff[m] ? poff[m] : 1) * sizeof *pred)))
+                rc = SIM_ENOMEM;
+        }
+    }
+    const int64_t max_deps = (rc ? 0 : poff[m]) + m; /* each op at most one stream predecessor */
+    if (!rc) {
+        out->n_ranks = x->nr;
+        out->rank_nodes_offset = alloc_malloc(((size_t)x->nr + 1) * sizeof *out->rank_nodes_offset);
+        out->nodes = alloc_malloc((size_t)(m ? m : 1) * sizeof *out->nodes);
+        out->deps = alloc_malloc((size_t)(max_deps ? max_deps : 1) * sizeof *out->deps);
+        out->groups = alloc_malloc((size_t)(x->gx.n ? x->gx.n : 1) * sizeof *out->groups);
+        out->group_ranks =
+            alloc_malloc((size_t)(x->gx.n_ranks ? x->gx.n_ranks : 1) * sizeof *out->group_ranks);
+        if (!out->rank_nodes_offset || !out->nodes || !out->deps || !out->groups || !out->group_ranks)
+            rc = SIM_ENOMEM;
+    }
+    if (!rc) {
+        for (int32_t k = 0; k <= x->nr; k++)
+            out->rank_nodes_offset[k] = k <= r ? 0 : m;
+        out->n_groups = x->gx.n;
+        memcpy(out->groups, x->gx.g, (size_t)x->gx.n * sizeof *out->groups);
+        memcpy(out->group_ranks, x->gx.ranks, (size_t)x->gx.n_ranks * sizeof *out->group_ranks);
+        for (int32_t k = 0; k < spg; k++)
+            last[k] = -1;
+    }
+    /* the nodes in operation order */
     int64_t nd_deps = 0;
-    for (int32_t op = s->op0; op < s->op_end && !rc; op++) {
+    for (int64_t i = 0; i < m && !rc; i++) {
+        const int32_t op = ops[i];
         sim_op_desc_t d;
         sim_op_describe(e, op, &d);
-        step_meta_t m;
-        step_meta_get(s, op, &m);
-        step_wl_node_t *n = &out->nodes[off[d.gpu]++];
+        step_meta_t mt;
+        step_meta_get(s, op, &mt);
+        step_wl_node_t *n = &out->nodes[i];
         memset(n, 0, sizeof *n);
         n->id = (uint64_t)op;
         char label[WL_NAME];
         step_op_label(s, op, label, sizeof label);
-        if (step_workload_name_add(out, label, &n->name) != SIM_OK)
+        if (step_workload_name_add(out, label, &n->name) != SIM_OK) {
             rc = SIM_ENOMEM;
+            break;
+        }
         n->duration_s = -1.0;
         n->peer = -1;
         n->group = -1;
@@ -1616,74 +1731,109 @@ int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_
         if (d.kind == SIM_OP_COMPUTE) {
             n->kind = STEP_WL_COMPUTE;
             n->duration_s = d.duration_s;
-            n->flops = m.flops_tflop * 1e12;
-            n->mem_bytes = m.hbm_gb * 1e9;
-        } else {
+            n->flops = mt.flops_tflop * 1e12;
+            n->mem_bytes = mt.hbm_gb * 1e9;
+        } else if (d.kind == SIM_OP_SEND || d.kind == SIM_OP_RECV) {
             sim_coll_info_t ci;
             sim_coll_describe(e, d.coll, &ci);
             n->comm_bytes = ci.size_bytes;
-            if (d.kind == SIM_OP_SEND || d.kind == SIM_OP_RECV) {
-                n->kind = d.kind == SIM_OP_SEND ? STEP_WL_SEND : STEP_WL_RECV;
-                n->peer = ci.gpus[d.kind == SIM_OP_SEND ? 1 : 0];
-                /* the tag names the sender's stream: messages of one stream keep their order */
-                sim_op_desc_t sd;
-                sim_op_describe(e, ci.first_op, &sd);
-                n->tag = sd.stream;
-            } else {
-                n->kind = STEP_WL_COLL;
-                if (!wl_coll_of(ci.op, ci.root, &n->coll)) {
-                    rc = ex_fail(err, err_size, SIM_EINVAL,
-                                 "export: operation %d is a %s (root %d), which a workload does not carry; "
-                                 "allowed: allreduce, allgather, reducescatter, alltoall, broadcast from the "
-                                 "first member",
-                                 op, sim_coll_op_name(ci.op), ci.root);
-                    break;
-                }
-                static const char *const GN[4] = {"tp", "cp", "dp", "pp"};
-                const char *gname = m.group >= 0 && m.group < 4 ? GN[m.group] : "group";
-                n->group = group_intern(&gx, gname, ci.gpus, ci.n_gpus);
-                if (n->group < 0) {
-                    rc = SIM_ENOMEM;
-                    break;
-                }
+            n->kind = d.kind == SIM_OP_SEND ? STEP_WL_SEND : STEP_WL_RECV;
+            n->peer = ci.gpus[d.kind == SIM_OP_SEND ? 1 : 0];
+            /* the tag names the sender's stream: messages of one stream keep their order */
+            sim_op_desc_t sd;
+            sim_op_describe(e, ci.first_op, &sd);
+            n->tag = sd.stream;
+        } else {
+            n->kind = STEP_WL_COLL;
+            n->group = ex_group(x, op, &d, &n->coll, &n->comm_bytes, err, err_size);
+            if (n->group < 0) { /* known since begin: found, not added */
+                rc = n->group == -2 ? SIM_EINVAL : SIM_ENOMEM;
+                break;
             }
         }
         /* dependencies: the engine's, then the previous operation of the same stream */
         n->deps_offset = nd_deps;
-        const int32_t q = op - s->op0;
-        for (int64_t j = poff[q]; j < poff[q + 1]; j++)
+        for (int64_t j = poff[i]; j < poff[i + 1]; j++)
             out->deps[nd_deps++] = (uint64_t)pred[j];
-        const int64_t ls = (int64_t)d.gpu * spg + d.stream;
-        if (last[ls] >= 0) {
+        if (last[d.stream] >= 0) {
             int have = 0;
-            for (int64_t j = poff[q]; j < poff[q + 1] && !have; j++)
-                have = pred[j] == last[ls];
+            for (int64_t j = poff[i]; j < poff[i + 1] && !have; j++)
+                have = pred[j] == last[d.stream];
             if (!have)
-                out->deps[nd_deps++] = (uint64_t)last[ls];
+                out->deps[nd_deps++] = (uint64_t)last[d.stream];
         }
-        last[ls] = op;
+        last[d.stream] = op;
         n->n_deps = (int32_t)(nd_deps - n->deps_offset);
     }
-    free(off);
     free(npred);
-    free(last);
-    free(sbuf);
     free(poff);
     free(pred);
-    free(gx.tab);
+    if (!rc) {
+        step_workload_names_done(out);
+        rc = ex_topo_order(out, r, r + 1, err, err_size);
+    }
     if (rc) {
-        free(gx.g);
-        free(gx.ranks);
         step_workload_free(out);
         return err && err_size && err[0] ? rc : ex_fail(err, err_size, rc, "export: out of memory");
     }
-    out->n_groups = gx.n;
-    out->groups = gx.g;
-    out->group_ranks = gx.ranks;
+    return SIM_OK;
+}
+
+int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_t err_size) {
+    memset(out, 0, sizeof *out);
+    step_wl_export_t *x = NULL;
+    int rc = step_workload_export_begin(s, &x, err, err_size);
+    if (rc)
+        return rc;
+    const int32_t nr = x->nr, n_ops = s->op_end - s->op0;
+    out->n_ranks = nr;
+    out->rank_nodes_offset = alloc_calloc((size_t)nr + 1, sizeof *out->rank_nodes_offset);
+    out->nodes = alloc_malloc((size_t)(n_ops ? n_ops : 1) * sizeof *out->nodes);
+    rc = !out->rank_nodes_offset || !out->nodes ? SIM_ENOMEM : SIM_OK;
+    int64_t n = 0, n_deps = 0, cap_deps = 0;
+    for (int32_t r = 0; r < nr && !rc; r++) {
+        step_workload_t part;
+        if ((rc = step_workload_export_rank(x, r, &part, err, err_size)))
+            break;
+        const int64_t a = part.rank_nodes_offset[r], z = part.rank_nodes_offset[r + 1];
+        int64_t pd = 0;
+        for (int64_t i = a; i < z; i++)
+            pd += part.nodes[i].n_deps;
+        if (n_deps + pd > cap_deps) {
+            int64_t cap = cap_deps ? cap_deps : 1024;
+            while (cap < n_deps + pd)
+                cap *= 2;
+            uint64_t *d = alloc_realloc(out->deps, (size_t)cap * sizeof *d);
+            if (!d)
+                rc = SIM_ENOMEM;
+            else
+                out->deps = d, cap_deps = cap;
+        }
+        for (int64_t i = a; i < z && !rc; i++) {
+            step_wl_node_t nd = part.nodes[i];
+            memcpy(out->deps + n_deps, part.deps + nd.deps_offset, (size_t)nd.n_deps * sizeof *out->deps);
+            nd.deps_offset = n_deps;
+            n_deps += nd.n_deps;
+            if (step_workload_name_add(out, step_workload_name(&part, part.nodes[i].name), &nd.name) !=
+                SIM_OK)
+                rc = SIM_ENOMEM;
+            out->nodes[n++] = nd;
+        }
+        out->rank_nodes_offset[r + 1] = n;
+        if (!rc && r == nr - 1) { /* the groups, complete since begin */
+            out->n_groups = part.n_groups;
+            out->groups = part.groups;
+            out->group_ranks = part.group_ranks;
+            part.groups = NULL;
+            part.group_ranks = NULL;
+        }
+        step_workload_free(&part);
+    }
+    step_workload_export_end(x);
+    if (rc) {
+        step_workload_free(out);
+        return err && err_size && err[0] ? rc : ex_fail(err, err_size, rc, "export: out of memory");
+    }
     step_workload_names_done(out);
-    if ((rc = ex_topo_order(out, err, err_size))) {
-        step_workload_free(out);
-        return err && err_size && err[0] ? rc : ex_fail(err, err_size, rc, "export: out of memory");
-    }
     return SIM_OK;
 }

@@ -3,7 +3,8 @@
  * write -> read gives the same workload for the hand-built sample (every node kind, collective and
  * group) and for 60 seeded random DAGs; the files are ordinary Chakra records (the sample's bytes
  * decode with the varint framing and carry the feeder's attributes); writing replaces a larger
- * workload's files without leaving temporaries; groups keep their order, names and rank order. */
+ * workload's files without leaving temporaries; groups keep their order, names and rank order; the
+ * writer one rank at a time (order, groups, early close, abort). */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,6 +55,18 @@ static int count_entries(const char *dir) {
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
         n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Entries of dir, hidden ones (temporary files) included. */
+static int count_any(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
     closedir(d);
     return n;
 }
@@ -233,6 +246,70 @@ static void test_files(void **state) {
     free(dir2);
 }
 
+/* The writer one rank at a time: the files are those trace_chakra_write makes (read back equal);
+ * ranks out of order, groups that change between ranks and closing early are refused, and an
+ * aborted or failed writer leaves nothing behind (not even the directory it would have made). */
+static void test_writer_by_rank(void **state) {
+    (void)state;
+    cs_build_t b;
+    cs_sample(&b);
+    char *dir = temp_dir("byrank");
+    char err[512] = "", sub[4200];
+    snprintf(sub, sizeof sub, "%s/out", dir);
+    trace_chakra_writer_t *x = NULL;
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    for (int32_t r = 0; r < b.w.n_ranks; r++)
+        assert_int_equal(trace_chakra_writer_rank(x, &b.w, r, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_close(x, err, sizeof err), TRACE_OK);
+    step_workload_t back;
+    assert_int_equal(trace_chakra_read(sub, &back, err, sizeof err), TRACE_OK);
+    assert_int_equal(cs_compare(&b.w, &back), 0);
+    step_workload_free(&back);
+    assert_int_equal(count_entries(sub), 5); /* 4 ranks and the groups */
+    rm_dir(sub);
+
+    /* out of order */
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_rank(x, &b.w, 1, err, sizeof err), TRACE_EINVAL);
+    assert_non_null(strstr(err, "expected rank 0"));
+    assert_int_equal(trace_chakra_writer_close(x, err, sizeof err), TRACE_EINVAL);
+    assert_non_null(strstr(err, "0 of 4 ranks written"));
+    assert_int_equal(access(sub, F_OK), -1); /* never made */
+
+    /* groups that change after rank 0; then an abort removes rank 0's temporary file */
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_rank(x, &b.w, 0, err, sizeof err), TRACE_OK);
+    assert_int_equal(count_any(sub), 1); /* the temporary file */
+    b.w.group_ranks[0] ^= 1;
+    assert_int_equal(trace_chakra_writer_rank(x, &b.w, 1, err, sizeof err), TRACE_EINVAL);
+    assert_non_null(strstr(err, "rank 1: groups: not the groups of rank 0"));
+    b.w.group_ranks[0] ^= 1;
+    assert_int_equal(trace_chakra_writer_rank(x, &b.w, 1, err, sizeof err), TRACE_EINVAL);
+    assert_non_null(strstr(err, "an earlier rank failed"));
+    trace_chakra_writer_abort(x);
+    assert_int_equal(count_any(sub), 0);
+
+    /* closing before every rank is written fails and removes what was written */
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_rank(x, &b.w, 0, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_close(x, err, sizeof err), TRACE_EINVAL);
+    assert_non_null(strstr(err, "1 of 4 ranks written"));
+    assert_int_equal(count_any(sub), 0);
+    trace_chakra_writer_abort(NULL);
+
+    /* a workload of another rank count, a bad name */
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks + 1, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_rank(x, &b.w, 0, err, sizeof err), TRACE_EINVAL);
+    assert_non_null(strstr(err, "n_ranks: 4; expected 5"));
+    trace_chakra_writer_abort(x);
+    assert_int_equal(trace_chakra_writer_open(sub, "a/b", 4, &x, err, sizeof err), TRACE_EINVAL);
+    assert_null(x);
+    step_workload_free(&b.w);
+    rm_dir(sub);
+    rm_dir(dir);
+    free(dir);
+}
+
 /* Whole-microsecond durations when the exact attribute is absent, and the model's duration (-1)
  * when a compute node has work but no duration: checked on the files ASTRA-sim-style writers make,
  * simulated here by a workload whose durations are whole microseconds. */
@@ -271,9 +348,13 @@ static void test_group_order(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_astra_fixtures),   cmocka_unit_test(test_roundtrip_sample),
-        cmocka_unit_test(test_roundtrip_random), cmocka_unit_test(test_files),
-        cmocka_unit_test(test_durations),        cmocka_unit_test(test_group_order),
+        cmocka_unit_test(test_writer_by_rank),
+        cmocka_unit_test(test_astra_fixtures),
+        cmocka_unit_test(test_roundtrip_sample),
+        cmocka_unit_test(test_roundtrip_random),
+        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_group_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,10 @@ void chakra_one_line(char *err, size_t err_size);
  * cycle. label(ctx, r) names the rank's origin ("t/ar.3.et" or "rank 3"); n_data (may be NULL)
  * gives, per node of the rank, how many of its deps came from data_deps (the rest from ctrl_deps),
  * to name the field. Returns TRACE_OK, TRACE_EINVAL (err filled) or TRACE_ENOMEM. */
+/* trace_chakra_check in parts: the ranks and groups (not the nodes), and rank r's nodes and
+ * dependencies (r in range). TRACE_OK or TRACE_EINVAL with one line in err. */
+int chakra_check_shape(const step_workload_t *w, char *err, size_t err_size);
+int chakra_check_rank(const step_workload_t *w, int32_t r, char *err, size_t err_size);
 int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *label, const int32_t *n_data,
                            char *err, size_t err_size);
 

@@ -262,6 +262,13 @@ int trace_chakra_check(const step_workload_t *w, char *err, size_t err_size) {
 }
 
 static int check(const step_workload_t *w, char *err, size_t err_size) {
+    int rc = chakra_check_shape(w, err, err_size);
+    for (int32_t r = 0; rc == TRACE_OK && r < w->n_ranks; r++)
+        rc = chakra_check_rank(w, r, err, err_size);
+    return rc;
+}
+
+int chakra_check_shape(const step_workload_t *w, char *err, size_t err_size) {
     if (!w || w->n_ranks <= 0 || !w->rank_nodes_offset) {
         snprintf(err, err_size, "workload: n_ranks: %d: no ranks", w ? w->n_ranks : 0);
         return TRACE_EINVAL;
@@ -289,28 +296,26 @@ static int check(const step_workload_t *w, char *err, size_t err_size) {
                 }
         }
     }
-    for (int32_t r = 0; r < w->n_ranks; r++) {
-        if (w->rank_nodes_offset[r + 1] < w->rank_nodes_offset[r]) {
-            snprintf(err, err_size, "rank %d: rank_nodes_offset: %" PRId64 ": decreasing", r,
-                     w->rank_nodes_offset[r + 1]);
+    return TRACE_OK;
+}
+
+int chakra_check_rank(const step_workload_t *w, int32_t r, char *err, size_t err_size) {
+    if (w->rank_nodes_offset[r + 1] < w->rank_nodes_offset[r]) {
+        snprintf(err, err_size, "rank %d: rank_nodes_offset: %" PRId64 ": decreasing", r,
+                 w->rank_nodes_offset[r + 1]);
+        return TRACE_EINVAL;
+    }
+    for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++) {
+        const step_wl_node_t *nd = &w->nodes[i];
+        if (nd->n_deps < 0 || nd->deps_offset < 0) {
+            snprintf(err, err_size, "rank %d: node %" PRIu64 ": n_deps: %d: negative", r, nd->id, nd->n_deps);
             return TRACE_EINVAL;
         }
-        for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++) {
-            const step_wl_node_t *nd = &w->nodes[i];
-            if (nd->n_deps < 0 || nd->deps_offset < 0) {
-                snprintf(err, err_size, "rank %d: node %" PRIu64 ": n_deps: %d: negative", r, nd->id,
-                         nd->n_deps);
-                return TRACE_EINVAL;
-            }
-            const int rc = check_node(w, r, nd, err, err_size);
-            if (rc != TRACE_OK)
-                return rc;
-        }
-        char label[32];
-        snprintf(label, sizeof label, "rank %d", r);
-        const int rc = chakra_check_rank_deps(w, r, label, NULL, err, err_size);
+        const int rc = check_node(w, r, nd, err, err_size);
         if (rc != TRACE_OK)
             return rc;
     }
-    return TRACE_OK;
+    char label[32];
+    snprintf(label, sizeof label, "rank %d", r);
+    return chakra_check_rank_deps(w, r, label, NULL, err, err_size);
 }

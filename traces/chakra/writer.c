@@ -3,6 +3,7 @@
  * a temporary file beside its destination; all are renamed into place once all are complete. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -271,89 +272,210 @@ static void remove_stale(const char *dir, const char *name, int32_t n_ranks) {
     closedir(d);
 }
 
-static int write_all(const char *dir, const char *name, const step_workload_t *w, char *err, size_t err_size);
+struct trace_chakra_writer {
+    writer_t wr;
+    char *dir, *name;
+    int32_t n_ranks, next; /* ranks expected, the next one */
+    int failed;
+    out_file_t *files;      /* [n_ranks + 1]: the ranks', then the groups' */
+    step_workload_t groups; /* rank 0's groups (n_ranks, n_groups, groups, group_ranks only) */
+};
 
-int trace_chakra_write(const char *dir, const char *name, const step_workload_t *w, char *err,
-                       size_t err_size) {
-    const int rc = write_all(dir, name, w, err, err_size);
-    if (rc != TRACE_OK && err_size > 0)
-        chakra_one_line(err, err_size); /* a name or path may hold a newline */
+static int w_fail(char *err, size_t err_size, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int w_fail(char *err, size_t err_size, int rc, const char *fmt, ...) {
+    if (err && err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_size, fmt, ap);
+        va_end(ap);
+        chakra_one_line(err, err_size);
+    }
     return rc;
 }
 
-static int write_all(const char *dir, const char *name, const step_workload_t *w, char *err,
-                     size_t err_size) {
-    writer_t wr = {.err = err, .err_size = err_size};
-    if (!name || !name[0] || strchr(name, '/')) {
-        snprintf(err, err_size, "name: \"%s\": not a file name (non-empty, without '/')", name ? name : "");
-        return TRACE_EINVAL;
+static void writer_free(trace_chakra_writer_t *x) {
+    for (int32_t i = 0; x->files && i <= x->n_ranks; i++) {
+        if (x->files[i].f)
+            fclose(x->files[i].f);
+        if (x->files[i].tmp && x->files[i].tmp[0])
+            (void)remove(x->files[i].tmp);
+        free(x->files[i].tmp);
+        free(x->files[i].dst);
     }
-    if (!dir || !dir[0]) {
-        snprintf(err, err_size, "directory: \"\": empty");
-        return TRACE_EINVAL;
+    free(x->files);
+    free(x->dir);
+    free(x->name);
+    free(x->wr.buf);
+    free(x->groups.groups);
+    free(x->groups.group_ranks);
+    free(x);
+}
+
+void trace_chakra_writer_abort(trace_chakra_writer_t *x) {
+    if (x)
+        writer_free(x);
+}
+
+int trace_chakra_writer_open(const char *dir, const char *name, int32_t n_ranks, trace_chakra_writer_t **out,
+                             char *err, size_t err_size) {
+    *out = NULL;
+    if (!name || !name[0] || strchr(name, '/'))
+        return w_fail(err, err_size, TRACE_EINVAL, "name: \"%s\": not a file name (non-empty, without '/')",
+                      name ? name : "");
+    if (!dir || !dir[0])
+        return w_fail(err, err_size, TRACE_EINVAL, "directory: \"\": empty");
+    if (n_ranks < 1)
+        return w_fail(err, err_size, TRACE_EINVAL, "workload: n_ranks: %d: no ranks", n_ranks);
+    trace_chakra_writer_t *x = alloc_calloc(1, sizeof *x);
+    if (!x)
+        return w_fail(err, err_size, TRACE_ENOMEM, "out of memory");
+    x->n_ranks = n_ranks;
+    x->dir = alloc_malloc(strlen(dir) + 1);
+    x->name = alloc_malloc(strlen(name) + 1);
+    x->files = alloc_calloc((size_t)n_ranks + 1, sizeof *x->files);
+    if (!x->dir || !x->name || !x->files) {
+        writer_free(x);
+        return w_fail(err, err_size, TRACE_ENOMEM, "out of memory");
     }
-    int rc = trace_chakra_check(w, err, err_size);
-    if (rc != TRACE_OK)
+    strcpy(x->dir, dir);
+    strcpy(x->name, name);
+    *out = x;
+    return TRACE_OK;
+}
+
+/* file i's destination base name into buf: NAME.i.et, or NAME.comm_group.json for i = n_ranks */
+static void file_base(const trace_chakra_writer_t *x, int32_t i, char *buf, size_t size) {
+    if (i < x->n_ranks)
+        snprintf(buf, size, "%s.%d.et", x->name, i);
+    else
+        snprintf(buf, size, "%s.comm_group.json", x->name);
+}
+
+static int writer_rank(trace_chakra_writer_t *x, const step_workload_t *w, int32_t r, char *err,
+                       size_t err_size) {
+    if (x->failed)
+        return w_fail(err, err_size, TRACE_EINVAL, "writer: an earlier rank failed");
+    if (r != x->next)
+        return w_fail(err, err_size, TRACE_EINVAL, "writer: rank %d; expected rank %d (ranks in order)", r,
+                      x->next);
+    if (!w || w->n_ranks != x->n_ranks)
+        return w_fail(err, err_size, TRACE_EINVAL, "workload: n_ranks: %d; expected %d", w ? w->n_ranks : 0,
+                      x->n_ranks);
+    int rc;
+    if (r == 0) { /* the groups, checked once and kept: every file lists them, the json too */
+        if ((rc = chakra_check_shape(w, err, err_size)) != TRACE_OK)
+            return rc;
+        const int32_t ng = w->n_groups;
+        int64_t nm = 0;
+        for (int32_t g = 0; g < ng; g++)
+            if (w->groups[g].ranks_offset + w->groups[g].n_ranks > nm)
+                nm = w->groups[g].ranks_offset + w->groups[g].n_ranks;
+        x->groups.n_ranks = w->n_ranks;
+        x->groups.n_groups = ng;
+        x->groups.groups = alloc_malloc((size_t)(ng ? ng : 1) * sizeof *x->groups.groups);
+        x->groups.group_ranks = alloc_malloc((size_t)(nm ? nm : 1) * sizeof *x->groups.group_ranks);
+        if (!x->groups.groups || !x->groups.group_ranks)
+            return w_fail(err, err_size, TRACE_ENOMEM, "out of memory");
+        if (ng)
+            memcpy(x->groups.groups, w->groups, (size_t)ng * sizeof *w->groups);
+        if (nm)
+            memcpy(x->groups.group_ranks, w->group_ranks, (size_t)nm * sizeof *w->group_ranks);
+    } else {
+        int same = w->n_groups == x->groups.n_groups;
+        for (int32_t g = 0; same && g < w->n_groups; g++) {
+            const step_wl_group_t *a = &w->groups[g], *b = &x->groups.groups[g];
+            same = a->n_ranks == b->n_ranks && strncmp(a->name, b->name, sizeof a->name) == 0 &&
+                   memcmp(w->group_ranks + a->ranks_offset, x->groups.group_ranks + b->ranks_offset,
+                          (size_t)a->n_ranks * sizeof *w->group_ranks) == 0;
+        }
+        if (!same)
+            return w_fail(err, err_size, TRACE_EINVAL, "rank %d: groups: not the groups of rank 0", r);
+    }
+    if ((rc = chakra_check_rank(w, r, err, err_size)) != TRACE_OK)
         return rc;
+    x->wr.err = err;
+    x->wr.err_size = err_size;
     struct stat st;
-    if (stat(dir, &st) != 0) {
-        if (mkdir(dir, 0755) != 0)
-            return io_fail(&wr, dir, "create the directory");
-    } else if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, err_size, "%s: not a directory", dir);
-        return TRACE_EINVAL;
+    if (r == 0 && stat(x->dir, &st) != 0) { /* the directory, once the first file is ready to go */
+        if (mkdir(x->dir, 0755) != 0)
+            return io_fail(&x->wr, x->dir, "create the directory");
+    } else if (r == 0 && !S_ISDIR(st.st_mode)) {
+        return w_fail(err, err_size, TRACE_EINVAL, "%s: not a directory", x->dir);
     }
-    const int32_t n_files = w->n_ranks + (w->n_groups > 0 ? 1 : 0);
-    out_file_t *files = alloc_calloc((size_t)n_files, sizeof *files);
-    if (!files) {
-        snprintf(err, err_size, "out of memory");
-        return TRACE_ENOMEM;
+    char base[300];
+    file_base(x, r, base, sizeof base);
+    rc = open_tmp(&x->wr, x->dir, base, &x->files[r]);
+    if (rc == TRACE_OK)
+        rc = write_rank(&x->wr, w, r, x->files[r].f, x->files[r].dst);
+    if (rc == TRACE_OK)
+        rc = close_tmp(&x->wr, &x->files[r]);
+    if (rc == TRACE_OK)
+        x->next++;
+    return rc;
+}
+
+int trace_chakra_writer_rank(trace_chakra_writer_t *x, const step_workload_t *w, int32_t r, char *err,
+                             size_t err_size) {
+    const int rc = writer_rank(x, w, r, err, err_size);
+    if (rc != TRACE_OK) {
+        x->failed = 1;
+        if (err_size > 0)
+            chakra_one_line(err, err_size);
     }
-    const size_t bl = strlen(name) + 32;
-    char *base = alloc_malloc(bl);
-    if (!base) {
-        snprintf(err, err_size, "out of memory");
-        rc = TRACE_ENOMEM;
-    }
-    for (int32_t i = 0; rc == TRACE_OK && i < n_files; i++) {
-        if (i < w->n_ranks)
-            snprintf(base, bl, "%s.%d.et", name, i);
-        else
-            snprintf(base, bl, "%s.comm_group.json", name);
-        rc = open_tmp(&wr, dir, base, &files[i]);
+    return rc;
+}
+
+int trace_chakra_writer_close(trace_chakra_writer_t *x, char *err, size_t err_size) {
+    int rc = TRACE_OK;
+    x->wr.err = err;
+    x->wr.err_size = err_size;
+    char base[300];
+    if (x->failed || x->next != x->n_ranks)
+        rc = w_fail(err, err_size, TRACE_EINVAL, "writer: %d of %d ranks written", x->next, x->n_ranks);
+    if (rc == TRACE_OK && x->groups.n_groups > 0) {
+        file_base(x, x->n_ranks, base, sizeof base);
+        rc = open_tmp(&x->wr, x->dir, base, &x->files[x->n_ranks]);
         if (rc == TRACE_OK)
-            rc = i < w->n_ranks ? write_rank(&wr, w, i, files[i].f, files[i].dst)
-                                : write_groups_json(&wr, w, files[i].f, files[i].dst);
+            rc = write_groups_json(&x->wr, &x->groups, x->files[x->n_ranks].f, x->files[x->n_ranks].dst);
         if (rc == TRACE_OK)
-            rc = close_tmp(&wr, &files[i]);
+            rc = close_tmp(&x->wr, &x->files[x->n_ranks]);
     }
-    for (int32_t i = 0; rc == TRACE_OK && i < n_files; i++)
-        if (rename(files[i].tmp, files[i].dst) != 0)
-            rc = io_fail(&wr, files[i].dst, "rename into place");
-        else
-            files[i].tmp[0] = '\0';
+    for (int32_t i = 0; rc == TRACE_OK && i <= x->n_ranks; i++)
+        if (x->files[i].tmp && x->files[i].tmp[0]) {
+            if (rename(x->files[i].tmp, x->files[i].dst) != 0)
+                rc = io_fail(&x->wr, x->files[i].dst, "rename into place");
+            else
+                x->files[i].tmp[0] = '\0';
+        }
     if (rc == TRACE_OK) {
-        remove_stale(dir, name, w->n_ranks);
-        if (w->n_groups == 0) { /* an earlier export's groups would no longer match */
-            snprintf(base, bl, "%s.comm_group.json", name);
-            char *p = alloc_malloc(strlen(dir) + bl + 2);
+        remove_stale(x->dir, x->name, x->n_ranks);
+        if (x->groups.n_groups == 0) { /* an earlier export's groups would no longer match */
+            file_base(x, x->n_ranks, base, sizeof base);
+            char *p = alloc_malloc(strlen(x->dir) + strlen(base) + 2);
             if (p) {
-                sprintf(p, "%s/%s", dir, base);
+                sprintf(p, "%s/%s", x->dir, base);
                 (void)remove(p);
                 free(p);
             }
         }
     }
-    for (int32_t i = 0; i < n_files; i++) {
-        if (files[i].f)
-            fclose(files[i].f);
-        if (files[i].tmp && files[i].tmp[0])
-            (void)remove(files[i].tmp);
-        free(files[i].tmp);
-        free(files[i].dst);
-    }
-    free(files);
-    free(base);
-    free(wr.buf);
+    if (rc != TRACE_OK && err_size > 0)
+        chakra_one_line(err, err_size);
+    writer_free(x);
+    return rc;
+}
+
+int trace_chakra_write(const char *dir, const char *name, const step_workload_t *w, char *err,
+                       size_t err_size) {
+    trace_chakra_writer_t *x = NULL;
+    int rc = trace_chakra_writer_open(dir, name, w && w->n_ranks > 0 ? w->n_ranks : 1, &x, err, err_size);
+    if (rc == TRACE_OK)
+        rc = trace_chakra_check(w, err, err_size);
+    for (int32_t r = 0; rc == TRACE_OK && r < w->n_ranks; r++)
+        rc = trace_chakra_writer_rank(x, w, r, err, err_size);
+    if (rc == TRACE_OK)
+        return trace_chakra_writer_close(x, err, err_size);
+    trace_chakra_writer_abort(x);
     return rc;
 }

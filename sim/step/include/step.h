@@ -720,4 +720,19 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
  * collectives. *out is filled (free with step_workload_free) only on SIM_OK. O(operations). */
 int step_workload_export(const step_t *s, step_workload_t *out, char *err, size_t err_size);
 
+/* The same export one rank at a time, holding one rank's nodes instead of the whole workload
+ * (step_workload_export is built on it): _begin checks the step as step_workload_export does and
+ * finds each GPU's operations and every group (4 bytes an operation; *out is set only on SIM_OK,
+ * release it with _end, which accepts NULL); _rank fills *out (free with step_workload_free) with a
+ * workload of step_workload_export_ranks(x) ranks where only rank r has nodes (exactly the nodes and
+ * dependencies step_workload_export gives rank r, names in a table of their own) and every group
+ * of the step. The step must outlive x and not change while x lives. Errors as
+ * step_workload_export's (SIM_EINVAL with one line, SIM_ENOMEM). */
+typedef struct step_wl_export step_wl_export_t;
+int step_workload_export_begin(const step_t *s, step_wl_export_t **out, char *err, size_t err_size);
+int32_t step_workload_export_ranks(const step_wl_export_t *x);
+int step_workload_export_rank(step_wl_export_t *x, int32_t r, step_workload_t *out, char *err,
+                              size_t err_size);
+void step_workload_export_end(step_wl_export_t *x);
+
 #endif

@@ -400,23 +400,44 @@ static int keep_block_view(void *ctx, const step_t *step) {
     return CLI_OK;
 }
 
-/* --export-et: the step as it ran (start times included) as Chakra traces, one file per rank. */
+/* --export-et: the step as it ran (start times included) as Chakra traces, one file per rank, each
+ * rank's nodes made and written in turn (the whole workload is never held). */
 static int export_et(run_hook_t *h, const step_t *step) {
     char err[300];
-    step_workload_t w;
-    int rc = step_workload_export(step, &w, err, sizeof err);
+    step_wl_export_t *x = NULL;
+    int rc = step_workload_export_begin(step, &x, err, sizeof err);
     if (rc == SIM_EINVAL)
         return cli_fail(h->d, CLI_EUSAGE, "--export-et %s: %s", h->o->export_et, err);
     if (rc)
         return cli_fail(h->d, CLI_ERUNTIME, "--export-et %s: out of memory", h->o->export_et);
-    rc = trace_chakra_write(h->o->export_et, "stepsim", &w, err, sizeof err);
-    h->r->exported = rc == TRACE_OK;
-    h->r->exported_ranks = w.n_ranks;
-    h->r->exported_nodes = w.rank_nodes_offset[w.n_ranks];
-    step_workload_free(&w);
+    const int32_t nr = step_workload_export_ranks(x);
+    trace_chakra_writer_t *wr = NULL;
+    int trc = trace_chakra_writer_open(h->o->export_et, "stepsim", nr, &wr, err, sizeof err);
+    int64_t nodes = 0;
+    for (int32_t r = 0; r < nr && !rc && trc == TRACE_OK; r++) {
+        step_workload_t part;
+        if ((rc = step_workload_export_rank(x, r, &part, err, sizeof err)))
+            break;
+        nodes += part.rank_nodes_offset[r + 1] - part.rank_nodes_offset[r];
+        trc = trace_chakra_writer_rank(wr, &part, r, err, sizeof err);
+        step_workload_free(&part);
+    }
+    step_workload_export_end(x);
+    if (rc || trc != TRACE_OK) {
+        trace_chakra_writer_abort(wr);
+    } else {
+        trc = trace_chakra_writer_close(wr, err, sizeof err);
+    }
+    if (rc == SIM_EINVAL)
+        return cli_fail(h->d, CLI_EUSAGE, "--export-et %s: %s", h->o->export_et, err);
     if (rc)
-        return cli_fail(h->d, rc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--export-et %s: %s",
-                        h->o->export_et, rc == TRACE_ENOMEM ? "out of memory" : err);
+        return cli_fail(h->d, CLI_ERUNTIME, "--export-et %s: out of memory", h->o->export_et);
+    if (trc != TRACE_OK)
+        return cli_fail(h->d, trc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--export-et %s: %s",
+                        h->o->export_et, trc == TRACE_ENOMEM ? "out of memory" : err);
+    h->r->exported = 1;
+    h->r->exported_ranks = nr;
+    h->r->exported_nodes = nodes;
     return CLI_OK;
 }
 

@@ -21,7 +21,7 @@
  * - Determinism: the output bytes depend only on the workload; the workload read depends only on the
  *   bytes of the files.
  * - Memory: the reader holds one rank's file at a time plus the workload it builds (O(nodes +
- *   dependencies)); the writer one encoded node at a time. No globals; one thread per call.
+ *   dependencies)); the writer one encoded node at a time (and the groups). No globals; one thread per call.
  */
 #ifndef STEPSIM_TRACE_CHAKRA_H
 #define STEPSIM_TRACE_CHAKRA_H
@@ -56,5 +56,22 @@ int trace_chakra_check(const step_workload_t *w, char *err, size_t err_size);
  * be non-empty, without '/'. Error lines never hold a control character (printed as '?'). */
 int trace_chakra_write(const char *dir, const char *name, const step_workload_t *w, char *err,
                        size_t err_size);
+
+/* The same writing one rank at a time (trace_chakra_write is built on it), for a producer that
+ * holds one rank's nodes at a time (step_workload_export_rank): _open checks dir and name and
+ * prepares n_ranks files (*out set only on TRACE_OK); _rank writes rank r of w (r = 0, 1, ... in
+ * order; w has n_ranks ranks and the same groups at every call, only rank r is read and checked;
+ * the directory is created at rank 0) to its temporary file; _close, after every rank, writes the
+ * groups' json and renames every file into place as trace_chakra_write does, and releases the
+ * writer whatever it returns; _abort (accepts NULL) removes the temporary files and releases it.
+ * After an error of _rank only _abort or _close (which then fails) are allowed. Errors as
+ * trace_chakra_write's. Memory: one encoded node and the groups. */
+typedef struct trace_chakra_writer trace_chakra_writer_t;
+int trace_chakra_writer_open(const char *dir, const char *name, int32_t n_ranks, trace_chakra_writer_t **out,
+                             char *err, size_t err_size);
+int trace_chakra_writer_rank(trace_chakra_writer_t *x, const step_workload_t *w, int32_t r, char *err,
+                             size_t err_size);
+int trace_chakra_writer_close(trace_chakra_writer_t *x, char *err, size_t err_size);
+void trace_chakra_writer_abort(trace_chakra_writer_t *x);
 
 #endif
