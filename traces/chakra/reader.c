@@ -273,6 +273,11 @@ typedef struct dec {
     int64_t seen_cap, seen_n;
     arena_t arena;
     ProtobufCAllocator pa;
+    uint8_t *scratch; /* a Node record without its attributes */
+    size_t cap_scratch;
+    const ChakraProtoMsg__AttributeProto **attrs; /* the record's attributes, decoded or cached */
+    size_t cap_attrs;
+    struct attr_cache *cache;
 } dec_t;
 
 typedef struct group_acc {
@@ -1018,6 +1023,163 @@ static int slurp(where_t *at, const char *path, uint8_t **buf, size_t *cap, size
     return TRACE_OK;
 }
 
+/* ---- attributes decoded once ------------------------------------------------------------------ */
+
+/* Most attribute messages repeat byte for byte from node to node (is_cpu_op, comm_type, pg_name,
+ * the sizes of a layer's operations in every microbatch): a decoder keeps each distinct one,
+ * decoded by protobuf-c, keyed by its bytes, and a Node record is decoded by protobuf-c without its
+ * attributes, which are then taken from the cache (decoded on a miss). The record's top-level
+ * fields are only framed here (tag, length); anything unexpected (a malformed field, a wire type
+ * protobuf-c refuses, an attribute or the rest failing to decode) sends the record through
+ * protobuf-c whole, so that it decides, as before, what is valid and what the error is. */
+#define ATTR_CACHE_ENTRIES 16384
+#define ATTR_CACHE_BYTES ((int64_t)1 << 20)
+#define ATTR_CACHE_MAX_LEN 256 /* longer attributes are decoded every time */
+
+typedef struct attr_ent {
+    uint64_t hash;
+    int64_t off; /* the message's bytes, in bytes[off .. off + len) */
+    int64_t len;
+    const ChakraProtoMsg__AttributeProto *attr;
+} attr_ent_t;
+
+typedef struct attr_cache {
+    attr_ent_t *ent; /* [ATTR_CACHE_ENTRIES] */
+    int64_t n;
+    int32_t *slot;  /* [2 x ATTR_CACHE_ENTRIES]: entry, -1 empty */
+    uint8_t *bytes; /* [ATTR_CACHE_BYTES] */
+    int64_t n_bytes;
+    arena_t arena; /* the decoded messages */
+    ProtobufCAllocator pa;
+} attr_cache_t;
+
+static void attr_cache_clear(attr_cache_t *c) {
+    memset(c->slot, 0xff, 2 * ATTR_CACHE_ENTRIES * sizeof *c->slot);
+    c->n = 0;
+    c->n_bytes = 0;
+    arena_reset(&c->arena);
+}
+
+/* The attribute message b[0..len), decoded: from the cache, else by protobuf-c (into the cache when
+ * it has room, else into the record's arena). NULL when protobuf-c refuses it or memory is short. */
+static const ChakraProtoMsg__AttributeProto *attr_get(dec_t *dc, const uint8_t *b, size_t len) {
+    attr_cache_t *c = dc->cache;
+    if (len > ATTR_CACHE_MAX_LEN)
+        return chakra_proto_msg__attribute_proto__unpack(&dc->pa, len, b);
+    const uint64_t h = str_hash((const char *)b, len);
+    const uint64_t mask = 2 * ATTR_CACHE_ENTRIES - 1;
+    uint64_t k = h & mask;
+    for (; c->slot[k] >= 0; k = (k + 1) & mask) {
+        const attr_ent_t *e = &c->ent[c->slot[k]];
+        if (e->hash == h && e->len == (int64_t)len && memcmp(c->bytes + e->off, b, len) == 0)
+            return e->attr;
+    }
+    if (c->n == ATTR_CACHE_ENTRIES || c->n_bytes + (int64_t)len > ATTR_CACHE_BYTES)
+        return chakra_proto_msg__attribute_proto__unpack(&dc->pa, len, b); /* full until the next record */
+    const ChakraProtoMsg__AttributeProto *a = chakra_proto_msg__attribute_proto__unpack(&c->pa, len, b);
+    if (!a)
+        return NULL;
+    attr_ent_t *e = &c->ent[c->n];
+    e->hash = h;
+    e->off = c->n_bytes;
+    e->len = (int64_t)len;
+    e->attr = a;
+    memcpy(c->bytes + c->n_bytes, b, len);
+    c->n_bytes += (int64_t)len;
+    c->slot[k] = (int32_t)c->n++;
+    return a;
+}
+
+/* Node record p[0..n) decoded through the attribute cache, or NULL: decode it whole instead. */
+static ChakraProtoMsg__Node *node_cached(dec_t *dc, const uint8_t *p, size_t n) {
+    if (!dc->cache) {
+        attr_cache_t *c = alloc_calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        c->ent = alloc_malloc(ATTR_CACHE_ENTRIES * sizeof *c->ent);
+        c->slot = alloc_malloc(2 * ATTR_CACHE_ENTRIES * sizeof *c->slot);
+        c->bytes = alloc_malloc((size_t)ATTR_CACHE_BYTES);
+        c->pa.alloc = arena_alloc;
+        c->pa.free = arena_free;
+        c->pa.allocator_data = &c->arena;
+        dc->cache = c; /* (freed with the decoder, even half built) */
+        if (!c->ent || !c->slot || !c->bytes)
+            return NULL;
+        attr_cache_clear(c);
+    }
+    attr_cache_t *c = dc->cache;
+    if (!c->ent || !c->slot || !c->bytes)
+        return NULL;
+    if (c->n == ATTR_CACHE_ENTRIES || c->n_bytes > ATTR_CACHE_BYTES - ATTR_CACHE_MAX_LEN || c->arena.oom) {
+        attr_cache_clear(c);
+        c->arena.oom = 0;
+    }
+    if (n > dc->cap_scratch) {
+        uint8_t *b = alloc_realloc(dc->scratch, n);
+        if (!b)
+            return NULL;
+        dc->scratch = b;
+        dc->cap_scratch = n;
+    }
+    if (n / 2 + 1 > dc->cap_attrs) { /* an attribute takes at least two bytes */
+        const ChakraProtoMsg__AttributeProto **a = alloc_realloc(dc->attrs, (n / 2 + 1) * sizeof *a);
+        if (!a)
+            return NULL;
+        dc->attrs = a;
+        dc->cap_attrs = n / 2 + 1;
+    }
+    arena_reset(&dc->arena);
+    size_t i = 0, o = 0, na = 0;
+    while (i < n) {
+        const size_t start = i;
+        uint64_t key, v;
+        if (varint(p, n, &i, &key) != 0 || key >> 3 == 0 || key >> 3 > 536870911)
+            return NULL;
+        const uint64_t field = key >> 3;
+        switch (key & 7) {
+        case 0:
+            if (varint(p, n, &i, &v) != 0)
+                return NULL;
+            break;
+        case 1:
+            if (n - i < 8)
+                return NULL;
+            i += 8;
+            break;
+        case 5:
+            if (n - i < 4)
+                return NULL;
+            i += 4;
+            break;
+        case 2:
+            if (varint(p, n, &i, &v) != 0 || v > n - i)
+                return NULL;
+            if (field == 10) { /* attr */
+                const ChakraProtoMsg__AttributeProto *a = attr_get(dc, p + i, (size_t)v);
+                if (!a)
+                    return NULL;
+                dc->attrs[na++] = a;
+                i += (size_t)v;
+                continue;
+            }
+            i += (size_t)v;
+            break;
+        default:
+            return NULL;
+        }
+        if (field == 10)
+            return NULL; /* an attr that is not length-delimited: protobuf-c's call */
+        memcpy(dc->scratch + o, p + start, i - start);
+        o += i - start;
+    }
+    ChakraProtoMsg__Node *m = chakra_proto_msg__node__unpack(&dc->pa, o, dc->scratch);
+    if (!m || m->n_attr != 0)
+        return NULL;
+    m->n_attr = na;
+    m->attr = (ChakraProtoMsg__AttributeProto **)dc->attrs;
+    return m;
+}
+
 /* The records of one rank's file into dc->s: record 0 (GlobalMetadata) is framed and left to the
  * merge, every other record decoded and mapped. */
 static int read_rank(dec_t *dc, const uint8_t *buf, size_t len) {
@@ -1049,8 +1211,12 @@ static int read_rank(dec_t *dc, const uint8_t *buf, size_t len) {
             dc->s->meta_at = pos;
             dc->s->meta_len = (size_t)n;
         } else {
-            arena_reset(&dc->arena);
-            ChakraProtoMsg__Node *m = chakra_proto_msg__node__unpack(&dc->pa, (size_t)n, buf + pos);
+            ChakraProtoMsg__Node *m = node_cached(dc, buf + pos, (size_t)n);
+            if (!m) { /* protobuf-c on the whole record: it decides */
+                arena_reset(&dc->arena);
+                dc->arena.oom = 0;
+                m = chakra_proto_msg__node__unpack(&dc->pa, (size_t)n, buf + pos);
+            }
             if (!m)
                 return dc->arena.oom ? oom(&dc->at)
                                      : fail(&dc->at,
@@ -1107,6 +1273,15 @@ static void dec_destroy(dec_t *dc) {
     free(dc->seen_keys);
     free(dc->seen_used);
     arena_destroy(&dc->arena);
+    free(dc->scratch);
+    free(dc->attrs);
+    if (dc->cache) {
+        free(dc->cache->slot);
+        free(dc->cache->ent);
+        free(dc->cache->bytes);
+        arena_destroy(&dc->cache->arena);
+        free(dc->cache);
+    }
 }
 
 static void slot_destroy(slot_t *s) {
