@@ -144,8 +144,15 @@ static uint64_t str_hash(const char *p, size_t n) {
         h = (h ^ x) * 0xff51afd7ed558ccdULL;
         h ^= h >> 32;
     }
-    uint64_t x = 0;
-    memcpy(&x, p, n);
+    uint64_t x = 0; /* the last 0..7 bytes, loaded whole (not byte by byte into a word) */
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + n - 4, 4);
+        x = (uint64_t)a | (uint64_t)b << 32;
+    } else if (n > 0) {
+        x = (uint64_t)(uint8_t)p[0] | (uint64_t)(uint8_t)p[n / 2] << 8 | (uint64_t)(uint8_t)p[n - 1] << 16;
+    }
     h = (h ^ x) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
     h *= 0xff51afd7ed558ccdULL;
