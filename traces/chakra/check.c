@@ -84,7 +84,20 @@ static int backward_only(const step_workload_t *w, const step_wl_node_t *nodes, 
             const uint64_t d = deps[k];
             if (d >= nodes[i].id)
                 return 0;
-            int64_t lo = 0, hi = i; /* an earlier node with id d: binary search in nodes[0..i) */
+            /* an earlier node with id d: searched back from node i (a dependency is most often a
+             * recent node) in steps that double, then by bisection */
+            int64_t lo = 0, hi = i;
+            for (int64_t step = 1; hi - step > 0; step *= 2) {
+                if (nodes[hi - step].id < d) {
+                    lo = hi - step + 1;
+                    break;
+                }
+                hi -= step;
+                if (nodes[hi].id == d)
+                    break;
+            }
+            if (hi < i && nodes[hi].id == d)
+                continue;
             while (lo < hi) {
                 const int64_t mid = lo + (hi - lo) / 2;
                 if (nodes[mid].id < d)

@@ -283,7 +283,9 @@ typedef struct dec {
     uint8_t *scratch; /* a Node record without its attributes */
     size_t cap_scratch;
     const ChakraProtoMsg__AttributeProto **attrs; /* the record's attributes, decoded or cached */
+    uint8_t *attr_keys;                           /* and their attr_key, when keys_valid */
     size_t cap_attrs;
+    int keys_valid;
     struct attr_cache *cache;
 } dec_t;
 
@@ -653,6 +655,50 @@ static int node_group(reader_t *rd, uint64_t id, const char *pg_name, int32_t *o
     return TRACE_OK;
 }
 
+/* The attributes the reader knows, told apart by their first bytes (one string compare an
+ * attribute instead of a chain of them). */
+enum {
+    A_OTHER,
+    A_NUM_OPS,
+    A_TENSOR_SIZE,
+    A_DURATION_S,
+    A_COMM_SIZE,
+    A_COMM_SRC,
+    A_COMM_DST,
+    A_COMM_TAG,
+    A_COMM_TYPE,
+    A_PG_NAME
+};
+
+static int attr_key(const char *an) {
+    switch (an[0]) {
+    case 'n':
+        return strcmp(an, "num_ops") == 0 ? A_NUM_OPS : A_OTHER;
+    case 't':
+        return strcmp(an, "tensor_size") == 0 ? A_TENSOR_SIZE : A_OTHER;
+    case 's':
+        return strcmp(an, CHAKRA_ATTR_DURATION_S) == 0 ? A_DURATION_S : A_OTHER;
+    case 'p':
+        return strcmp(an, "pg_name") == 0 ? A_PG_NAME : A_OTHER;
+    case 'c':
+        if (strncmp(an, "comm_", 5) != 0)
+            return A_OTHER;
+        if (strcmp(an + 5, "size") == 0)
+            return A_COMM_SIZE;
+        if (strcmp(an + 5, "src") == 0)
+            return A_COMM_SRC;
+        if (strcmp(an + 5, "dst") == 0)
+            return A_COMM_DST;
+        if (strcmp(an + 5, "tag") == 0)
+            return A_COMM_TAG;
+        if (strcmp(an + 5, "type") == 0)
+            return A_COMM_TYPE;
+        return A_OTHER;
+    default:
+        return A_OTHER;
+    }
+}
+
 /* ---- one node -------------------------------------------------------------------------------- */
 
 static const char *type_name(int t) {
@@ -721,50 +767,6 @@ static void dep_seen_clear(dec_t *rd, const uint64_t *ids, int32_t n) {
     rd->seen_n = 0;
 }
 
-/* The attributes the reader knows, told apart by their first bytes (one string compare an
- * attribute instead of a chain of them). */
-enum {
-    A_OTHER,
-    A_NUM_OPS,
-    A_TENSOR_SIZE,
-    A_DURATION_S,
-    A_COMM_SIZE,
-    A_COMM_SRC,
-    A_COMM_DST,
-    A_COMM_TAG,
-    A_COMM_TYPE,
-    A_PG_NAME
-};
-
-static int attr_key(const char *an) {
-    switch (an[0]) {
-    case 'n':
-        return strcmp(an, "num_ops") == 0 ? A_NUM_OPS : A_OTHER;
-    case 't':
-        return strcmp(an, "tensor_size") == 0 ? A_TENSOR_SIZE : A_OTHER;
-    case 's':
-        return strcmp(an, CHAKRA_ATTR_DURATION_S) == 0 ? A_DURATION_S : A_OTHER;
-    case 'p':
-        return strcmp(an, "pg_name") == 0 ? A_PG_NAME : A_OTHER;
-    case 'c':
-        if (strncmp(an, "comm_", 5) != 0)
-            return A_OTHER;
-        if (strcmp(an + 5, "size") == 0)
-            return A_COMM_SIZE;
-        if (strcmp(an + 5, "src") == 0)
-            return A_COMM_SRC;
-        if (strcmp(an + 5, "dst") == 0)
-            return A_COMM_DST;
-        if (strcmp(an + 5, "tag") == 0)
-            return A_COMM_TAG;
-        if (strcmp(an + 5, "type") == 0)
-            return A_COMM_TYPE;
-        return A_OTHER;
-    default:
-        return A_OTHER;
-    }
-}
-
 static int map_node(dec_t *rd, const ChakraProtoMsg__Node *m) {
     slot_t *s = rd->s;
     const uint64_t id = m->id;
@@ -815,7 +817,7 @@ static int map_node(dec_t *rd, const ChakraProtoMsg__Node *m) {
         const ChakraProtoMsg__AttributeProto *a = m->attr[k];
         const char *an = a->name ? a->name : "";
         int rc = TRACE_OK;
-        const int key = attr_key(an);
+        const int key = rd->keys_valid ? rd->attr_keys[k] : attr_key(an);
         if (key == A_OTHER)
             continue;
         if (timed) { /* a compute node: its work and our exact duration; the rest is ignored */
@@ -972,7 +974,7 @@ static int map_node(dec_t *rd, const ChakraProtoMsg__Node *m) {
 /* ---- one file (a decoder) ------------------------------------------------------------------- */
 
 /* A varint at buf[*pos..len): 0, 1 if truncated, 2 if longer than 10 bytes or over 64 bits. */
-static int varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out) {
+static int varint_long(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out) {
     uint64_t v = 0;
     for (int i = 0; i < 10; i++) {
         if (*pos >= len)
@@ -987,6 +989,14 @@ static int varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out) {
         }
     }
     return 2;
+}
+
+static inline int varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out) {
+    if (*pos < len && buf[*pos] < 0x80) { /* one byte: most tags and lengths */
+        *out = buf[(*pos)++];
+        return 0;
+    }
+    return varint_long(buf, len, pos, out);
 }
 
 /* The whole file into *buf (grown as needed, kept for the next file): its size, then one read. */
@@ -1045,6 +1055,7 @@ static int slurp(where_t *at, const char *path, uint8_t **buf, size_t *cap, size
 
 typedef struct attr_ent {
     uint64_t hash;
+    int key;     /* attr_key of its name */
     int64_t off; /* the message's bytes, in bytes[off .. off + len) */
     int64_t len;
     const ChakraProtoMsg__AttributeProto *attr;
@@ -1069,25 +1080,50 @@ static void attr_cache_clear(attr_cache_t *c) {
 
 /* The attribute message b[0..len), decoded: from the cache, else by protobuf-c (into the cache when
  * it has room, else into the record's arena). NULL when protobuf-c refuses it or memory is short. */
-static const ChakraProtoMsg__AttributeProto *attr_get(dec_t *dc, const uint8_t *b, size_t len) {
+static const ChakraProtoMsg__AttributeProto *attr_unpack(dec_t *dc, const uint8_t *b, size_t len, int *key) {
+    const ChakraProtoMsg__AttributeProto *a = chakra_proto_msg__attribute_proto__unpack(&dc->pa, len, b);
+    if (a)
+        *key = attr_key(a->name ? a->name : "");
+    return a;
+}
+
+/* An attribute message's hash: its length, first and last 8 bytes (where a name's and a value's
+ * bytes are; the bytes are compared whole on a hit). */
+static uint64_t attr_hash(const uint8_t *b, size_t len) {
+    if (len < 8)
+        return str_hash((const char *)b, len);
+    uint64_t x, y;
+    memcpy(&x, b, 8);
+    memcpy(&y, b + len - 8, 8);
+    uint64_t h = (x ^ 0x9e3779b97f4a7c15ULL) * 0xff51afd7ed558ccdULL;
+    h = (h ^ (h >> 32) ^ y ^ (uint64_t)len) * 0xc4ceb9fe1a85ec53ULL;
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 32);
+}
+
+/* (*key: the attribute's attr_key) */
+static const ChakraProtoMsg__AttributeProto *attr_get(dec_t *dc, const uint8_t *b, size_t len, int *key) {
     attr_cache_t *c = dc->cache;
     if (len > ATTR_CACHE_MAX_LEN)
-        return chakra_proto_msg__attribute_proto__unpack(&dc->pa, len, b);
-    const uint64_t h = str_hash((const char *)b, len);
+        return attr_unpack(dc, b, len, key);
+    const uint64_t h = attr_hash(b, len);
     const uint64_t mask = 2 * ATTR_CACHE_ENTRIES - 1;
     uint64_t k = h & mask;
     for (; c->slot[k] >= 0; k = (k + 1) & mask) {
         const attr_ent_t *e = &c->ent[c->slot[k]];
-        if (e->hash == h && e->len == (int64_t)len && memcmp(c->bytes + e->off, b, len) == 0)
+        if (e->hash == h && e->len == (int64_t)len && memcmp(c->bytes + e->off, b, len) == 0) {
+            *key = e->key;
             return e->attr;
+        }
     }
     if (c->n == ATTR_CACHE_ENTRIES || c->n_bytes + (int64_t)len > ATTR_CACHE_BYTES)
-        return chakra_proto_msg__attribute_proto__unpack(&dc->pa, len, b); /* full until the next record */
+        return attr_unpack(dc, b, len, key); /* full until the next record */
     const ChakraProtoMsg__AttributeProto *a = chakra_proto_msg__attribute_proto__unpack(&c->pa, len, b);
     if (!a)
         return NULL;
     attr_ent_t *e = &c->ent[c->n];
     e->hash = h;
+    e->key = *key = attr_key(a->name ? a->name : "");
     e->off = c->n_bytes;
     e->len = (int64_t)len;
     e->attr = a;
@@ -1130,20 +1166,24 @@ static ChakraProtoMsg__Node *node_cached(dec_t *dc, const uint8_t *p, size_t n) 
     }
     if (n / 2 + 1 > dc->cap_attrs) { /* an attribute takes at least two bytes */
         const ChakraProtoMsg__AttributeProto **a = alloc_realloc(dc->attrs, (n / 2 + 1) * sizeof *a);
-        if (!a)
+        if (a)
+            dc->attrs = a;
+        uint8_t *k = alloc_realloc(dc->attr_keys, n / 2 + 1);
+        if (k)
+            dc->attr_keys = k;
+        if (!a || !k)
             return NULL;
-        dc->attrs = a;
         dc->cap_attrs = n / 2 + 1;
     }
     arena_reset(&dc->arena);
     size_t i = 0, o = 0, na = 0;
     while (i < n) {
         const size_t start = i;
-        uint64_t key, v;
-        if (varint(p, n, &i, &key) != 0 || key >> 3 == 0 || key >> 3 > 536870911)
+        uint64_t tag, v;
+        if (varint(p, n, &i, &tag) != 0 || tag >> 3 == 0 || tag >> 3 > 536870911)
             return NULL;
-        const uint64_t field = key >> 3;
-        switch (key & 7) {
+        const uint64_t field = tag >> 3;
+        switch (tag & 7) {
         case 0:
             if (varint(p, n, &i, &v) != 0)
                 return NULL;
@@ -1162,9 +1202,11 @@ static ChakraProtoMsg__Node *node_cached(dec_t *dc, const uint8_t *p, size_t n) 
             if (varint(p, n, &i, &v) != 0 || v > n - i)
                 return NULL;
             if (field == 10) { /* attr */
-                const ChakraProtoMsg__AttributeProto *a = attr_get(dc, p + i, (size_t)v);
+                int key = A_OTHER;
+                const ChakraProtoMsg__AttributeProto *a = attr_get(dc, p + i, (size_t)v, &key);
                 if (!a)
                     return NULL;
+                dc->attr_keys[na] = (uint8_t)key;
                 dc->attrs[na++] = a;
                 i += (size_t)v;
                 continue;
@@ -1219,6 +1261,7 @@ static int read_rank(dec_t *dc, const uint8_t *buf, size_t len) {
             dc->s->meta_len = (size_t)n;
         } else {
             ChakraProtoMsg__Node *m = node_cached(dc, buf + pos, (size_t)n);
+            dc->keys_valid = m != NULL;
             if (!m) { /* protobuf-c on the whole record: it decides */
                 arena_reset(&dc->arena);
                 dc->arena.oom = 0;
@@ -1282,6 +1325,7 @@ static void dec_destroy(dec_t *dc) {
     arena_destroy(&dc->arena);
     free(dc->scratch);
     free(dc->attrs);
+    free(dc->attr_keys);
     if (dc->cache) {
         free(dc->cache->slot);
         free(dc->cache->ent);
