@@ -227,7 +227,7 @@ static int read_all_ways(step_workload_t *w, char *err, size_t err_size) {
             fail_msg("%d threads: a different workload", threads);
         step_workload_free(&v);
     }
-    /* and through the entry point, on the default threads */
+    /* and through the entry point (its choice of threads: one, for a set this small) */
     step_workload_t d;
     char e3[512] = "";
     assert_int_equal(trace_chakra_read(prefix, &d, e3, sizeof e3), rc);

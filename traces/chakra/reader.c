@@ -1849,6 +1849,16 @@ int chakra_read_threads(const char *path, int threads, step_workload_t *out, cha
         if (!out->rank_nodes_offset)
             rc = oom(&rd.at);
     }
+    if (rc == TRACE_OK && threads <= 0) { /* automatic: threads only for sets worth them */
+        threads = chakra_default_threads();
+        int64_t bytes = 0;
+        struct stat st;
+        for (int32_t r = 0; r < n && threads > 1 && bytes < CHAKRA_THREADS_MIN_BYTES; r++)
+            if (stat(files[r].path, &st) == 0)
+                bytes += (int64_t)st.st_size;
+        if (bytes < CHAKRA_THREADS_MIN_BYTES)
+            threads = 1;
+    }
     if (rc == TRACE_OK)
         rc = read_ranks(&rd, files, n, threads);
     if (rc == TRACE_OK)
@@ -1878,5 +1888,5 @@ int chakra_read_threads(const char *path, int threads, step_workload_t *out, cha
 }
 
 int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t err_size) {
-    return chakra_read_threads(path, chakra_default_threads(), out, err, err_size);
+    return chakra_read_threads(path, 0, out, err, err_size);
 }
