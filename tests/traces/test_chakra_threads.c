@@ -6,7 +6,8 @@
  * dependency lists is read on 1 to 5 threads and compared field by field (name indices and the name
  * table's layout included); then files broken in several ranks give the first error in rank order,
  * the same line on every thread count: a dangling dependency before a truncated record, an invalid
- * metadata record before an error in the same file's nodes. */
+ * metadata record before an error in the same file's nodes; and every allocation of a read on 3
+ * threads failed in turn gives "out of memory" or the same workload. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "alloc.h"
 #include "chakra_internal.h"
 #include "chakra_sample.h"
 #include "trace_chakra.h"
@@ -316,10 +318,48 @@ static void test_first_error(void **state) {
     step_workload_free(&b.w);
 }
 
+/* Every allocation of a read on 3 threads failed in turn (alloc_fail_at; the decoders allocate
+ * concurrently, so which one fails varies): TRACE_ENOMEM with "out of memory" and a zeroed
+ * workload, or the same workload. */
+static void test_alloc_fail(void **state) {
+    (void)state;
+    rm_files();
+    cs_build_t b;
+    build(&b);
+    char err[512] = "", prefix[4200];
+    assert_int_equal(trace_chakra_write(dir, "t", &b.w, err, sizeof err), TRACE_OK);
+    snprintf(prefix, sizeof prefix, "%s/t", dir);
+    step_workload_t w, v;
+    uint64_t c0 = alloc_count();
+    assert_int_equal(chakra_read_threads(prefix, 3, &w, err, sizeof err), TRACE_OK);
+    const int64_t n_read = (int64_t)(alloc_count() - c0);
+    assert_true(n_read > 20);
+    int failed = 0;
+    for (int64_t k = 1; k <= n_read + 10; k++) {
+        alloc_fail_at((uint64_t)k);
+        const int rc = chakra_read_threads(prefix, 3, &v, err, sizeof err);
+        alloc_fail_at(0);
+        if (rc == TRACE_OK) {
+            assert_int_equal(same(&w, &v), 0);
+            step_workload_free(&v);
+            continue;
+        }
+        failed++;
+        if (rc != TRACE_ENOMEM || strcmp(err, "out of memory") != 0)
+            fail_msg("allocation %lld failed: rc %d: %s", (long long)k, rc, err);
+        assert_null(v.nodes);
+        assert_int_equal(v.n_ranks, 0);
+    }
+    assert_true(failed > 0);
+    step_workload_free(&w);
+    step_workload_free(&b.w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_workload),
         cmocka_unit_test(test_first_error),
+        cmocka_unit_test(test_alloc_fail),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
