@@ -159,6 +159,22 @@ static uint64_t str_hash(const char *p, size_t n) {
     return h ^ (h >> 32);
 }
 
+/* a[0..len) == b[0..len): up to 24 bytes as three overlapping words (no call) */
+static inline int bytes_equal(const void *a, const void *b, size_t len) {
+    if (len < 8 || len > 24)
+        return memcmp(a, b, len) == 0;
+    const char *p = a, *q = b;
+    uint64_t x0, y0, x1, y1, x2, y2;
+    const size_t mid = len > 16 ? 8 : 0;
+    memcpy(&x0, p, 8);
+    memcpy(&y0, q, 8);
+    memcpy(&x1, p + mid, 8);
+    memcpy(&y1, q + mid, 8);
+    memcpy(&x2, p + len - 8, 8);
+    memcpy(&y2, q + len - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1) | (x2 ^ y2)) == 0;
+}
+
 /* Distinct strings numbered 0.. in order of first insertion, each with its length and hash (kept so
  * that the merge does not hash a name again). Reset for every rank; the arrays stay. */
 typedef struct strtab {
@@ -217,7 +233,7 @@ static int strtab_add(strtab_t *t, const char *s, int64_t len, uint64_t h, int32
     uint64_t k = h & mask;
     for (; t->slot[k] >= 0; k = (k + 1) & mask) {
         const int32_t e = t->slot[k];
-        if (t->hash[e] == h && t->len[e] == len && memcmp(t->chars + t->off[e], s, (size_t)len) == 0) {
+        if (t->hash[e] == h && t->len[e] == len && bytes_equal(t->chars + t->off[e], s, (size_t)len)) {
             *out = e;
             return TRACE_OK;
         }
@@ -1111,7 +1127,7 @@ static const ChakraProtoMsg__AttributeProto *attr_get(dec_t *dc, const uint8_t *
     uint64_t k = h & mask;
     for (; c->slot[k] >= 0; k = (k + 1) & mask) {
         const attr_ent_t *e = &c->ent[c->slot[k]];
-        if (e->hash == h && e->len == (int64_t)len && memcmp(c->bytes + e->off, b, len) == 0) {
+        if (e->hash == h && e->len == (int64_t)len && bytes_equal(c->bytes + e->off, b, len)) {
             *key = e->key;
             return e->attr;
         }
@@ -1539,7 +1555,7 @@ static int global_name(reader_t *rd, const char *s, int64_t len, uint64_t h, int
     for (; rd->name_slot[k] >= 0; k = (k + 1) & mask) {
         const int32_t i = rd->name_slot[k];
         const char *p = w->name_chars + w->name_offset[i];
-        if (rd->name_hash[i] == h && memcmp(p, s, (size_t)len) == 0 && p[len] == '\0') {
+        if (rd->name_hash[i] == h && bytes_equal(p, s, (size_t)len) && p[len] == '\0') {
             *out = i;
             return TRACE_OK;
         }
