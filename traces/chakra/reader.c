@@ -1214,10 +1214,13 @@ static ChakraProtoMsg__Node *node_cached(dec_t *dc, const uint8_t *p, size_t n) 
                 return NULL;
             i += 4;
             break;
-        case 2:
+        case 2: {
+            const size_t at_len = i;
             if (varint(p, n, &i, &v) != 0 || v > n - i)
                 return NULL;
-            if (field == 10) { /* attr */
+            /* attr, framed as protobuf-c frames it (a one-byte tag, a length of at most 5 bytes
+             * below 2^31): anything else is left to protobuf-c */
+            if (field == 10 && at_len - start == 1 && i - at_len <= 5 && v <= INT32_MAX) {
                 int key = A_OTHER;
                 const ChakraProtoMsg__AttributeProto *a = attr_get(dc, p + i, (size_t)v, &key);
                 if (!a)
@@ -1229,6 +1232,7 @@ static ChakraProtoMsg__Node *node_cached(dec_t *dc, const uint8_t *p, size_t n) 
             }
             i += (size_t)v;
             break;
+        }
         default:
             return NULL;
         }
