@@ -11,7 +11,11 @@
  * shared machine the wall time also counts the other jobs. Target (docs/workloads.md): read >=
  * 1,000,000 nodes/s.
  *
+ * With --dir DIR it reads an existing ET set (a directory or prefix, as `stepsim run --workload`)
+ * REPEATS times instead, reporting the same read medians (nothing is written or removed).
+ *
  * Usage: bench_chakra [RANKS [NODES [REPEATS]]]
+ *        bench_chakra --dir DIR [REPEATS]
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -140,7 +144,40 @@ static void rm_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* Read the existing set at path REPEATS times: the read medians. */
+static int read_existing(const char *path, int repeats) {
+    char err[512];
+    double tr[100], cr[100];
+    int64_t nodes = 0;
+    for (int i = 0; i < repeats; i++) {
+        step_workload_t back;
+        const double t1 = now_s(), c1 = cpu_s();
+        if (trace_chakra_read(path, &back, err, sizeof err) != TRACE_OK) {
+            fprintf(stderr, "bench_chakra: read: %s\n", err);
+            return 1;
+        }
+        tr[i] = now_s() - t1;
+        cr[i] = cpu_s() - c1;
+        nodes = back.rank_nodes_offset[back.n_ranks];
+        printf("run %d: read %.3f s (CPU %.3f s), %d ranks, %lld nodes\n", i + 1, tr[i], cr[i], back.n_ranks,
+               (long long)nodes);
+        step_workload_free(&back);
+    }
+    const double mr = stats_median(tr, (size_t)repeats), mcr = stats_median(cr, (size_t)repeats);
+    printf("median read:  wall %.3f s = %.2f M nodes/s; CPU %.3f s = %.2f M nodes/s (%d runs)\n", mr,
+           (double)nodes / mr / 1e6, mcr, (double)nodes / mcr / 1e6, repeats);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--dir") == 0) {
+        const int repeats = argc > 3 ? atoi(argv[3]) : 3;
+        if (repeats < 1 || repeats > 100) {
+            fprintf(stderr, "usage: bench_chakra --dir DIR [REPEATS]\n");
+            return 2;
+        }
+        return read_existing(argv[2], repeats);
+    }
     const int32_t ranks = argc > 1 ? atoi(argv[1]) : 64;
     const int64_t per = argc > 2 ? atoll(argv[2]) : 32768;
     const int repeats = argc > 3 ? atoi(argv[3]) : 5;

@@ -34,4 +34,15 @@ int chakra_check_rank(const step_workload_t *w, int32_t r, char *err, size_t err
 int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *label, const int32_t *n_data,
                            char *err, size_t err_size);
 
+/* The reader's threads: trace_chakra_read decodes on chakra_default_threads() threads (the online
+ * processors, at most CHAKRA_MAX_THREADS) when the rank files hold CHAKRA_THREADS_MIN_BYTES or more
+ * (below, starting threads costs more than it saves), else on the caller's thread;
+ * chakra_read_threads is the same read on `threads` threads (1: on the caller's thread only; 0:
+ * trace_chakra_read's choice). The workload, the error and its message do not depend on the number
+ * of threads. */
+#define CHAKRA_MAX_THREADS 4
+#define CHAKRA_THREADS_MIN_BYTES ((int64_t)1 << 20)
+int chakra_default_threads(void);
+int chakra_read_threads(const char *path, int threads, step_workload_t *out, char *err, size_t err_size);
+
 #endif

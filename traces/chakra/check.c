@@ -69,6 +69,35 @@ static const char *dep_field(const int32_t *n_data, int64_t node, int32_t k) {
     return k < n_data[node] ? "data_deps" : "ctrl_deps";
 }
 
+/* The index of the node with id d in nodes[0..n) whose ids increase strictly, searched from node i
+ * (a dependency is most often a recent node: back in steps that double, then by bisection); -1 if
+ * none. */
+static int64_t sorted_find(const step_wl_node_t *nodes, int64_t n, int64_t i, uint64_t d) {
+    int64_t lo = 0, hi = i;
+    if (d >= nodes[i].id) {
+        lo = i;
+        hi = n;
+    } else {
+        for (int64_t step = 1; hi - step > 0; step *= 2) {
+            if (nodes[hi - step].id < d) {
+                lo = hi - step + 1;
+                break;
+            }
+            hi -= step;
+            if (nodes[hi].id == d)
+                return hi;
+        }
+    }
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (nodes[mid].id < d)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && nodes[lo].id == d ? lo : -1;
+}
+
 /* The common case, checked without allocating: ids strictly increasing in file order (so unique)
  * and every dependency an earlier node (so no cycle). 1 if so; 0 sends the rank through the general
  * check, which also finds and names any error. */
@@ -82,17 +111,7 @@ static int backward_only(const step_workload_t *w, const step_wl_node_t *nodes, 
         const uint64_t *deps = w->deps + nodes[i].deps_offset;
         for (int32_t k = 0; k < nodes[i].n_deps; k++) {
             const uint64_t d = deps[k];
-            if (d >= nodes[i].id)
-                return 0;
-            int64_t lo = 0, hi = i; /* an earlier node with id d: binary search in nodes[0..i) */
-            while (lo < hi) {
-                const int64_t mid = lo + (hi - lo) / 2;
-                if (nodes[mid].id < d)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo == i || nodes[lo].id != d)
+            if (d >= nodes[i].id || sorted_find(nodes, n, i, d) < 0)
                 return 0;
         }
     }
@@ -108,8 +127,13 @@ int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *labe
     const step_wl_node_t *nodes = w->nodes + first;
     if (backward_only(w, nodes, n))
         return TRACE_OK;
+    /* ids in increasing order (so unique) are found by search, others through a hash map */
+    int sorted = 1;
+    for (int64_t i = 1; i < n && sorted; i++)
+        sorted = nodes[i].id > nodes[i - 1].id;
     id_map_t m;
-    if (id_map_init(&m, n) != TRACE_OK) {
+    memset(&m, 0, sizeof m);
+    if (!sorted && id_map_init(&m, n) != TRACE_OK) {
         snprintf(err, err_size, "out of memory");
         return TRACE_ENOMEM;
     }
@@ -133,7 +157,7 @@ int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *labe
         rc = TRACE_ENOMEM;
         goto done;
     }
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n && !sorted; i++) {
         if (id_map_put(&m, nodes[i].id, i) >= 0) {
             snprintf(err, err_size, "%s: node %" PRIu64 ": id: %" PRIu64 ": duplicate id", label, nodes[i].id,
                      nodes[i].id);
@@ -141,10 +165,11 @@ int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *labe
             goto done;
         }
     }
+    int forward = 0; /* a dependency on the node itself or a later one */
     for (int64_t i = 0; i < n; i++) {
         for (int32_t k = 0; k < nodes[i].n_deps; k++) {
             const uint64_t d = w->deps[nodes[i].deps_offset + k];
-            const int64_t j = id_map_get(&m, d);
+            const int64_t j = sorted ? sorted_find(nodes, n, i, d) : id_map_get(&m, d);
             if (j < 0) {
                 snprintf(err, err_size, "%s: node %" PRIu64 ": %s: %" PRIu64 ": no node %" PRIu64 " in %s",
                          label, nodes[i].id, dep_field(n_data, i, k), d, d,
@@ -153,8 +178,11 @@ int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *labe
                 goto done;
             }
             dep_index[start[i] + k] = j;
+            forward |= j >= i;
         }
     }
+    if (!forward)
+        goto done; /* every dependency an earlier node: no cycle */
     /* Iterative depth-first search along dependencies: 1 = on the path, 2 = done. An edge to a node
      * on the path closes a cycle. */
     for (int64_t s = 0; s < n; s++) {

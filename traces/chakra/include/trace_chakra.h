@@ -20,8 +20,13 @@
  *   beside its destination and renamed into place only after all of them were written and synced.
  * - Determinism: the output bytes depend only on the workload; the workload read depends only on the
  *   bytes of the files.
- * - Memory: the reader holds one rank's file at a time plus the workload it builds (O(nodes +
- *   dependencies)); the writer one encoded node at a time (and the groups). No globals; one thread per call.
+ * - Memory: the reader holds the workload it builds (O(nodes + dependencies)) and, beside it, at most
+ *   three ranks (file and decoded nodes) per decoding thread; the writer one encoded node at a time
+ *   and the groups.
+ * - Threads: the reader decodes the rank files on up to as many threads as there are online
+ *   processors (at most 4; one for sets under 1 MiB) and merges them in rank order on the calling
+ *   thread; the workload and the error reported (the first in rank order) do not depend on the
+ *   number of threads. The writer runs on the calling thread. No globals.
  */
 #ifndef STEPSIM_TRACE_CHAKRA_H
 #define STEPSIM_TRACE_CHAKRA_H
