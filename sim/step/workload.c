@@ -15,8 +15,8 @@
 #define WL_MAX_COLORS 63
 /* what the import holds per node at its peak (the workload itself, 96 bytes a node and 8 a dependency,
  * and the build's index arrays), beside the step's per operation: the default job's 71 M-node import
- * peaked at 241 bytes a node in all (docs/workloads.md), so 64 + 180 */
-#define WL_BUILD_BYTES_PER_NODE 180.0
+ * peaked at 201 bytes a node in all (docs/workloads.md), so 64 + 140 */
+#define WL_BUILD_BYTES_PER_NODE 140.0
 #define WL_MAX_STREAMS 64 /* the engine's communication streams per GPU */
 
 void step_workload_free(step_workload_t *w) {
