@@ -5,23 +5,69 @@
  * two-rank workload (v.0.et and v.1.et, the same bytes), so peers and groups see another rank.
  * Contract checked on every input: the status is one of the four, a failure fills err with exactly
  * one non-empty line, a failed read leaves the workload zeroed, and a workload read passes
- * trace_chakra_check (what the reader accepts, the writer accepts). */
+ * trace_chakra_check (what the reader accepts, the writer accepts). The two-rank workload is read
+ * again on two decoding threads (the reader's internal entry point; a set this small is otherwise
+ * read on the caller's thread): the same status, line and workload. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chakra_internal.h"
 #include "fuzz_util.h"
 #include "trace_chakra.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void read_one(const char *prefix) {
+/* a and b hold the same workload (nodes, dependencies, names, groups) */
+static int same(const step_workload_t *a, const step_workload_t *b) {
+    if (a->n_ranks != b->n_ranks || a->n_groups != b->n_groups)
+        return 0;
+    for (int32_t r = 0; r <= a->n_ranks; r++)
+        if (a->rank_nodes_offset[r] != b->rank_nodes_offset[r])
+            return 0;
+    for (int64_t i = 0; i < a->rank_nodes_offset[a->n_ranks]; i++) {
+        const step_wl_node_t *x = &a->nodes[i], *y = &b->nodes[i];
+        if (x->id != y->id || x->kind != y->kind || x->n_deps != y->n_deps || x->peer != y->peer ||
+            x->group != y->group || x->tag != y->tag || x->coll != y->coll ||
+            memcmp(&x->duration_s, &y->duration_s, sizeof x->duration_s) != 0 ||
+            memcmp(&x->flops, &y->flops, sizeof x->flops) != 0 ||
+            memcmp(&x->mem_bytes, &y->mem_bytes, sizeof x->mem_bytes) != 0 ||
+            memcmp(&x->comm_bytes, &y->comm_bytes, sizeof x->comm_bytes) != 0 ||
+            strcmp(step_workload_name(a, x->name), step_workload_name(b, y->name)) != 0)
+            return 0;
+        for (int32_t d = 0; d < x->n_deps; d++)
+            if (a->deps[x->deps_offset + d] != b->deps[y->deps_offset + d])
+                return 0;
+    }
+    for (int32_t g = 0; g < a->n_groups; g++) {
+        const step_wl_group_t *x = &a->groups[g], *y = &b->groups[g];
+        if (x->n_ranks != y->n_ranks || strcmp(x->name, y->name) != 0 ||
+            memcmp(a->group_ranks + x->ranks_offset, b->group_ranks + y->ranks_offset,
+                   (size_t)x->n_ranks * sizeof *a->group_ranks) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void read_one(const char *prefix, int threaded) {
     step_workload_t w;
     char err[1024];
     err[0] = '\0';
     const int rc = trace_chakra_read(prefix, &w, err, sizeof err);
+    if (threaded) {
+        step_workload_t w2;
+        char err2[1024];
+        err2[0] = '\0';
+        const int rc2 = chakra_read_threads(prefix, 2, &w2, err2, sizeof err2);
+        if (rc2 != rc || strcmp(err, err2) != 0 || (rc == TRACE_OK && !same(&w, &w2))) {
+            fprintf(stderr, "fuzz: two threads differ: status %d \"%s\" against %d \"%s\"\n", rc2, err2, rc,
+                    err);
+            abort();
+        }
+        step_workload_free(&w2);
+    }
     if (rc != TRACE_OK && rc != TRACE_EINVAL && rc != TRACE_ENOMEM && rc != TRACE_EIO) {
         fprintf(stderr, "fuzz: status %d\n", rc);
         abort();
@@ -49,9 +95,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         two[strlen(two) - strlen(".0.et")] = '\0';
     }
     fuzz_write(fuzz_path("w.0.et"), data, size);
-    read_one(one);
+    read_one(one, 0);
     fuzz_write(fuzz_path("v.0.et"), data, size);
     fuzz_write(fuzz_path("v.1.et"), data, size);
-    read_one(two);
+    read_one(two, 1);
     return 0;
 }
