@@ -5,9 +5,10 @@
  * two-rank workload (v.0.et and v.1.et, the same bytes), so peers and groups see another rank.
  * Contract checked on every input: the status is one of the four, a failure fills err with exactly
  * one non-empty line, a failed read leaves the workload zeroed, and a workload read passes
- * trace_chakra_check (what the reader accepts, the writer accepts). The two-rank workload is read
- * again on two decoding threads (the reader's internal entry point; a set this small is otherwise
- * read on the caller's thread): the same status, line and workload. */
+ * trace_chakra_check (what the reader accepts, the writer accepts). For one input in four (by its
+ * bytes) the two-rank workload is read again on two decoding threads (the reader's internal entry
+ * point; a set this small is otherwise read on the caller's thread, and starting threads for every
+ * input would cut the executions a second threefold): the same status, line and workload. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,6 +99,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     read_one(one, 0);
     fuzz_write(fuzz_path("v.0.et"), data, size);
     fuzz_write(fuzz_path("v.1.et"), data, size);
-    read_one(two, 1);
+    uint32_t h = 2166136261u; /* FNV-1a of the input: which inputs also go through the threads */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 16777619u;
+    read_one(two, (h & 3u) == 0);
     return 0;
 }
