@@ -21,7 +21,8 @@
 #       private core, is allowed);
 #   (b) an include of another module's private header; tests/<m>/ may include module m's private
 #       headers (tests/topo/test_summary.c reads topo_internal.h), tests/fuzz/ stepsim's (the fuzz
-#       targets call its loaders);
+#       targets call its loaders), tests/fuzz/fuzz_chakra.c traces' (the reader's entry point on
+#       threads);
 #   (c) an include of another module's public header against the layer direction:
 #         alloc: a leaf (nothing); every other module may use alloc (the allocation wrappers)
 #         model, topo, common: alloc only               sim: model, topo
@@ -98,7 +99,7 @@ function tested_module(p,    parts) {
         parts[2] == "step" || parts[2] == "stepsim")
         return parts[2]
     if (parts[2] == "fuzz")
-        return "stepsim"
+        return parts[3] == "fuzz_chakra.c" ? "traces" : "stepsim"
     return ""
 }
 function dirname(p) {
