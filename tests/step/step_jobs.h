@@ -68,4 +68,21 @@ static inline void step_test_star(const model_job_t *job, sim_star_t *star, sim_
     sim_star_network(star, net);
 }
 
+/* job's step with communication comm (net: the network in network mode, else NULL) at layer
+ * granularity, built and run; fails the test on any error. The caller frees it. */
+static inline step_t *step_test_run(const model_job_t *job, sim_comm_mode_t comm,
+                                    const sim_network_desc_t *net) {
+    step_config_t cfg;
+    step_config_default(&cfg);
+    cfg.comm = comm;
+    cfg.granularity = STEP_GRANULARITY_LAYER;
+    step_t *s = NULL;
+    char err[256];
+    if (step_new(job, &cfg, net, &s, err, sizeof err) != SIM_OK)
+        fail_msg("step_new: %s", err);
+    if (step_run(s) != SIM_OK)
+        fail_msg("step_run: %s", step_last_error(s));
+    return s;
+}
+
 #endif

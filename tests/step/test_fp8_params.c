@@ -103,20 +103,6 @@ static void test_refused(void **state) {
     assert_int_equal(model_job_check(&j, &is), MODEL_EINVAL);
 }
 
-static step_t *step_of(const model_job_t *job, sim_comm_mode_t comm, const sim_network_desc_t *net) {
-    step_config_t cfg;
-    step_config_default(&cfg);
-    cfg.comm = comm;
-    cfg.granularity = STEP_GRANULARITY_LAYER;
-    step_t *s = NULL;
-    char err[256];
-    if (step_new(job, &cfg, net, &s, err, sizeof err) != SIM_OK)
-        fail_msg("step_new: %s", err);
-    if (step_run(s) != SIM_OK)
-        fail_msg("step_run: %s", step_last_error(s));
-    return s;
-}
-
 /* The simulated step with analytic communication against the closed form, where the data-parallel
  * communication is partly hidden (the preset's network) and where it dominates (1 GB/s): within 1% and to
  * a picosecond per operation, and FP8 parameters expose less of the all-gathers. */
@@ -131,7 +117,7 @@ static void test_step_closed_form(void **state) {
                 const model_job_t job = job_of(4, 1, ib[a], modes[k], on);
                 static model_estimate_t e;
                 assert_int_equal(model_estimate(&job, &e), MODEL_OK);
-                step_t *s = step_of(&job, SIM_COMM_ANALYTIC, NULL);
+                step_t *s = step_test_run(&job, SIM_COMM_ANALYTIC, NULL);
                 step_result_t r;
                 assert_int_equal(step_result(s, &r), SIM_OK);
                 step_free(s);
@@ -168,7 +154,7 @@ static void test_dp_bytes(void **state) {
         sim_star_t star;
         sim_network_desc_t net;
         step_test_star(&job, &star, &net);
-        step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
+        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);
         assert_int_equal(t.partial, 0);

@@ -65,21 +65,10 @@ static model_job_t job_of(const spec_t *sp) {
 /* Network mode runs on a star of the job's GPUs (*star, which the caller destroys after the step):
  * NVLink domains of nvlink_size, the system's NICs. */
 static step_t *run(const model_job_t *job, sim_comm_mode_t comm, sim_star_t *star) {
-    step_config_t cfg;
-    step_config_default(&cfg);
-    cfg.comm = comm;
-    cfg.granularity = STEP_GRANULARITY_LAYER;
     sim_network_desc_t net;
-    if (comm == SIM_COMM_NETWORK) {
+    if (comm == SIM_COMM_NETWORK)
         step_test_star(job, star, &net);
-    }
-    step_t *s = NULL;
-    char err[256];
-    if (step_new(job, &cfg, comm == SIM_COMM_NETWORK ? &net : NULL, &s, err, sizeof err) != SIM_OK)
-        fail_msg("step_new: %s", err);
-    if (step_run(s) != SIM_OK)
-        fail_msg("step_run: %s", step_last_error(s));
-    return s;
+    return step_test_run(job, comm, comm == SIM_COMM_NETWORK ? &net : NULL);
 }
 
 static step_result_t simulate(const model_job_t *job) {

@@ -170,20 +170,6 @@ static void test_fp8_params_closed_form(void **state) {
     near("memory", on.summary.memory_gb, off.summary.memory_gb - 2.0 * b->fp8_param_saving_gb * 4, 1e-9);
 }
 
-static step_t *step_of(const model_job_t *job, sim_comm_mode_t comm, const sim_network_desc_t *net) {
-    step_config_t cfg;
-    step_config_default(&cfg);
-    cfg.comm = comm;
-    cfg.granularity = STEP_GRANULARITY_LAYER;
-    step_t *s = NULL;
-    char err[256];
-    if (step_new(job, &cfg, net, &s, err, sizeof err) != SIM_OK)
-        fail_msg("step_new: %s", err);
-    if (step_run(s) != SIM_OK)
-        fail_msg("step_run: %s", step_last_error(s));
-    return s;
-}
-
 /* The simulated step with analytic communication against the closed form, FP8 with and without FP8
  * parameters, the network of the preset and a slow one (1 GB/s, the all-gathers exposed): within 1% and
  * to a picosecond per operation. */
@@ -195,7 +181,7 @@ static void test_fp8_step_closed_form(void **state) {
             const model_job_t job = moe_job(4, 1, 8, 2, ib[a], MODEL_DP_SHARDED, MODEL_PRECISION_FP8, on);
             static model_estimate_t e;
             assert_int_equal(model_estimate(&job, &e), MODEL_OK);
-            step_t *s = step_of(&job, SIM_COMM_ANALYTIC, NULL);
+            step_t *s = step_test_run(&job, SIM_COMM_ANALYTIC, NULL);
             step_result_t r;
             assert_int_equal(step_result(s, &r), SIM_OK);
             step_free(s);
@@ -231,7 +217,7 @@ static void test_fp8_dp_bytes(void **state) {
         sim_star_t star;
         sim_network_desc_t net;
         step_test_star(&job, &star, &net);
-        step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
+        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);
         assert_int_equal(t.partial, 0);
@@ -275,7 +261,7 @@ static void test_overlap_step_closed_form(void **state) {
                         overlap_job(4, 8, 2, ib[a], MODEL_DP_SHARDED_OVERLAP, layers[l], emb, fp8);
                     static model_estimate_t e;
                     assert_int_equal(model_estimate(&job, &e), MODEL_OK);
-                    step_t *s = step_of(&job, SIM_COMM_ANALYTIC, NULL);
+                    step_t *s = step_test_run(&job, SIM_COMM_ANALYTIC, NULL);
                     step_result_t r;
                     assert_int_equal(step_result(s, &r), SIM_OK);
                     step_free(s);
@@ -330,7 +316,7 @@ static void test_overlap_bytes(void **state) {
         sim_star_t star;
         sim_network_desc_t net;
         step_test_star(&job, &star, &net);
-        step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
+        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);
         per_gpu[k] = t.per_gpu_bytes[STEP_TRAFFIC_DP];
@@ -392,7 +378,7 @@ static void test_tp_overlap_step(void **state) {
         job.training.tp_comm_overlap = 1;
         static model_estimate_t e;
         assert_int_equal(model_estimate(&job, &e), MODEL_OK);
-        step_t *s = step_of(&job, SIM_COMM_ANALYTIC, NULL);
+        step_t *s = step_test_run(&job, SIM_COMM_ANALYTIC, NULL);
         step_result_t r;
         assert_int_equal(step_result(s, &r), SIM_OK);
         step_free(s);
@@ -518,7 +504,7 @@ static void test_etp_step(void **state) {
         sim_star_t star;
         sim_network_desc_t net;
         step_test_star(&job, &star, &net);
-        step_t *s = step_of(&job, SIM_COMM_NETWORK, &net);
+        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
         assert_int_equal(step_group_traffic(s, &t), SIM_OK);
         tp_bytes[k] = t.per_gpu_bytes[STEP_TRAFFIC_TP];
