@@ -85,4 +85,17 @@ static inline step_t *step_test_run(const model_job_t *job, sim_comm_mode_t comm
     return s;
 }
 
+/* The bytes every parallel group sends over job's step on its ideal star (network mode, every GPU
+ * simulated: t->partial must be 0). */
+static inline void step_test_traffic(const model_job_t *job, step_traffic_t *t) {
+    sim_star_t star;
+    sim_network_desc_t net;
+    step_test_star(job, &star, &net);
+    step_t *s = step_test_run(job, SIM_COMM_NETWORK, &net);
+    assert_int_equal(step_group_traffic(s, t), SIM_OK);
+    assert_int_equal(t->partial, 0);
+    step_free(s);
+    sim_star_destroy(&star);
+}
+
 #endif

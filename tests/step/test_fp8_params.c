@@ -151,16 +151,9 @@ static void test_dp_bytes(void **state) {
             saving_gb = e.block.fp8_param_saving_gb;
             n_l = (double)e.summary.layers_per_stage;
         }
-        sim_star_t star;
-        sim_network_desc_t net;
-        step_test_star(&job, &star, &net);
-        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
-        assert_int_equal(step_group_traffic(s, &t), SIM_OK);
-        assert_int_equal(t.partial, 0);
+        step_test_traffic(&job, &t);
         per_gpu[on] = t.per_gpu_bytes[STEP_TRAFFIC_DP];
-        step_free(s);
-        sim_star_destroy(&star);
     }
     const double want = (double)(g - 1) / (double)g * saving_gb * 1e9 * n_l;
     print_message("dp bytes per GPU: %.6g without FP8 parameters, %.6g with; difference %.6g, closed form "

@@ -214,16 +214,9 @@ static void test_fp8_dp_bytes(void **state) {
             dense_gb = e.block.fp8_param_saving_gb - exp_gb;
             n_l = (double)e.summary.layers_per_stage;
         }
-        sim_star_t star;
-        sim_network_desc_t net;
-        step_test_star(&job, &star, &net);
-        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
-        assert_int_equal(step_group_traffic(s, &t), SIM_OK);
-        assert_int_equal(t.partial, 0);
+        step_test_traffic(&job, &t);
         per_gpu[on] = t.per_gpu_bytes[STEP_TRAFFIC_DP];
-        step_free(s);
-        sim_star_destroy(&star);
     }
     const double want =
         ((double)(dp - 1) / (double)dp * dense_gb + (double)(edp - 1) / (double)edp * exp_gb) * 1e9 * n_l;
@@ -313,15 +306,9 @@ static void test_overlap_bytes(void **state) {
     for (int k = 0; k < 2; k++) {
         const model_job_t job =
             overlap_job(1, 8, 2, 0.0, k ? MODEL_DP_SHARDED_OVERLAP : MODEL_DP_SHARDED, 4, 1, 1);
-        sim_star_t star;
-        sim_network_desc_t net;
-        step_test_star(&job, &star, &net);
-        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
-        assert_int_equal(step_group_traffic(s, &t), SIM_OK);
+        step_test_traffic(&job, &t);
         per_gpu[k] = t.per_gpu_bytes[STEP_TRAFFIC_DP];
-        step_free(s);
-        sim_star_destroy(&star);
     }
     print_message("dp bytes per GPU: sharded %.9g, sharded-overlap %.9g\n", per_gpu[0], per_gpu[1]);
     assert_true(per_gpu[0] > 0.0);
@@ -501,15 +488,9 @@ static void test_etp_step(void **state) {
     for (int k = 0; k < 2; k++) {
         model_job_t job = moe_job(1, 2, 4, 4, 0.0, MODEL_DP_ALLREDUCE, MODEL_PRECISION_BF16, 0);
         job.experts_par.etp = k ? 2 : 1;
-        sim_star_t star;
-        sim_network_desc_t net;
-        step_test_star(&job, &star, &net);
-        step_t *s = step_test_run(&job, SIM_COMM_NETWORK, &net);
         step_traffic_t t;
-        assert_int_equal(step_group_traffic(s, &t), SIM_OK);
+        step_test_traffic(&job, &t);
         tp_bytes[k] = t.per_gpu_bytes[STEP_TRAFFIC_TP];
-        step_free(s);
-        sim_star_destroy(&star);
     }
     const double R = 2 * 2 * 512.0, blocks_mbs = 4 * 4; /* 4 blocks, 4 microbatches */
     const double want = blocks_mbs * 4 * 0.5 * R * 1024 * 2;
