@@ -1399,99 +1399,69 @@ static int wl_coll_of(sim_coll_op_t op, int32_t root, step_wl_coll_t *out) {
     }
 }
 
-/* The nodes of ranks r0..r1-1 (ids: operation ids, increasing within a rank; every other rank empty)
- * put in a topological order of their dependencies (Kahn's, the smallest id first: the operations'
- * order wherever that is one), the dependencies laid out in that node order, so a reader can take
- * the file's order as it is. */
-static int ex_topo_order(step_workload_t *w, int32_t r0, int32_t r1, char *err, size_t err_size) {
-    int64_t most = 0, n_deps = 0;
-    const int64_t n = w->rank_nodes_offset[w->n_ranks];
-    for (int32_t r = r0; r < r1; r++)
-        if (w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r] > most)
-            most = w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r];
-    for (int64_t i = 0; i < n; i++)
-        n_deps += w->nodes[i].n_deps;
+/* The nodes of rank r, the only rank of w with nodes (ids: operation ids, increasing; dependencies
+ * on nodes of the rank, as step_workload_export_rank makes them), put in a topological order of
+ * their dependencies (Kahn's, the smallest id first: the operations' order wherever that is one),
+ * the dependencies laid out in that node order, so a reader can take the file's order as it is. */
+static int ex_topo_order(step_workload_t *w, int32_t r, char *err, size_t err_size) {
+    step_wl_node_t *nd = w->nodes + w->rank_nodes_offset[r];
+    const int64_t m = w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r];
+    int64_t n_deps = 0;
+    for (int64_t i = 0; i < m; i++)
+        n_deps += nd[i].n_deps;
     uint64_t *deps = alloc_malloc((size_t)(n_deps ? n_deps : 1) * sizeof *deps);
-    step_wl_node_t *tmp = alloc_malloc((size_t)(most ? most : 1) * sizeof *tmp);
-    int32_t *indeg = alloc_malloc((size_t)(most ? most : 1) * sizeof *indeg);
-    int64_t *soff = alloc_malloc(((size_t)most + 1) * sizeof *soff);
-    int32_t *succ = NULL;
-    int64_t succ_cap = 0;
+    step_wl_node_t *tmp = alloc_malloc((size_t)(m ? m : 1) * sizeof *tmp);
+    int32_t *indeg = alloc_calloc((size_t)(m ? m : 1), sizeof *indeg);
+    int64_t *soff = alloc_calloc((size_t)m + 1, sizeof *soff);
+    int32_t *succ = alloc_malloc((size_t)(n_deps ? n_deps : 1) * sizeof *succ);
     sim_queue_t *q = sim_queue_new(1024);
-    int rc = !deps || !tmp || !indeg || !soff || !q ? SIM_ENOMEM : SIM_OK;
-    int64_t k = 0;
-    for (int32_t r = r0; r < r1 && !rc; r++) {
-        const int64_t a = w->rank_nodes_offset[r], m = w->rank_nodes_offset[r + 1] - a;
-        step_wl_node_t *nd = w->nodes + a;
+    int rc = !deps || !tmp || !indeg || !soff || !succ || !q ? SIM_ENOMEM : SIM_OK;
+    if (!rc)
         memcpy(tmp, nd, (size_t)m * sizeof *tmp);
-        /* a dependency's local index: the ids increase within the rank */
-        int64_t rank_deps = 0;
-        for (int64_t i = 0; i < m; i++) {
-            indeg[i] = 0;
-            soff[i + 1] = 0;
-            rank_deps += tmp[i].n_deps;
-        }
-        if (rank_deps > succ_cap) {
-            free(succ);
-            succ_cap = rank_deps;
-            if (!(succ = alloc_malloc((size_t)succ_cap * sizeof *succ))) {
-                rc = SIM_ENOMEM;
-                break;
-            }
-        }
-        /* successors (CSR): counted, summed to starts, filled (then soff[j] ends j's list) */
-        soff[0] = 0;
-        for (int pass = 0; pass < 2 && !rc; pass++) {
-            for (int64_t i = 0; i < m && !rc; i++)
-                for (int32_t d = 0; d < tmp[i].n_deps; d++) {
-                    const uint64_t id = w->deps[tmp[i].deps_offset + d];
-                    int64_t lo = 0, hi = m;
-                    while (lo < hi) {
-                        const int64_t mid = lo + (hi - lo) / 2;
-                        if (tmp[mid].id < id)
-                            lo = mid + 1;
-                        else
-                            hi = mid;
-                    }
-                    if (lo == m || tmp[lo].id != id) {
-                        rc = ex_fail(
-                            err, err_size, SIM_EINVAL,
-                            "export: operation %llu on GPU %d depends on operation %llu of another GPU "
-                            "(a Chakra dependency stays within a rank)",
-                            (unsigned long long)tmp[i].id, r, (unsigned long long)id);
-                        break;
-                    }
-                    if (pass == 0) {
-                        soff[lo + 1]++;
-                        indeg[i]++;
-                    } else {
-                        succ[soff[lo]++] = (int32_t)i;
-                    }
-                }
-            if (pass == 0)
-                for (int64_t j = 0; j < m; j++)
-                    soff[j + 1] += soff[j];
-        }
+    /* successors (CSR): counted, summed to starts, filled (then soff[j] ends j's list) */
+    for (int pass = 0; pass < 2 && !rc; pass++) {
         for (int64_t i = 0; i < m && !rc; i++)
-            if (indeg[i] == 0)
-                rc = sim_queue_push(q, &(sim_event_t){.time_ps = i});
-        int64_t o = 0;
-        sim_event_t ev;
-        while (!rc && sim_queue_pop(q, &ev)) {
-            const int64_t i = ev.time_ps;
-            step_wl_node_t *to = &nd[o++];
-            *to = tmp[i];
-            to->deps_offset = k;
-            for (int32_t d = 0; d < tmp[i].n_deps; d++)
-                deps[k++] = w->deps[tmp[i].deps_offset + d];
-            for (int64_t e = i ? soff[i - 1] : 0; e < soff[i] && !rc; e++)
-                if (--indeg[succ[e]] == 0)
-                    rc = sim_queue_push(q, &(sim_event_t){.time_ps = succ[e]});
-        }
-        if (!rc && o < m)
-            rc = ex_fail(err, err_size, SIM_EINVAL,
-                         "export: GPU %d: the operations' dependencies form a cycle", r);
+            for (int32_t d = 0; d < tmp[i].n_deps && !rc; d++) {
+                const uint64_t id = w->deps[tmp[i].deps_offset + d];
+                int64_t lo = 0, hi = m; /* the dependency's index: ids increase */
+                while (lo < hi) {
+                    const int64_t mid = lo + (hi - lo) / 2;
+                    if (tmp[mid].id < id)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                if (lo == m || tmp[lo].id != id)
+                    rc = ex_fail(err, err_size, SIM_EINVAL,
+                                 "export: GPU %d: operation %llu: dependency %llu not found", r,
+                                 (unsigned long long)tmp[i].id, (unsigned long long)id);
+                else if (pass == 0)
+                    soff[lo + 1]++, indeg[i]++;
+                else
+                    succ[soff[lo]++] = (int32_t)i;
+            }
+        if (pass == 0)
+            for (int64_t j = 0; j < m; j++)
+                soff[j + 1] += soff[j];
     }
+    for (int64_t i = 0; i < m && !rc; i++)
+        if (indeg[i] == 0)
+            rc = sim_queue_push(q, &(sim_event_t){.time_ps = i});
+    int64_t o = 0, k = 0;
+    sim_event_t ev;
+    while (!rc && sim_queue_pop(q, &ev)) {
+        const int64_t i = ev.time_ps;
+        nd[o] = tmp[i];
+        nd[o++].deps_offset = k;
+        for (int32_t d = 0; d < tmp[i].n_deps; d++)
+            deps[k++] = w->deps[tmp[i].deps_offset + d];
+        for (int64_t e = i ? soff[i - 1] : 0; e < soff[i] && !rc; e++)
+            if (--indeg[succ[e]] == 0)
+                rc = sim_queue_push(q, &(sim_event_t){.time_ps = succ[e]});
+    }
+    if (!rc && o < m)
+        rc = ex_fail(err, err_size, SIM_EINVAL, "export: GPU %d: the operations' dependencies form a cycle",
+                     r);
     free(tmp);
     free(indeg);
     free(soff);
@@ -1770,7 +1740,7 @@ int step_workload_export_rank(step_wl_export_t *x, int32_t r, step_workload_t *o
     free(pred);
     if (!rc) {
         step_workload_names_done(out);
-        rc = ex_topo_order(out, r, r + 1, err, err_size);
+        rc = ex_topo_order(out, r, err, err_size);
     }
     if (rc) {
         step_workload_free(out);
