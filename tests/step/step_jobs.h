@@ -98,4 +98,45 @@ static inline void step_test_traffic(const model_job_t *job, step_traffic_t *t) 
     sim_star_destroy(&star);
 }
 
+/* A small GPT on A100s for the data-parallel tests: tp inside an NVLink domain of tp GPUs, dp and pp
+ * across domains; interleave 0 or 1: none; ib_gb_per_s 0: the A100 preset's. Checked by
+ * model_job_check. */
+typedef struct step_test_spec {
+    int64_t tp, dp, pp, layers, gbs, interleave;
+    double ib_gb_per_s; /* 0: the A100 preset's */
+    int embedding;
+    model_dp_comm_t dp_comm;
+} step_test_spec_t;
+
+static inline model_job_t step_test_gpt_job(const step_test_spec_t *sp) {
+    model_job_t job;
+    memset(&job, 0, sizeof job);
+    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
+    job.system.nvlink_size = sp->tp;
+    if (sp->ib_gb_per_s > 0.0)
+        job.system.ib_gb_per_s = sp->ib_gb_per_s;
+    const model_transformer_t t = {.name = "small",
+                                   .seq_len = 2048,
+                                   .hidden = 2048,
+                                   .heads = 16,
+                                   .layers = sp->layers,
+                                   .ffn_hidden = 8192,
+                                   .vocab = 50257};
+    job.model = t;
+    const model_parallel_t par = {
+        MODEL_STRATEGY_1D, sp->dp, sp->tp, sp->tp, 1, sp->pp, 1, 1, sp->tp, 1, 1, 1};
+    job.par = par;
+    job.gpus = sp->tp * sp->dp * sp->pp;
+    job.global_batch = sp->gbs;
+    job.compat = MODEL_COMPAT_CORRECTED;
+    job.training.optimizer_step = 1;
+    job.training.embedding = sp->embedding;
+    job.training.interleave = sp->interleave;
+    job.training.dp_comm = sp->dp_comm;
+    model_issue_t issue;
+    if (model_job_check(&job, &issue) != MODEL_OK)
+        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
+    return job;
+}
+
 #endif

@@ -23,45 +23,9 @@
 #include <cmocka.h>
 
 #include "step.h"
+#include "step_jobs.h"
 
-typedef struct spec {
-    int64_t tp, dp, pp, layers, gbs, interleave;
-    double ib_gb_per_s; /* 0: the A100 preset's */
-    int embedding;
-    model_dp_comm_t dp_comm;
-} spec_t;
-
-/* A small GPT on A100s: tp inside an NVLink domain of tp GPUs, dp and pp across domains. */
-static model_job_t job_of(const spec_t *sp) {
-    model_job_t job;
-    memset(&job, 0, sizeof job);
-    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
-    job.system.nvlink_size = sp->tp;
-    if (sp->ib_gb_per_s > 0.0)
-        job.system.ib_gb_per_s = sp->ib_gb_per_s;
-    const model_transformer_t t = {.name = "small",
-                                   .seq_len = 2048,
-                                   .hidden = 2048,
-                                   .heads = 16,
-                                   .layers = sp->layers,
-                                   .ffn_hidden = 8192,
-                                   .vocab = 50257};
-    job.model = t;
-    const model_parallel_t par = {
-        MODEL_STRATEGY_1D, sp->dp, sp->tp, sp->tp, 1, sp->pp, 1, 1, sp->tp, 1, 1, 1};
-    job.par = par;
-    job.gpus = sp->tp * sp->dp * sp->pp;
-    job.global_batch = sp->gbs;
-    job.compat = MODEL_COMPAT_CORRECTED;
-    job.training.optimizer_step = 1;
-    job.training.embedding = sp->embedding;
-    job.training.interleave = sp->interleave;
-    job.training.dp_comm = sp->dp_comm;
-    model_issue_t issue;
-    if (model_job_check(&job, &issue) != MODEL_OK)
-        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
-    return job;
-}
+typedef step_test_spec_t spec_t;
 
 static step_result_t simulate(const model_job_t *job, int32_t v) {
     step_config_t cfg;
@@ -105,7 +69,7 @@ static model_summary_t check_job(const char *what, const model_job_t *job, int32
 static model_summary_t check(const spec_t *sp) {
     char what[200];
     describe(sp, what, sizeof what);
-    const model_job_t job = job_of(sp);
+    const model_job_t job = step_test_gpt_job(sp);
     return check_job(what, &job, (int32_t)(sp->interleave > 1 ? sp->interleave : 1));
 }
 
@@ -171,7 +135,7 @@ static void test_equals_sharded(void **state) {
         const model_summary_t a_ov = check(&ov), a_sh = check(&sh);
         assert_true(fabs(a_ov.dp_comm_s - a_sh.dp_comm_s) <= 1e-12 * a_sh.dp_comm_s);
         assert_true(fabs(a_ov.iteration_time_s - a_sh.iteration_time_s) <= 1e-12 * a_sh.iteration_time_s);
-        const model_job_t j_ov = job_of(&ov), j_sh = job_of(&sh);
+        const model_job_t j_ov = step_test_gpt_job(&ov), j_sh = step_test_gpt_job(&sh);
         const step_result_t r_ov = simulate(&j_ov, 1), r_sh = simulate(&j_sh, 1);
         assert_true(fabs(r_ov.step_time_s - r_sh.step_time_s) <= 1e-12 * (double)r_sh.operations);
     }
@@ -190,7 +154,7 @@ static void test_fp8_param_gather(void **state) {
     for (size_t a = 0; a < sizeof ib / sizeof ib[0]; a++)
         for (size_t m = 0; m < 2; m++) {
             const spec_t sp = {1, 4, 1, 4, 16, 0, ib[a], 0, modes[m]};
-            model_job_t job = job_of(&sp);
+            model_job_t job = step_test_gpt_job(&sp);
             assert_int_equal(model_system_preset("H100", &job.system), MODEL_OK);
             job.system.nvlink_size = 1;
             if (ib[a] > 0.0)
@@ -222,7 +186,7 @@ static void test_fp8_param_gather(void **state) {
         }
     /* bf16 refuses it, and so does a data-parallel all-reduce (no parameters to gather) */
     const spec_t sp = {1, 4, 1, 4, 16, 0, 0.0, 0, MODEL_DP_SHARDED_OVERLAP};
-    model_job_t job = job_of(&sp);
+    model_job_t job = step_test_gpt_job(&sp);
     job.training.fp8_param_gather = 1;
     model_issue_t issue;
     assert_int_equal(model_job_check(&job, &issue), MODEL_EINVAL);

@@ -24,43 +24,7 @@
 #include "step.h"
 #include "step_jobs.h"
 
-typedef struct spec {
-    int64_t tp, dp, pp, layers, gbs;
-    double ib_gb_per_s; /* 0: the A100 preset's */
-    int embedding;
-    model_dp_comm_t dp_comm;
-} spec_t;
-
-/* A small GPT on A100s: tp inside an NVLink domain of tp GPUs, dp and pp across domains. */
-static model_job_t job_of(const spec_t *sp) {
-    model_job_t job;
-    memset(&job, 0, sizeof job);
-    assert_int_equal(model_system_preset("A100", &job.system), MODEL_OK);
-    job.system.nvlink_size = sp->tp;
-    if (sp->ib_gb_per_s > 0.0)
-        job.system.ib_gb_per_s = sp->ib_gb_per_s;
-    const model_transformer_t t = {.name = "small",
-                                   .seq_len = 2048,
-                                   .hidden = 2048,
-                                   .heads = 16,
-                                   .layers = sp->layers,
-                                   .ffn_hidden = 8192,
-                                   .vocab = 50257};
-    job.model = t;
-    const model_parallel_t par = {
-        MODEL_STRATEGY_1D, sp->dp, sp->tp, sp->tp, 1, sp->pp, 1, 1, sp->tp, 1, 1, 1};
-    job.par = par;
-    job.gpus = sp->tp * sp->dp * sp->pp;
-    job.global_batch = sp->gbs;
-    job.compat = MODEL_COMPAT_CORRECTED;
-    job.training.optimizer_step = 1;
-    job.training.embedding = sp->embedding;
-    job.training.dp_comm = sp->dp_comm;
-    model_issue_t issue;
-    if (model_job_check(&job, &issue) != MODEL_OK)
-        fail_msg("bad test job: %s %s (%s)", issue.field, issue.value, issue.allowed);
-    return job;
-}
+typedef step_test_spec_t spec_t;
 
 /* Network mode runs on a star of the job's GPUs (*star, which the caller destroys after the step):
  * NVLink domains of nvlink_size, the system's NICs. */
@@ -92,7 +56,7 @@ static model_summary_t check(const spec_t *sp) {
     snprintf(what, sizeof what, "tp %lld dp %lld pp %lld layers %lld gbs %lld ib %g embedding %d",
              (long long)sp->tp, (long long)sp->dp, (long long)sp->pp, (long long)sp->layers,
              (long long)sp->gbs, sp->ib_gb_per_s, sp->embedding);
-    const model_job_t job = job_of(sp);
+    const model_job_t job = step_test_gpt_job(sp);
     static model_estimate_t e;
     assert_int_equal(model_estimate(&job, &e), MODEL_OK);
     const step_result_t r = simulate(&job);
@@ -118,14 +82,14 @@ static model_summary_t check(const spec_t *sp) {
 static void test_hidden(void **state) {
     (void)state;
     for (int emb = 0; emb < 2; emb++) {
-        const spec_t sp = {2, 4, 1, 6, 16, 400.0, emb, MODEL_DP_FSDP};
+        const spec_t sp = {2, 4, 1, 6, 16, 0, 400.0, emb, MODEL_DP_FSDP};
         const model_summary_t su = check(&sp);
         assert_true(su.dp_comm_s > 0.0);
         if (emb)
             assert_true(su.dp_allgather_s > su.dp_allgather_one_s);
         else
             assert_true(fabs(su.dp_allgather_s - su.dp_allgather_one_s) <= 1e-15);
-        const model_job_t job = job_of(&sp);
+        const model_job_t job = step_test_gpt_job(&sp);
         /* the last reduce-scatter is the last unit's: the embedding's, or a block's */
         model_estimate_t e;
         assert_int_equal(model_estimate(&job, &e), MODEL_OK);
@@ -144,11 +108,11 @@ static void test_hidden(void **state) {
 static void test_dominant(void **state) {
     (void)state;
     for (int emb = 0; emb < 2; emb++) {
-        const spec_t sp = {2, 4, 1, 6, 16, 0.5, emb, MODEL_DP_FSDP};
+        const spec_t sp = {2, 4, 1, 6, 16, 0, 0.5, emb, MODEL_DP_FSDP};
         const model_summary_t su = check(&sp);
         assert_true(su.dp_comm_s > 0.5 * su.iteration_time_s);
     }
-    const spec_t mid = {2, 4, 1, 6, 16, 5.0, 1, MODEL_DP_FSDP}; /* in between */
+    const spec_t mid = {2, 4, 1, 6, 16, 0, 5.0, 1, MODEL_DP_FSDP}; /* in between */
     check(&mid);
 }
 
@@ -157,9 +121,9 @@ static void test_dominant(void **state) {
  * gradients before their reduce-scatter), the activations as any other mode. */
 static void test_memory(void **state) {
     (void)state;
-    const spec_t fs = {2, 4, 1, 6, 16, 0.0, 1, MODEL_DP_FSDP};
-    const spec_t dist = {2, 4, 1, 6, 16, 0.0, 1, MODEL_DP_SHARDED_OVERLAP};
-    const model_job_t jf = job_of(&fs), jd = job_of(&dist);
+    const spec_t fs = {2, 4, 1, 6, 16, 0, 0.0, 1, MODEL_DP_FSDP};
+    const spec_t dist = {2, 4, 1, 6, 16, 0, 0.0, 1, MODEL_DP_SHARDED_OVERLAP};
+    const model_job_t jf = step_test_gpt_job(&fs), jd = step_test_gpt_job(&dist);
     model_estimate_t ef, ed;
     assert_int_equal(model_estimate(&jf, &ef), MODEL_OK);
     assert_int_equal(model_estimate(&jd, &ed), MODEL_OK);
@@ -183,9 +147,9 @@ static void test_memory(void **state) {
     const step_result_t r = simulate(&jf);
     assert_true(fabs(r.static_memory_gb - (s->memory_gb - s->activations_gb)) <= 1e-12 * w);
     /* one data-parallel rank: nothing sharded, gathered or sent; the distributed optimizer's numbers */
-    const spec_t f1 = {2, 1, 1, 6, 16, 0.0, 1, MODEL_DP_FSDP};
-    const spec_t d1 = {2, 1, 1, 6, 16, 0.0, 1, MODEL_DP_SHARDED_OVERLAP};
-    const model_job_t jf1 = job_of(&f1), jd1 = job_of(&d1);
+    const spec_t f1 = {2, 1, 1, 6, 16, 0, 0.0, 1, MODEL_DP_FSDP};
+    const spec_t d1 = {2, 1, 1, 6, 16, 0, 0.0, 1, MODEL_DP_SHARDED_OVERLAP};
+    const model_job_t jf1 = step_test_gpt_job(&f1), jd1 = step_test_gpt_job(&d1);
     assert_int_equal(model_estimate(&jf1, &ef), MODEL_OK);
     assert_int_equal(model_estimate(&jd1, &ed), MODEL_OK);
     assert_true(ef.summary.fsdp_gathered_gb == 0.0 && ef.summary.dp_comm_s == 0.0);
@@ -199,8 +163,8 @@ static void test_memory(void **state) {
 static void test_traffic(void **state) {
     (void)state;
     for (int emb = 0; emb < 2; emb++) {
-        const spec_t sp = {2, 4, 1, 6, 16, 0.0, emb, MODEL_DP_FSDP};
-        const model_job_t job = job_of(&sp);
+        const spec_t sp = {2, 4, 1, 6, 16, 0, 0.0, emb, MODEL_DP_FSDP};
+        const model_job_t job = step_test_gpt_job(&sp);
         model_estimate_t e;
         assert_int_equal(model_estimate(&job, &e), MODEL_OK);
         const model_block_t *b = &e.block;
@@ -218,8 +182,8 @@ static void test_traffic(void **state) {
 /* What fsdp refuses: interleaving, a split backward, experts; the step refuses a split schedule. */
 static void test_refused(void **state) {
     (void)state;
-    const spec_t sp = {2, 2, 2, 8, 16, 0.0, 0, MODEL_DP_FSDP};
-    model_job_t job = job_of(&sp);
+    const spec_t sp = {2, 2, 2, 8, 16, 0, 0.0, 0, MODEL_DP_FSDP};
+    model_job_t job = step_test_gpt_job(&sp);
     model_issue_t is;
     job.training.interleave = 2;
     assert_int_equal(model_job_check(&job, &is), MODEL_EINVAL);
@@ -250,8 +214,8 @@ static void test_two_stages(void **state) {
     (void)state;
     const double ib[] = {400.0, 5.0};
     for (size_t a = 0; a < 2; a++) {
-        const spec_t sp = {2, 2, 2, 8, 16, ib[a], 1, MODEL_DP_FSDP};
-        const model_job_t job = job_of(&sp);
+        const spec_t sp = {2, 2, 2, 8, 16, 0, ib[a], 1, MODEL_DP_FSDP};
+        const model_job_t job = step_test_gpt_job(&sp);
         model_estimate_t e;
         assert_int_equal(model_estimate(&job, &e), MODEL_OK);
         const step_result_t r = simulate(&job);
