@@ -654,7 +654,7 @@ static void put_args(trace_writer_t *w, const trace_op_args_t *a, const char *si
 }
 
 static void put_flow(trace_writer_t *w, char ph, int64_t ts, int32_t gpu, int32_t stream, const char *name,
-                     sim_coll_id_t coll) {
+                     int64_t id) {
     if (begin_event(w))
         return;
     lb_cstr(w, ph == 's' ? "{\"ph\":\"s\",\"ts\":" : "{\"ph\":\"f\",\"bp\":\"e\",\"ts\":");
@@ -666,7 +666,7 @@ static void put_flow(trace_writer_t *w, char ph, int64_t ts, int32_t gpu, int32_
     lb_cstr(w, ",\"name\":");
     lb_str(w, name);
     lb_cstr(w, ",\"cat\":\"p2p\",\"id\":");
-    lb_i64(w, coll);
+    lb_i64(w, id);
     lb_char(w, '}');
     end_event(w);
 }
@@ -710,8 +710,10 @@ static void pair_member(trace_writer_t *w, sim_time_ps_t t, const sim_op_info_t 
     const int64_t send_ts = units(w, first_is_send ? p->start_ps : start);
     const int64_t recv_ts = units(w, first_is_send ? start : p->start_ps);
     const char *name = op->name ? op->name : "p2p";
-    put_flow(w, 's', send_ts, sg, ss, name, op->coll);
-    put_flow(w, 'f', recv_ts, rg, rs, name, op->coll);
+    /* arrows are numbered in the order they are written, not by the engine's collective ids, so one
+     * run gives one trace whatever order its operations were added in (a step and its import) */
+    put_flow(w, 's', send_ts, sg, ss, name, w->stats.flow_arrows);
+    put_flow(w, 'f', recv_ts, rg, rs, name, w->stats.flow_arrows);
     w->stats.flow_arrows++;
 }
 

@@ -924,6 +924,7 @@ void step_free(step_t *s) {
     free(s->peak_act_gb);
     free(s->slow);
     free(s->wl_names);
+    free(s->wl_engine_names);
     free(s->wl_op_name);
     free(s);
 }

@@ -13,10 +13,6 @@
 #define WL_MAX_NAMES 16384
 #define WL_NAME 64
 #define WL_MAX_COLORS 63
-/* what the import holds per node at its peak (the workload itself, 96 bytes a node and 8 a dependency,
- * and the build's index arrays), beside the step's per operation: the default job's 71 M-node import
- * peaked at 201 bytes a node in all (docs/workloads.md), so 64 + 140 */
-#define WL_BUILD_BYTES_PER_NODE 140.0
 #define WL_MAX_STREAMS 64 /* the engine's communication streams per GPU */
 
 void step_workload_free(step_workload_t *w) {
@@ -238,17 +234,6 @@ typedef struct p2p_end {
     int64_t pos, ix;
 } p2p_end_t;
 
-static int cmp_p2p(const void *a, const void *b) {
-    const p2p_end_t *x = a, *y = b;
-    if (x->src != y->src)
-        return x->src < y->src ? -1 : 1;
-    if (x->dst != y->dst)
-        return x->dst < y->dst ? -1 : 1;
-    if (x->tag != y->tag)
-        return x->tag < y->tag ? -1 : 1;
-    return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
 /* A rank's point-to-point channel: (tag, direction, peer) in that order, so channels are numbered
  * by tag first (tag 0 in the fallback by direction and peer). */
 static p2p_end_t chan_key(const step_wl_node_t *nd, int by_tag) {
@@ -285,43 +270,97 @@ static int64_t channel_slots(p2p_end_t *keys, int64_t u) {
     return slots;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
+/* ---- import: the ranks one at a time ------------------------------------------------------------ */
 
-/* Everything the import holds while it builds (freed at its end). */
+/* The k-th collective of a group: its first member operation (members are consecutive, in the
+ * group's order) and how many members have reached it. */
+typedef struct wl_inst {
+    int32_t first_op, arrived, maker; /* maker: the rank whose node made it */
+} wl_inst_t;
+
+/* A dependency kept until both of its ends are operations: `to` is an operation (>= 0) or a pending
+ * end (-(index + 2)); next: the list's next link, -1 at its end. */
+typedef struct wl_link {
+    int32_t to, next;
+} wl_link_t;
+
+/* A send or receive whose peer's rank comes later: its operation is made, with its peer's, when the
+ * peer's rank is built. */
+typedef struct wl_pend {
+    uint64_t id; /* the node's, for errors */
+    double bytes;
+    int64_t tag;
+    int32_t rank, peer, stream, seq; /* seq: its place among the messages of its stream on its rank */
+    int32_t name;                    /* the step's name index, -1 none */
+    int32_t kind;                    /* STEP_WL_SEND or STEP_WL_RECV */
+    int32_t preds, succs;            /* lists of links: what it waits for (operations), what waits for it */
+    int32_t op;                      /* -1 until made */
+    int32_t refs;                    /* links that name it (in other pending ends' lists) */
+    int32_t next;                    /* the next of its channel's queue, or of the free list */
+} wl_pend_t;
+
+/* A channel (src, dst, tag): the queue of the ends of the side built first, waiting for the other. */
+typedef struct wl_chan {
+    int32_t src, dst;
+    int64_t tag;
+    int32_t head, tail; /* pending ends, -1: none */
+    int32_t used;       /* 0: an empty slot of the table */
+} wl_chan_t;
+
+/* Everything the import holds beside the step: the groups, the collectives' instances, the messages
+ * waiting for their peers, the names, and one rank's scratch arrays. */
 typedef struct wl_build {
-    const step_workload_t *w;
+    const step_wl_source_t *src;
+    const step_workload_t *shape;
     step_t *s;
-    int64_t n;            /* nodes */
-    int32_t ng;           /* groups, plus one for "every rank" (index w->n_groups) */
-    int32_t *rank_of;     /* [n] */
-    int32_t *id_slot;     /* one rank's id table: node indices by id hash, -1 empty */
-    int64_t id_mask;      /* its slots - 1 (a power of two, at least twice the rank's nodes) */
-    int32_t *dep_ix;      /* [deps]: the global index of each dependency */
-    int32_t *order;       /* [n]: per rank segment, the nodes in topological order */
-    int32_t *pos;         /* [n]: a node's position in its rank's order */
-    uint64_t *member;     /* sorted rank << 32 | group of every membership */
-    int64_t n_member;     /* memberships */
-    int64_t *seq_count;   /* [n_member]: collectives of the group seen on the rank */
-    int32_t *color;       /* [ng]: -1 unused */
-    int32_t n_colors;     /* streams of collectives */
-    int32_t *stream;      /* [n] */
-    int32_t *partner;     /* [n]: the matching end of a send or receive */
-    int32_t *inst;        /* [n]: a collective's instance */
-    int64_t *inst_base;   /* [ng + 1] */
-    int32_t *arrived;     /* [instances] */
-    uint8_t *here;        /* [n]: a send or receive at the head of its stream */
-    int32_t *op;          /* [n]: engine operation */
-    int32_t *name_ix;     /* [n]: into names, -1: the kind's */
-    int32_t *add_order;   /* [n]: nodes in the order their operations were added */
-    int32_t streams;      /* per GPU, compute included */
-    int64_t *list_off;    /* [n_ranks * streams + 1] */
-    int32_t *list;        /* [n] */
-    int64_t *cursor;      /* [n_ranks * streams] */
-    int32_t *gbuf, *obuf; /* a collective's members and their operations */
+    const model_system_t *sys;
+    step_wl_compute_t mode;
+    int32_t n_ranks, ng; /* groups, plus one for "every rank" (index shape->n_groups) */
+    int64_t nodes;       /* nodes built */
+    /* groups */
+    uint64_t *member;   /* sorted rank << 32 | group of every membership */
+    int32_t *mpos;      /* [n_member]: the rank's place in the group */
+    int64_t n_member;   /* memberships */
+    int64_t *seq_count; /* [n_member]: collectives of the group on the rank */
+    int32_t *color;     /* [ng]: -1 unused */
+    int32_t n_colors;   /* streams of collectives */
+    wl_inst_t **inst;   /* [ng]: per group, its collectives in order */
+    int64_t *n_inst, *cap_inst;
+    int64_t *cnt; /* [ng]: the current rank's collectives of the group so far */
+    /* messages */
+    wl_pend_t *pend;
+    int32_t n_pend, cap_pend, free_pend, live_pend;
+    wl_link_t *link;
+    int32_t n_link, cap_link, free_link;
+    wl_chan_t *chan;
+    int64_t chan_cap, n_chan;
+    int32_t *made; /* [n_ranks * WL_STREAMS]: messages made on each stream */
+    /* names: the step's table (s->wl_names), hashed */
+    int32_t *name_slot;
+    int64_t name_slots;
+    int32_t n_names, cap_names;
+    int32_t *lname; /* [the rank workload's n_names]: the step's index + 1, 0 not yet known */
+    int64_t cap_lname;
+    int64_t cap_op_name;
+    /* one rank's scratch, sized to the largest rank so far */
+    int64_t cap_rank, cap_dep;
+    int32_t *id_slot; /* the rank's id table: local node indices by id hash, -1 empty */
+    int64_t id_mask;
+    int32_t *dep_ix; /* [deps]: local index of each dependency, in node order */
+    int64_t *dep0;   /* [nodes]: a node's first entry in dep_ix */
+    int32_t *order;  /* [nodes]: topological order */
+    int32_t *stream; /* [nodes] */
+    int32_t *seq;    /* [nodes]: a message's place among its stream's messages */
+    int32_t *gname;  /* [nodes]: the step's name index, -1 none */
+    int32_t *lop;    /* [nodes]: the node's operation (>= 0), a pending end (-(index + 2)), or -1 */
+    int32_t *gbuf, *obuf;
+    /* the current rank */
+    const step_workload_t *w;
+    int32_t r;
+    int64_t a, n; /* its first node in w and its node count */
 } wl_build_t;
+
+#define WL_STREAMS (1 + WL_MAX_STREAMS) /* per GPU: compute and communication */
 
 static int wl_fail(wl_build_t *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int wl_fail(wl_build_t *b, int rc, const char *fmt, ...) {
@@ -332,39 +371,47 @@ static int wl_fail(wl_build_t *b, int rc, const char *fmt, ...) {
     return rc;
 }
 
+static int oom(wl_build_t *b) {
+    return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
+}
+
+/* Grow *p (elements of size sz, capacity *cap) to hold need, doubling. */
+static int grow(void **p, int64_t *cap, int64_t need, size_t sz) {
+    if (need <= *cap)
+        return SIM_OK;
+    int64_t c = *cap > 0 ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = alloc_realloc(*p, (size_t)c * sz);
+    if (!q)
+        return SIM_ENOMEM;
+    *p = q;
+    *cap = c;
+    return SIM_OK;
+}
+
 static const step_wl_node_t *node(const wl_build_t *b, int64_t i) {
-    return &b->w->nodes[i];
+    return &b->w->nodes[b->a + i];
 }
 
-/* The id table of rank r (its nodes in file order): -1, or the index of the first node that repeats
- * an earlier node's id. */
-static int64_t id_table_fill(wl_build_t *b, int32_t r) {
-    const int64_t a = b->w->rank_nodes_offset[r], z = b->w->rank_nodes_offset[r + 1];
-    int64_t cap = 16;
-    while (cap < 2 * (z - a))
-        cap *= 2;
-    b->id_mask = cap - 1;
-    for (int64_t k = 0; k < cap; k++)
-        b->id_slot[k] = -1;
-    for (int64_t i = a; i < z; i++) {
-        const uint64_t id = b->w->nodes[i].id;
-        int64_t k = (int64_t)(id_hash(id) & (uint64_t)b->id_mask);
-        for (; b->id_slot[k] >= 0; k = (k + 1) & b->id_mask)
-            if (b->w->nodes[b->id_slot[k]].id == id)
-                return i;
-        b->id_slot[k] = (int32_t)i;
-    }
-    return -1;
+static int32_t group_size(const wl_build_t *b, int32_t g) {
+    return g == b->shape->n_groups ? b->n_ranks : b->shape->groups[g].n_ranks;
 }
 
-/* The global index of node `id` of the rank whose table is filled, -1 if none. */
-static int64_t find_id(const wl_build_t *b, uint64_t id) {
-    for (int64_t k = (int64_t)(id_hash(id) & (uint64_t)b->id_mask); b->id_slot[k] >= 0;
-         k = (k + 1) & b->id_mask)
-        if (b->w->nodes[b->id_slot[k]].id == id)
-            return b->id_slot[k];
-    return -1;
+static int32_t group_rank(const wl_build_t *b, int32_t g, int32_t j) {
+    return g == b->shape->n_groups ? j : b->shape->group_ranks[b->shape->groups[g].ranks_offset + j];
 }
+
+static const char *group_name(const wl_build_t *b, int32_t g) {
+    return g == b->shape->n_groups ? "(every rank)" : b->shape->groups[g].name;
+}
+
+static int32_t group_of(const wl_build_t *b, const step_wl_node_t *nd) {
+    return nd->group < 0 ? b->shape->n_groups : nd->group;
+}
+
+#define NODE_FMT "workload: rank %d node %llu: "
+#define NODE_ARG(b, i) (b)->r, (unsigned long long)node(b, i)->id
 
 /* The membership slot of (rank, group), -1 if the rank is not a member. */
 static int64_t find_member(const wl_build_t *b, int32_t r, int32_t g) {
@@ -380,40 +427,15 @@ static int64_t find_member(const wl_build_t *b, int32_t r, int32_t g) {
     return lo < b->n_member && b->member[lo] == key ? lo : -1;
 }
 
-static int32_t group_size(const wl_build_t *b, int32_t g) {
-    return g == b->w->n_groups ? b->w->n_ranks : b->w->groups[g].n_ranks;
+static int cmp_member(const void *x, const void *y) {
+    const uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
+    return (a > c) - (a < c);
 }
 
-static int32_t group_rank(const wl_build_t *b, int32_t g, int32_t j) {
-    return g == b->w->n_groups ? j : b->w->group_ranks[b->w->groups[g].ranks_offset + j];
-}
-
-static const char *group_name(const wl_build_t *b, int32_t g) {
-    return g == b->w->n_groups ? "(every rank)" : b->w->groups[g].name;
-}
-
-static int32_t group_of(const wl_build_t *b, const step_wl_node_t *nd) {
-    return nd->group < 0 ? b->w->n_groups : nd->group;
-}
-
-#define NODE_FMT "workload: rank %d node %llu: "
-#define NODE_ARG(b, i) b->rank_of[i], (unsigned long long)node(b, i)->id
-
-/* The workload's shape, groups, nodes and dependencies. */
-static int check(wl_build_t *b) {
-    const step_workload_t *w = b->w;
-    if (w->n_ranks < 1 || !w->rank_nodes_offset)
-        return wl_fail(b, SIM_EINVAL, "workload: n_ranks %d; allowed: 1 or more", w->n_ranks);
-    if (w->rank_nodes_offset[0] != 0)
-        return wl_fail(b, SIM_EINVAL, "workload: rank_nodes_offset[0] %lld; allowed: 0",
-                       (long long)w->rank_nodes_offset[0]);
-    for (int32_t r = 0; r < w->n_ranks; r++)
-        if (w->rank_nodes_offset[r + 1] < w->rank_nodes_offset[r])
-            return wl_fail(b, SIM_EINVAL, "workload: rank %d: rank_nodes_offset decreases", r);
-    b->n = w->rank_nodes_offset[w->n_ranks];
-    if (b->n > INT32_MAX)
-        return wl_fail(b, SIM_EINVAL, "workload: %lld nodes; allowed: at most %d", (long long)b->n,
-                       INT32_MAX);
+/* The groups (checked), their memberships and the collectives' streams: a greedy colouring of the
+ * groups the source says are used, in group order (groups that share a rank differ). */
+static int groups(wl_build_t *b) {
+    const step_workload_t *w = b->shape;
     if (w->n_groups < 0 || (w->n_groups > 0 && (!w->groups || !w->group_ranks)))
         return wl_fail(b, SIM_EINVAL, "workload: n_groups %d without groups", w->n_groups);
     for (int32_t g = 0; g < w->n_groups; g++) {
@@ -429,246 +451,41 @@ static int check(wl_build_t *b) {
         }
     }
     b->ng = w->n_groups + 1;
-    const int64_t n = b->n;
-    b->rank_of = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->rank_of);
-    int64_t most = 0; /* nodes of the largest rank */
-    for (int32_t r = 0; r < w->n_ranks; r++)
-        if (w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r] > most)
-            most = w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r];
-    int64_t cap = 16;
-    while (cap < 2 * most)
-        cap *= 2;
-    b->id_slot = alloc_malloc((size_t)cap * sizeof *b->id_slot);
-    if (!b->rank_of || !b->id_slot)
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    for (int32_t r = 0; r < w->n_ranks; r++)
-        for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++)
-            b->rank_of[i] = r;
-    int64_t n_deps = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const step_wl_node_t *nd = node(b, i);
-        const int32_t r = b->rank_of[i];
-        if ((unsigned)nd->kind > (unsigned)STEP_WL_COLL)
-            return wl_fail(b, SIM_EINVAL, NODE_FMT "kind %d; allowed: compute, send, recv, coll",
-                           NODE_ARG(b, i), (int)nd->kind);
-        if (nd->kind == STEP_WL_COMPUTE) {
-            if (!isfinite(nd->duration_s) || nd->duration_s > SIM_OP_MAX_S)
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "duration_s %g; allowed: 0..%g, or < 0 for unknown",
-                               NODE_ARG(b, i), nd->duration_s, SIM_OP_MAX_S);
-            if (!(nd->flops >= 0.0 && isfinite(nd->flops)) ||
-                !(nd->mem_bytes >= 0.0 && isfinite(nd->mem_bytes)))
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "flops %g, mem_bytes %g; allowed: finite, >= 0",
-                               NODE_ARG(b, i), nd->flops, nd->mem_bytes);
-        } else {
-            if (!(nd->comm_bytes >= 0.0 && nd->comm_bytes <= 1e18))
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "comm_bytes %g; allowed: 0..1e18", NODE_ARG(b, i),
-                               nd->comm_bytes);
-        }
-        if (nd->kind == STEP_WL_COLL) {
-            if ((unsigned)nd->coll > (unsigned)STEP_WL_BROADCAST)
-                return wl_fail(b, SIM_EINVAL,
-                               NODE_FMT "coll %d; allowed: allreduce, allgather, reducescatter, alltoall, "
-                                        "broadcast",
-                               NODE_ARG(b, i), (int)nd->coll);
-            if (nd->group < -1 || nd->group >= w->n_groups)
-                return wl_fail(b, SIM_EINVAL, NODE_FMT "group %d; allowed: -1 (every rank) or 0..%d",
-                               NODE_ARG(b, i), nd->group, w->n_groups - 1);
-        }
-        if ((nd->kind == STEP_WL_SEND || nd->kind == STEP_WL_RECV) &&
-            (nd->peer < 0 || nd->peer >= w->n_ranks || nd->peer == r))
-            return wl_fail(b, SIM_EINVAL, NODE_FMT "peer %d; allowed: another rank in 0..%d", NODE_ARG(b, i),
-                           nd->peer, w->n_ranks - 1);
-        if (nd->name < 0 || (nd->name > 0 && (nd->name >= w->n_names || !w->name_offset || !w->name_chars)))
-            return wl_fail(b, SIM_EINVAL, NODE_FMT "name %d; allowed: 0..%d (the name table)", NODE_ARG(b, i),
-                           nd->name, w->n_names > 0 ? w->n_names - 1 : 0);
-        if (nd->n_deps < 0 || nd->deps_offset < 0 || (nd->n_deps > 0 && !w->deps))
-            return wl_fail(b, SIM_EINVAL, NODE_FMT "n_deps %d at %lld", NODE_ARG(b, i), nd->n_deps,
-                           (long long)nd->deps_offset);
-        n_deps += nd->n_deps;
-    }
-    for (int32_t r = 0; r < w->n_ranks; r++) {
-        const int64_t dup = id_table_fill(b, r);
-        if (dup >= 0)
-            return wl_fail(b, SIM_EINVAL, NODE_FMT "id: used by two nodes of the rank", NODE_ARG(b, dup));
-    }
-    b->dep_ix = alloc_malloc((size_t)(n_deps ? n_deps : 1) * sizeof *b->dep_ix);
-    if (!b->dep_ix)
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    /* dep_ix is indexed like the node's own deps, compacted: node i's at dep_start(i) */
-    int64_t k = 0;
-    for (int32_t r = 0; r < w->n_ranks; r++) {
-        id_table_fill(b, r);
-        for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++) {
-            const step_wl_node_t *nd = node(b, i);
-            for (int32_t d = 0; d < nd->n_deps; d++) {
-                const uint64_t id = w->deps[nd->deps_offset + d];
-                const int64_t j = find_id(b, id);
-                if (j < 0)
-                    return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: node %llu is not a node of rank %d",
-                                   NODE_ARG(b, i), (unsigned long long)id, r);
-                if (j == i)
-                    return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: depends on itself", NODE_ARG(b, i));
-                b->dep_ix[k++] = (int32_t)j;
-            }
-        }
-    }
-    free(b->id_slot); /* ids are resolved */
-    b->id_slot = NULL;
-    return SIM_OK;
-}
-
-/* Per rank a topological order: the file's if every dependency comes earlier, else Kahn's with the
- * smallest index first; a cycle is named by its smallest node. */
-static int topo_order(wl_build_t *b) {
-    const step_workload_t *w = b->w;
-    const int64_t n = b->n;
-    b->order = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->order);
-    b->pos = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->pos);
-    if (!b->order || !b->pos)
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    int64_t k = 0;
-    int sorted = 1;
-    for (int64_t i = 0; i < n; i++)
-        for (int32_t d = 0; d < node(b, i)->n_deps; d++, k++)
-            sorted &= b->dep_ix[k] < i;
-    for (int64_t i = 0; i < n; i++)
-        b->order[i] = i;
-    if (!sorted) {
-        /* successors (CSR) and in-degrees */
-        int64_t *indeg = alloc_calloc((size_t)(n ? n : 1), sizeof *indeg);
-        int64_t *soff = alloc_calloc((size_t)n + 1, sizeof *soff);
-        int64_t *succ = alloc_malloc((size_t)(k ? k : 1) * sizeof *succ);
-        sim_queue_t *q = sim_queue_new(1024);
-        int rc = !indeg || !soff || !succ || !q ? SIM_ENOMEM : SIM_OK;
-        int64_t e = 0;
-        for (int64_t i = 0; !rc && i < n; i++)
-            for (int32_t d = 0; d < node(b, i)->n_deps; d++, e++) {
-                soff[b->dep_ix[e] + 1]++;
-                indeg[i]++;
-            }
-        for (int64_t i = 0; !rc && i < n; i++)
-            soff[i + 1] += soff[i];
-        int64_t *fill = !rc ? alloc_malloc((size_t)(n ? n : 1) * sizeof *fill) : NULL;
-        if (!rc && !fill)
-            rc = SIM_ENOMEM;
-        if (!rc) {
-            memcpy(fill, soff, (size_t)n * sizeof *fill);
-            e = 0;
-            for (int64_t i = 0; i < n; i++)
-                for (int32_t d = 0; d < node(b, i)->n_deps; d++, e++)
-                    succ[fill[b->dep_ix[e]]++] = i;
-        }
-        free(fill);
-        for (int32_t r = 0; !rc && r < w->n_ranks; r++) {
-            const int64_t a = w->rank_nodes_offset[r], z = w->rank_nodes_offset[r + 1];
-            int64_t out = a;
-            for (int64_t i = a; i < z && !rc; i++)
-                if (indeg[i] == 0)
-                    rc = sim_queue_push(q, &(sim_event_t){.time_ps = i});
-            sim_event_t ev;
-            while (!rc && sim_queue_pop(q, &ev)) {
-                const int64_t i = ev.time_ps;
-                b->order[out++] = i;
-                for (int64_t s = soff[i]; s < soff[i + 1] && !rc; s++)
-                    if (--indeg[succ[s]] == 0)
-                        rc = sim_queue_push(q, &(sim_event_t){.time_ps = succ[s]});
-            }
-            if (!rc && out < z) {
-                int64_t bad = -1;
-                for (int64_t i = a; i < z && bad < 0; i++)
-                    if (indeg[i] > 0)
-                        bad = i;
-                free(indeg);
-                free(soff);
-                free(succ);
-                sim_queue_free(q);
-                return wl_fail(b, SIM_EINVAL,
-                               NODE_FMT "deps: a dependency cycle (%lld nodes of the rank on or after one)",
-                               NODE_ARG(b, bad), (long long)(z - out));
-            }
-        }
-        free(indeg);
-        free(soff);
-        free(succ);
-        sim_queue_free(q);
-        if (rc)
-            return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    }
-    for (int32_t r = 0; r < w->n_ranks; r++)
-        for (int64_t i = w->rank_nodes_offset[r]; i < w->rank_nodes_offset[r + 1]; i++)
-            b->pos[b->order[i]] = i - w->rank_nodes_offset[r];
-    return SIM_OK;
-}
-
-/* Memberships, the collectives' streams (a greedy colouring: groups that share a rank differ) and
- * instances, the messages' pairs and channels; the stream of every node. */
-static int streams(wl_build_t *b) {
-    const step_workload_t *w = b->w;
-    const int64_t n = b->n;
-    int64_t nm = 0;
+    int64_t nm = w->n_ranks;
     for (int32_t g = 0; g < w->n_groups; g++)
         nm += w->groups[g].n_ranks;
-    nm += w->n_ranks;
     b->member = alloc_malloc((size_t)nm * sizeof *b->member);
+    b->mpos = alloc_malloc((size_t)nm * sizeof *b->mpos);
+    b->seq_count = alloc_calloc((size_t)nm, sizeof *b->seq_count);
     b->color = alloc_malloc((size_t)b->ng * sizeof *b->color);
-    b->stream = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->stream);
-    b->inst = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->inst);
-    b->partner = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->partner);
-    b->inst_base = alloc_calloc((size_t)b->ng + 1, sizeof *b->inst_base);
-    if (!b->member || !b->color || !b->stream || !b->inst || !b->partner || !b->inst_base)
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
+    b->inst = alloc_calloc((size_t)b->ng, sizeof *b->inst);
+    b->n_inst = alloc_calloc((size_t)b->ng, sizeof *b->n_inst);
+    b->cap_inst = alloc_calloc((size_t)b->ng, sizeof *b->cap_inst);
+    b->cnt = alloc_calloc((size_t)b->ng, sizeof *b->cnt);
+    uint64_t *mask = alloc_calloc((size_t)w->n_ranks, sizeof *mask);
+    if (!b->member || !b->mpos || !b->seq_count || !b->color || !b->inst || !b->n_inst || !b->cap_inst ||
+        !b->cnt || !mask) {
+        free(mask);
+        return oom(b);
+    }
     for (int32_t g = 0; g < b->ng; g++)
         for (int32_t j = 0; j < group_size(b, g); j++)
             b->member[b->n_member++] = (uint64_t)(uint32_t)group_rank(b, g, j) << 32 | (uint32_t)g;
-    qsort(b->member, (size_t)b->n_member, sizeof *b->member, cmp_u64);
+    qsort(b->member, (size_t)b->n_member, sizeof *b->member, cmp_member);
     for (int64_t i = 1; i < b->n_member; i++)
-        if (b->member[i] == b->member[i - 1])
+        if (b->member[i] == b->member[i - 1]) {
+            free(mask);
             return wl_fail(b, SIM_EINVAL, "workload: group %d (%.40s): rank %d listed twice",
                            (int)(uint32_t)b->member[i], group_name(b, (int32_t)(uint32_t)b->member[i]),
                            (int)(b->member[i] >> 32));
-    b->seq_count = alloc_calloc((size_t)b->n_member, sizeof *b->seq_count);
-    uint64_t *mask = alloc_calloc((size_t)w->n_ranks, sizeof *mask);
-    int32_t *n_chan = alloc_calloc((size_t)w->n_ranks, sizeof *n_chan);
-    if (!b->seq_count || !mask || !n_chan) {
-        free(mask);
-        free(n_chan);
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    }
-    /* collectives: membership, the k-th of a group on each rank (in the rank's order) */
-    int rc = SIM_OK;
-    for (int32_t r = 0; r < w->n_ranks && !rc; r++)
-        for (int64_t o = w->rank_nodes_offset[r]; o < w->rank_nodes_offset[r + 1] && !rc; o++) {
-            const int64_t i = b->order[o];
-            const step_wl_node_t *nd = node(b, i);
-            if (nd->kind != STEP_WL_COLL)
-                continue;
-            const int32_t g = group_of(b, nd);
-            const int64_t slot = find_member(b, r, g);
-            if (slot < 0)
-                rc = wl_fail(b, SIM_EINVAL, NODE_FMT "group %d (%.40s): rank %d is not a member",
-                             NODE_ARG(b, i), nd->group, group_name(b, g), r);
-            else
-                b->inst[i] = b->seq_count[slot]++;
         }
-    for (int32_t g = 0; g < b->ng && !rc; g++) {
-        const int64_t c0 = b->seq_count[find_member(b, group_rank(b, g, 0), g)];
-        for (int32_t j = 1; j < group_size(b, g) && !rc; j++) {
-            const int32_t r = group_rank(b, g, j);
-            const int64_t c = b->seq_count[find_member(b, r, g)];
-            if (c != c0)
-                rc = wl_fail(
-                    b, SIM_EINVAL,
-                    "workload: group %d (%.40s): rank %d runs %lld collectives on it, rank %d runs %lld; "
-                    "allowed: the same on every member",
-                    g, group_name(b, g), r, (long long)c, group_rank(b, g, 0), (long long)c0);
-        }
-        b->inst_base[g + 1] = b->inst_base[g] + c0;
-    }
-    /* colours of the groups that are used, in group order */
+    for (int32_t g = 0; g < b->ng; g++)
+        for (int32_t j = 0; j < group_size(b, g); j++)
+            b->mpos[find_member(b, group_rank(b, g, j), g)] = j;
     int32_t n_colors = 0;
-    for (int32_t g = 0; g < b->ng && !rc; g++) {
+    for (int32_t g = 0; g < b->ng; g++) {
         b->color[g] = -1;
-        if (b->inst_base[g + 1] == b->inst_base[g])
+        if (!b->src->group_used[g])
             continue;
         uint64_t used = 0;
         for (int32_t j = 0; j < group_size(b, g); j++)
@@ -681,12 +498,12 @@ static int streams(wl_build_t *b) {
             for (c = 0; c < WL_MAX_COLORS && (used >> c & 1u);)
                 c++;
         if (c >= WL_MAX_COLORS) {
-            rc = wl_fail(
+            free(mask);
+            return wl_fail(
                 b, SIM_EINVAL,
                 "workload: group %d (%.40s): a rank of it is in %d other groups that run collectives; "
                 "allowed: at most %d",
                 g, group_name(b, g), WL_MAX_COLORS, WL_MAX_COLORS - 1);
-            break;
         }
         b->color[g] = c;
         for (int32_t j = 0; j < group_size(b, g); j++)
@@ -696,180 +513,368 @@ static int streams(wl_build_t *b) {
     }
     b->n_colors = n_colors;
     free(mask);
-    int64_t n_inst = b->inst_base[b->ng];
-    b->arrived = !rc ? alloc_calloc((size_t)(n_inst ? n_inst : 1), sizeof *b->arrived) : NULL;
-    if (!rc && !b->arrived)
-        rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    for (int64_t i = 0; i < n && !rc; i++) {
-        b->partner[i] = -1;
-        const step_wl_node_t *nd = node(b, i);
-        b->stream[i] = 0;
-        if (nd->kind == STEP_WL_COLL) {
-            const int32_t g = group_of(b, nd);
-            b->inst[i] += b->inst_base[g];
-            b->stream[i] = 1 + b->color[g];
-        }
-    }
-    /* messages: sends and receives by (src, dst, tag) in their ranks' orders */
-    int64_t ns = 0, nr = 0;
-    for (int64_t i = 0; i < n; i++)
-        ns += node(b, i)->kind == STEP_WL_SEND, nr += node(b, i)->kind == STEP_WL_RECV;
-    p2p_end_t *snd = !rc ? alloc_malloc((size_t)(ns ? ns : 1) * sizeof *snd) : NULL;
-    p2p_end_t *rcv = !rc ? alloc_malloc((size_t)(nr ? nr : 1) * sizeof *rcv) : NULL;
-    if (!rc && (!snd || !rcv))
-        rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    ns = nr = 0;
-    for (int64_t i = 0; i < n && !rc; i++) {
-        const step_wl_node_t *nd = node(b, i);
-        const int32_t r = b->rank_of[i];
-        if (nd->kind == STEP_WL_SEND)
-            snd[ns++] = (p2p_end_t){r, nd->peer, nd->tag, b->pos[i], i};
-        else if (nd->kind == STEP_WL_RECV)
-            rcv[nr++] = (p2p_end_t){nd->peer, r, nd->tag, b->pos[i], i};
-    }
-    if (!rc) {
-        qsort(snd, (size_t)ns, sizeof *snd, cmp_p2p);
-        qsort(rcv, (size_t)nr, sizeof *rcv, cmp_p2p);
-    }
-    for (int64_t a = 0, z = 0; !rc && (a < ns || z < nr);) {
-        int c = a >= ns ? 1 : z >= nr ? -1 : 0;
-        if (c == 0) {
-            p2p_end_t x = snd[a], y = rcv[z];
-            x.pos = y.pos = 0;
-            c = cmp_p2p(&x, &y);
-        }
-        if (c != 0) {
-            const int64_t i = c < 0 ? snd[a].ix : rcv[z].ix;
-            rc = wl_fail(b, SIM_EINVAL, NODE_FMT "%s rank %d with tag %lld: no matching %s", NODE_ARG(b, i),
-                         c < 0 ? "send to" : "receive from", node(b, i)->peer, (long long)node(b, i)->tag,
-                         c < 0 ? "receive" : "send");
-            break;
-        }
-        const int64_t i = snd[a].ix, j = rcv[z].ix;
-        if (node(b, j)->comm_bytes != node(b, i)->comm_bytes && node(b, j)->comm_bytes > 0.0) {
-            rc = wl_fail(b, SIM_EINVAL,
-                         NODE_FMT "comm_bytes %.17g, but its send (rank %d node %llu) has %.17g",
-                         NODE_ARG(b, j), node(b, j)->comm_bytes, NODE_ARG(b, i), node(b, i)->comm_bytes);
-            break;
-        }
-        b->partner[i] = j;
-        b->partner[j] = i;
-        a++, z++;
-    }
-    free(snd);
-    free(rcv);
-    /* channels: one stream per (direction, peer, tag) of a rank, after the collectives'; a rank with
-     * more than fit: one per (direction, peer) */
-    int32_t max_streams = 1 + n_colors;
-    for (int32_t r = 0; r < w->n_ranks && !rc; r++) {
-        const int64_t a = w->rank_nodes_offset[r], z = w->rank_nodes_offset[r + 1];
-        int64_t nk = 0;
-        for (int64_t i = a; i < z; i++)
-            nk += node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV;
-        if (nk == 0)
-            continue;
-        p2p_end_t *keys = alloc_malloc((size_t)nk * sizeof *keys);
-        if (!keys) {
-            rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-            break;
-        }
-        int64_t u = 0, slots = 0;
-        for (int by_tag = 1; by_tag >= 0; by_tag--) {
-            nk = 0;
-            for (int64_t i = a; i < z; i++)
-                if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV)
-                    keys[nk++] = chan_key(node(b, i), by_tag);
-            qsort(keys, (size_t)nk, sizeof *keys, cmp_chan);
-            u = 0;
-            for (int64_t i = 0; i < nk; i++)
-                if (u == 0 || cmp_chan(&keys[i], &keys[u - 1]) != 0)
-                    keys[u++] = keys[i];
-            slots = channel_slots(keys, u);
-            if (n_colors + slots <= WL_MAX_STREAMS)
-                break;
-        }
-        if (n_colors + slots > WL_MAX_STREAMS) {
-            free(keys);
-            rc = wl_fail(b, SIM_EINVAL,
-                         "workload: rank %d: %d collective streams and %lld point-to-point streams (a "
-                         "direction and peer each); allowed: at most %d streams together",
-                         r, n_colors, (long long)slots, WL_MAX_STREAMS);
-            break;
-        }
-        for (int64_t i = a; i < z; i++)
-            if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV) {
-                p2p_end_t key = chan_key(node(b, i), 1);
-                const p2p_end_t *f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_chan);
-                if (!f) { /* the fallback: by (direction, peer) */
-                    key = chan_key(node(b, i), 0);
-                    f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_chan);
-                }
-                b->stream[i] = 1 + n_colors + (int32_t)f->pos;
-            }
-        free(keys);
-        if (1 + n_colors + (int32_t)slots > max_streams)
-            max_streams = 1 + n_colors + (int32_t)slots;
-    }
-    free(n_chan);
-    b->streams = max_streams;
-    return rc;
+    return SIM_OK;
 }
 
-/* Names: the distinct node names copied once (the engine borrows them), numbered in order of first
- * use by a node, -1 past WL_MAX_NAMES. */
-static int names(wl_build_t *b) {
-    const int64_t n = b->n;
-    const step_workload_t *w = b->w;
-    const int32_t nt = w->n_names > 0 ? w->n_names : 1;
-    int32_t *first = alloc_malloc((size_t)nt * sizeof *first);
-    int32_t *rep = alloc_malloc((size_t)nt * sizeof *rep);
-    b->name_ix = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->name_ix);
-    int rc = !first || !rep || !b->name_ix ? SIM_ENOMEM : SIM_OK;
-    int32_t nn = 0;
-    for (int32_t k = 0; k < nt && !rc; k++)
-        first[k] = -1;
-    for (int64_t i = 0; i < n && !rc; i++) {
-        const int32_t t = node(b, i)->name;
-        b->name_ix[i] = -1;
-        if (t <= 0 || !step_workload_name(w, t)[0])
-            continue;
-        if (first[t] < 0) {
-            rep[nn] = t;
-            first[t] = nn++;
+/* ---- names ---- */
+
+/* The step's index of the rank workload's name t (-1 for ""): names are numbered in order of first
+ * use over the ranks in rank order and each rank's nodes in file order; the first WL_MAX_NAMES are
+ * also copied where the engine borrows them. */
+static int step_name(wl_build_t *b, int32_t t, int32_t *out) {
+    *out = -1;
+    if (t <= 0)
+        return SIM_OK;
+    if (b->lname[t])
+        return *out = b->lname[t] - 1, SIM_OK;
+    const char *name = step_workload_name(b->w, t);
+    if (!name[0])
+        return SIM_OK;
+    char key[WL_NAME];
+    snprintf(key, sizeof key, "%s", name);
+    const uint64_t h = wl_name_hash(key, strlen(key));
+    step_t *s = b->s;
+    if (2 * ((int64_t)b->n_names + 1) > b->name_slots) {
+        const int64_t cap = b->name_slots ? 2 * b->name_slots : 1024;
+        int32_t *slot = alloc_malloc((size_t)cap * sizeof *slot);
+        if (!slot)
+            return SIM_ENOMEM;
+        for (int64_t k = 0; k < cap; k++)
+            slot[k] = -1;
+        for (int32_t i = 0; i < b->n_names; i++) {
+            const char *p = s->wl_names + (size_t)i * WL_NAME;
+            int64_t k = (int64_t)(wl_name_hash(p, strlen(p)) & (uint64_t)(cap - 1));
+            while (slot[k] >= 0)
+                k = (k + 1) & (cap - 1);
+            slot[k] = i;
         }
-        b->name_ix[i] = first[t];
+        free(b->name_slot);
+        b->name_slot = slot;
+        b->name_slots = cap;
     }
-    if (!rc && !(b->s->wl_names = alloc_malloc((size_t)(nn ? nn : 1) * WL_NAME)))
-        rc = SIM_ENOMEM;
-    for (int32_t k = 0; !rc && k < nn; k++)
-        snprintf(b->s->wl_names + (size_t)k * WL_NAME, WL_NAME, "%s", step_workload_name(w, rep[k]));
-    free(first);
-    free(rep);
-    return rc ? wl_fail(b, SIM_ENOMEM, "workload: out of memory") : SIM_OK;
+    int64_t k = (int64_t)(h & (uint64_t)(b->name_slots - 1));
+    for (; b->name_slot[k] >= 0; k = (k + 1) & (b->name_slots - 1))
+        if (strcmp(s->wl_names + (size_t)b->name_slot[k] * WL_NAME, key) == 0) {
+            b->lname[t] = b->name_slot[k] + 1;
+            return *out = b->name_slot[k], SIM_OK;
+        }
+    int64_t cap = b->cap_names;
+    if (grow((void **)&s->wl_names, &cap, (int64_t)b->n_names + 1, WL_NAME))
+        return SIM_ENOMEM;
+    b->cap_names = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
+    if (b->n_names < WL_MAX_NAMES) {
+        if (!s->wl_engine_names && !(s->wl_engine_names = alloc_malloc((size_t)WL_MAX_NAMES * WL_NAME)))
+            return SIM_ENOMEM;
+        memcpy(s->wl_engine_names + (size_t)b->n_names * WL_NAME, key, WL_NAME);
+    }
+    memcpy(s->wl_names + (size_t)b->n_names * WL_NAME, key, WL_NAME);
+    b->name_slot[k] = b->n_names;
+    b->lname[t] = b->n_names + 1;
+    *out = b->n_names++;
+    return SIM_OK;
 }
 
-/* The engine's name of a node: its own among the first WL_MAX_NAMES distinct (the engine's limit),
- * else its kind's (step_op gives every node's own). */
-static const char *name_of(const wl_build_t *b, int64_t i) {
-    if (b->name_ix[i] >= 0 && b->name_ix[i] < WL_MAX_NAMES)
-        return b->s->wl_names + (size_t)b->name_ix[i] * WL_NAME;
-    const step_wl_node_t *nd = node(b, i);
-    switch (nd->kind) {
+/* The engine's name of a node of the given kind with the step's name index gi: its own among the
+ * first WL_MAX_NAMES distinct (the engine's limit), else its kind's (step_op gives every node's own). */
+static const char *engine_name(const wl_build_t *b, int32_t gi, step_wl_kind_t kind, step_wl_coll_t coll) {
+    if (gi >= 0 && gi < WL_MAX_NAMES)
+        return b->s->wl_engine_names + (size_t)gi * WL_NAME;
+    switch (kind) {
     case STEP_WL_COMPUTE:
         return "compute";
     case STEP_WL_SEND:
     case STEP_WL_RECV:
         return "p2p";
     default:
-        return coll_kind_name(nd->coll);
+        return coll_kind_name(coll);
     }
 }
 
+/* An operation's name index for step_op. */
+static int op_name(wl_build_t *b, int32_t op, int32_t gi) {
+    step_t *s = b->s;
+    if (grow((void **)&s->wl_op_name, &b->cap_op_name, (int64_t)op - s->op0 + 1, sizeof *s->wl_op_name))
+        return oom(b);
+    s->wl_op_name[op - s->op0] = gi;
+    return SIM_OK;
+}
+
+/* ---- one rank's checks and order ---- */
+
+static int rank_scratch(wl_build_t *b, int64_t n, int64_t n_deps) {
+    if (n > b->cap_rank || !b->id_slot) {
+        int64_t c = b->cap_rank;
+        int64_t c2 = c, c3 = c, c4 = c, c5 = c, c6 = c, c7 = c;
+        if (grow((void **)&b->order, &c, n, sizeof *b->order) ||
+            grow((void **)&b->stream, &c2, n, sizeof *b->stream) ||
+            grow((void **)&b->seq, &c3, n, sizeof *b->seq) ||
+            grow((void **)&b->gname, &c4, n, sizeof *b->gname) ||
+            grow((void **)&b->lop, &c5, n, sizeof *b->lop) ||
+            grow((void **)&b->dep0, &c6, n + 1, sizeof *b->dep0))
+            return oom(b);
+        (void)c7;
+        int64_t slots = 16;
+        while (slots < 2 * c)
+            slots *= 2;
+        free(b->id_slot);
+        if (!(b->id_slot = alloc_malloc((size_t)slots * sizeof *b->id_slot)))
+            return oom(b);
+        b->cap_rank = c < c2 ? c : c2;
+        if (c3 < b->cap_rank)
+            b->cap_rank = c3;
+        if (c4 < b->cap_rank)
+            b->cap_rank = c4;
+        if (c5 < b->cap_rank)
+            b->cap_rank = c5;
+        if (c6 - 1 < b->cap_rank)
+            b->cap_rank = c6 - 1;
+    }
+    if (grow((void **)&b->dep_ix, &b->cap_dep, n_deps > 0 ? n_deps : 1, sizeof *b->dep_ix))
+        return oom(b);
+    return SIM_OK;
+}
+
+/* The id table of the current rank: -1, or the first node that repeats an earlier node's id. */
+static int64_t id_table_fill(wl_build_t *b) {
+    int64_t cap = 16;
+    while (cap < 2 * b->n)
+        cap *= 2;
+    b->id_mask = cap - 1;
+    for (int64_t k = 0; k < cap; k++)
+        b->id_slot[k] = -1;
+    for (int64_t i = 0; i < b->n; i++) {
+        const uint64_t id = node(b, i)->id;
+        int64_t k = (int64_t)(id_hash(id) & (uint64_t)b->id_mask);
+        for (; b->id_slot[k] >= 0; k = (k + 1) & b->id_mask)
+            if (node(b, b->id_slot[k])->id == id)
+                return i;
+        b->id_slot[k] = (int32_t)i;
+    }
+    return -1;
+}
+
+static int64_t find_id(const wl_build_t *b, uint64_t id) {
+    for (int64_t k = (int64_t)(id_hash(id) & (uint64_t)b->id_mask); b->id_slot[k] >= 0;
+         k = (k + 1) & b->id_mask)
+        if (node(b, b->id_slot[k])->id == id)
+            return b->id_slot[k];
+    return -1;
+}
+
+/* The current rank's nodes: fields, ids, dependencies (resolved to local indices). */
+static int check_rank(wl_build_t *b) {
+    const step_workload_t *w = b->w;
+    const int32_t r = b->r;
+    int64_t n_deps = 0;
+    for (int64_t i = 0; i < b->n; i++) {
+        const step_wl_node_t *nd = node(b, i);
+        if ((unsigned)nd->kind > (unsigned)STEP_WL_COLL)
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "kind %d; allowed: compute, send, recv, coll",
+                           NODE_ARG(b, i), (int)nd->kind);
+        if (nd->kind == STEP_WL_COMPUTE) {
+            if (!isfinite(nd->duration_s) || nd->duration_s > SIM_OP_MAX_S)
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "duration_s %g; allowed: 0..%g, or < 0 for unknown",
+                               NODE_ARG(b, i), nd->duration_s, SIM_OP_MAX_S);
+            if (!(nd->flops >= 0.0 && isfinite(nd->flops)) ||
+                !(nd->mem_bytes >= 0.0 && isfinite(nd->mem_bytes)))
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "flops %g, mem_bytes %g; allowed: finite, >= 0",
+                               NODE_ARG(b, i), nd->flops, nd->mem_bytes);
+        } else if (!(nd->comm_bytes >= 0.0 && nd->comm_bytes <= 1e18)) {
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "comm_bytes %g; allowed: 0..1e18", NODE_ARG(b, i),
+                           nd->comm_bytes);
+        }
+        if (nd->kind == STEP_WL_COLL) {
+            if ((unsigned)nd->coll > (unsigned)STEP_WL_BROADCAST)
+                return wl_fail(b, SIM_EINVAL,
+                               NODE_FMT "coll %d; allowed: allreduce, allgather, reducescatter, alltoall, "
+                                        "broadcast",
+                               NODE_ARG(b, i), (int)nd->coll);
+            if (nd->group < -1 || nd->group >= b->shape->n_groups)
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "group %d; allowed: -1 (every rank) or 0..%d",
+                               NODE_ARG(b, i), nd->group, b->shape->n_groups - 1);
+        }
+        if ((nd->kind == STEP_WL_SEND || nd->kind == STEP_WL_RECV) &&
+            (nd->peer < 0 || nd->peer >= b->n_ranks || nd->peer == r))
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "peer %d; allowed: another rank in 0..%d", NODE_ARG(b, i),
+                           nd->peer, b->n_ranks - 1);
+        if (nd->name < 0 || (nd->name > 0 && (nd->name >= w->n_names || !w->name_offset || !w->name_chars)))
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "name %d; allowed: 0..%d (the name table)", NODE_ARG(b, i),
+                           nd->name, w->n_names > 0 ? w->n_names - 1 : 0);
+        if (nd->n_deps < 0 || nd->deps_offset < 0 || (nd->n_deps > 0 && !w->deps))
+            return wl_fail(b, SIM_EINVAL, NODE_FMT "n_deps %d at %lld", NODE_ARG(b, i), nd->n_deps,
+                           (long long)nd->deps_offset);
+        n_deps += nd->n_deps;
+    }
+    int rc = rank_scratch(b, b->n, n_deps);
+    if (rc)
+        return rc;
+    const int64_t dup = id_table_fill(b);
+    if (dup >= 0)
+        return wl_fail(b, SIM_EINVAL, NODE_FMT "id: used by two nodes of the rank", NODE_ARG(b, dup));
+    int64_t k = 0;
+    for (int64_t i = 0; i < b->n; i++) {
+        const step_wl_node_t *nd = node(b, i);
+        b->dep0[i] = k;
+        for (int32_t d = 0; d < nd->n_deps; d++) {
+            const uint64_t id = w->deps[nd->deps_offset + d];
+            const int64_t j = find_id(b, id);
+            if (j < 0)
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: node %llu is not a node of rank %d",
+                               NODE_ARG(b, i), (unsigned long long)id, r);
+            if (j == i)
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "deps: depends on itself", NODE_ARG(b, i));
+            b->dep_ix[k++] = (int32_t)j;
+        }
+    }
+    b->dep0[b->n] = k;
+    return SIM_OK;
+}
+
+/* The current rank's topological order: the file's if every dependency comes earlier, else Kahn's
+ * with the smallest index first; a cycle is named by its smallest node. */
+static int topo_order(wl_build_t *b) {
+    const int64_t n = b->n, k = b->dep0[n];
+    int sorted = 1;
+    for (int64_t i = 0; i < n && sorted; i++)
+        for (int64_t e = b->dep0[i]; e < b->dep0[i + 1]; e++)
+            sorted &= b->dep_ix[e] < i;
+    for (int64_t i = 0; i < n; i++)
+        b->order[i] = (int32_t)i;
+    if (sorted)
+        return SIM_OK;
+    int64_t *indeg = alloc_calloc((size_t)(n ? n : 1), sizeof *indeg);
+    int64_t *soff = alloc_calloc((size_t)n + 1, sizeof *soff);
+    int32_t *succ = alloc_malloc((size_t)(k ? k : 1) * sizeof *succ);
+    int64_t *fill = alloc_malloc((size_t)(n ? n : 1) * sizeof *fill);
+    sim_queue_t *q = sim_queue_new(1024);
+    int rc = !indeg || !soff || !succ || !fill || !q ? SIM_ENOMEM : SIM_OK;
+    for (int64_t i = 0; !rc && i < n; i++)
+        for (int64_t e = b->dep0[i]; e < b->dep0[i + 1]; e++) {
+            soff[b->dep_ix[e] + 1]++;
+            indeg[i]++;
+        }
+    for (int64_t i = 0; !rc && i < n; i++)
+        soff[i + 1] += soff[i];
+    if (!rc) {
+        memcpy(fill, soff, (size_t)n * sizeof *fill);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t e = b->dep0[i]; e < b->dep0[i + 1]; e++)
+                succ[fill[b->dep_ix[e]]++] = (int32_t)i;
+    }
+    int64_t out = 0;
+    for (int64_t i = 0; i < n && !rc; i++)
+        if (indeg[i] == 0)
+            rc = sim_queue_push(q, &(sim_event_t){.time_ps = i});
+    sim_event_t ev;
+    while (!rc && sim_queue_pop(q, &ev)) {
+        const int64_t i = ev.time_ps;
+        b->order[out++] = (int32_t)i;
+        for (int64_t e = soff[i]; e < soff[i + 1] && !rc; e++)
+            if (--indeg[succ[e]] == 0)
+                rc = sim_queue_push(q, &(sim_event_t){.time_ps = succ[e]});
+    }
+    int64_t bad = -1;
+    for (int64_t i = 0; !rc && out < n && i < n && bad < 0; i++)
+        if (indeg[i] > 0)
+            bad = i;
+    free(indeg);
+    free(soff);
+    free(succ);
+    free(fill);
+    sim_queue_free(q);
+    if (rc)
+        return oom(b);
+    if (bad >= 0)
+        return wl_fail(b, SIM_EINVAL,
+                       NODE_FMT "deps: a dependency cycle (%lld nodes of the rank on or after one)",
+                       NODE_ARG(b, bad), (long long)(n - out));
+    return SIM_OK;
+}
+
+/* The current rank's streams: compute 0, a group's collectives 1 + its colour, messages one stream
+ * per (tag, direction, peer) after the collectives' (more than fit: one per (direction, peer)); a
+ * message's place on its stream. */
+static int rank_streams(wl_build_t *b) {
+    int64_t nk = 0;
+    for (int64_t i = 0; i < b->n; i++) {
+        const step_wl_node_t *nd = node(b, i);
+        b->stream[i] = 0;
+        if (nd->kind == STEP_WL_COLL) {
+            const int32_t g = group_of(b, nd);
+            if (find_member(b, b->r, g) < 0)
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "group %d (%.40s): rank %d is not a member",
+                               NODE_ARG(b, i), nd->group, group_name(b, g), b->r);
+            if (b->color[g] < 0)
+                return wl_fail(b, SIM_EINVAL,
+                               NODE_FMT
+                               "group %d (%.40s): a collective on a group its source said no collective "
+                               "uses",
+                               NODE_ARG(b, i), nd->group, group_name(b, g));
+            b->stream[i] = 1 + b->color[g];
+        }
+        nk += nd->kind == STEP_WL_SEND || nd->kind == STEP_WL_RECV;
+    }
+    if (nk == 0)
+        return SIM_OK;
+    p2p_end_t *keys = alloc_malloc((size_t)nk * sizeof *keys);
+    if (!keys)
+        return oom(b);
+    int64_t u = 0, slots = 0;
+    for (int by_tag = 1; by_tag >= 0; by_tag--) {
+        nk = 0;
+        for (int64_t i = 0; i < b->n; i++)
+            if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV)
+                keys[nk++] = chan_key(node(b, i), by_tag);
+        qsort(keys, (size_t)nk, sizeof *keys, cmp_chan);
+        u = 0;
+        for (int64_t i = 0; i < nk; i++)
+            if (u == 0 || cmp_chan(&keys[i], &keys[u - 1]) != 0)
+                keys[u++] = keys[i];
+        slots = channel_slots(keys, u);
+        if (b->n_colors + slots <= WL_MAX_STREAMS)
+            break;
+    }
+    if (b->n_colors + slots > WL_MAX_STREAMS) {
+        free(keys);
+        return wl_fail(
+            b, SIM_EINVAL,
+            "workload: rank %d: %d collective streams and %lld point-to-point streams (a direction "
+            "and peer each); allowed: at most %d streams together",
+            b->r, b->n_colors, (long long)slots, WL_MAX_STREAMS);
+    }
+    for (int64_t i = 0; i < b->n; i++)
+        if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV) {
+            p2p_end_t key = chan_key(node(b, i), 1);
+            const p2p_end_t *f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_chan);
+            if (!f) { /* the fallback: by (direction, peer) */
+                key = chan_key(node(b, i), 0);
+                f = bsearch(&key, keys, (size_t)u, sizeof *keys, cmp_chan);
+            }
+            b->stream[i] = 1 + b->n_colors + (int32_t)f->pos;
+        }
+    free(keys);
+    /* a message's place on its stream, in the rank's order */
+    int32_t count[WL_STREAMS];
+    memset(count, 0, sizeof count);
+    for (int64_t o = 0; o < b->n; o++) {
+        const int32_t i = b->order[o];
+        if (node(b, i)->kind == STEP_WL_SEND || node(b, i)->kind == STEP_WL_RECV)
+            b->seq[i] = count[b->stream[i]]++;
+    }
+    return SIM_OK;
+}
+
+/* ---- operations ---- */
+
+static int engine_fail(wl_build_t *b, int rc, int64_t i) {
+    return wl_fail(b, rc, NODE_FMT "%s", NODE_ARG(b, i), sim_engine_last_error(b->s->e));
+}
+
 /* A compute node's duration (before perturbations). */
-static int compute_s(wl_build_t *b, int64_t i, const model_system_t *sys, step_wl_compute_t mode,
-                     double *out) {
+static int compute_s(wl_build_t *b, int64_t i, double *out) {
     const step_wl_node_t *nd = node(b, i);
-    if (mode == STEP_WL_COMPUTE_MODEL && (nd->flops > 0.0 || nd->mem_bytes > 0.0)) {
+    const model_system_t *sys = b->sys;
+    if (b->mode == STEP_WL_COMPUTE_MODEL && (nd->flops > 0.0 || nd->mem_bytes > 0.0)) {
         const double peak =
             sys->matrix_tflop_per_s * 1e12 * (sys->flop_efficiency > 0 ? sys->flop_efficiency : 1.0);
         const double comp = nd->flops > 0.0 ? sys->kernel_overhead_s + nd->flops / peak : 0.0;
@@ -889,265 +894,419 @@ static int compute_s(wl_build_t *b, int64_t i, const model_system_t *sys, step_w
     return SIM_OK;
 }
 
-static int push_head(wl_build_t *b, sim_queue_t *q, int64_t list) {
-    if (b->cursor[list] >= b->list_off[list + 1])
-        return SIM_OK;
-    const int64_t i = b->list[b->cursor[list]];
-    const uint64_t id = node(b, i)->id;
-    sim_event_t ev = {.time_ps = id > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)id, .b = list};
-    return sim_queue_push(q, &ev);
+/* The step's metadata of an operation of a node of the given kind. */
+static int put_meta(wl_build_t *b, int32_t op, step_wl_kind_t kind, const step_wl_node_t *nd,
+                    double p2p_bytes) {
+    step_meta_t m = {.coll = -1,
+                     .stage = 0,
+                     .chunk = -1,
+                     .microbatch = -1,
+                     .first_block = -1,
+                     .pass = -1,
+                     .layer0 = -1,
+                     .layer1 = -1,
+                     .coll_op = -1,
+                     .group = -1,
+                     .kind = STEP_OP_COMPUTE};
+    if (kind == STEP_WL_COMPUTE) {
+        m.flops_tflop = nd->flops * 1e-12;
+        m.hbm_gb = nd->mem_bytes * 1e-9;
+    } else if (kind == STEP_WL_COLL) {
+        const char *gn = nd->group >= 0 ? b->shape->groups[nd->group].name : "";
+        m.kind = STEP_OP_DP;
+        m.group = STEP_GROUP_DP;
+        if (strcmp(gn, "tp") == 0 || strcmp(gn, "cp") == 0 || strcmp(gn, "ep") == 0) {
+            m.kind =
+                STEP_OP_TP; /* the expert all-to-alls count with the tensor collectives, as in the step */
+            m.group = strcmp(gn, "tp") == 0   ? STEP_GROUP_TP
+                      : strcmp(gn, "cp") == 0 ? STEP_GROUP_CP
+                                              : STEP_GROUP_EP;
+        } else if (strcmp(gn, "edp") == 0) {
+            m.group = STEP_GROUP_EDP;
+        } /* every other group counts as data-parallel (breakdown and traffic) */
+        m.coll_op = (int8_t)model_coll_of(nd->coll);
+        m.comm_gb = nd->comm_bytes * 1e-9;
+    } else {
+        m.kind = STEP_OP_PP;
+        m.group = STEP_META_GROUP_PP;
+        m.coll_op = MODEL_COLL_P2P;
+        m.comm_gb = p2p_bytes * 1e-9;
+    }
+    int rc = step_meta_reserve(b->s, op + 1);
+    return rc ? rc : step_meta_put(b->s, op, &m);
 }
 
-static int engine_fail(wl_build_t *b, int rc, int64_t i) {
-    return wl_fail(b, rc, NODE_FMT "%s", NODE_ARG(b, i), sim_engine_last_error(b->s->e));
+static int32_t link_new(wl_build_t *b, int32_t to, int32_t next) {
+    int32_t k = b->free_link;
+    if (k >= 0) {
+        b->free_link = b->link[k].next;
+    } else {
+        int64_t cap = b->cap_link;
+        if (b->n_link == INT32_MAX || grow((void **)&b->link, &cap, (int64_t)b->n_link + 1, sizeof *b->link))
+            return -1;
+        b->cap_link = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
+        k = b->n_link++;
+    }
+    b->link[k] = (wl_link_t){to, next};
+    if (to < -1)
+        b->pend[-to - 2].refs++;
+    return k;
 }
 
-/* Add every node's operation, in the order of the node ids over all ranks (each stream's nodes in
- * their rank's order; a collective or message once every member is at the head of its stream). */
-static int add_ops(wl_build_t *b, const model_system_t *sys, step_wl_compute_t mode) {
-    const step_workload_t *w = b->w;
-    const int64_t n = b->n, nl = (int64_t)w->n_ranks * b->streams;
-    b->list_off = alloc_calloc((size_t)nl + 1, sizeof *b->list_off);
-    b->list = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->list);
-    b->cursor = alloc_malloc((size_t)nl * sizeof *b->cursor);
-    b->op = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->op);
-    b->here = alloc_calloc((size_t)(n ? n : 1), 1);
-    b->add_order = alloc_malloc((size_t)(n ? n : 1) * sizeof *b->add_order);
-    b->gbuf = alloc_malloc((size_t)w->n_ranks * sizeof *b->gbuf);
-    b->obuf = alloc_malloc((size_t)w->n_ranks * sizeof *b->obuf);
-    sim_queue_t *q = sim_queue_new((size_t)nl);
-    if (!b->list_off || !b->list || !b->cursor || !b->op || !b->here || !b->add_order || !b->gbuf ||
-        !b->obuf || !q) {
-        sim_queue_free(q);
-        return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
+/* A pending end that is made and that no list names any more goes back to the free list. */
+static void pend_free(wl_build_t *b, int32_t k) {
+    wl_pend_t *p = &b->pend[k];
+    if (p->op < 0 || p->refs > 0 || p->preds >= 0 || p->succs >= 0)
+        return;
+    p->next = b->free_pend;
+    p->op = -1;
+    p->refs = -1; /* (free) */
+    b->free_pend = k;
+}
+
+/* Link l back to the free list (the pending end it names loses a reference). */
+static void link_free(wl_build_t *b, int32_t l) {
+    const int32_t to = b->link[l].to;
+    b->link[l].next = b->free_link;
+    b->free_link = l;
+    if (to < -1 && --b->pend[-to - 2].refs == 0)
+        pend_free(b, -to - 2);
+}
+
+/* op (an operation or a pending end) runs after `after` (the same): stored in the engine when both
+ * are operations, else kept with the pending one until it is made. */
+static int depend(wl_build_t *b, int32_t op, int32_t after) {
+    if (after < -1) {
+        wl_pend_t *p = &b->pend[-after - 2];
+        if (p->op >= 0) {
+            after = p->op;
+        } else {
+            const int32_t k = link_new(b, op, b->pend[-after - 2].succs);
+            if (k < 0)
+                return SIM_ENOMEM;
+            b->pend[-after - 2].succs = k;
+            return SIM_OK;
+        }
     }
-    for (int64_t i = 0; i < n; i++) {
-        b->list_off[(int64_t)b->rank_of[i] * b->streams + b->stream[i] + 1]++;
-        b->op[i] = -1;
+    if (op < -1) {
+        wl_pend_t *p = &b->pend[-op - 2];
+        if (p->op >= 0) {
+            op = p->op;
+        } else {
+            const int32_t k = link_new(b, after, b->pend[-op - 2].preds);
+            if (k < 0)
+                return SIM_ENOMEM;
+            b->pend[-op - 2].preds = k;
+            return SIM_OK;
+        }
     }
-    for (int64_t l = 0; l < nl; l++)
-        b->list_off[l + 1] += b->list_off[l];
-    memcpy(b->cursor, b->list_off, (size_t)nl * sizeof *b->cursor);
-    for (int64_t o = 0; o < n; o++) {
-        const int64_t i = b->order[o];
-        b->list[b->cursor[(int64_t)b->rank_of[i] * b->streams + b->stream[i]]++] = i;
+    return sim_op_depend(b->s->e, op, after);
+}
+
+static uint64_t chan_hash(int32_t src, int32_t dst, int64_t tag) {
+    return id_hash((uint64_t)(uint32_t)src * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uint32_t)dst << 17 ^
+                   (uint64_t)tag * 0xbf58476d1ce4e5b9ULL);
+}
+
+/* The channel (src, dst, tag), added when new; NULL out of memory. */
+static wl_chan_t *channel(wl_build_t *b, int32_t src, int32_t dst, int64_t tag) {
+    if (2 * (b->n_chan + 1) > b->chan_cap) {
+        const int64_t cap = b->chan_cap ? 2 * b->chan_cap : 1024;
+        wl_chan_t *t = alloc_calloc((size_t)cap, sizeof *t);
+        if (!t)
+            return NULL;
+        for (int64_t k = 0; k < b->chan_cap; k++)
+            if (b->chan[k].used) {
+                int64_t j = (int64_t)(chan_hash(b->chan[k].src, b->chan[k].dst, b->chan[k].tag) &
+                                      (uint64_t)(cap - 1));
+                while (t[j].used)
+                    j = (j + 1) & (cap - 1);
+                t[j] = b->chan[k];
+            }
+        free(b->chan);
+        b->chan = t;
+        b->chan_cap = cap;
     }
-    memcpy(b->cursor, b->list_off, (size_t)nl * sizeof *b->cursor);
-    int rc = SIM_OK;
-    for (int64_t l = 0; l < nl && !rc; l++)
-        rc = push_head(b, q, l);
+    int64_t k = (int64_t)(chan_hash(src, dst, tag) & (uint64_t)(b->chan_cap - 1));
+    for (; b->chan[k].used; k = (k + 1) & (b->chan_cap - 1))
+        if (b->chan[k].src == src && b->chan[k].dst == dst && b->chan[k].tag == tag)
+            return &b->chan[k];
+    b->chan[k] = (wl_chan_t){.src = src, .dst = dst, .tag = tag, .head = -1, .tail = -1, .used = 1};
+    b->n_chan++;
+    return &b->chan[k];
+}
+
+/* Node i (a send or receive whose peer comes later): a pending end, queued on its channel. */
+static int pend_add(wl_build_t *b, int64_t i) {
+    const step_wl_node_t *nd = node(b, i);
+    const int32_t src = nd->kind == STEP_WL_SEND ? b->r : nd->peer,
+                  dst = nd->kind == STEP_WL_SEND ? nd->peer : b->r;
+    wl_chan_t *c = channel(b, src, dst, nd->tag);
+    if (!c)
+        return oom(b);
+    int32_t k = b->free_pend;
+    if (k >= 0) {
+        b->free_pend = b->pend[k].next;
+    } else {
+        int64_t cap = b->cap_pend;
+        if (b->n_pend >= INT32_MAX - 2 ||
+            grow((void **)&b->pend, &cap, (int64_t)b->n_pend + 1, sizeof *b->pend))
+            return oom(b);
+        b->cap_pend = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
+        k = b->n_pend++;
+    }
+    b->pend[k] = (wl_pend_t){.id = nd->id,
+                             .bytes = nd->comm_bytes,
+                             .tag = nd->tag,
+                             .rank = b->r,
+                             .peer = nd->peer,
+                             .stream = b->stream[i],
+                             .seq = b->seq[i],
+                             .name = b->gname[i],
+                             .kind = (int32_t)nd->kind,
+                             .preds = -1,
+                             .succs = -1,
+                             .op = -1,
+                             .refs = 0,
+                             .next = -1};
+    if (c->tail >= 0)
+        b->pend[c->tail].next = k;
+    else
+        c->head = k;
+    c->tail = k;
+    b->live_pend++;
+    b->lop[i] = -(k + 2);
+    return SIM_OK;
+}
+
+/* Node i (a send or receive whose peer's rank was built): the message with the peer's pending end,
+ * made now; the pending end's kept dependencies are stored. */
+static int pend_match(wl_build_t *b, int64_t i) {
+    const step_wl_node_t *nd = node(b, i);
+    const int send = nd->kind == STEP_WL_SEND;
+    const int32_t src = send ? b->r : nd->peer, dst = send ? nd->peer : b->r;
+    wl_chan_t *c = channel(b, src, dst, nd->tag);
+    if (!c)
+        return oom(b);
+    if (c->head < 0)
+        return wl_fail(b, SIM_EINVAL, NODE_FMT "%s rank %d with tag %lld: no matching %s", NODE_ARG(b, i),
+                       send ? "send to" : "receive from", nd->peer, (long long)nd->tag,
+                       send ? "receive" : "send");
+    const int32_t k = c->head;
+    wl_pend_t *p = &b->pend[k];
+    c->head = p->next;
+    if (c->head < 0)
+        c->tail = -1;
+    const double sbytes = send ? nd->comm_bytes : p->bytes, rbytes = send ? p->bytes : nd->comm_bytes;
+    if (rbytes != sbytes && rbytes > 0.0) {
+        if (send)
+            return wl_fail(
+                b, SIM_EINVAL,
+                "workload: rank %d node %llu: comm_bytes %.17g, but its send (rank %d node %llu) has %.17g",
+                p->rank, (unsigned long long)p->id, rbytes, b->r, (unsigned long long)nd->id, sbytes);
+        return wl_fail(b, SIM_EINVAL, NODE_FMT "comm_bytes %.17g, but its send (rank %d node %llu) has %.17g",
+                       NODE_ARG(b, i), rbytes, p->rank, (unsigned long long)p->id, sbytes);
+    }
+    /* the pending end must be the next message of its stream (a stream of one peer and direction holds
+     * its messages in its rank's order) */
+    int32_t *made = &b->made[(int64_t)p->rank * WL_STREAMS + p->stream];
+    if (*made != p->seq)
+        return wl_fail(
+            b, SIM_EINVAL,
+            NODE_FMT "%s rank %d (tag %lld): its match (rank %d node %llu) is not at the head of its "
+                     "stream, where rank %d has %s it (messages between two ranks must be received in "
+                     "the order they are sent)",
+            NODE_ARG(b, i), send ? "send to" : "receive from", nd->peer, (long long)nd->tag, p->rank,
+            (unsigned long long)p->id, p->rank,
+            p->kind == STEP_WL_SEND ? "sent earlier messages before" : "posted earlier receives before");
+    (*made)++;
+    const int32_t s_stream = send ? b->stream[i] : p->stream, r_stream = send ? p->stream : b->stream[i];
+    const int32_t gi = send ? b->gname[i] : p->name;
+    sim_op_id_t so = -1, ro = -1;
+    int rc = sim_p2p_add(b->s->e, src, s_stream, dst, r_stream, sbytes,
+                         engine_name(b, gi, STEP_WL_SEND, STEP_WL_ALLREDUCE), &so, &ro);
     if (rc)
-        rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    int64_t added = 0;
-    sim_event_t ev;
+        return engine_fail(b, rc, i);
+    const int32_t mine = send ? so : ro, theirs = send ? ro : so;
+    b->lop[i] = mine;
+    p->op = theirs;
+    if ((rc = put_meta(b, so, STEP_WL_SEND, nd, sbytes)) ||
+        (rc = put_meta(b, ro, STEP_WL_RECV, nd, sbytes)) || (rc = op_name(b, mine, b->gname[i])) ||
+        (rc = op_name(b, theirs, p->name)))
+        return rc;
+    /* what the pending end waited for, and what waited for it */
+    b->live_pend--;
+    int32_t l = p->preds;
+    p->preds = -1;
+    while (l >= 0) {
+        const int32_t next = b->link[l].next;
+        if ((rc = sim_op_depend(b->s->e, theirs, b->link[l].to)))
+            return engine_fail(b, rc, i);
+        link_free(b, l);
+        l = next;
+    }
+    l = b->pend[k].succs;
+    b->pend[k].succs = -1;
+    while (l >= 0) {
+        const int32_t next = b->link[l].next;
+        if ((rc = depend(b, b->link[l].to, theirs)))
+            return rc == SIM_ENOMEM ? oom(b) : engine_fail(b, rc, i);
+        link_free(b, l);
+        l = next;
+    }
+    pend_free(b, k);
+    return SIM_OK;
+}
+
+/* Node i's collective: the group's k-th on this rank, made by the group's lowest rank, checked alike
+ * by the others. */
+static int coll_node(wl_build_t *b, int64_t i) {
+    const step_wl_node_t *nd = node(b, i);
+    const int32_t g = group_of(b, nd), sz = group_size(b, g);
+    const int64_t k = b->cnt[g]++;
+    const int32_t j = b->mpos[find_member(b, b->r, g)];
     step_t *s = b->s;
-    while (!rc && sim_queue_pop(q, &ev)) {
-        const int64_t l = ev.b, i = b->list[b->cursor[l]];
+    if (k == b->n_inst[g]) { /* the first member to reach it (the lowest rank, unless counts differ) */
+        if (grow((void **)&b->inst[g], &b->cap_inst[g], k + 1, sizeof *b->inst[g]))
+            return oom(b);
+        for (int32_t m = 0; m < sz; m++)
+            b->gbuf[m] = group_rank(b, g, m);
+        const sim_coll_desc_t d = {.op = sim_coll_of(nd->coll),
+                                   .algo = SIM_ALGO_AUTO,
+                                   .fidelity = SIM_FIDELITY_DEFAULT,
+                                   .use_default_mode = 1,
+                                   .size_bytes = nd->comm_bytes,
+                                   .gpus = b->gbuf,
+                                   .n_gpus = sz,
+                                   .root = 0,
+                                   .stream = b->stream[i],
+                                   .name = engine_name(b, b->gname[i], STEP_WL_COLL, nd->coll)};
+        int rc = sim_coll_add(s->e, &d, b->obuf, NULL);
+        if (rc)
+            return engine_fail(b, rc, i);
+        for (int32_t m = 1; m < sz; m++)
+            if (b->obuf[m] != b->obuf[0] + m)
+                return wl_fail(b, SIM_EINVAL, NODE_FMT "the engine's member operations are not consecutive",
+                               NODE_ARG(b, i));
+        b->inst[g][k] = (wl_inst_t){b->obuf[0], 0, b->r};
+        b->n_inst[g]++;
+    } else {
+        sim_coll_info_t ci;
+        sim_coll_describe(s->e, sim_op_collective(s->e, b->inst[g][k].first_op), &ci);
+        if (ci.op != sim_coll_of(nd->coll) || ci.size_bytes != nd->comm_bytes) {
+            const int kind = ci.op != sim_coll_of(nd->coll);
+            return wl_fail(b, SIM_EINVAL,
+                           NODE_FMT "%s: %s of %.17g bytes, but rank %d (the first member to run the same "
+                                    "collective of group %.40s) has %s of %.17g",
+                           NODE_ARG(b, i), kind ? "coll" : "comm_bytes", coll_kind_name(nd->coll),
+                           nd->comm_bytes, b->inst[g][k].maker, group_name(b, g), sim_coll_op_name(ci.op),
+                           ci.size_bytes);
+        }
+    }
+    b->inst[g][k].arrived++;
+    b->lop[i] = b->inst[g][k].first_op + j;
+    return SIM_OK;
+}
+
+/* The current rank's nodes as operations, in its topological order, with their dependencies. */
+static int build_rank(wl_build_t *b) {
+    step_t *s = b->s;
+    int rc = SIM_OK;
+    for (int32_t g = 0; g < b->ng; g++)
+        b->cnt[g] = 0;
+    if (b->w->n_names > b->cap_lname) {
+        free(b->lname);
+        b->cap_lname = b->w->n_names;
+        if (!(b->lname = alloc_calloc((size_t)b->cap_lname, sizeof *b->lname)))
+            return oom(b);
+    } else if (b->w->n_names > 0) {
+        memset(b->lname, 0, (size_t)b->w->n_names * sizeof *b->lname);
+    }
+    for (int64_t i = 0; i < b->n; i++) /* names in file order */
+        if ((rc = step_name(b, node(b, i)->name, &b->gname[i])))
+            return oom(b);
+    for (int64_t o = 0; o < b->n && !rc; o++) {
+        const int64_t i = b->order[o];
         const step_wl_node_t *nd = node(b, i);
-        const int32_t r = b->rank_of[i];
+        b->lop[i] = -1;
         if (nd->kind == STEP_WL_COMPUTE) {
             double d = 0.0;
-            if ((rc = compute_s(b, i, sys, mode, &d)))
-                break;
-            d = step_perturb_s(s, r, nd->id, d);
-            if ((rc = sim_op_compute(s->e, r, 0, d, name_of(b, i), &b->op[i])))
-                return sim_queue_free(q), engine_fail(b, rc, i);
-            b->add_order[added++] = i;
-            b->cursor[l]++;
-            rc = push_head(b, q, l);
+            if ((rc = compute_s(b, i, &d)))
+                return rc;
+            d = step_perturb_s(s, b->r, nd->id, d);
+            sim_op_id_t op;
+            if ((rc = sim_op_compute(s->e, b->r, 0, d, engine_name(b, b->gname[i], nd->kind, nd->coll), &op)))
+                return engine_fail(b, rc, i);
+            b->lop[i] = op;
+            if ((rc = put_meta(b, op, nd->kind, nd, 0.0)) || (rc = op_name(b, op, b->gname[i])))
+                return rc;
         } else if (nd->kind == STEP_WL_COLL) {
-            const int32_t g = group_of(b, nd), sz = group_size(b, g);
-            if (++b->arrived[b->inst[i]] < sz)
-                continue;
-            /* every member is at the head of this stream: one collective, checked alike */
-            for (int32_t j = 0; j < sz; j++) {
-                const int32_t m = group_rank(b, g, j);
-                const int64_t ml = (int64_t)m * b->streams + b->stream[i], mi = b->list[b->cursor[ml]];
-                if (node(b, mi)->coll != nd->coll || node(b, mi)->comm_bytes != nd->comm_bytes) {
-                    sim_queue_free(q);
-                    return wl_fail(b, SIM_EINVAL,
-                                   NODE_FMT
-                                   "%s: %s of %.17g bytes, but rank %d node %llu (the same collective of "
-                                   "group %.40s) has %s of %.17g",
-                                   NODE_ARG(b, mi), node(b, mi)->coll != nd->coll ? "coll" : "comm_bytes",
-                                   coll_kind_name(node(b, mi)->coll), node(b, mi)->comm_bytes, r,
-                                   (unsigned long long)nd->id, group_name(b, g), coll_kind_name(nd->coll),
-                                   nd->comm_bytes);
-                }
-                b->gbuf[j] = m;
-            }
-            const int64_t i0 = b->list[b->cursor[(int64_t)b->gbuf[0] * b->streams + b->stream[i]]];
-            const sim_coll_desc_t d = {.op = sim_coll_of(nd->coll),
-                                       .algo = SIM_ALGO_AUTO,
-                                       .fidelity = SIM_FIDELITY_DEFAULT,
-                                       .use_default_mode = 1,
-                                       .size_bytes = nd->comm_bytes,
-                                       .gpus = b->gbuf,
-                                       .n_gpus = sz,
-                                       .root = 0,
-                                       .stream = b->stream[i],
-                                       .name = name_of(b, i0)};
-            if ((rc = sim_coll_add(s->e, &d, b->obuf, NULL)))
-                return sim_queue_free(q), engine_fail(b, rc, i);
-            for (int32_t j = 0; j < sz && !rc; j++) {
-                const int64_t ml = (int64_t)b->gbuf[j] * b->streams + b->stream[i],
-                              mi = b->list[b->cursor[ml]];
-                b->op[mi] = b->obuf[j];
-                b->add_order[added++] = mi;
-                b->cursor[ml]++;
-                rc = push_head(b, q, ml);
-            }
+            if ((rc = coll_node(b, i)))
+                return rc;
+            if ((rc = put_meta(b, b->lop[i], nd->kind, nd, 0.0)) || (rc = op_name(b, b->lop[i], b->gname[i])))
+                return rc;
+        } else if (nd->peer > b->r) {
+            rc = pend_add(b, i);
         } else {
-            b->here[i] = 1;
-            const int64_t p = b->partner[i];
-            if (!b->here[p])
-                continue;
-            const int64_t si = nd->kind == STEP_WL_SEND ? i : p, ri = nd->kind == STEP_WL_SEND ? p : i;
-            const int32_t src = b->rank_of[si], dst = b->rank_of[ri];
-            if ((rc = sim_p2p_add(s->e, src, b->stream[si], dst, b->stream[ri], node(b, si)->comm_bytes,
-                                  name_of(b, si), &b->op[si], &b->op[ri])))
-                return sim_queue_free(q), engine_fail(b, rc, si);
-            b->add_order[added++] = si;
-            b->add_order[added++] = ri;
-            const int64_t sl = (int64_t)src * b->streams + b->stream[si],
-                          rl = (int64_t)dst * b->streams + b->stream[ri];
-            b->cursor[sl]++;
-            b->cursor[rl]++;
-            rc = push_head(b, q, sl);
-            if (!rc)
-                rc = push_head(b, q, rl);
+            rc = pend_match(b, i);
         }
-        if (rc && !s->err[0])
-            rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
+        for (int64_t e = b->dep0[i]; e < b->dep0[i + 1] && !rc; e++)
+            if ((rc = depend(b, b->lop[i], b->lop[b->dep_ix[e]])))
+                rc = rc == SIM_ENOMEM ? oom(b) : engine_fail(b, rc, i);
     }
-    sim_queue_free(q);
     if (rc)
         return rc;
-    if (added < n) {
-        /* a stream whose head waits for members or a peer that wait elsewhere */
-        for (int64_t l = 0; l < nl; l++)
-            if (b->cursor[l] < b->list_off[l + 1]) {
-                const int64_t i = b->list[b->cursor[l]];
-                const step_wl_node_t *nd = node(b, i);
-                if (nd->kind == STEP_WL_COLL)
-                    return wl_fail(b, SIM_EINVAL,
-                                   NODE_FMT "group %.40s: its collective never has every member at it (the "
-                                            "members run the group's collectives, or the messages between "
-                                            "them, in different orders)",
-                                   NODE_ARG(b, i), group_name(b, group_of(b, nd)));
-                return wl_fail(b, SIM_EINVAL,
-                               NODE_FMT
-                               "%s rank %d (tag %lld) never meets its match at the head of the peer's "
-                               "stream (messages between two ranks must be received in the order they "
-                               "are sent)",
-                               NODE_ARG(b, i), nd->kind == STEP_WL_SEND ? "send to" : "receive from",
-                               nd->peer, (long long)nd->tag);
-            }
+    /* the rank's collectives per group, for the check at the end */
+    for (int32_t g = 0; g < b->ng; g++)
+        if (b->cnt[g] > 0)
+            b->seq_count[find_member(b, b->r, g)] = b->cnt[g];
+    return SIM_OK;
+}
+
+/* After the last rank: every message matched, every member at every collective of its groups. */
+static int finish(wl_build_t *b) {
+    for (int32_t k = 0; k < b->n_pend && b->live_pend > 0; k++) {
+        const wl_pend_t *p = &b->pend[k];
+        if (p->refs >= 0 && p->op < 0)
+            return wl_fail(b, SIM_EINVAL,
+                           "workload: rank %d node %llu: %s rank %d with tag %lld: no matching %s", p->rank,
+                           (unsigned long long)p->id, p->kind == STEP_WL_SEND ? "send to" : "receive from",
+                           p->peer, (long long)p->tag, p->kind == STEP_WL_SEND ? "receive" : "send");
+    }
+    for (int32_t g = 0; g < b->ng; g++) {
+        const int32_t r0 = group_rank(b, g, 0);
+        const int64_t c0 = b->seq_count[find_member(b, r0, g)];
+        for (int32_t j = 1; j < group_size(b, g); j++) {
+            const int32_t r = group_rank(b, g, j);
+            const int64_t c = b->seq_count[find_member(b, r, g)];
+            if (c != c0)
+                return wl_fail(
+                    b, SIM_EINVAL,
+                    "workload: group %d (%.40s): rank %d runs %lld collectives on it, rank %d runs %lld; "
+                    "allowed: the same on every member",
+                    g, group_name(b, g), r, (long long)c, r0, (long long)c0);
+        }
+        if (b->src->group_used[g] && b->n_inst[g] == 0)
+            return wl_fail(b, SIM_EINVAL,
+                           "workload: group %d (%.40s): no collective uses it, but its source said one does",
+                           g, group_name(b, g));
     }
     return SIM_OK;
 }
 
-/* Dependencies in the order the operations were added, then every operation's metadata. */
-static int deps_and_meta(wl_build_t *b) {
-    const step_workload_t *w = b->w;
-    step_t *s = b->s;
-    /* dep_ix holds node i's dependencies from the sum of the earlier nodes' n_deps: that is its own
-     * deps_offset when the workload's deps are laid out in node order (the reader's and the export's),
-     * else the starts are counted into dstart */
-    int64_t k = 0, *dstart = NULL;
-    int compact = 1;
-    for (int64_t i = 0; i < b->n && compact; i++) {
-        compact = node(b, i)->n_deps == 0 || node(b, i)->deps_offset == k;
-        k += node(b, i)->n_deps;
-    }
-    if (!compact) {
-        if (!(dstart = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *dstart)))
-            return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-        k = 0;
-        for (int64_t i = 0; i < b->n; i++) {
-            dstart[i] = k;
-            k += node(b, i)->n_deps;
-        }
-    }
-    int rc = step_meta_reserve(s, (int32_t)b->n);
-    s->wl_op_name = alloc_malloc((size_t)(b->n ? b->n : 1) * sizeof *s->wl_op_name);
-    if (!rc && !s->wl_op_name)
-        rc = wl_fail(b, SIM_ENOMEM, "workload: out of memory");
-    for (int64_t a = 0; a < b->n && !rc; a++) {
-        const int64_t i = b->add_order[a];
-        const step_wl_node_t *nd = node(b, i);
-        const int64_t d0 = dstart ? dstart[i] : nd->deps_offset;
-        for (int32_t d = 0; d < nd->n_deps && !rc; d++)
-            if ((rc = sim_op_depend(s->e, b->op[i], b->op[b->dep_ix[d0 + d]])))
-                rc = engine_fail(b, rc, i);
-        if (rc)
-            break;
-        step_meta_t m = {.coll = -1,
-                         .stage = 0,
-                         .chunk = -1,
-                         .microbatch = -1,
-                         .first_block = -1,
-                         .pass = -1,
-                         .layer0 = -1,
-                         .layer1 = -1,
-                         .coll_op = -1,
-                         .group = -1,
-                         .kind = STEP_OP_COMPUTE};
-        if (nd->kind == STEP_WL_COMPUTE) {
-            m.flops_tflop = nd->flops * 1e-12;
-            m.hbm_gb = nd->mem_bytes * 1e-9;
-        } else if (nd->kind == STEP_WL_COLL) {
-            const char *gn = nd->group >= 0 ? w->groups[nd->group].name : "";
-            m.kind = STEP_OP_DP;
-            m.group = STEP_GROUP_DP;
-            if (strcmp(gn, "tp") == 0 || strcmp(gn, "cp") == 0 || strcmp(gn, "ep") == 0) {
-                m.kind =
-                    STEP_OP_TP; /* the expert all-to-alls count with the tensor collectives, as in the step */
-                m.group = strcmp(gn, "tp") == 0   ? STEP_GROUP_TP
-                          : strcmp(gn, "cp") == 0 ? STEP_GROUP_CP
-                                                  : STEP_GROUP_EP;
-            } else if (strcmp(gn, "edp") == 0) {
-                m.group = STEP_GROUP_EDP;
-            } /* every other group counts as data-parallel (breakdown and traffic) */
-            m.coll_op = (int8_t)model_coll_of(nd->coll);
-            m.comm_gb = nd->comm_bytes * 1e-9;
-        } else {
-            m.kind = STEP_OP_PP;
-            m.group = STEP_META_GROUP_PP;
-            m.coll_op = MODEL_COLL_P2P;
-            m.comm_gb = node(b, nd->kind == STEP_WL_SEND ? i : b->partner[i])->comm_bytes * 1e-9;
-        }
-        s->wl_op_name[b->op[i] - s->op0] = b->name_ix[i];
-        rc = step_meta_put(s, b->op[i], &m);
-    }
-    free(dstart);
-    return rc;
-}
-
-/* What only the ordering and add_ops need, freed before the engine's dependencies and the
- * metadata grow the step (the import's peak). */
-static void free_ordering(wl_build_t *b) {
-    void **p[] = {(void **)&b->order,     (void **)&b->pos,    (void **)&b->stream, (void **)&b->inst,
-                  (void **)&b->here,      (void **)&b->list,   (void **)&b->cursor, (void **)&b->list_off,
-                  (void **)&b->seq_count, (void **)&b->member, (void **)&b->arrived};
-    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
-        free(*p[i]);
-        *p[i] = NULL;
-    }
-}
-
 static void wl_build_free(wl_build_t *b) {
-    void *p[] = {b->rank_of,   b->id_slot, b->dep_ix, b->order,   b->pos,       b->member,
-                 b->seq_count, b->color,   b->stream, b->partner, b->inst,      b->inst_base,
-                 b->arrived,   b->here,    b->op,     b->name_ix, b->add_order, b->list_off,
-                 b->list,      b->cursor,  b->gbuf,   b->obuf};
+    for (int32_t g = 0; b->inst && g < b->ng; g++)
+        free(b->inst[g]);
+    void *p[] = {b->member, b->mpos,  b->seq_count, b->color, b->inst,      b->n_inst, b->cap_inst, b->cnt,
+                 b->pend,   b->link,  b->chan,      b->made,  b->name_slot, b->lname,  b->id_slot,  b->dep_ix,
+                 b->dep0,   b->order, b->stream,    b->seq,   b->gname,     b->lop,    b->gbuf,     b->obuf};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
 
-int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const sim_network_desc_t *net,
-                      const model_system_t *system, step_wl_compute_t compute, step_t **out, char *err,
-                      size_t err_size) {
+int step_new_workload_source(const step_wl_source_t *src, const step_config_t *cfg,
+                             const sim_network_desc_t *net, const model_system_t *system,
+                             step_wl_compute_t compute, step_t **out, char *err, size_t err_size) {
     *out = NULL;
     if (err && err_size)
         err[0] = '\0';
@@ -1164,10 +1323,13 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
     s->workload = 1;
     wl_build_t b;
     memset(&b, 0, sizeof b);
-    b.w = w;
+    b.src = src;
     b.s = s;
+    b.sys = system;
+    b.mode = compute;
+    b.free_pend = b.free_link = -1;
     int rc = SIM_OK;
-    if (!w)
+    if (!src || !src->shape || !src->group_used || !src->rank)
         rc = step_fail(s, SIM_EINVAL, "workload: none given");
     if (!rc && s->cfg.comm != SIM_COMM_NETWORK && s->cfg.comm != SIM_COMM_ANALYTIC)
         rc = step_fail(s, SIM_EINVAL, "comm: %d; allowed: network, analytic", (int)s->cfg.comm);
@@ -1179,25 +1341,22 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
         rc = step_fail(s, SIM_EINVAL,
                        "collapse: approx with a workload; allowed: auto or off (every rank of a "
                        "workload is simulated)");
-    if (!rc)
-        rc = check(&b);
     if (!rc) {
-        /* the memory budget, as step_new's: the step's bytes per operation plus the import's own */
-        const double need_gb = step_memory_estimate_gb(b.n) + WL_BUILD_BYTES_PER_NODE * (double)b.n * 1e-9;
-        const double budget_gb = s->cfg.max_memory_gb > 0.0 ? s->cfg.max_memory_gb : step_memory_budget_gb();
-        if (need_gb > budget_gb)
-            rc = step_fail(s, SIM_EINVAL,
-                           "workload: %lld nodes need about %.1f GB, more than the memory budget of %.1f GB "
-                           "(--max-memory); allowed: a smaller workload or a larger budget",
-                           (long long)b.n, need_gb, budget_gb);
+        b.shape = src->shape;
+        b.n_ranks = src->shape->n_ranks;
+        if (b.n_ranks < 1)
+            rc = step_fail(s, SIM_EINVAL, "workload: n_ranks %d; allowed: 1 or more", b.n_ranks);
     }
+    if (!rc)
+        rc = groups(&b);
+    const int32_t nr = b.n_ranks;
     if (!rc) {
-        s->gpus = w->n_ranks;
-        s->job.gpus = w->n_ranks;
+        s->gpus = nr;
+        s->job.gpus = nr;
         s->pp = 1;
         s->v = 1;
         s->m = 0;
-        s->per_stage = w->n_ranks;
+        s->per_stage = nr;
         s->level = STEP_FULL;
         s->collapse_exact = 1;
         s->granularity = STEP_GRANULARITY_LAYER;
@@ -1206,30 +1365,24 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
             s->job.system = *system;
         rc = step_perturb_init(s);
     }
-    if (!rc)
-        rc = topo_order(&b);
-    if (!rc)
-        rc = streams(&b);
-    if (!rc)
-        rc = names(&b);
     if (!rc && s->cfg.comm == SIM_COMM_NETWORK) {
         if (!net)
             rc = step_fail(s, SIM_EINVAL, "network: required with network communication");
-        else if (net->n_gpus < w->n_ranks)
+        else if (net->n_gpus < nr)
             rc = step_fail(s, SIM_EINVAL,
                            "network: %d GPUs, but the workload has %d ranks; allowed: at least %d",
-                           net->n_gpus, w->n_ranks, w->n_ranks);
+                           net->n_gpus, nr, nr);
         if (!rc) {
             s->net = *net;
             s->engine_gpus = net->n_gpus;
             s->gpus_per_domain = net->gpus_per_domain > 0 ? net->gpus_per_domain : 1;
         }
     } else if (!rc) {
-        s->engine_gpus = w->n_ranks;
+        s->engine_gpus = nr;
         int64_t g = system->nvlink_size;
-        g = g < 1 ? 1 : g > w->n_ranks ? w->n_ranks : g;
+        g = g < 1 ? 1 : g > nr ? nr : g;
         s->gpus_per_domain = (int32_t)g;
-        const sim_star_params_t sp = {.n_gpus = w->n_ranks,
+        const sim_star_params_t sp = {.n_gpus = nr,
                                       .nic_bytes_per_s = 1e9,
                                       .gpus_per_domain = s->gpus_per_domain,
                                       .nvlink_bytes_per_s = 1e9};
@@ -1239,21 +1392,24 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
             sim_star_network(&s->star, &s->net);
     }
     if (!rc) {
-        s->stage_gpus = alloc_malloc((size_t)w->n_ranks * sizeof *s->stage_gpus);
+        s->stage_gpus = alloc_malloc((size_t)nr * sizeof *s->stage_gpus);
         s->gpu_stage = alloc_malloc((size_t)s->engine_gpus * sizeof *s->gpu_stage);
         s->act_gb = alloc_calloc((size_t)s->engine_gpus, sizeof *s->act_gb);
         s->peak_act_gb = alloc_calloc((size_t)s->engine_gpus, sizeof *s->peak_act_gb);
-        if (!s->stage_gpus || !s->gpu_stage || !s->act_gb || !s->peak_act_gb)
+        b.made = alloc_calloc((size_t)nr * WL_STREAMS, sizeof *b.made);
+        b.gbuf = alloc_malloc((size_t)nr * sizeof *b.gbuf);
+        b.obuf = alloc_malloc((size_t)nr * sizeof *b.obuf);
+        if (!s->stage_gpus || !s->gpu_stage || !s->act_gb || !s->peak_act_gb || !b.made || !b.gbuf || !b.obuf)
             rc = step_fail(s, SIM_ENOMEM, "step: out of memory");
         for (int32_t g = 0; !rc && g < s->engine_gpus; g++)
-            s->gpu_stage[g] = g < w->n_ranks ? 0 : -1;
-        for (int32_t r = 0; !rc && r < w->n_ranks; r++)
+            s->gpu_stage[g] = g < nr ? 0 : -1;
+        for (int32_t r = 0; !rc && r < nr; r++)
             s->stage_gpus[r] = r;
     }
     if (!rc) {
         s->own_engine = 1;
         sim_config_t ec = s->cfg.engine;
-        ec.comm_streams = b.streams - 1 > 0 ? b.streams - 1 : 1;
+        ec.comm_streams = WL_MAX_STREAMS; /* a rank's streams are known when it is read */
         ec.comm_mode = s->cfg.comm;
         ec.has_system = system != NULL;
         if (system)
@@ -1262,19 +1418,45 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
         rc = sim_engine_new(&ec, &s->net, &s->e, eerr, sizeof eerr);
         if (rc)
             step_fail(s, rc, "engine: %s", eerr);
-        else if (b.streams < 2)
-            b.streams = 2; /* the engine's streams per GPU, with at least one communication stream */
     }
-    if (!rc && b.n > 0)
-        rc = sim_engine_reserve(s->e, b.n, (int64_t)(w->deps ? b.n : 0))
-                 ? step_fail(s, SIM_ENOMEM, "out of memory")
-                 : SIM_OK;
+    const double budget_gb = s->cfg.max_memory_gb > 0.0 ? s->cfg.max_memory_gb : step_memory_budget_gb();
+    for (int32_t r = 0; !rc && r < nr; r++) {
+        char serr[sizeof s->err];
+        serr[0] = '\0';
+        const step_workload_t *w = NULL;
+        rc = src->rank(src->ctx, r, &w, serr, sizeof serr);
+        if (rc) {
+            step_fail(s, rc, "%s", rc == SIM_ENOMEM && !serr[0] ? "workload: out of memory" : serr);
+            break;
+        }
+        if (!w || w->n_ranks != nr || !w->rank_nodes_offset || w->rank_nodes_offset[r] < 0 ||
+            w->rank_nodes_offset[r + 1] < w->rank_nodes_offset[r]) {
+            rc = step_fail(s, SIM_EINVAL, "workload: rank %d: its nodes' range is not valid", r);
+            break;
+        }
+        b.w = w;
+        b.r = r;
+        b.a = w->rank_nodes_offset[r];
+        b.n = w->rank_nodes_offset[r + 1] - b.a;
+        if (b.nodes + b.n > INT32_MAX) {
+            rc = step_fail(s, SIM_EINVAL, "workload: more than %d nodes", INT32_MAX);
+            break;
+        }
+        if ((rc = check_rank(&b)) || (rc = topo_order(&b)) || (rc = rank_streams(&b)) ||
+            (rc = build_rank(&b)))
+            break;
+        b.nodes += b.n;
+        /* the memory budget, as step_new's (the step's bytes per operation), as the operations grow */
+        const double need_gb = step_memory_estimate_gb(sim_op_count(s->e));
+        if (need_gb > budget_gb)
+            rc = step_fail(
+                s, SIM_EINVAL,
+                "workload: %lld nodes (ranks 0..%d) need about %.1f GB, more than the memory budget of "
+                "%.1f GB (--max-memory); allowed: a smaller workload or a larger budget",
+                (long long)b.nodes, r, need_gb, budget_gb);
+    }
     if (!rc)
-        rc = add_ops(&b, system, compute);
-    if (!rc)
-        free_ordering(&b);
-    if (!rc)
-        rc = deps_and_meta(&b);
+        rc = finish(&b);
     if (!rc)
         s->op_end = sim_op_count(s->e);
     wl_build_free(&b);
@@ -1286,6 +1468,60 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
     }
     *out = s;
     return SIM_OK;
+}
+
+/* ---- an in-memory workload as a source ---- */
+
+typedef struct wl_mem {
+    const step_workload_t *w;
+} wl_mem_t;
+
+static int mem_rank(void *ctx, int32_t r, const step_workload_t **out, char *err, size_t err_size) {
+    (void)r;
+    (void)err;
+    (void)err_size;
+    *out = ((const wl_mem_t *)ctx)->w;
+    return SIM_OK;
+}
+
+int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const sim_network_desc_t *net,
+                      const model_system_t *system, step_wl_compute_t compute, step_t **out, char *err,
+                      size_t err_size) {
+    *out = NULL;
+    char msg[300] = "";
+    if (!w)
+        snprintf(msg, sizeof msg, "workload: none given");
+    else if (w->n_ranks < 1 || !w->rank_nodes_offset)
+        snprintf(msg, sizeof msg, "workload: n_ranks %d; allowed: 1 or more", w->n_ranks);
+    else if (w->rank_nodes_offset[0] != 0)
+        snprintf(msg, sizeof msg, "workload: rank_nodes_offset[0] %lld; allowed: 0",
+                 (long long)w->rank_nodes_offset[0]);
+    for (int32_t r = 0; !msg[0] && r < w->n_ranks; r++)
+        if (w->rank_nodes_offset[r + 1] < w->rank_nodes_offset[r])
+            snprintf(msg, sizeof msg, "workload: rank %d: rank_nodes_offset decreases", r);
+    if (!msg[0] && (w->n_groups < 0 || (w->n_groups > 0 && (!w->groups || !w->group_ranks))))
+        snprintf(msg, sizeof msg, "workload: n_groups %d without groups", w->n_groups);
+    if (msg[0]) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s", msg);
+        return SIM_EINVAL;
+    }
+    /* the groups a collective uses (out-of-range groups are left to the build's checks) */
+    uint8_t *used = alloc_calloc((size_t)w->n_groups + 1, 1);
+    if (!used) {
+        if (err && err_size)
+            snprintf(err, err_size, "workload: out of memory");
+        return SIM_ENOMEM;
+    }
+    const int64_t n = w->rank_nodes_offset[w->n_ranks];
+    for (int64_t i = 0; i < n; i++)
+        if (w->nodes[i].kind == STEP_WL_COLL && w->nodes[i].group >= -1 && w->nodes[i].group < w->n_groups)
+            used[w->nodes[i].group < 0 ? w->n_groups : w->nodes[i].group] = 1;
+    wl_mem_t m = {w};
+    const step_wl_source_t src = {.shape = w, .group_used = used, .rank = mem_rank, .ctx = &m};
+    const int rc = step_new_workload_source(&src, cfg, net, system, compute, out, err, err_size);
+    free(used);
+    return rc;
 }
 
 /* ---- export --------------------------------------------------------------------------------------- */

@@ -259,7 +259,8 @@ static void test_channels(void **state) {
             step_free(s);
         } else {
             assert_int_equal(rc, SIM_EINVAL);
-            assert_non_null(strstr(err, "rank 0 node 0: send to rank 1 (tag 0)"));
+            assert_non_null(
+                strstr(err, "rank 1 node 0: receive from rank 0 (tag 69): its match (rank 0 node 69)"));
             assert_non_null(strstr(err, "in the order they are sent"));
         }
         step_workload_free(&b.w);
@@ -427,6 +428,26 @@ static void test_errors(void **state) {
 
 /* ---- export and import again ---------------------------------------------------------------------- */
 
+static int cmp_key(const void *x, const void *y) {
+    const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The engine's operations by (GPU, stream), each stream's in the order they were added (the order
+ * they run in): keys gpu << 40 | stream << 32 | op, sorted. */
+static uint64_t *stream_order(const sim_engine_t *e) {
+    const sim_op_id_t n = sim_op_count(e);
+    uint64_t *k = malloc((size_t)(n ? n : 1) * sizeof *k);
+    assert_non_null(k);
+    for (sim_op_id_t op = 0; op < n; op++) {
+        sim_op_desc_t d;
+        assert_int_equal(sim_op_describe(e, op, &d), SIM_OK);
+        k[op] = (uint64_t)d.gpu << 40 | (uint64_t)d.stream << 32 | (uint32_t)op;
+    }
+    qsort(k, (size_t)n, sizeof *k, cmp_key);
+    return k;
+}
+
 static void roundtrip(const model_job_t *job, step_config_t cfg, const sim_network_desc_t *net) {
     cfg.collapse = STEP_COLLAPSE_OFF;
     step_t *a = NULL, *b = NULL;
@@ -507,28 +528,34 @@ static void roundtrip(const model_job_t *job, step_config_t cfg, const sim_netwo
         free(w3.nodes);
         free(w3.deps);
     }
-    /* every operation, added in the same order, runs at the same times */
+    /* every operation runs at the same times: the import adds them in another order (rank by rank),
+     * so they are compared stream by stream, where both keep the order they run in */
     const sim_engine_t *ea = step_engine(a), *eb = step_engine(b);
     assert_int_equal(sim_op_count(ea), sim_op_count(eb));
-    for (sim_op_id_t op = 0; op < sim_op_count(ea); op++) {
+    uint64_t *ka = stream_order(ea), *kb = stream_order(eb);
+    for (sim_op_id_t k = 0; k < sim_op_count(ea); k++) {
+        const sim_op_id_t opa = (sim_op_id_t)(uint32_t)ka[k], opb = (sim_op_id_t)(uint32_t)kb[k];
+        assert_true(ka[k] >> 32 == kb[k] >> 32); /* the same GPU and stream */
         sim_time_ps_t sa, fa, sb, fb;
-        sim_op_times(ea, op, &sa, &fa);
-        sim_op_times(eb, op, &sb, &fb);
+        sim_op_times(ea, opa, &sa, &fa);
+        sim_op_times(eb, opb, &sb, &fb);
         if (sa != sb || fa != fb)
-            fail_msg("operation %d: %lld..%lld against %lld..%lld", op, (long long)sa, (long long)fa,
-                     (long long)sb, (long long)fb);
+            fail_msg("operation %d (%d imported): %lld..%lld against %lld..%lld", opa, opb, (long long)sa,
+                     (long long)fa, (long long)sb, (long long)fb);
         sim_op_desc_t da, db;
-        sim_op_describe(ea, op, &da);
-        sim_op_describe(eb, op, &db);
+        sim_op_describe(ea, opa, &da);
+        sim_op_describe(eb, opb, &db);
         assert_int_equal(da.gpu, db.gpu);
         assert_int_equal(da.kind, db.kind);
         char la[64], lb[64];
-        assert_string_equal(step_op_label(a, op, la, sizeof la), step_op_label(b, op, lb, sizeof lb));
+        assert_string_equal(step_op_label(a, opa, la, sizeof la), step_op_label(b, opb, lb, sizeof lb));
         step_op_t oa, ob;
-        assert_int_equal(step_op(a, op, &oa), SIM_OK);
-        assert_int_equal(step_op(b, op, &ob), SIM_OK);
+        assert_int_equal(step_op(a, opa, &oa), SIM_OK);
+        assert_int_equal(step_op(b, opb, &ob), SIM_OK);
         assert_int_equal(oa.kind == STEP_OP_OPTIMIZER ? STEP_OP_COMPUTE : oa.kind, ob.kind);
     }
+    free(ka);
+    free(kb);
     step_result_t ra, rb;
     assert_int_equal(step_result(a, &ra), SIM_OK);
     assert_int_equal(step_result(b, &rb), SIM_OK);

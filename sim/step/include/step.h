@@ -709,6 +709,28 @@ int step_new_workload(const step_workload_t *w, const step_config_t *cfg, const 
                       const model_system_t *system, step_wl_compute_t compute, step_t **out, char *err,
                       size_t err_size);
 
+/* The same import from a source that hands over one rank at a time (a reader that never holds the
+ * whole workload; step_new_workload is built on it). shape gives n_ranks and the groups (n_groups,
+ * groups, group_ranks; its nodes are not read); group_used[g] (g = 0..n_groups, the last being the
+ * every-rank group -1) is 1 where some collective uses group g: it fixes the collectives' streams
+ * before rank 0, and a collective on a group said unused, or a group said used that no collective
+ * uses, is an error. rank(ctx, r, &w, ...) is called for r = 0, 1, ..., n_ranks - 1 in that order:
+ * rank r's nodes are w->nodes[w->rank_nodes_offset[r] .. rank_nodes_offset[r + 1]) with w's name
+ * table and deps (w->n_ranks == n_ranks; w's groups are not read: node.group indexes shape's); w
+ * stays valid until the next call or the end of step_new_workload_source. rank returns SIM_OK, or
+ * SIM_EINVAL / SIM_ENOMEM with one line in err (passed through). Memory: the step, one rank's nodes
+ * (and the scratch to order them), the collectives' instances (12 bytes each) and the messages whose
+ * peer's rank comes later with their dependencies. The memory budget is checked after every rank. */
+typedef struct step_wl_source {
+    const step_workload_t *shape;
+    const uint8_t *group_used;
+    int (*rank)(void *ctx, int32_t r, const step_workload_t **out, char *err, size_t err_size);
+    void *ctx;
+} step_wl_source_t;
+int step_new_workload_source(const step_wl_source_t *src, const step_config_t *cfg,
+                             const sim_network_desc_t *net, const model_system_t *system,
+                             step_wl_compute_t compute, step_t **out, char *err, size_t err_size);
+
 /* The step's operations as a workload (before or after step_run): rank r = GPU r, nodes in the
  * engine's order with the engine's operation ids; compute nodes with their durations (as simulated:
  * slowdowns and jitter included), FLOPs and HBM bytes; collectives with their group (distinct member
