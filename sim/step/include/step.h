@@ -538,10 +538,11 @@ typedef struct step_sim_options {
     int (*after_run)(void *ctx, const step_t *step);
     /* step_simulate_jobs: instead of before_run, called with the built fabric before it runs */
     int (*before_run_fabric)(void *ctx, step_fabric_t *fabric);
-    /* optional: simulate this workload (step_new_workload, with job->system and wl_compute, a
-     * step_wl_compute_t) instead of the job's step; the job gives only its system, and the topology
-     * needs at least the workload's ranks; the step keeps none of it, so before_run may free it) */
-    const struct step_workload *workload;
+    /* optional: simulate the workload of this source (step_new_workload_source, with job->system and
+     * wl_compute, a step_wl_compute_t) instead of the job's step; the job gives only its system, and
+     * the topology needs at least the workload's ranks; the step keeps none of it, so before_run may
+     * release the source) */
+    const struct step_wl_source *workload;
     int wl_compute;
 } step_sim_options_t;
 

@@ -370,13 +370,42 @@ typedef struct run_hook {
     const scenario_t *scn;
     trace_ctx_t *tc;
     cli_diag_t *d;
-    step_workload_t *wl; /* --workload: freed once the step is built (the step keeps none of it) */
+    struct wl_feed *wl; /* --workload: closed once the step is built (the step keeps none of it) */
 } run_hook_t;
+
+/* --workload: the ET set read one rank at a time into the step's import (step_wl_source_t), so that
+ * only the step and the rank being built are held. */
+typedef struct wl_feed {
+    const char *path;
+    trace_chakra_reader_t *rd;
+    step_workload_t cur; /* the rank handed over last */
+} wl_feed_t;
+
+static int wl_feed_rank(void *ctx, int32_t r, const step_workload_t **out, char *err, size_t err_size) {
+    wl_feed_t *f = ctx;
+    step_workload_free(&f->cur);
+    char e[400];
+    const int trc = trace_chakra_reader_rank(f->rd, r, &f->cur, e, sizeof e);
+    if (trc) {
+        snprintf(err, err_size, "--workload %s: %s", f->path, trc == TRACE_ENOMEM ? "out of memory" : e);
+        return trc == TRACE_ENOMEM ? SIM_ENOMEM : SIM_EINVAL;
+    }
+    *out = &f->cur;
+    return SIM_OK;
+}
+
+static void wl_feed_close(wl_feed_t *f) {
+    step_workload_free(&f->cur);
+    trace_chakra_reader_close(f->rd);
+    f->rd = NULL;
+}
 
 static int attach_trace(void *ctx, step_t *step) {
     run_hook_t *h = ctx;
-    if (h->wl)
-        step_workload_free(h->wl); /* the import's peak memory is the workload and the step together */
+    if (h->wl) {
+        wl_feed_close(h->wl);
+        h->r->wl_nodes = sim_op_count(step_engine(step)); /* a node is an operation */
+    }
     if (!h->o->trace)
         return CLI_OK;
     const int rc = trace_open(h->o->trace, h->o, step, h->topo, &h->r->est.summary, &h->r->job, h->scn,
@@ -466,21 +495,25 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         return rc;
     if (o->layers) /* the view needs an operation per run of layers */
         r->cfg.granularity = STEP_GRANULARITY_LAYER;
-    step_workload_t wl;
-    memset(&wl, 0, sizeof wl);
+    wl_feed_t feed = {.path = o->workload};
+    step_wl_source_t src;
+    memset(&src, 0, sizeof src);
     if (o->workload) { /* the workload's ranks on as many GPUs; the scenario gives the system */
         char err[400];
-        const int trc = trace_chakra_read(o->workload, &wl, err, sizeof err);
+        const int trc = trace_chakra_reader_open(o->workload, &feed.rd, err, sizeof err);
         if (trc)
             return cli_fail(d, trc == TRACE_ENOMEM ? CLI_ERUNTIME : CLI_EUSAGE, "--workload %s: %s",
                             o->workload, trc == TRACE_ENOMEM ? "out of memory" : err);
+        src = (step_wl_source_t){.shape = trace_chakra_reader_shape(feed.rd),
+                                 .group_used = trace_chakra_reader_group_used(feed.rd),
+                                 .rank = wl_feed_rank,
+                                 .ctx = &feed};
         r->workload = 1;
-        r->wl_ranks = wl.n_ranks;
-        r->wl_nodes = wl.rank_nodes_offset[wl.n_ranks];
+        r->wl_ranks = src.shape->n_ranks;
         r->wl_compute = STEP_WL_COMPUTE_TRACE;
         if (o->compute)
             (void)step_wl_compute_parse(o->compute, &r->wl_compute); /* checked by run_step_config */
-        r->job.gpus = wl.n_ranks;
+        r->job.gpus = src.shape->n_ranks;
     }
     topo_t *topo = NULL;
     const char *where = scn->topology.where;
@@ -488,12 +521,12 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     if (r->cfg.comm == SIM_COMM_NETWORK) {
         if ((rc = simpoint_topology(&r->job, &scn->topology, &scn->perturb, r->cfg.max_memory_gb, where,
                                     &topo, d))) {
-            step_workload_free(&wl);
+            wl_feed_close(&feed);
             return rc;
         }
         snprintf(r->topology, sizeof r->topology, "%s", topo_name(topo));
     } else if (scn->perturb.links.n > 0) {
-        step_workload_free(&wl);
+        wl_feed_close(&feed);
         return cli_fail(d, CLI_EUSAGE, "%s: slow and failed links need a network; allowed: --comm network",
                         scn->perturb.links.e[0].where);
     } else {
@@ -512,7 +545,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     double *factors = NULL; /* the perturbations' compute factors, for step_new only */
     if ((rc = scenario_perturb_step(scn, &r->job, &r->cfg, &factors, d))) {
         topo_free(topo);
-        step_workload_free(&wl);
+        wl_feed_close(&feed);
         return rc;
     }
     r->perturbed = scenario_has_perturbations(scn);
@@ -523,7 +556,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     if (rc) {
         free(factors);
         topo_free(topo);
-        step_workload_free(&wl);
+        wl_feed_close(&feed);
         return rc;
     }
     r->slowed_gpus = scenario_slowed_gpus(factors, r->job.gpus);
@@ -534,7 +567,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     trace_ctx_t tc;
     memset(&tc, 0, sizeof tc);
     tc.out.slot = -1;
-    run_hook_t hook = {o, topo, r, scn, &tc, d, o->workload ? &wl : NULL};
+    run_hook_t hook = {o, topo, r, scn, &tc, d, o->workload ? &feed : NULL};
     step_sim_options_t so;
     memset(&so, 0, sizeof so);
     so.step = r->cfg;
@@ -542,14 +575,14 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
     so.links = links;
     so.before_run = o->trace || o->workload ? attach_trace : NULL;
     so.after_run = o->layers || o->export_et ? after_run : NULL;
-    so.workload = o->workload ? &wl : NULL;
+    so.workload = o->workload ? &src : NULL;
     so.wl_compute = (int)r->wl_compute;
     so.ctx = &hook;
     so.progress = o->progress ? cli_progress_sim : NULL;
     so.progress_ctx = o->progress;
     const int s = step_simulate(&r->job, topo, &so, &r->sim);
     free(factors);
-    step_workload_free(&wl);
+    wl_feed_close(&feed);
     r->cfg.compute_slowdown = NULL;
     if (s && r->sim.failed_at == STEP_SIM_AT_BUILD && s == SIM_EINVAL)
         rc = cli_fail(d, CLI_EUSAGE, "%s", r->sim.error);
