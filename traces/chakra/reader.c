@@ -2124,7 +2124,7 @@ int trace_chakra_reader_rank(trace_chakra_reader_t *x, int32_t r, step_workload_
     if (x->failed)
         return give_err(TRACE_EINVAL, "reader: an earlier error ended the read (only close is allowed)", err,
                         err_size);
-    if (r != x->next) {
+    if (r != x->next || r >= x->n) {
         char line[160];
         if (x->next < x->n)
             snprintf(line, sizeof line, "reader: rank %d: out of order (the next rank is %d of 0..%d)", r,
