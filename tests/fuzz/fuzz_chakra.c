@@ -8,7 +8,10 @@
  * trace_chakra_check (what the reader accepts, the writer accepts). For one input in four (by its
  * bytes) the two-rank workload is read again on two decoding threads (the reader's internal entry
  * point; a set this small is otherwise read on the caller's thread, and starting threads for every
- * input would cut the executions a second threefold): the same status, line and workload. */
+ * input would cut the executions a second threefold): the same status, line and workload. The
+ * one-rank set, and the two-rank set for another one input in four, are also read through the
+ * streaming reader (open, then rank by rank): the same status and first error line as
+ * trace_chakra_read, every rank's nodes as many as the whole read gives it. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,11 +55,36 @@ static int same(const step_workload_t *a, const step_workload_t *b) {
     return 1;
 }
 
-static void read_one(const char *prefix, int threaded) {
+/* The streaming read of prefix against the whole read's status rc, line err and workload w. */
+static void stream_one(const char *prefix, int rc, const char *err, const step_workload_t *w) {
+    char e2[1024];
+    e2[0] = '\0';
+    trace_chakra_reader_t *x = NULL;
+    int rc2 = trace_chakra_reader_open(prefix, &x, e2, sizeof e2);
+    for (int32_t r = 0; rc2 == TRACE_OK && r < trace_chakra_reader_shape(x)->n_ranks; r++) {
+        step_workload_t p;
+        rc2 = trace_chakra_reader_rank(x, r, &p, e2, sizeof e2);
+        if (rc2 == TRACE_OK && rc == TRACE_OK &&
+            p.rank_nodes_offset[r + 1] != w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r]) {
+            fprintf(stderr, "fuzz: streaming: rank %d: another node count\n", r);
+            abort();
+        }
+        step_workload_free(&p);
+    }
+    trace_chakra_reader_close(x);
+    if (rc2 != rc || strcmp(err, e2) != 0) {
+        fprintf(stderr, "fuzz: streaming differs: status %d \"%s\" against %d \"%s\"\n", rc2, e2, rc, err);
+        abort();
+    }
+}
+
+static void read_one(const char *prefix, int threaded, int streamed) {
     step_workload_t w;
     char err[1024];
     err[0] = '\0';
     const int rc = trace_chakra_read(prefix, &w, err, sizeof err);
+    if (streamed)
+        stream_one(prefix, rc, err, &w);
     if (threaded) {
         step_workload_t w2;
         char err2[1024];
@@ -96,12 +124,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         two[strlen(two) - strlen(".0.et")] = '\0';
     }
     fuzz_write(fuzz_path("w.0.et"), data, size);
-    read_one(one, 0);
+    read_one(one, 0, 1);
     fuzz_write(fuzz_path("v.0.et"), data, size);
     fuzz_write(fuzz_path("v.1.et"), data, size);
     uint32_t h = 2166136261u; /* FNV-1a of the input: which inputs also go through the threads */
     for (size_t i = 0; i < size; i++)
         h = (h ^ data[i]) * 16777619u;
-    read_one(two, (h & 3u) == 0);
+    read_one(two, (h & 3u) == 0, (h & 3u) == 1);
     return 0;
 }

@@ -257,7 +257,7 @@ static void test_writer_by_rank(void **state) {
     char err[512] = "", sub[4200];
     snprintf(sub, sizeof sub, "%s/out", dir);
     trace_chakra_writer_t *x = NULL;
-    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, 0, &x, err, sizeof err), TRACE_OK);
     for (int32_t r = 0; r < b.w.n_ranks; r++)
         assert_int_equal(trace_chakra_writer_rank(x, &b.w, r, err, sizeof err), TRACE_OK);
     assert_int_equal(trace_chakra_writer_close(x, err, sizeof err), TRACE_OK);
@@ -269,7 +269,7 @@ static void test_writer_by_rank(void **state) {
     rm_dir(sub);
 
     /* out of order */
-    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, 0, &x, err, sizeof err), TRACE_OK);
     assert_int_equal(trace_chakra_writer_rank(x, &b.w, 1, err, sizeof err), TRACE_EINVAL);
     assert_non_null(strstr(err, "expected rank 0"));
     assert_int_equal(trace_chakra_writer_close(x, err, sizeof err), TRACE_EINVAL);
@@ -277,7 +277,7 @@ static void test_writer_by_rank(void **state) {
     assert_int_equal(access(sub, F_OK), -1); /* never made */
 
     /* groups that change after rank 0; then an abort removes rank 0's temporary file */
-    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, 0, &x, err, sizeof err), TRACE_OK);
     assert_int_equal(trace_chakra_writer_rank(x, &b.w, 0, err, sizeof err), TRACE_OK);
     assert_int_equal(count_any(sub), 1); /* the temporary file */
     b.w.group_ranks[0] ^= 1;
@@ -290,7 +290,7 @@ static void test_writer_by_rank(void **state) {
     assert_int_equal(count_any(sub), 0);
 
     /* closing before every rank is written fails and removes what was written */
-    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks, 0, &x, err, sizeof err), TRACE_OK);
     assert_int_equal(trace_chakra_writer_rank(x, &b.w, 0, err, sizeof err), TRACE_OK);
     assert_int_equal(trace_chakra_writer_close(x, err, sizeof err), TRACE_EINVAL);
     assert_non_null(strstr(err, "1 of 4 ranks written"));
@@ -298,11 +298,11 @@ static void test_writer_by_rank(void **state) {
     trace_chakra_writer_abort(NULL);
 
     /* a workload of another rank count, a bad name */
-    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks + 1, &x, err, sizeof err), TRACE_OK);
+    assert_int_equal(trace_chakra_writer_open(sub, "s", b.w.n_ranks + 1, 0, &x, err, sizeof err), TRACE_OK);
     assert_int_equal(trace_chakra_writer_rank(x, &b.w, 0, err, sizeof err), TRACE_EINVAL);
     assert_non_null(strstr(err, "n_ranks: 4; expected 5"));
     trace_chakra_writer_abort(x);
-    assert_int_equal(trace_chakra_writer_open(sub, "a/b", 4, &x, err, sizeof err), TRACE_EINVAL);
+    assert_int_equal(trace_chakra_writer_open(sub, "a/b", 4, 0, &x, err, sizeof err), TRACE_EINVAL);
     assert_null(x);
     step_workload_free(&b.w);
     rm_dir(sub);

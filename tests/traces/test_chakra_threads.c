@@ -6,8 +6,9 @@
  * dependency lists is read on 1 to 5 threads and compared field by field (name indices and the name
  * table's layout included); then files broken in several ranks give the first error in rank order,
  * the same line on every thread count: a dangling dependency before a truncated record, an invalid
- * metadata record before an error in the same file's nodes; and every allocation of a read on 3
- * threads failed in turn gives "out of memory" or the same workload. */
+ * metadata record before an error in the same file's nodes; the streaming reader (open, then rank
+ * by rank) on 1 to 5 threads gives the same ranks and the same first error; and every allocation of a read on
+ * 3 threads failed in turn gives "out of memory" or the same workload. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,8 +210,30 @@ static void replace_meta(int32_t r, const uint8_t *meta, size_t len) {
     free(b);
 }
 
-/* Read the set on 1 to 5 threads: the same status, line and workload every time; returns the
- * status (the workload of 1 thread in *w when TRACE_OK, err filled otherwise). */
+/* The set read streaming on `threads` threads (open, then every rank in order): the status and line
+ * of the first error, TRACE_OK with every rank's node count equal to w's when w is given. */
+static int stream_all(const char *prefix, int threads, const step_workload_t *w, char *err, size_t err_size) {
+    trace_chakra_reader_t *x = NULL;
+    int rc = chakra_reader_open_threads(prefix, threads, &x, err, err_size);
+    if (rc != TRACE_OK) {
+        assert_null(x);
+        return rc;
+    }
+    const int32_t n = trace_chakra_reader_shape(x)->n_ranks;
+    for (int32_t r = 0; rc == TRACE_OK && r < n; r++) {
+        step_workload_t p;
+        rc = trace_chakra_reader_rank(x, r, &p, err, err_size);
+        if (rc == TRACE_OK && w)
+            assert_int_equal(p.rank_nodes_offset[r + 1],
+                             w->rank_nodes_offset[r + 1] - w->rank_nodes_offset[r]);
+        step_workload_free(&p);
+    }
+    trace_chakra_reader_close(x);
+    return rc;
+}
+
+/* Read the set on 1 to 5 threads, whole and streaming: the same status, line and workload every
+ * time; returns the status (the workload of 1 thread in *w when TRACE_OK, err filled otherwise). */
 static int read_all_ways(step_workload_t *w, char *err, size_t err_size) {
     char prefix[4200];
     snprintf(prefix, sizeof prefix, "%s/t", dir);
@@ -228,6 +251,12 @@ static int read_all_ways(step_workload_t *w, char *err, size_t err_size) {
         if (same(w, &v) != 0)
             fail_msg("%d threads: a different workload", threads);
         step_workload_free(&v);
+    }
+    for (int threads = 1; threads <= 5; threads++) {
+        char e2[512] = "";
+        assert_int_equal(stream_all(prefix, threads, rc == TRACE_OK ? w : NULL, e2, sizeof e2), rc);
+        if (rc != TRACE_OK)
+            assert_string_equal(e2, err);
     }
     /* and through the entry point (its choice of threads: one, for a set this small) */
     step_workload_t d;

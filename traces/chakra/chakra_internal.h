@@ -12,6 +12,13 @@
  * ranks ("pg_ranks:" + pg_name, an integer list; doc_string = the group's display name). */
 #define CHAKRA_ATTR_DURATION_S "stepsim_duration_s"
 #define CHAKRA_ATTR_PG_RANKS "pg_ranks:"
+/* The GlobalMetadata attribute (bool true) that marks a set's groups complete: the pg_ranks
+ * definitions are exactly the process groups the nodes' collectives use (every group defined is
+ * used by a collective, every collective names a defined group, none is of every rank: pg_name ""
+ * or "0"), and every file of the set has the same definitions. The streaming reader then knows the
+ * groups from rank 0's metadata alone and checks the claim as it reads; without it, opening a set
+ * decodes every rank once more (trace_chakra_reader_open). */
+#define CHAKRA_ATTR_GROUPS_COMPLETE "stepsim_groups_complete"
 
 /* Largest duration the engine's picosecond clock (int64) holds, in microseconds and seconds. */
 #define CHAKRA_MAX_DURATION_US 9.2e12
@@ -44,5 +51,8 @@ int chakra_check_rank_deps(const step_workload_t *w, int32_t r, const char *labe
 #define CHAKRA_THREADS_MIN_BYTES ((int64_t)1 << 20)
 int chakra_default_threads(void);
 int chakra_read_threads(const char *path, int threads, step_workload_t *out, char *err, size_t err_size);
+/* trace_chakra_reader_open on `threads` decoding threads (as chakra_read_threads). */
+int chakra_reader_open_threads(const char *path, int threads, trace_chakra_reader_t **out, char *err,
+                               size_t err_size);
 
 #endif

@@ -284,6 +284,7 @@ typedef struct slot {
     strtab_t pgs;       /* process groups named by collectives, in order of first use */
     uint64_t *pg_first; /* per pg: the first node naming it */
     int64_t cap_pg_first;
+    int coll_all; /* a collective of every rank (pg_name "" or "0") */
 } slot_t;
 
 /* A decoder: what one thread needs to turn a rank's file into a slot. */
@@ -314,6 +315,8 @@ typedef struct group_acc {
     int32_t *users; /* explicit groups: ranks that use it (ascending) and a node of each */
     uint64_t *user_node;
     int32_t n_users, cap_users;
+    int used;          /* a collective names it */
+    int32_t seen_rank; /* a set marked complete: the last rank whose metadata defined it */
 } group_acc_t;
 
 /* The merge: the workload built rank by rank in rank order, its groups and its name table. */
@@ -336,6 +339,7 @@ typedef struct reader {
     int64_t meta_ok_len, meta_ok_cap;
     arena_t arena; /* for the metadata records */
     ProtobufCAllocator pa;
+    int marked; /* rank 0's metadata marks the groups complete (CHAKRA_ATTR_GROUPS_COMPLETE) */
 } reader_t;
 
 /* ---- attributes ------------------------------------------------------------------------------ */
@@ -617,11 +621,19 @@ static int meta_group(reader_t *rd, const ChakraProtoMsg__AttributeProto *a) {
         if (ga->n_ranks != n || memcmp(ga->ranks, ranks, (size_t)n * sizeof *ranks) != 0)
             rc = fail(&rd->at, "metadata: %s: %d ranks: differs from the definition in an earlier file",
                       a->name, n);
+        rd->groups[g].seen_rank = rd->rank;
         goto done;
     }
     if (g >= 0) { /* used in an earlier file that did not define it */
         rc = fail(&rd->at, "metadata: %s: defined here but used without definition in an earlier file",
                   a->name);
+        goto done;
+    }
+    if (rd->marked && rd->rank > 0) {
+        rc = fail(&rd->at,
+                  "metadata: %s: %d ranks: the set is marked complete but rank 0's file does not define "
+                  "this group",
+                  a->name, n);
         goto done;
     }
     if ((g = group_add(rd, name)) < 0) {
@@ -630,6 +642,7 @@ static int meta_group(reader_t *rd, const ChakraProtoMsg__AttributeProto *a) {
     }
     group_acc_t *ga = &rd->groups[g];
     ga->explicit_ranks = 1;
+    ga->seen_rank = rd->rank;
     ga->ranks = ranks;
     ga->n_ranks = ga->cap_ranks = n;
     ranks = NULL;
@@ -948,7 +961,8 @@ static int map_node(dec_t *rd, const ChakraProtoMsg__Node *m) {
             if (added)
                 s->pg_first[e] = id; /* the merge resolves the group, in rank order */
             nd.group = e;
-        }
+        } else
+            s->coll_all = 1;
     }
     /* dependencies: data then control, duplicates dropped (first kept) */
     const size_t nd_all = m->n_data_deps + m->n_ctrl_deps;
@@ -1311,6 +1325,7 @@ static void decode_rank(dec_t *dc, slot_t *s, int32_t r, const char *path) {
     dc->at.err = s->err;
     dc->at.file = path;
     s->has_meta = 0;
+    s->coll_all = 0;
     s->n_nodes = s->n_deps = 0;
     strtab_reset(&s->names);
     strtab_reset(&s->pgs);
@@ -1609,6 +1624,12 @@ static int merge_meta(reader_t *rd, const uint8_t *b, size_t n) {
                 return rc;
         }
     }
+    for (int32_t k = 0; rd->marked && k < rd->n_groups; k++)
+        if (rd->groups[k].seen_rank != rd->rank)
+            return fail(&rd->at,
+                        "metadata: " CHAKRA_ATTR_PG_RANKS "%.40s: (missing): the set is marked complete and "
+                        "rank 0's file defines this group",
+                        rd->groups[k].pg_name);
     rd->meta_ok_len = -1; /* remembered only when the copy succeeds (else nothing is skipped) */
     if (grow((void **)&rd->meta_ok, &rd->meta_ok_cap, (int64_t)n + 1, 1) == TRACE_OK) {
         memcpy(rd->meta_ok, b, n);
@@ -1617,67 +1638,16 @@ static int merge_meta(reader_t *rd, const uint8_t *b, size_t n) {
     return TRACE_OK;
 }
 
-/* Rank r, decoded into s, appended to the workload: its metadata, then its first error if any,
- * else its names and groups resolved and its nodes and dependencies copied. */
-static int merge_rank(reader_t *rd, const slot_t *s, int32_t r, const char *path) {
-    step_workload_t *w = rd->w;
-    rd->at.file = path;
-    rd->rank = r;
-    w->rank_nodes_offset[r] = rd->n_nodes;
-    w->rank_nodes_offset[r + 1] = rd->n_nodes;
-    if (s->has_meta) {
-        const int rc = merge_meta(rd, s->buf + s->meta_at, s->meta_len);
-        if (rc != TRACE_OK)
-            return rc;
-    }
-    if (s->rc != TRACE_OK) {
-        if (rd->at.err_size > 0)
-            snprintf(rd->at.err, rd->at.err_size, "%s", s->err);
-        return s->rc;
-    }
-    if (grow((void **)&rd->name_map, &rd->cap_name_map, s->names.n + 1, sizeof *rd->name_map) != TRACE_OK ||
-        grow((void **)&rd->pg_map, &rd->cap_pg_map, s->pgs.n + 1, sizeof *rd->pg_map) != TRACE_OK)
-        return oom(&rd->at);
-    rd->name_map[0] = 0;
-    for (int64_t e = 0; e < s->names.n; e++)
-        if (global_name(rd, s->names.chars + s->names.off[e], s->names.len[e], s->names.hash[e],
-                        &rd->name_map[e + 1]) != TRACE_OK)
-            return oom(&rd->at);
-    for (int64_t e = 0; e < s->pgs.n; e++) { /* in order of first use, as the nodes met them */
-        const int rc = node_group(rd, s->pg_first[e], s->pgs.chars + s->pgs.off[e], &rd->pg_map[e]);
-        if (rc != TRACE_OK)
-            return rc;
-    }
-    if (s->n_nodes == 0)
-        return TRACE_OK;
-    if (grow((void **)&w->nodes, &rd->cap_nodes, rd->n_nodes + s->n_nodes, sizeof *w->nodes) != TRACE_OK ||
-        (s->n_deps > 0 &&
-         grow((void **)&w->deps, &rd->cap_deps, rd->n_deps + s->n_deps, sizeof *w->deps) != TRACE_OK))
-        return oom(&rd->at);
-    step_wl_node_t *to = w->nodes + rd->n_nodes;
-    for (int64_t i = 0; i < s->n_nodes; i++) {
-        step_wl_node_t nd = s->nodes[i];
-        nd.name = rd->name_map[nd.name];
-        if (nd.group >= 0)
-            nd.group = rd->pg_map[nd.group];
-        nd.deps_offset += rd->n_deps;
-        to[i] = nd;
-    }
-    if (s->n_deps > 0)
-        memcpy(w->deps + rd->n_deps, s->deps, (size_t)s->n_deps * sizeof *s->deps);
-    rd->n_nodes += s->n_nodes;
-    rd->n_deps += s->n_deps;
-    w->rank_nodes_offset[r + 1] = rd->n_nodes;
-    return TRACE_OK;
-}
+/* ---- the streaming reader: the shape at open, then one rank at a time -------------------------- */
 
-/* ---- decoding on threads --------------------------------------------------------------------- */
+/* Internal size of a decoder's error line (copied, truncated, into the caller's). */
+#define ERR_LINE 1024
 
-/* Ranks are claimed in order by the decoders; rank r goes to slot r % n_slots once the merge has
- * taken rank r - n_slots from it, so at most n_slots ranks are held beside the workload. */
+/* Ranks are claimed in order by the decoders; rank r goes to slot r % n_slots once the consumer has
+ * taken rank r - n_slots from it, so at most n_slots ranks are held beside what the consumer keeps. */
 typedef struct pool {
     pthread_mutex_t mu;
-    pthread_cond_t done; /* a slot was decoded (the merge waits) */
+    pthread_cond_t done; /* a slot was decoded (the consumer waits) */
     pthread_cond_t free; /* a slot was freed, or stop (decoders wait) */
     slot_t *slots;
     int32_t n_slots, next, n_ranks;
@@ -1714,98 +1684,166 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-/* Every rank decoded and merged, on `threads` decoding threads (1: all on this one). */
-static int read_ranks(reader_t *rd, const rank_file_t *files, int32_t n, int threads) {
-    const size_t err_size = rd->at.err_size;
-    int32_t n_workers = threads > 1 ? (threads < n ? threads : n) : 1;
+struct trace_chakra_reader {
+    reader_t rd; /* the groups (rd.groups), the metadata merge */
+    rank_file_t *files;
+    int32_t n, next; /* ranks, the next rank _rank gives */
+    int threads;     /* decoding threads (1: on the caller's thread) */
+    int failed;      /* an error was returned: only _close */
+    int coll_all;    /* some collective of every rank */
+    step_workload_t shape;
+    uint8_t *used; /* [n_groups + 1] */
+    /* the decoders of one pass over the ranks */
+    pool_t p;
+    slot_t *slots;
+    worker_t *wk;
+    int32_t n_slots, n_workers, started;
+    dec_t dc; /* the caller's thread's decoder (started == 0) */
+    int on;   /* a pass is under way */
+    int32_t *pg_map;
+    int64_t cap_pg_map;
+    char err[ERR_LINE];
+};
+
+static void pass_stop(trace_chakra_reader_t *x) {
+    if (!x->on)
+        return;
+    if (x->started > 0) {
+        pthread_mutex_lock(&x->p.mu);
+        x->p.stop = 1; /* (after an error or a close before the end: ranks being decoded are dropped) */
+        pthread_cond_broadcast(&x->p.free);
+        pthread_mutex_unlock(&x->p.mu);
+        for (int32_t i = 0; i < x->started; i++)
+            pthread_join(x->wk[i].th, NULL);
+        pthread_cond_destroy(&x->p.free);
+        pthread_cond_destroy(&x->p.done);
+        pthread_mutex_destroy(&x->p.mu);
+    }
+    for (int32_t i = 0; i < x->n_workers; i++)
+        dec_destroy(&x->wk[i].dc);
+    if (x->started == 0)
+        dec_destroy(&x->dc);
+    for (int32_t i = 0; x->slots && i < x->n_slots; i++)
+        slot_destroy(&x->slots[i]);
+    free(x->slots);
+    free(x->wk);
+    x->slots = NULL;
+    x->wk = NULL;
+    x->started = x->n_workers = x->n_slots = 0;
+    x->on = 0;
+}
+
+/* A pass over every rank in order: decoders started (threads > 1 and more than one rank), else
+ * ranks are decoded on the caller's thread as they are asked for. */
+static int pass_start(trace_chakra_reader_t *x) {
+    const int32_t n = x->n;
+    int32_t n_workers = x->threads > 1 ? (x->threads < n ? x->threads : n) : 1;
     if (n_workers < 2)
-        n_workers = 0; /* one rank, or one thread: no thread started */
-    const int32_t n_slots = n_workers ? 3 * n_workers : 1;
-    slot_t *slots = alloc_calloc((size_t)n_slots, sizeof *slots);
-    worker_t *wk = n_workers ? alloc_calloc((size_t)n_workers, sizeof *wk) : NULL;
-    int rc = slots && (wk || !n_workers) ? TRACE_OK : TRACE_ENOMEM;
-    for (int32_t i = 0; rc == TRACE_OK && i < n_slots; i++) {
-        slots[i].rank = -1;
-        if (!(slots[i].err = alloc_calloc(err_size > 0 ? err_size : 1, 1)))
+        n_workers = 0;
+    x->n_workers = n_workers;
+    x->n_slots = n_workers ? 3 * n_workers : 1;
+    x->slots = alloc_calloc((size_t)x->n_slots, sizeof *x->slots);
+    x->wk = n_workers ? alloc_calloc((size_t)n_workers, sizeof *x->wk) : NULL;
+    x->on = 1;
+    x->started = 0;
+    int rc = x->slots && (x->wk || !n_workers) ? TRACE_OK : TRACE_ENOMEM;
+    for (int32_t i = 0; rc == TRACE_OK && i < x->n_slots; i++) {
+        x->slots[i].rank = -1;
+        if (!(x->slots[i].err = alloc_calloc(ERR_LINE, 1)))
             rc = TRACE_ENOMEM;
     }
     if (rc != TRACE_OK) {
-        for (int32_t i = 0; slots && i < n_slots; i++)
-            slot_destroy(&slots[i]);
-        free(slots);
-        free(wk);
-        return oom(&rd->at);
+        x->n_workers = 0; /* (no decoder initialised) */
+        dec_init(&x->dc, n, ERR_LINE);
+        pass_stop(x);
+        return oom(&x->rd.at);
     }
-    pool_t p;
-    memset(&p, 0, sizeof p);
-    p.slots = slots;
-    p.n_slots = n_slots;
-    p.n_ranks = n;
-    p.files = files;
-    int32_t started = 0;
-    if (n_workers && pthread_mutex_init(&p.mu, NULL) == 0) {
-        if (pthread_cond_init(&p.done, NULL) == 0) {
-            if (pthread_cond_init(&p.free, NULL) == 0) {
-                for (; started < n_workers; started++) {
-                    wk[started].pool = &p;
-                    dec_init(&wk[started].dc, n, err_size);
-                    if (pthread_create(&wk[started].th, NULL, worker_main, &wk[started]) != 0)
+    memset(&x->p, 0, sizeof x->p);
+    x->p.slots = x->slots;
+    x->p.n_slots = x->n_slots;
+    x->p.n_ranks = n;
+    x->p.files = x->files;
+    for (int32_t i = 0; i < n_workers; i++)
+        dec_init(&x->wk[i].dc, n, ERR_LINE);
+    if (n_workers && pthread_mutex_init(&x->p.mu, NULL) == 0) {
+        if (pthread_cond_init(&x->p.done, NULL) == 0) {
+            if (pthread_cond_init(&x->p.free, NULL) == 0) {
+                for (; x->started < n_workers; x->started++) {
+                    x->wk[x->started].pool = &x->p;
+                    if (pthread_create(&x->wk[x->started].th, NULL, worker_main, &x->wk[x->started]) != 0)
                         break;
                 }
-                if (started == 0)
-                    pthread_cond_destroy(&p.free);
+                if (x->started == 0)
+                    pthread_cond_destroy(&x->p.free);
             }
-            if (started == 0)
-                pthread_cond_destroy(&p.done);
+            if (x->started == 0)
+                pthread_cond_destroy(&x->p.done);
         }
-        if (started == 0)
-            pthread_mutex_destroy(&p.mu);
+        if (x->started == 0)
+            pthread_mutex_destroy(&x->p.mu);
     }
-    if (started == 0) { /* this thread decodes each rank, then merges it */
-        dec_t dc;
-        dec_init(&dc, n, err_size);
-        for (int32_t r = 0; rc == TRACE_OK && r < n; r++) {
-            decode_rank(&dc, &slots[0], r, files[r].path);
-            rc = merge_rank(rd, &slots[0], r, files[r].path);
-        }
-        dec_destroy(&dc);
-    } else {
-        for (int32_t r = 0; rc == TRACE_OK && r < n; r++) {
-            slot_t *s = &slots[r % n_slots];
-            pthread_mutex_lock(&p.mu);
-            while (s->rank != r || !s->done)
-                pthread_cond_wait(&p.done, &p.mu);
-            pthread_mutex_unlock(&p.mu);
-            rc = merge_rank(rd, s, r, files[r].path);
-            pthread_mutex_lock(&p.mu);
-            s->rank = -1;
-            pthread_cond_broadcast(&p.free);
-            pthread_mutex_unlock(&p.mu);
-        }
-        pthread_mutex_lock(&p.mu);
-        p.stop = 1; /* (after an error: the ranks still being decoded are dropped) */
-        pthread_cond_broadcast(&p.free);
-        pthread_mutex_unlock(&p.mu);
-        for (int32_t i = 0; i < started; i++)
-            pthread_join(wk[i].th, NULL);
-        pthread_cond_destroy(&p.free);
-        pthread_cond_destroy(&p.done);
-        pthread_mutex_destroy(&p.mu);
+    if (x->started == 0) /* no thread: the caller's thread decodes each rank (into slot 0) */
+        dec_init(&x->dc, n, ERR_LINE);
+    return TRACE_OK;
+}
+
+/* Rank r of the pass, decoded (its slot); pass_give back once used. */
+static slot_t *pass_take(trace_chakra_reader_t *x, int32_t r) {
+    if (x->started == 0) {
+        decode_rank(&x->dc, &x->slots[0], r, x->files[r].path);
+        return &x->slots[0];
     }
-    for (int32_t i = 0; i < n_workers; i++)
-        dec_destroy(&wk[i].dc);
-    for (int32_t i = 0; i < n_slots; i++)
-        slot_destroy(&slots[i]);
-    free(slots);
-    free(wk);
+    slot_t *s = &x->slots[r % x->n_slots];
+    pthread_mutex_lock(&x->p.mu);
+    while (s->rank != r || !s->done)
+        pthread_cond_wait(&x->p.done, &x->p.mu);
+    pthread_mutex_unlock(&x->p.mu);
+    return s;
+}
+
+static void pass_give(trace_chakra_reader_t *x, slot_t *s) {
+    if (x->started == 0)
+        return;
+    pthread_mutex_lock(&x->p.mu);
+    s->rank = -1;
+    pthread_cond_broadcast(&x->p.free);
+    pthread_mutex_unlock(&x->p.mu);
+}
+
+/* The rank's metadata, then its first error (as the whole read meets them, in this order). */
+static int rank_head(reader_t *rd, const slot_t *s, int32_t r, const char *path) {
+    rd->at.file = path;
+    rd->rank = r;
+    if (s->has_meta) {
+        const int rc = merge_meta(rd, s->buf + s->meta_at, s->meta_len);
+        if (rc != TRACE_OK)
+            return rc;
+    }
+    if (s->rc != TRACE_OK) {
+        if (rd->at.err_size > 0)
+            snprintf(rd->at.err, rd->at.err_size, "%s", s->err);
+        return s->rc;
+    }
+    return TRACE_OK;
+}
+
+/* The first pass of a set not marked complete: rank r's metadata and groups (no nodes kept). */
+static int groups_of_rank(trace_chakra_reader_t *x, const slot_t *s, int32_t r) {
+    reader_t *rd = &x->rd;
+    int rc = rank_head(rd, s, r, x->files[r].path);
+    for (int64_t e = 0; rc == TRACE_OK && e < s->pgs.n; e++) { /* in order of first use */
+        int32_t g;
+        rc = node_group(rd, s->pg_first[e], s->pgs.chars + s->pgs.off[e], &g);
+        if (rc == TRACE_OK)
+            rd->groups[g].used = 1;
+    }
+    if (s->coll_all)
+        x->coll_all = 1;
     return rc;
 }
 
-/* ---- the whole workload ---------------------------------------------------------------------- */
-
-static int finish_groups(reader_t *rd, const rank_file_t *files) {
-    step_workload_t *w = rd->w;
-    int64_t total = 0;
+/* Every use of an explicit group by a rank outside it (the first, in group order, then rank order). */
+static int check_members(reader_t *rd, const rank_file_t *files) {
     for (int32_t g = 0; g < rd->n_groups; g++) {
         const group_acc_t *ga = &rd->groups[g];
         for (int32_t i = 0; i < ga->n_users && ga->explicit_ranks; i++) {
@@ -1819,10 +1857,26 @@ static int finish_groups(reader_t *rd, const rank_file_t *files) {
                             ga->user_node[i], ga->pg_name, ga->users[i]);
             }
         }
-        total += ga->n_ranks;
     }
+    return TRACE_OK;
+}
+
+/* The shape (the groups as the workload lists them) and the used flags, from rd.groups. */
+static int build_shape(trace_chakra_reader_t *x) {
+    reader_t *rd = &x->rd;
+    step_workload_t *w = &x->shape;
+    w->n_ranks = x->n;
+    x->used = alloc_calloc((size_t)rd->n_groups + 1, 1);
+    if (!x->used)
+        return oom(&rd->at);
+    for (int32_t g = 0; g < rd->n_groups; g++)
+        x->used[g] = rd->marked ? 1 : (uint8_t)rd->groups[g].used;
+    x->used[rd->n_groups] = (uint8_t)x->coll_all;
     if (rd->n_groups == 0)
         return TRACE_OK;
+    int64_t total = 0;
+    for (int32_t g = 0; g < rd->n_groups; g++)
+        total += rd->groups[g].n_ranks;
     w->groups = alloc_calloc((size_t)rd->n_groups, sizeof *w->groups);
     w->group_ranks = alloc_malloc((size_t)(total > 0 ? total : 1) * sizeof *w->group_ranks);
     if (!w->groups || !w->group_ranks)
@@ -1841,6 +1895,270 @@ static int finish_groups(reader_t *rd, const rank_file_t *files) {
     return TRACE_OK;
 }
 
+/* Whether rank 0's file begins with a GlobalMetadata record that marks the set complete. Anything
+ * unreadable is "not marked": the first pass then meets and reports it as the whole read does. */
+static int marked_set(trace_chakra_reader_t *x, uint8_t **buf, size_t *cap, size_t *meta_at,
+                      size_t *meta_len) {
+    reader_t *rd = &x->rd;
+    char scratch[ERR_LINE];
+    where_t at = {scratch, sizeof scratch, x->files[0].path};
+    size_t len = 0, pos = 0;
+    uint64_t n;
+    if (slurp(&at, x->files[0].path, buf, cap, &len) != TRACE_OK || varint(*buf, len, &pos, &n) != 0 ||
+        n > len - pos)
+        return 0;
+    arena_reset(&rd->arena);
+    ChakraProtoMsg__GlobalMetadata *g =
+        chakra_proto_msg__global_metadata__unpack(&rd->pa, (size_t)n, *buf + pos);
+    if (!g)
+        return 0;
+    *meta_at = pos;
+    *meta_len = (size_t)n;
+    for (size_t k = 0; k < g->n_attr; k++) {
+        const ChakraProtoMsg__AttributeProto *a = g->attr[k];
+        if (a->name && strcmp(a->name, CHAKRA_ATTR_GROUPS_COMPLETE) == 0 &&
+            a->value_case == CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL && a->bool_val)
+            return 1;
+    }
+    return 0;
+}
+
+static void reader_free(trace_chakra_reader_t *x) {
+    pass_stop(x);
+    reader_t *rd = &x->rd;
+    free(rd->meta_ok);
+    for (int32_t g = 0; g < rd->n_groups; g++) {
+        free(rd->groups[g].pg_name);
+        free(rd->groups[g].ranks);
+        free(rd->groups[g].users);
+        free(rd->groups[g].user_node);
+    }
+    free(rd->groups);
+    free(rd->group_slot);
+    arena_destroy(&rd->arena);
+    free_files(x->files, x->n);
+    step_workload_free(&x->shape);
+    free(x->used);
+    free(x->pg_map);
+    free(x);
+}
+
+/* Copy the reader's error line (x->err) to the caller's, one line. */
+static int give_err(int rc, const char *line, char *err, size_t err_size) {
+    if (err && err_size > 0) {
+        snprintf(err, err_size, "%s", line);
+        chakra_one_line(err, err_size);
+    }
+    return rc;
+}
+
+int chakra_reader_open_threads(const char *path, int threads, trace_chakra_reader_t **out, char *err,
+                               size_t err_size) {
+    *out = NULL;
+    trace_chakra_reader_t *x = alloc_calloc(1, sizeof *x);
+    if (!x)
+        return give_err(TRACE_ENOMEM, "out of memory", err, err_size);
+    reader_t *rd = &x->rd;
+    rd->at.err = x->err;
+    rd->at.err_size = sizeof x->err;
+    rd->at.file = "";
+    rd->last_group = -1;
+    rd->meta_ok_len = -1;
+    rd->pa.alloc = arena_alloc;
+    rd->pa.free = arena_free;
+    rd->pa.allocator_data = &rd->arena;
+    int rc = resolve_files(rd, path ? path : "", &x->files, &x->n);
+    rd->n_ranks = x->n;
+    if (rc == TRACE_OK && threads <= 0) { /* automatic: threads only for sets worth them */
+        threads = chakra_default_threads();
+        int64_t bytes = 0;
+        struct stat st;
+        for (int32_t r = 0; r < x->n && threads > 1 && bytes < CHAKRA_THREADS_MIN_BYTES; r++)
+            if (stat(x->files[r].path, &st) == 0)
+                bytes += (int64_t)st.st_size;
+        if (bytes < CHAKRA_THREADS_MIN_BYTES)
+            threads = 1;
+    }
+    x->threads = threads;
+    if (rc == TRACE_OK) {
+        uint8_t *buf = NULL;
+        size_t cap = 0;
+        size_t meta_at = 0, meta_len = 0;
+        rd->marked = marked_set(x, &buf, &cap, &meta_at, &meta_len);
+        if (rd->marked) { /* rank 0's definitions are the groups */
+            rd->at.file = x->files[0].path;
+            rd->rank = 0;
+            rc = merge_meta(rd, buf + meta_at, meta_len);
+        }
+        free(buf);
+    }
+    if (rc == TRACE_OK && !rd->marked) { /* a first pass: every rank's groups, then their members */
+        rc = pass_start(x);
+        for (int32_t r = 0; rc == TRACE_OK && r < x->n; r++) {
+            slot_t *s = pass_take(x, r);
+            rc = groups_of_rank(x, s, r);
+            pass_give(x, s);
+        }
+        pass_stop(x);
+        if (rc == TRACE_OK)
+            rc = check_members(rd, x->files);
+        rd->meta_ok_len = -1; /* (the second pass applies no metadata) */
+    }
+    if (rc == TRACE_OK)
+        rc = build_shape(x);
+    if (rc == TRACE_OK)
+        rc = pass_start(x);
+    if (rc != TRACE_OK) {
+        give_err(rc, x->err, err, err_size);
+        reader_free(x);
+        return rc;
+    }
+    *out = x;
+    return TRACE_OK;
+}
+
+int trace_chakra_reader_open(const char *path, trace_chakra_reader_t **out, char *err, size_t err_size) {
+    return chakra_reader_open_threads(path, 0, out, err, err_size);
+}
+
+const step_workload_t *trace_chakra_reader_shape(const trace_chakra_reader_t *x) {
+    return &x->shape;
+}
+
+const uint8_t *trace_chakra_reader_group_used(const trace_chakra_reader_t *x) {
+    return x->used;
+}
+
+/* Rank r (decoded into s) as out: its metadata and error first, its groups resolved against the
+ * shape's, then its nodes, dependencies and names copied. */
+static int rank_out(trace_chakra_reader_t *x, const slot_t *s, int32_t r, step_workload_t *out) {
+    reader_t *rd = &x->rd;
+    int rc;
+    if (rd->marked) { /* a marked set: every rank's metadata is checked against rank 0's */
+        if ((rc = rank_head(rd, s, r, x->files[r].path)) != TRACE_OK)
+            return rc;
+    } else {
+        rd->at.file = x->files[r].path;
+        rd->rank = r;
+        if (s->rc != TRACE_OK) { /* (the first pass met no error: the file changed since) */
+            snprintf(rd->at.err, rd->at.err_size, "%s", s->err);
+            return s->rc;
+        }
+    }
+    if (grow((void **)&x->pg_map, &x->cap_pg_map, s->pgs.n + 1, sizeof *x->pg_map) != TRACE_OK)
+        return oom(&rd->at);
+    int bad = s->coll_all && rd->marked;
+    for (int64_t e = 0; e < s->pgs.n; e++) {
+        const char *name = s->pgs.chars + s->pgs.off[e];
+        int32_t g = group_find(rd, name);
+        if (g >= 0 && rd->marked && (rc = node_group(rd, s->pg_first[e], name, &g)) != TRACE_OK)
+            return rc; /* (records the rank as a user, for the membership check at the end) */
+        if (g < 0 && !rd->marked)
+            return fail(&rd->at,
+                        "node %" PRIu64 ": pg_name: \"%.40s\": not in the file when the set was opened",
+                        s->pg_first[e], name);
+        x->pg_map[e] = g;
+        bad |= g < 0;
+    }
+    for (int64_t i = 0; bad && i < s->n_nodes; i++) { /* the first collective that breaks the mark */
+        const step_wl_node_t *nd = &s->nodes[i];
+        if (nd->kind != STEP_WL_COLL)
+            continue;
+        if (nd->group < 0)
+            return fail(&rd->at,
+                        "node %" PRIu64 ": pg_name: (every rank): the set is marked complete but this "
+                        "collective uses every rank",
+                        nd->id);
+        if (x->pg_map[nd->group] < 0)
+            return fail(&rd->at,
+                        "node %" PRIu64 ": pg_name: \"%.40s\": the set is marked complete but this group is "
+                        "not defined",
+                        nd->id, s->pgs.chars + s->pgs.off[nd->group]);
+    }
+    out->n_ranks = x->n;
+    out->rank_nodes_offset = alloc_calloc((size_t)x->n + 1, sizeof *out->rank_nodes_offset);
+    out->nodes = alloc_malloc((size_t)(s->n_nodes ? s->n_nodes : 1) * sizeof *out->nodes);
+    out->deps = alloc_malloc((size_t)(s->n_deps ? s->n_deps : 1) * sizeof *out->deps);
+    out->name_offset = alloc_malloc((size_t)(s->names.n + 1) * sizeof *out->name_offset);
+    out->name_chars = alloc_malloc((size_t)s->names.n_chars + 1);
+    if (!out->rank_nodes_offset || !out->nodes || !out->deps || !out->name_offset || !out->name_chars)
+        return oom(&rd->at);
+    for (int32_t k = r + 1; k <= x->n; k++)
+        out->rank_nodes_offset[k] = s->n_nodes;
+    for (int64_t i = 0; i < s->n_nodes; i++) {
+        step_wl_node_t nd = s->nodes[i];
+        if (nd.group >= 0)
+            nd.group = x->pg_map[nd.group];
+        out->nodes[i] = nd;
+    }
+    if (s->n_deps > 0)
+        memcpy(out->deps, s->deps, (size_t)s->n_deps * sizeof *s->deps);
+    out->name_chars[0] = '\0'; /* name 0: "", then the rank's names in order of first use */
+    out->name_offset[0] = 0;
+    if (s->names.n_chars > 0)
+        memcpy(out->name_chars + 1, s->names.chars, (size_t)s->names.n_chars);
+    for (int64_t e = 0; e < s->names.n; e++)
+        out->name_offset[e + 1] = s->names.off[e] + 1;
+    out->n_names = (int32_t)s->names.n + 1;
+    return TRACE_OK;
+}
+
+/* After the last rank of a marked set: every use by a member, every group used. */
+static int marked_end(trace_chakra_reader_t *x) {
+    reader_t *rd = &x->rd;
+    int rc = check_members(rd, x->files);
+    for (int32_t g = 0; rc == TRACE_OK && g < rd->n_groups; g++)
+        if (rd->groups[g].n_users == 0) {
+            rd->at.file = x->files[0].path;
+            rc = fail(&rd->at,
+                      "metadata: " CHAKRA_ATTR_PG_RANKS "%.40s: (unused): the set is marked complete but no "
+                      "collective uses this group",
+                      rd->groups[g].pg_name);
+        }
+    return rc;
+}
+
+int trace_chakra_reader_rank(trace_chakra_reader_t *x, int32_t r, step_workload_t *out, char *err,
+                             size_t err_size) {
+    memset(out, 0, sizeof *out);
+    if (x->failed)
+        return give_err(TRACE_EINVAL, "reader: an earlier error ended the read (only close is allowed)", err,
+                        err_size);
+    if (r != x->next || r >= x->n) {
+        char line[160];
+        if (x->next < x->n)
+            snprintf(line, sizeof line, "reader: rank %d: out of order (the next rank is %d of 0..%d)", r,
+                     x->next, x->n - 1);
+        else
+            snprintf(line, sizeof line, "reader: rank %d: every rank (0..%d) was given", r, x->n - 1);
+        x->failed = 1;
+        return give_err(TRACE_EINVAL, line, err, err_size);
+    }
+    slot_t *s = pass_take(x, r);
+    int rc = rank_out(x, s, r, out);
+    pass_give(x, s);
+    x->next++;
+    if (rc == TRACE_OK && x->next == x->n) {
+        pass_stop(x);
+        if (x->rd.marked)
+            rc = marked_end(x);
+    }
+    if (rc != TRACE_OK) {
+        step_workload_free(out);
+        x->failed = 1;
+        pass_stop(x);
+        return give_err(rc, x->err, err, err_size);
+    }
+    return TRACE_OK;
+}
+
+void trace_chakra_reader_close(trace_chakra_reader_t *x) {
+    if (x)
+        reader_free(x);
+}
+
+/* ---- the whole workload: every rank of the streaming reader appended ----------------------------- */
+
 int chakra_default_threads(void) {
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > CHAKRA_MAX_THREADS ? CHAKRA_MAX_THREADS : (int)n;
@@ -1848,61 +2166,82 @@ int chakra_default_threads(void) {
 
 int chakra_read_threads(const char *path, int threads, step_workload_t *out, char *err, size_t err_size) {
     memset(out, 0, sizeof *out);
-    reader_t rd;
-    memset(&rd, 0, sizeof rd);
-    rd.at.err = err;
-    rd.at.err_size = err_size;
-    rd.at.file = "";
-    rd.w = out;
-    rd.last_group = -1;
-    rd.meta_ok_len = -1;
-    rd.pa.alloc = arena_alloc;
-    rd.pa.free = arena_free;
-    rd.pa.allocator_data = &rd.arena;
-    rank_file_t *files = NULL;
-    int32_t n = 0;
-    int rc = resolve_files(&rd, path ? path : "", &files, &n);
-    if (rc == TRACE_OK) {
-        rd.n_ranks = n;
-        out->n_ranks = n;
-        out->rank_nodes_offset = alloc_calloc((size_t)n + 1, sizeof *out->rank_nodes_offset);
-        if (!out->rank_nodes_offset)
-            rc = oom(&rd.at);
+    trace_chakra_reader_t *x = NULL;
+    int rc = chakra_reader_open_threads(path, threads, &x, err, err_size);
+    if (rc != TRACE_OK)
+        return rc;
+    reader_t acc; /* the workload's name table (global_name) */
+    memset(&acc, 0, sizeof acc);
+    acc.at.err = err;
+    acc.at.err_size = err_size;
+    acc.w = out;
+    const step_workload_t *sh = &x->shape;
+    out->n_ranks = sh->n_ranks;
+    out->rank_nodes_offset = alloc_calloc((size_t)sh->n_ranks + 1, sizeof *out->rank_nodes_offset);
+    if (!out->rank_nodes_offset)
+        rc = oom(&acc.at);
+    if (rc == TRACE_OK && sh->n_groups > 0) {
+        const int64_t nm = sh->groups[sh->n_groups - 1].ranks_offset + sh->groups[sh->n_groups - 1].n_ranks;
+        out->groups = alloc_malloc((size_t)sh->n_groups * sizeof *out->groups);
+        out->group_ranks = alloc_malloc((size_t)(nm > 0 ? nm : 1) * sizeof *out->group_ranks);
+        if (!out->groups || !out->group_ranks)
+            rc = oom(&acc.at);
+        else {
+            memcpy(out->groups, sh->groups, (size_t)sh->n_groups * sizeof *out->groups);
+            memcpy(out->group_ranks, sh->group_ranks, (size_t)nm * sizeof *out->group_ranks);
+            out->n_groups = sh->n_groups;
+        }
     }
-    if (rc == TRACE_OK && threads <= 0) { /* automatic: threads only for sets worth them */
-        threads = chakra_default_threads();
-        int64_t bytes = 0;
-        struct stat st;
-        for (int32_t r = 0; r < n && threads > 1 && bytes < CHAKRA_THREADS_MIN_BYTES; r++)
-            if (stat(files[r].path, &st) == 0)
-                bytes += (int64_t)st.st_size;
-        if (bytes < CHAKRA_THREADS_MIN_BYTES)
-            threads = 1;
+    int32_t *name_map = NULL;
+    int64_t cap_name_map = 0;
+    for (int32_t r = 0; rc == TRACE_OK && r < sh->n_ranks; r++) {
+        step_workload_t part;
+        if ((rc = trace_chakra_reader_rank(x, r, &part, err, err_size)) != TRACE_OK)
+            break;
+        const int64_t nn = part.rank_nodes_offset[r + 1];
+        int64_t n_deps = 0;
+        for (int64_t i = 0; i < nn; i++)
+            n_deps += part.nodes[i].n_deps;
+        if (grow((void **)&name_map, &cap_name_map, part.n_names + 1, sizeof *name_map) != TRACE_OK)
+            rc = oom(&acc.at);
+        if (rc == TRACE_OK)
+            name_map[0] = 0;
+        for (int32_t i = 1; rc == TRACE_OK && i < part.n_names; i++) {
+            const char *nm = part.name_chars + part.name_offset[i];
+            const int64_t len = (int64_t)strlen(nm);
+            if (global_name(&acc, nm, len, str_hash(nm, (size_t)len), &name_map[i]) != TRACE_OK)
+                rc = oom(&acc.at);
+        }
+        const int64_t base = out->rank_nodes_offset[r];
+        if (rc == TRACE_OK && nn > 0 &&
+            (grow((void **)&out->nodes, &acc.cap_nodes, base + nn, sizeof *out->nodes) != TRACE_OK ||
+             (n_deps > 0 &&
+              grow((void **)&out->deps, &acc.cap_deps, acc.n_deps + n_deps, sizeof *out->deps) != TRACE_OK)))
+            rc = oom(&acc.at);
+        if (rc == TRACE_OK) {
+            step_wl_node_t *to = out->nodes + base;
+            for (int64_t i = 0; i < nn; i++) {
+                step_wl_node_t v = part.nodes[i];
+                v.name = name_map[v.name];
+                v.deps_offset += acc.n_deps;
+                to[i] = v;
+            }
+            if (n_deps > 0)
+                memcpy(out->deps + acc.n_deps, part.deps, (size_t)n_deps * sizeof *out->deps);
+            acc.n_deps += n_deps;
+            out->rank_nodes_offset[r + 1] = base + nn;
+        }
+        step_workload_free(&part);
     }
-    if (rc == TRACE_OK)
-        rc = read_ranks(&rd, files, n, threads);
-    if (rc == TRACE_OK)
-        rc = finish_groups(&rd, files);
     step_workload_names_done(out); /* (the table was built here, without step_workload_name_add's index) */
-    free(rd.name_hash);
-    free(rd.name_slot);
-    free(rd.name_map);
-    free(rd.pg_map);
-    free(rd.meta_ok);
-    for (int32_t g = 0; g < rd.n_groups; g++) {
-        free(rd.groups[g].pg_name);
-        free(rd.groups[g].ranks);
-        free(rd.groups[g].users);
-        free(rd.groups[g].user_node);
-    }
-    free(rd.groups);
-    free(rd.group_slot);
-    arena_destroy(&rd.arena);
-    free_files(files, n);
+    free(acc.name_hash);
+    free(acc.name_slot);
+    free(name_map);
+    trace_chakra_reader_close(x);
     if (rc != TRACE_OK) {
         step_workload_free(out);
         if (err_size > 0)
-            chakra_one_line(err, err_size); /* names in files may hold newlines */
+            chakra_one_line(err, err_size);
     }
     return rc;
 }

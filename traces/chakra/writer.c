@@ -26,6 +26,7 @@ typedef struct writer {
     size_t err_size;
     uint8_t *buf;
     size_t cap;
+    int groups_complete; /* mark every file (CHAKRA_ATTR_GROUPS_COMPLETE) */
 } writer_t;
 
 static int io_fail(writer_t *wr, const char *path, const char *what) {
@@ -85,8 +86,8 @@ static int write_rank(writer_t *wr, const step_workload_t *w, int32_t r, FILE *f
     char(*gnames)[32] = NULL;
     char(*gdocs)[sizeof w->groups[0].name + 1] = NULL;
     int rc = TRACE_OK;
-    if (w->n_groups > 0) {
-        const size_t n = (size_t)w->n_groups;
+    if (w->n_groups > 0 || wr->groups_complete) {
+        const size_t n = (size_t)w->n_groups + (wr->groups_complete ? 1 : 0);
         ga = alloc_calloc(n, sizeof *ga);
         gp = alloc_calloc(n, sizeof *gp);
         gl = alloc_calloc(n, sizeof *gl);
@@ -108,6 +109,12 @@ static int write_rank(writer_t *wr, const step_workload_t *w, int32_t r, FILE *f
             ga[g].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_LIST;
             ga[g].int32_list = &gl[g];
             gp[g] = &ga[g];
+        }
+        if (wr->groups_complete) { /* after the definitions it vouches for */
+            attr_init(&ga[n - 1], CHAKRA_ATTR_GROUPS_COMPLETE);
+            ga[n - 1].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL;
+            ga[n - 1].bool_val = 1;
+            gp[n - 1] = &ga[n - 1];
         }
         meta.n_attr = n;
         meta.attr = gp;
@@ -317,8 +324,8 @@ void trace_chakra_writer_abort(trace_chakra_writer_t *x) {
         writer_free(x);
 }
 
-int trace_chakra_writer_open(const char *dir, const char *name, int32_t n_ranks, trace_chakra_writer_t **out,
-                             char *err, size_t err_size) {
+int trace_chakra_writer_open(const char *dir, const char *name, int32_t n_ranks, int groups_complete,
+                             trace_chakra_writer_t **out, char *err, size_t err_size) {
     *out = NULL;
     if (!name || !name[0] || strchr(name, '/'))
         return w_fail(err, err_size, TRACE_EINVAL, "name: \"%s\": not a file name (non-empty, without '/')",
@@ -331,6 +338,7 @@ int trace_chakra_writer_open(const char *dir, const char *name, int32_t n_ranks,
     if (!x)
         return w_fail(err, err_size, TRACE_ENOMEM, "out of memory");
     x->n_ranks = n_ranks;
+    x->wr.groups_complete = groups_complete != 0;
     x->dir = alloc_malloc(strlen(dir) + 1);
     x->name = alloc_malloc(strlen(name) + 1);
     x->files = alloc_calloc((size_t)n_ranks + 1, sizeof *x->files);
@@ -469,9 +477,26 @@ int trace_chakra_writer_close(trace_chakra_writer_t *x, char *err, size_t err_si
 int trace_chakra_write(const char *dir, const char *name, const step_workload_t *w, char *err,
                        size_t err_size) {
     trace_chakra_writer_t *x = NULL;
-    int rc = trace_chakra_writer_open(dir, name, w && w->n_ranks > 0 ? w->n_ranks : 1, &x, err, err_size);
+    int rc = trace_chakra_writer_open(dir, name, w && w->n_ranks > 0 ? w->n_ranks : 1, 0, &x, err, err_size);
     if (rc == TRACE_OK)
         rc = trace_chakra_check(w, err, err_size);
+    if (rc == TRACE_OK) { /* marked exactly when every group is used and no collective is of every rank */
+        uint8_t *used = alloc_calloc((size_t)w->n_groups + 1, 1);
+        if (!used)
+            rc = w_fail(err, err_size, TRACE_ENOMEM, "out of memory");
+        int complete = used != NULL;
+        for (int64_t i = 0; used && i < w->rank_nodes_offset[w->n_ranks]; i++)
+            if (w->nodes[i].kind == STEP_WL_COLL) {
+                if (w->nodes[i].group < 0)
+                    complete = 0;
+                else
+                    used[w->nodes[i].group] = 1;
+            }
+        for (int32_t g = 0; used && g < w->n_groups; g++)
+            complete &= used[g];
+        free(used);
+        x->wr.groups_complete = complete;
+    }
     for (int32_t r = 0; rc == TRACE_OK && r < w->n_ranks; r++)
         rc = trace_chakra_writer_rank(x, w, r, err, err_size);
     if (rc == TRACE_OK)

@@ -441,7 +441,7 @@ static int export_et(run_hook_t *h, const step_t *step) {
         return cli_fail(h->d, CLI_ERUNTIME, "--export-et %s: out of memory", h->o->export_et);
     const int32_t nr = step_workload_export_ranks(x);
     trace_chakra_writer_t *wr = NULL;
-    int trc = trace_chakra_writer_open(h->o->export_et, "stepsim", nr, &wr, err, sizeof err);
+    int trc = trace_chakra_writer_open(h->o->export_et, "stepsim", nr, 1, &wr, err, sizeof err);
     int64_t nodes = 0;
     for (int32_t r = 0; r < nr && !rc && trc == TRACE_OK; r++) {
         step_workload_t part;

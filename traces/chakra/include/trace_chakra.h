@@ -20,13 +20,15 @@
  *   beside its destination and renamed into place only after all of them were written and synced.
  * - Determinism: the output bytes depend only on the workload; the workload read depends only on the
  *   bytes of the files.
- * - Memory: the reader holds the workload it builds (O(nodes + dependencies)) and, beside it, at most
- *   three ranks (file and decoded nodes) per decoding thread; the writer one encoded node at a time
- *   and the groups.
+ * - Memory: the streaming reader (trace_chakra_reader_*) holds the shape (ranks and groups) and at
+ *   most three ranks (file and decoded nodes) per decoding thread, never the whole set;
+ *   trace_chakra_read, built on it, holds besides the workload it builds (O(nodes + dependencies)).
+ *   The writer holds one encoded node at a time and the groups.
  * - Threads: the reader decodes the rank files on up to as many threads as there are online
- *   processors (at most 4; one for sets under 1 MiB) and merges them in rank order on the calling
- *   thread; the workload and the error reported (the first in rank order) do not depend on the
- *   number of threads. The writer runs on the calling thread. No globals.
+ *   processors (at most 4; one for sets under 1 MiB), a bounded window of ranks ahead of the
+ *   consumer, who takes them in rank order on the calling thread; what is read and the error
+ *   reported (the first in rank order) do not depend on the number of threads. The writer runs on
+ *   the calling thread. No globals.
  */
 #ifndef STEPSIM_TRACE_CHAKRA_H
 #define STEPSIM_TRACE_CHAKRA_H
@@ -46,6 +48,38 @@
  * rank, no duplicate id, no cycle; groups as docs/workloads.md says. On error *out is zeroed. */
 int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t err_size);
 
+/* The same read one rank at a time (trace_chakra_read is a loop over it), for a consumer that holds
+ * one rank's nodes at a time.
+ * - Groups: a set whose rank-0 GlobalMetadata carries "stepsim_groups_complete" = true (the writer
+ *   writes it when the caller vouches for it, see trace_chakra_writer_open) is known from rank 0's
+ *   metadata alone: its pg_ranks definitions are the groups, each used. The claim is checked as the
+ *   ranks are read: a later rank defining other groups, a collective naming an undefined group or
+ *   every rank (pg_name "" or "0") are errors of that rank; a defined group no collective uses is
+ *   an error of the last rank. A set without the mark is decoded once by _open (every rank, on the
+ *   threads, keeping only the groups: definitions, inferred members, used flags) and again by _rank.
+ * - Order: trace_chakra_read's (the same first error, the same message). */
+typedef struct trace_chakra_reader trace_chakra_reader_t;
+/* Open an ET set (path as trace_chakra_read). On TRACE_OK *out is set. Knows, on return, the ranks
+ * and every process group final. Errors as trace_chakra_read's (one line; the same first error: a
+ * set without the mark reports here any error of any rank; a marked one only rank 0's metadata's). */
+int trace_chakra_reader_open(const char *path, trace_chakra_reader_t **out, char *err, size_t err_size);
+/* n_ranks, n_groups, groups, group_ranks exactly as trace_chakra_read gives them (same numbering,
+ * names, member order); no nodes (rank_nodes_offset NULL). Owned by the reader. */
+const step_workload_t *trace_chakra_reader_shape(const trace_chakra_reader_t *x);
+/* [n_groups + 1]: 1 where some node's collective uses group g; the last entry: the every-rank group
+ * (pg_name "" or "0", node group -1). Owned by the reader. */
+const uint8_t *trace_chakra_reader_group_used(const trace_chakra_reader_t *x);
+/* Rank r's nodes; r must be 0, 1, 2, ... in order (else TRACE_EINVAL). *out (free with
+ * step_workload_free; zeroed on error) is a workload of n_ranks ranks where only rank r has nodes:
+ * exactly the nodes, dependencies and fields trace_chakra_read gives rank r (same order), node.group
+ * indexing the shape's groups, names in a table of out's own (name 0 "", then the rank's names in
+ * order of first use); out has no groups (n_groups 0). Errors: the first error of rank r (the
+ * message trace_chakra_read gives for it; after the last rank, a marked set's end checks). After an
+ * error only _close is allowed. */
+int trace_chakra_reader_rank(trace_chakra_reader_t *x, int32_t r, step_workload_t *out, char *err,
+                             size_t err_size);
+void trace_chakra_reader_close(trace_chakra_reader_t *x); /* accepts NULL */
+
 /* Check a workload (the rules the reader enforces, on a struct built by hand or by the step): node
  * kinds and collectives known, ids unique per rank, dependencies present and acyclic, peers and
  * groups in range, numbers finite and not negative (except duration_s < 0: unknown, peer -1,
@@ -54,7 +88,9 @@ int trace_chakra_read(const char *path, step_workload_t *out, char *err, size_t 
 int trace_chakra_check(const step_workload_t *w, char *err, size_t err_size);
 
 /* Write w (checked first with trace_chakra_check) as DIR/NAME.r.et for every rank r (DIR is
- * created if missing, one level), and, when w has groups, DIR/NAME.comm_group.json in ASTRA-sim's
+ * created if missing, one level; the files marked groups-complete exactly when every group of w is
+ * used by a collective of w and no collective has group -1), and, when w has groups, DIR/NAME.comm_group.json
+ * in ASTRA-sim's
  * --comm-group-configuration format ({"1": [0, 1], ...}). Files of that name already in DIR are
  * replaced, and those an earlier, larger export left (NAME.r.et for r >= n_ranks, NAME.comm_group.json
  * when w has no groups) removed, so that DIR reads back as w; other files are left alone. name must
@@ -64,7 +100,10 @@ int trace_chakra_write(const char *dir, const char *name, const step_workload_t 
 
 /* The same writing one rank at a time (trace_chakra_write is built on it), for a producer that
  * holds one rank's nodes at a time (step_workload_export_rank): _open checks dir and name and
- * prepares n_ranks files (*out set only on TRACE_OK); _rank writes rank r of w (r = 0, 1, ... in
+ * prepares n_ranks files (*out set only on TRACE_OK); groups_complete = 1: the caller vouches that
+ * every group of w is used by a collective and no collective has group -1, and every file is marked
+ * so ("stepsim_groups_complete", which lets the streaming reader know the groups from rank 0; a
+ * false claim makes the set unreadable), 0: no mark; _rank writes rank r of w (r = 0, 1, ... in
  * order; w has n_ranks ranks and the same groups at every call, only rank r is read and checked;
  * the directory is created at rank 0) to its temporary file; _close, after every rank, writes the
  * groups' json and renames every file into place as trace_chakra_write does, and releases the
@@ -72,8 +111,8 @@ int trace_chakra_write(const char *dir, const char *name, const step_workload_t 
  * After an error of _rank only _abort or _close (which then fails) are allowed. Errors as
  * trace_chakra_write's. Memory: one encoded node and the groups. */
 typedef struct trace_chakra_writer trace_chakra_writer_t;
-int trace_chakra_writer_open(const char *dir, const char *name, int32_t n_ranks, trace_chakra_writer_t **out,
-                             char *err, size_t err_size);
+int trace_chakra_writer_open(const char *dir, const char *name, int32_t n_ranks, int groups_complete,
+                             trace_chakra_writer_t **out, char *err, size_t err_size);
 int trace_chakra_writer_rank(trace_chakra_writer_t *x, const step_workload_t *w, int32_t r, char *err,
                              size_t err_size);
 int trace_chakra_writer_close(trace_chakra_writer_t *x, char *err, size_t err_size);
