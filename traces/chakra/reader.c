@@ -1644,8 +1644,9 @@ static int merge_meta(reader_t *rd, const uint8_t *b, size_t n) {
 
 /* ---- the streaming reader: the shape at open, then one rank at a time -------------------------- */
 
-/* Internal size of a decoder's error line (copied, truncated, into the caller's). */
-#define ERR_LINE 1024
+/* Internal size of an error line (copied, truncated, into the caller's): a path of PATH_MAX bytes and
+ * the longest message fit, so the caller's line is the prefix trace_chakra_read always gave. */
+#define ERR_LINE 8192
 
 /* Ranks are claimed in order by the decoders; rank r goes to slot r % n_slots once the consumer has
  * taken rank r - n_slots from it, so at most n_slots ranks are held beside what the consumer keeps. */
