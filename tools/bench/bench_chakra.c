@@ -12,15 +12,20 @@
  * 1,000,000 nodes/s.
  *
  * With --dir DIR it reads an existing ET set (a directory or prefix, as `stepsim run --workload`)
- * REPEATS times instead, reporting the same read medians (nothing is written or removed).
+ * REPEATS times instead (default 3), reporting the same read medians (nothing is written or
+ * removed): whole (trace_chakra_read), or with --stream through the streaming reader (open, then
+ * every rank in order, each freed before the next: what an importer holding one rank at a time
+ * costs). Both print the process's peak resident set (getrusage's ru_maxrss: run the two modes as
+ * separate processes to compare them).
  *
  * Usage: bench_chakra [RANKS [NODES [REPEATS]]]
- *        bench_chakra --dir DIR [REPEATS]
+ *        bench_chakra --dir DIR [--stream] [REPEATS]
  */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,39 +149,76 @@ static void rm_dir(const char *dir) {
     rmdir(dir);
 }
 
-/* Read the existing set at path REPEATS times: the read medians. */
-static int read_existing(const char *path, int repeats) {
+/* The set at path read streaming: open, every rank in order (each freed). Its node and rank counts;
+ * 0 or 1 (the error printed). */
+static int read_stream(const char *path, int64_t *nodes, int32_t *ranks) {
+    char err[512];
+    trace_chakra_reader_t *x = NULL;
+    if (trace_chakra_reader_open(path, &x, err, sizeof err) != TRACE_OK) {
+        fprintf(stderr, "bench_chakra: open: %s\n", err);
+        return 1;
+    }
+    *ranks = trace_chakra_reader_shape(x)->n_ranks;
+    *nodes = 0;
+    for (int32_t r = 0; r < *ranks; r++) {
+        step_workload_t part;
+        if (trace_chakra_reader_rank(x, r, &part, err, sizeof err) != TRACE_OK) {
+            fprintf(stderr, "bench_chakra: rank %d: %s\n", r, err);
+            trace_chakra_reader_close(x);
+            return 1;
+        }
+        *nodes += part.rank_nodes_offset[r + 1];
+        step_workload_free(&part);
+    }
+    trace_chakra_reader_close(x);
+    return 0;
+}
+
+/* Read the existing set at path REPEATS times, whole or streaming: the read medians, peak RSS. */
+static int read_existing(const char *path, int repeats, int stream) {
     char err[512];
     double tr[100], cr[100];
     int64_t nodes = 0;
     for (int i = 0; i < repeats; i++) {
-        step_workload_t back;
+        int32_t ranks = 0;
         const double t1 = now_s(), c1 = cpu_s();
-        if (trace_chakra_read(path, &back, err, sizeof err) != TRACE_OK) {
-            fprintf(stderr, "bench_chakra: read: %s\n", err);
-            return 1;
+        if (stream) {
+            if (read_stream(path, &nodes, &ranks) != 0)
+                return 1;
+        } else {
+            step_workload_t back;
+            if (trace_chakra_read(path, &back, err, sizeof err) != TRACE_OK) {
+                fprintf(stderr, "bench_chakra: read: %s\n", err);
+                return 1;
+            }
+            nodes = back.rank_nodes_offset[back.n_ranks];
+            ranks = back.n_ranks;
+            step_workload_free(&back);
         }
         tr[i] = now_s() - t1;
         cr[i] = cpu_s() - c1;
-        nodes = back.rank_nodes_offset[back.n_ranks];
-        printf("run %d: read %.3f s (CPU %.3f s), %d ranks, %lld nodes\n", i + 1, tr[i], cr[i], back.n_ranks,
-               (long long)nodes);
-        step_workload_free(&back);
+        printf("run %d: %s read %.3f s (CPU %.3f s), %d ranks, %lld nodes\n", i + 1,
+               stream ? "streaming" : "whole", tr[i], cr[i], ranks, (long long)nodes);
     }
     const double mr = stats_median(tr, (size_t)repeats), mcr = stats_median(cr, (size_t)repeats);
-    printf("median read:  wall %.3f s = %.2f M nodes/s; CPU %.3f s = %.2f M nodes/s (%d runs)\n", mr,
-           (double)nodes / mr / 1e6, mcr, (double)nodes / mcr / 1e6, repeats);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("median %s read:  wall %.3f s = %.2f M nodes/s; CPU %.3f s = %.2f M nodes/s (%d runs); peak RSS "
+           "%.1f MB\n",
+           stream ? "streaming" : "whole", mr, (double)nodes / mr / 1e6, mcr, (double)nodes / mcr / 1e6,
+           repeats, (double)ru.ru_maxrss / 1024.0);
     return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--dir") == 0) {
-        const int repeats = argc > 3 ? atoi(argv[3]) : 3;
+        const int stream = argc > 3 && strcmp(argv[3], "--stream") == 0;
+        const int repeats = argc > 3 + stream ? atoi(argv[3 + stream]) : 3;
         if (repeats < 1 || repeats > 100) {
-            fprintf(stderr, "usage: bench_chakra --dir DIR [REPEATS]\n");
+            fprintf(stderr, "usage: bench_chakra --dir DIR [--stream] [REPEATS]\n");
             return 2;
         }
-        return read_existing(argv[2], repeats);
+        return read_existing(argv[2], repeats, stream);
     }
     const int32_t ranks = argc > 1 ? atoi(argv[1]) : 64;
     const int64_t per = argc > 2 ? atoll(argv[2]) : 32768;

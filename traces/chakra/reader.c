@@ -2,9 +2,13 @@
  * the field mapping is docs/workloads.md's). Decoders (one a thread, chakra_default_threads) each
  * read a rank's file in one read() and decode its records with protobuf-c into a per-record arena
  * (no allocation per node once the arena has grown), mapping them into a buffer of the rank (nodes,
- * dependencies, names and groups local to it); one merge, on the calling thread, takes the ranks in
- * rank order and builds the workload: its process groups, its name table (names numbered in order
- * of first use) and the first error in rank order, exactly as reading the files one by one. */
+ * dependencies, names and groups local to it), a bounded window of ranks ahead of the consumer.
+ * The streaming reader (trace_chakra_reader_*) knows the process groups at open: from rank 0's
+ * metadata when the set is marked complete (checked as the ranks come), else from a first pass
+ * over every rank that keeps only the groups; then it hands out the ranks in rank order, each with
+ * its own name table and its groups resolved, and the first error in rank order, exactly as
+ * reading the files one by one. trace_chakra_read appends the ranks: the workload's name table
+ * numbers names in order of first use over the ranks. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1640,8 +1644,9 @@ static int merge_meta(reader_t *rd, const uint8_t *b, size_t n) {
 
 /* ---- the streaming reader: the shape at open, then one rank at a time -------------------------- */
 
-/* Internal size of a decoder's error line (copied, truncated, into the caller's). */
-#define ERR_LINE 1024
+/* Internal size of an error line (copied, truncated, into the caller's): a path of PATH_MAX bytes and
+ * the longest message fit, so the caller's line is the prefix trace_chakra_read always gave. */
+#define ERR_LINE 8192
 
 /* Ranks are claimed in order by the decoders; rank r goes to slot r % n_slots once the consumer has
  * taken rank r - n_slots from it, so at most n_slots ranks are held beside what the consumer keeps. */

@@ -74,8 +74,9 @@ const uint8_t *trace_chakra_reader_group_used(const trace_chakra_reader_t *x);
  * exactly the nodes, dependencies and fields trace_chakra_read gives rank r (same order), node.group
  * indexing the shape's groups, names in a table of out's own (name 0 "", then the rank's names in
  * order of first use); out has no groups (n_groups 0). Errors: the first error of rank r (the
- * message trace_chakra_read gives for it; after the last rank, a marked set's end checks). After an
- * error only _close is allowed. */
+ * message trace_chakra_read gives for it; at the last rank of a marked set also the checks of the
+ * whole: a rank using a group it is not a member of, a group no collective uses). After an error
+ * only _close is allowed. */
 int trace_chakra_reader_rank(trace_chakra_reader_t *x, int32_t r, step_workload_t *out, char *err,
                              size_t err_size);
 void trace_chakra_reader_close(trace_chakra_reader_t *x); /* accepts NULL */
