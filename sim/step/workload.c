@@ -318,13 +318,14 @@ typedef struct wl_build {
     int32_t n_ranks, ng; /* groups, plus one for "every rank" (index shape->n_groups) */
     int64_t nodes;       /* nodes built */
     /* groups */
-    uint64_t *member;   /* sorted rank << 32 | group of every membership */
-    int32_t *mpos;      /* [n_member]: the rank's place in the group */
-    int64_t n_member;   /* memberships */
-    int64_t *seq_count; /* [n_member]: collectives of the group on the rank */
-    int32_t *color;     /* [ng]: -1 unused */
-    int32_t n_colors;   /* streams of collectives */
-    wl_inst_t **inst;   /* [ng]: per group, its collectives in order */
+    uint64_t *member;       /* sorted rank << 32 | group of every membership */
+    int32_t *mpos;          /* [n_member]: the rank's place in the group */
+    int64_t n_member;       /* memberships */
+    int64_t *seq_count;     /* [n_member]: collectives of the group on the rank */
+    int32_t *color;         /* [ng]: -1 unused */
+    int8_t *gkind, *ggroup; /* [ng]: the metadata's kind and group of the group's collectives */
+    int32_t n_colors;       /* streams of collectives */
+    wl_inst_t **inst;       /* [ng]: per group, its collectives in order */
     int64_t *n_inst, *cap_inst;
     int64_t *cnt; /* [ng]: the current rank's collectives of the group so far */
     /* messages */
@@ -462,6 +463,8 @@ static int groups(wl_build_t *b) {
     b->n_inst = alloc_calloc((size_t)b->ng, sizeof *b->n_inst);
     b->cap_inst = alloc_calloc((size_t)b->ng, sizeof *b->cap_inst);
     b->cnt = alloc_calloc((size_t)b->ng, sizeof *b->cnt);
+    b->gkind = alloc_malloc((size_t)b->ng);
+    b->ggroup = alloc_malloc((size_t)b->ng);
     uint64_t *mask = alloc_calloc((size_t)w->n_ranks, sizeof *mask);
     if (!b->member || !b->mpos || !b->seq_count || !b->color || !b->inst || !b->n_inst || !b->cap_inst ||
         !b->cnt || !mask) {
@@ -482,6 +485,20 @@ static int groups(wl_build_t *b) {
     for (int32_t g = 0; g < b->ng; g++)
         for (int32_t j = 0; j < group_size(b, g); j++)
             b->mpos[find_member(b, group_rank(b, g, j), g)] = j;
+    for (int32_t g = 0; g < b->ng; g++) {
+        const char *gn = g < w->n_groups ? w->groups[g].name : "";
+        b->gkind[g] = STEP_OP_DP;
+        b->ggroup[g] = STEP_GROUP_DP; /* every group but these counts as data-parallel (breakdown, traffic) */
+        if (strcmp(gn, "tp") == 0 || strcmp(gn, "cp") == 0 || strcmp(gn, "ep") == 0) {
+            b->gkind[g] =
+                STEP_OP_TP; /* the expert all-to-alls count with the tensor collectives, as in the step */
+            b->ggroup[g] = strcmp(gn, "tp") == 0   ? STEP_GROUP_TP
+                           : strcmp(gn, "cp") == 0 ? STEP_GROUP_CP
+                                                   : STEP_GROUP_EP;
+        } else if (strcmp(gn, "edp") == 0) {
+            b->ggroup[g] = STEP_GROUP_EDP;
+        }
+    }
     int32_t n_colors = 0;
     for (int32_t g = 0; g < b->ng; g++) {
         b->color[g] = -1;
@@ -531,8 +548,10 @@ static int step_name(wl_build_t *b, int32_t t, int32_t *out) {
     if (!name[0])
         return SIM_OK;
     char key[WL_NAME];
-    snprintf(key, sizeof key, "%s", name);
-    const uint64_t h = wl_name_hash(key, strlen(key));
+    const size_t len = strnlen(name, WL_NAME - 1);
+    memcpy(key, name, len);
+    memset(key + len, 0, WL_NAME - len);
+    const uint64_t h = wl_name_hash(key, len);
     step_t *s = b->s;
     if (2 * ((int64_t)b->n_names + 1) > b->name_slots) {
         const int64_t cap = b->name_slots ? 2 * b->name_slots : 1024;
@@ -912,18 +931,9 @@ static int put_meta(wl_build_t *b, int32_t op, step_wl_kind_t kind, const step_w
         m.flops_tflop = nd->flops * 1e-12;
         m.hbm_gb = nd->mem_bytes * 1e-9;
     } else if (kind == STEP_WL_COLL) {
-        const char *gn = nd->group >= 0 ? b->shape->groups[nd->group].name : "";
-        m.kind = STEP_OP_DP;
-        m.group = STEP_GROUP_DP;
-        if (strcmp(gn, "tp") == 0 || strcmp(gn, "cp") == 0 || strcmp(gn, "ep") == 0) {
-            m.kind =
-                STEP_OP_TP; /* the expert all-to-alls count with the tensor collectives, as in the step */
-            m.group = strcmp(gn, "tp") == 0   ? STEP_GROUP_TP
-                      : strcmp(gn, "cp") == 0 ? STEP_GROUP_CP
-                                              : STEP_GROUP_EP;
-        } else if (strcmp(gn, "edp") == 0) {
-            m.group = STEP_GROUP_EDP;
-        } /* every other group counts as data-parallel (breakdown and traffic) */
+        const int32_t g = group_of(b, nd);
+        m.kind = b->gkind[g];
+        m.group = b->ggroup[g];
         m.coll_op = (int8_t)model_coll_of(nd->coll);
         m.comm_gb = nd->comm_bytes * 1e-9;
     } else {

@@ -599,6 +599,113 @@ static void test_roundtrip(void **state) {
     sim_star_destroy(&star);
 }
 
+/* A source on the export one rank at a time (the form the Chakra reader hands over: a workload of
+ * every rank where only rank r has nodes, names of its own). */
+typedef struct exp_src {
+    step_wl_export_t *x;
+    step_workload_t cur;
+    int32_t next, fail_at;
+} exp_src_t;
+
+static int exp_rank(void *ctx, int32_t r, const step_workload_t **out, char *err, size_t err_size) {
+    exp_src_t *e = ctx;
+    assert_int_equal(r, e->next); /* ranks in order, each once */
+    e->next++;
+    step_workload_free(&e->cur);
+    if (r == e->fail_at) {
+        snprintf(err, err_size, "rank %d: unreadable", r);
+        return SIM_EINVAL;
+    }
+    const int rc = step_workload_export_rank(e->x, r, &e->cur, err, err_size);
+    *out = &e->cur;
+    return rc;
+}
+
+/* step_new_workload_source: the same step as the whole workload's, operation for operation; the
+ * source's errors passed through; its claims about the groups checked. */
+static void test_source(void **state) {
+    (void)state;
+    model_job_t job = step_test_small_job(2);
+    sim_star_t star;
+    sim_network_desc_t net;
+    star_of(&star, &net, (int32_t)job.gpus, 4);
+    step_config_t cfg;
+    step_config_default(&cfg);
+    cfg.collapse = STEP_COLLAPSE_OFF;
+    step_t *a = NULL, *b = NULL, *c = NULL;
+    char err[300];
+    if (step_new(&job, &cfg, &net, &a, err, sizeof err) != SIM_OK)
+        fail_msg("%s", err);
+    step_workload_t w, shape;
+    assert_int_equal(step_workload_export(a, &w, err, sizeof err), SIM_OK);
+    step_wl_export_t *x = NULL;
+    assert_int_equal(step_workload_export_begin(a, &x, err, sizeof err), SIM_OK);
+    assert_int_equal(step_workload_export_rank(x, 0, &shape, err, sizeof err), SIM_OK); /* every group */
+    int64_t sends = 0, recvs_from_later = 0;
+    for (int64_t i = 0; i < w.rank_nodes_offset[w.n_ranks]; i++) {
+        int32_t r = 0;
+        while (w.rank_nodes_offset[r + 1] <= i)
+            r++;
+        sends += w.nodes[i].kind == STEP_WL_SEND;
+        recvs_from_later += w.nodes[i].kind == STEP_WL_RECV && w.nodes[i].peer > r;
+    }
+    assert_true(sends > 0 && recvs_from_later > 0); /* messages wait for later ranks both ways */
+    uint8_t used[64];
+    assert_true(shape.n_groups + 1 <= 64);
+    for (int32_t g = 0; g <= shape.n_groups; g++)
+        used[g] = g < shape.n_groups; /* an export uses every group it lists, never every rank */
+    exp_src_t e = {.x = x, .fail_at = -1};
+    const step_wl_source_t src = {.shape = &shape, .group_used = used, .rank = exp_rank, .ctx = &e};
+    if (step_new_workload_source(&src, &cfg, &net, NULL, STEP_WL_COMPUTE_TRACE, &b, err, sizeof err) !=
+        SIM_OK)
+        fail_msg("%s", err);
+    assert_int_equal(e.next, w.n_ranks);
+    if (step_new_workload(&w, &cfg, &net, NULL, STEP_WL_COMPUTE_TRACE, &c, err, sizeof err) != SIM_OK)
+        fail_msg("%s", err);
+    const double ta = run_time(a), tb = run_time(b), tc = run_time(c);
+    assert_true(fabs(ta - tb) <= 1e-9 * ta);
+    assert_true(tb == tc);
+    const sim_engine_t *eb = step_engine(b), *ec = step_engine(c);
+    assert_int_equal(sim_op_count(eb), sim_op_count(ec));
+    for (sim_op_id_t op = 0; op < sim_op_count(eb); op++) { /* both built rank by rank: the same ids */
+        sim_time_ps_t sb, fb, sc, fc;
+        sim_op_times(eb, op, &sb, &fb);
+        sim_op_times(ec, op, &sc, &fc);
+        assert_true(sb == sc && fb == fc);
+        char lb[64], lc[64];
+        assert_string_equal(step_op_label(b, op, lb, sizeof lb), step_op_label(c, op, lc, sizeof lc));
+    }
+    step_free(b);
+    step_free(c);
+    /* the source's error, as it gave it */
+    e = (exp_src_t){.x = x, .fail_at = 1};
+    assert_int_equal(
+        step_new_workload_source(&src, &cfg, &net, NULL, STEP_WL_COMPUTE_TRACE, &b, err, sizeof err),
+        SIM_EINVAL);
+    assert_null(b);
+    assert_string_equal(err, "rank 1: unreadable");
+    step_workload_free(&e.cur);
+    /* a group said unused that a collective uses; the every-rank group said used, which none uses */
+    for (int lie = 0; lie < 2; lie++) {
+        for (int32_t g = 0; g <= shape.n_groups; g++)
+            used[g] = g < shape.n_groups;
+        used[lie ? shape.n_groups : 0] = (uint8_t)lie;
+        e = (exp_src_t){.x = x, .fail_at = -1};
+        assert_int_equal(
+            step_new_workload_source(&src, &cfg, &net, NULL, STEP_WL_COMPUTE_TRACE, &b, err, sizeof err),
+            SIM_EINVAL);
+        assert_non_null(
+            strstr(err, lie ? "((every rank)): no collective uses it, but its source said one does"
+                            : "a collective on a group its source said no collective uses"));
+        step_workload_free(&e.cur);
+    }
+    step_workload_export_end(x);
+    step_workload_free(&shape);
+    step_workload_free(&w);
+    step_free(a);
+    sim_star_destroy(&star);
+}
+
 static void test_export_refused(void **state) {
     (void)state;
     const model_job_t job = step_test_small_job(2);
@@ -675,7 +782,8 @@ int main(void) {
         cmocka_unit_test(test_allreduce_ring), cmocka_unit_test(test_chain),
         cmocka_unit_test(test_compute_model),  cmocka_unit_test(test_errors),
         cmocka_unit_test(test_channels),       cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_export_refused), cmocka_unit_test(test_names),
+        cmocka_unit_test(test_export_refused), cmocka_unit_test(test_source),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -378,7 +378,8 @@ typedef struct run_hook {
 typedef struct wl_feed {
     const char *path;
     trace_chakra_reader_t *rd;
-    step_workload_t cur; /* the rank handed over last */
+    step_workload_t cur;      /* the rank handed over last */
+    cli_progress_t *progress; /* NULL: none shown */
 } wl_feed_t;
 
 static int wl_feed_rank(void *ctx, int32_t r, const step_workload_t **out, char *err, size_t err_size) {
@@ -391,6 +392,12 @@ static int wl_feed_rank(void *ctx, int32_t r, const step_workload_t **out, char 
         return trc == TRACE_ENOMEM ? SIM_ENOMEM : SIM_EINVAL;
     }
     *out = &f->cur;
+    if (f->progress) {
+        char what[96];
+        snprintf(what, sizeof what, "reading and building the workload: rank %d of %d", r + 1,
+                 f->cur.n_ranks);
+        cli_progress_count(f->progress, -1.0, what);
+    }
     return SIM_OK;
 }
 
@@ -495,7 +502,7 @@ static int simulate(scenario_t *scn, const run_opts_t *o, run_result_t *r, cli_d
         return rc;
     if (o->layers) /* the view needs an operation per run of layers */
         r->cfg.granularity = STEP_GRANULARITY_LAYER;
-    wl_feed_t feed = {.path = o->workload};
+    wl_feed_t feed = {.path = o->workload, .progress = o->progress};
     step_wl_source_t src;
     memset(&src, 0, sizeof src);
     if (o->workload) { /* the workload's ranks on as many GPUs; the scenario gives the system */
