@@ -5,9 +5,8 @@
 # resident set (/usr/bin/time), the traces' size on disk and the import's nodes per second. Default
 # options: the built-in job (gpt3_1T, tp 8, pp 32, dp 16 on 4,096 GPUs) with global batch 512 (32
 # microbatches, 8.9 million operations). The full default job (`-- --gbs 4096`, 71 million operations)
-# writes 8.9 GB of traces and its import peaks at 13.4 GiB (201 bytes per node), above the default
-# memory budget (half the machine's memory): MAX_MEMORY=GB in the environment passes --max-memory GB
-# to the import (docs/workloads.md, "At scale").
+# writes 8.9 GB of traces; its import holds the step and one rank at a time (docs/workloads.md, "At
+# scale"). MAX_MEMORY=GB in the environment passes --max-memory GB to the import.
 # A benchmark, not a test: it fails only when a run fails or the step times differ by more than 1e-9.
 set -eu
 STEPSIM=${1:-build/stepsim}

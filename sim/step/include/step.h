@@ -702,7 +702,11 @@ const char *step_workload_name(const step_workload_t *w, int32_t i);
  *   needs (at most 16,384 distinct; beyond, the kind's name).
  * - step_result, step_op (kind compute; COLL of a group named tp or cp: STEP_OP_TP, others
  *   STEP_OP_DP; SEND/RECV: STEP_OP_PP), traces, link reports and the what-ifs work as on a step of a
- *   job; memory figures are 0 (a workload carries none); microbatches 0. O(nodes log nodes). */
+ *   job; memory figures are 0 (a workload carries none); microbatches 0.
+ * - Built rank by rank (step_new_workload_source below): operations are added in rank order, each
+ *   stream's in its rank's order; a collective is made by the first member to reach it (named after
+ *   that member's node), a message when the later of its two ranks is built. O(nodes + deps) plus a
+ *   sort of each rank's channels (and Kahn's order for a rank whose file order is not one). */
 typedef enum step_wl_compute { STEP_WL_COMPUTE_TRACE = 0, STEP_WL_COMPUTE_MODEL = 1 } step_wl_compute_t;
 const char *step_wl_compute_name(step_wl_compute_t c);               /* "trace", "model" */
 int step_wl_compute_parse(const char *text, step_wl_compute_t *out); /* SIM_OK or SIM_EINVAL */
