@@ -320,6 +320,20 @@ static void test_empty_ranks(void **state) {
     assert_int_equal(w.rank_nodes_offset[2], 0);
     assert_int_equal(trace_chakra_check(&w, err, sizeof err), TRACE_OK);
     step_workload_free(&w);
+    /* empty ranks around one with a node: the offsets 0, 0, 1, 1 */
+    clear_dir();
+    put_rank(0, &f);
+    put_rank(2, &f);
+    node(&f, 7, T_COMP, 0, NULL, 0, NULL, 3, 0, NULL);
+    put_rank(1, &f);
+    if (read_t(&w, err, sizeof err) != TRACE_OK)
+        fail_msg("%s", err);
+    assert_int_equal(w.n_ranks, 3);
+    assert_int_equal(w.rank_nodes_offset[1], 0);
+    assert_int_equal(w.rank_nodes_offset[2], 1);
+    assert_int_equal(w.rank_nodes_offset[3], 1);
+    assert_int_equal(w.nodes[0].id, 7);
+    step_workload_free(&w);
 }
 
 static void test_metadata_groups(void **state) {

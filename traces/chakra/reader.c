@@ -2223,7 +2223,7 @@ int chakra_read_threads(const char *path, int threads, step_workload_t *out, cha
              (n_deps > 0 &&
               grow((void **)&out->deps, &acc.cap_deps, acc.n_deps + n_deps, sizeof *out->deps) != TRACE_OK)))
             rc = oom(&acc.at);
-        if (rc == TRACE_OK) {
+        if (rc == TRACE_OK && nn > 0) { /* (a rank without nodes: out->nodes may still be NULL) */
             step_wl_node_t *to = out->nodes + base;
             for (int64_t i = 0; i < nn; i++) {
                 step_wl_node_t v = part.nodes[i];
@@ -2234,8 +2234,9 @@ int chakra_read_threads(const char *path, int threads, step_workload_t *out, cha
             if (n_deps > 0)
                 memcpy(out->deps + acc.n_deps, part.deps, (size_t)n_deps * sizeof *out->deps);
             acc.n_deps += n_deps;
-            out->rank_nodes_offset[r + 1] = base + nn;
         }
+        if (rc == TRACE_OK)
+            out->rank_nodes_offset[r + 1] = base + nn;
         step_workload_free(&part);
     }
     step_workload_names_done(out); /* (the table was built here, without step_workload_name_add's index) */
