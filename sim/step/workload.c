@@ -1121,14 +1121,13 @@ static int pend_match(wl_build_t *b, int64_t i) {
      * its messages in its rank's order) */
     int32_t *made = &b->made[(int64_t)p->rank * WL_STREAMS + p->stream];
     if (*made != p->seq)
-        return wl_fail(
-            b, SIM_EINVAL,
-            NODE_FMT "%s rank %d (tag %lld): its match (rank %d node %llu) is not at the head of its "
-                     "stream, where rank %d has %s it (messages between two ranks must be received in "
-                     "the order they are sent)",
-            NODE_ARG(b, i), send ? "send to" : "receive from", nd->peer, (long long)nd->tag, p->rank,
-            (unsigned long long)p->id, p->rank,
-            p->kind == STEP_WL_SEND ? "sent earlier messages before" : "posted earlier receives before");
+        return wl_fail(b, SIM_EINVAL,
+                       NODE_FMT
+                       "%s rank %d (tag %lld): its match (rank %d node %llu) is not the next message of "
+                       "its stream on rank %d (messages between two ranks must be received in the order "
+                       "they are sent)",
+                       NODE_ARG(b, i), send ? "send to" : "receive from", nd->peer, (long long)nd->tag,
+                       p->rank, (unsigned long long)p->id, p->rank);
     (*made)++;
     const int32_t s_stream = send ? b->stream[i] : p->stream, r_stream = send ? p->stream : b->stream[i];
     const int32_t gi = send ? b->gname[i] : p->name;
