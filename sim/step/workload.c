@@ -622,31 +622,24 @@ static int op_name(wl_build_t *b, int32_t op, int32_t gi) {
 
 static int rank_scratch(wl_build_t *b, int64_t n, int64_t n_deps) {
     if (n > b->cap_rank || !b->id_slot) {
-        int64_t c = b->cap_rank;
-        int64_t c2 = c, c3 = c, c4 = c, c5 = c, c6 = c, c7 = c;
-        if (grow((void **)&b->order, &c, n, sizeof *b->order) ||
-            grow((void **)&b->stream, &c2, n, sizeof *b->stream) ||
-            grow((void **)&b->seq, &c3, n, sizeof *b->seq) ||
-            grow((void **)&b->gname, &c4, n, sizeof *b->gname) ||
-            grow((void **)&b->lop, &c5, n, sizeof *b->lop) ||
-            grow((void **)&b->dep0, &c6, n + 1, sizeof *b->dep0))
+        int64_t c = b->cap_rank > 0 ? b->cap_rank : 64;
+        while (c < n)
+            c *= 2;
+        int32_t **a32[] = {&b->order, &b->stream, &b->seq, &b->gname, &b->lop};
+        for (size_t k = 0; k < sizeof a32 / sizeof a32[0]; k++) {
+            int32_t *q = alloc_realloc(*a32[k], (size_t)c * sizeof *q);
+            if (!q)
+                return oom(b);
+            *a32[k] = q;
+        }
+        int64_t *d = alloc_realloc(b->dep0, (size_t)(c + 1) * sizeof *d);
+        if (!d)
             return oom(b);
-        (void)c7;
-        int64_t slots = 16;
-        while (slots < 2 * c)
-            slots *= 2;
-        free(b->id_slot);
-        if (!(b->id_slot = alloc_malloc((size_t)slots * sizeof *b->id_slot)))
+        b->dep0 = d;
+        free(b->id_slot); /* the id table: a power of two at least twice the rank's nodes */
+        if (!(b->id_slot = alloc_malloc((size_t)(2 * c) * sizeof *b->id_slot)))
             return oom(b);
-        b->cap_rank = c < c2 ? c : c2;
-        if (c3 < b->cap_rank)
-            b->cap_rank = c3;
-        if (c4 < b->cap_rank)
-            b->cap_rank = c4;
-        if (c5 < b->cap_rank)
-            b->cap_rank = c5;
-        if (c6 - 1 < b->cap_rank)
-            b->cap_rank = c6 - 1;
+        b->cap_rank = c;
     }
     if (grow((void **)&b->dep_ix, &b->cap_dep, n_deps > 0 ? n_deps : 1, sizeof *b->dep_ix))
         return oom(b);
