@@ -1299,9 +1299,10 @@ static int finish(wl_build_t *b) {
 static void wl_build_free(wl_build_t *b) {
     for (int32_t g = 0; b->inst && g < b->ng; g++)
         free(b->inst[g]);
-    void *p[] = {b->member, b->mpos,  b->seq_count, b->color, b->inst,      b->n_inst, b->cap_inst, b->cnt,
-                 b->pend,   b->link,  b->chan,      b->made,  b->name_slot, b->lname,  b->id_slot,  b->dep_ix,
-                 b->dep0,   b->order, b->stream,    b->seq,   b->gname,     b->lop,    b->gbuf,     b->obuf};
+    void *p[] = {b->gkind,     b->ggroup,   b->member,  b->mpos,   b->seq_count, b->color, b->inst,
+                 b->n_inst,    b->cap_inst, b->cnt,     b->pend,   b->link,      b->chan,  b->made,
+                 b->name_slot, b->lname,    b->id_slot, b->dep_ix, b->dep0,      b->order, b->stream,
+                 b->seq,       b->gname,    b->lop,     b->gbuf,   b->obuf};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }

@@ -660,6 +660,7 @@ static void test_source(void **state) {
         SIM_OK)
         fail_msg("%s", err);
     assert_int_equal(e.next, w.n_ranks);
+    step_workload_free(&e.cur);
     if (step_new_workload(&w, &cfg, &net, NULL, STEP_WL_COMPUTE_TRACE, &c, err, sizeof err) != SIM_OK)
         fail_msg("%s", err);
     const double ta = run_time(a), tb = run_time(b), tc = run_time(c);
