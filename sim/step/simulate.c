@@ -43,9 +43,10 @@ int step_simulate(const model_job_t *job, const struct topo *topo, const step_si
     out->engine = cfg.engine;
     step_t *step = NULL;
     char err[300] = "";
-    int rc = opts->workload ? step_new_workload_source(opts->workload, &cfg, network ? &net : NULL, &job->system,
-                                                       (step_wl_compute_t)opts->wl_compute, &step, err, sizeof err)
-                            : step_new(job, &cfg, network ? &net : NULL, &step, err, sizeof err);
+    int rc = opts->workload
+                 ? step_new_workload_source(opts->workload, &cfg, network ? &net : NULL, &job->system,
+                                            (step_wl_compute_t)opts->wl_compute, &step, err, sizeof err)
+                 : step_new(job, &cfg, network ? &net : NULL, &step, err, sizeof err);
     if (rc)
         return fail(out, STEP_SIM_AT_BUILD, rc, rc == SIM_ENOMEM && !err[0] ? "out of memory" : err);
     if (opts->before_run && (rc = opts->before_run(opts->ctx, step)) != 0) {

@@ -213,7 +213,7 @@ struct sim_step {
     int workload;
     char *wl_names;        /* distinct names, 64 bytes each */
     char *wl_engine_names; /* the first WL_MAX_NAMES of them, where the engine borrows them (never moved) */
-    int32_t *wl_op_name; /* per operation (from op0): index into wl_names, -1: none */
+    int32_t *wl_op_name;   /* per operation (from op0): index into wl_names, -1: none */
 };
 
 /* perturb.c: check and copy the configuration's perturbations (step_new); a compute operation's
