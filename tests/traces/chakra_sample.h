@@ -1,16 +1,43 @@
 /* chakra_sample.h - workloads built by hand for the Chakra codec's tests: cs_sample (every node kind,
  * every collective, groups, sends and receives, data dependencies, a compute node known only by its
  * work) and cs_random (seeded random DAGs of every kind), plus an exact comparison of two
- * workloads. Header only; include after the C library headers. */
+ * workloads and the tests' temporary directories (cs_temp_dir, cs_clear_dir). Header only; include
+ * after the C library headers. */
 #ifndef STEPSIM_CHAKRA_SAMPLE_H
 #define STEPSIM_CHAKRA_SAMPLE_H
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "step.h"
+
+/* A fresh directory $TMPDIR/chakra-TAG-XXXXXX (TMPDIR unset: /tmp) into out: 0, or -1. */
+static inline int cs_temp_dir(char *out, size_t size, const char *tag) {
+    const char *t = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    const int n = snprintf(out, size, "%s/chakra-%s-XXXXXX", t, tag);
+    return n > 0 && (size_t)n < size && mkdtemp(out) ? 0 : -1;
+}
+
+/* Remove every file of dir (the directory stays). */
+static inline void cs_clear_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[4400];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        const int n = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (n > 0 && (size_t)n < sizeof path)
+            remove(path);
+    }
+    closedir(d);
+}
 
 /* A workload under construction: arrays sized generously by the caller's counts. */
 typedef struct cs_build {

@@ -147,17 +147,7 @@ static void node(pb_t *file, uint64_t id, int type, int nd, const uint64_t *data
 static char dir[512];
 
 static void clear_dir(void) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    char path[1024];
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        remove(path);
-    }
-    closedir(d);
+    cs_clear_dir(dir);
 }
 
 static void put_file(const char *name, const pb_t *p) {
@@ -205,9 +195,7 @@ static void one_node(uint64_t id, int type, uint64_t dur, int na, const pb_t *at
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(dir, sizeof dir, "%s/chakra-err-XXXXXX", t);
-    return mkdtemp(dir) ? 0 : -1;
+    return cs_temp_dir(dir, sizeof dir, "err");
 }
 
 static int teardown(void **state) {

@@ -24,27 +24,14 @@
 #define ASTRA STEPSIM_DATA_DIR "/chakra/astra-sim/all_reduce"
 
 static char *temp_dir(const char *tag) {
-    const char *t = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char *p = malloc(strlen(t) + strlen(tag) + 32);
+    char *p = malloc(4096);
     assert_non_null(p);
-    sprintf(p, "%s/chakra-%s-XXXXXX", t, tag);
-    assert_non_null(mkdtemp(p));
+    assert_int_equal(cs_temp_dir(p, 4096, tag), 0);
     return p;
 }
 
 static void rm_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[4096];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        remove(path);
-    }
-    closedir(d);
+    cs_clear_dir(dir);
     rmdir(dir);
 }
 

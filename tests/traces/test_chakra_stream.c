@@ -28,31 +28,14 @@
 
 static char dir[4096];
 
-static void rm_files(void) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[4400];
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        remove(path);
-    }
-    closedir(d);
-}
-
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(dir, sizeof dir, "%s/chakra-stream-XXXXXX", t);
-    return mkdtemp(dir) ? 0 : -1;
+    return cs_temp_dir(dir, sizeof dir, "stream");
 }
 
 static int teardown(void **state) {
     (void)state;
-    rm_files();
+    cs_clear_dir(dir);
     rmdir(dir);
     return 0;
 }
@@ -207,7 +190,7 @@ static void test_astra_sim(void **state) {
 
 /* Written by our writer, then read whole and streaming: marked iff complete. */
 static void check_written(const step_workload_t *w, int want_marked) {
-    rm_files();
+    cs_clear_dir(dir);
     char err[512] = "", prefix[4200];
     assert_int_equal(trace_chakra_write(dir, "t", w, err, sizeof err), TRACE_OK);
     snprintf(prefix, sizeof prefix, "%s/t", dir);
@@ -322,7 +305,7 @@ static void refused_at(const char *name, int32_t bad, const char *want) {
 
 static void test_marker_lies(void **state) {
     (void)state;
-    rm_files();
+    cs_clear_dir(dir);
     char a[4400], b[4400];
     write_four("good", 1, 0, 0); /* the truth: both groups used, every collective in one */
     stream_equals_whole(strcat(strcpy(a, dir), "/good"), 1);
@@ -369,7 +352,7 @@ static void test_marker_lies(void **state) {
     char err[512] = "";
     trace_chakra_reader_t *x = NULL;
     snprintf(a, sizeof a, "%s/undef", dir);
-    rm_files();
+    cs_clear_dir(dir);
     cs_build_t c;
     cs_sample(&c);
     assert_int_equal(trace_chakra_write(dir, "undef", &c.w, err, sizeof err), TRACE_OK);
@@ -381,7 +364,7 @@ static void test_marker_lies(void **state) {
 
 static void test_order(void **state) {
     (void)state;
-    rm_files();
+    cs_clear_dir(dir);
     cs_build_t b;
     cs_sample(&b);
     char err[512] = "", prefix[4200];

@@ -32,31 +32,14 @@
 
 static char dir[4096];
 
-static void rm_files(void) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[4400];
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        remove(path);
-    }
-    closedir(d);
-}
-
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(dir, sizeof dir, "%s/chakra-threads-XXXXXX", t);
-    return mkdtemp(dir) ? 0 : -1;
+    return cs_temp_dir(dir, sizeof dir, "threads");
 }
 
 static int teardown(void **state) {
     (void)state;
-    rm_files();
+    cs_clear_dir(dir);
     rmdir(dir);
     return 0;
 }
@@ -274,7 +257,7 @@ static int read_all_ways(step_workload_t *w, char *err, size_t err_size) {
 static void test_same_workload(void **state) {
     (void)state;
     assert_true(chakra_default_threads() >= 1 && chakra_default_threads() <= CHAKRA_MAX_THREADS);
-    rm_files();
+    cs_clear_dir(dir);
     cs_build_t b;
     build(&b);
     char err[512] = "";
@@ -297,7 +280,7 @@ static void test_same_workload(void **state) {
 
 static void test_first_error(void **state) {
     (void)state;
-    rm_files();
+    cs_clear_dir(dir);
     cs_build_t b;
     build(&b);
     char err[512] = "", path[4400];
@@ -352,7 +335,7 @@ static void test_first_error(void **state) {
  * workload, or the same workload. */
 static void test_alloc_fail(void **state) {
     (void)state;
-    rm_files();
+    cs_clear_dir(dir);
     cs_build_t b;
     build(&b);
     char err[512] = "", prefix[4200];
