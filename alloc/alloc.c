@@ -47,6 +47,25 @@ char *alloc_strdup(const char *s) {
     return p;
 }
 
+int alloc_grow(void **p, int64_t *cap, int64_t need, size_t elem) {
+    if (need <= *cap)
+        return 0;
+    int64_t c = *cap > 0 ? *cap : 64;
+    while (c < need) {
+        if (c > INT64_MAX / 2)
+            return -1;
+        c *= 2;
+    }
+    if (elem > 0 && (uint64_t)c > SIZE_MAX / elem)
+        return -1;
+    void *q = alloc_realloc(*p, (size_t)c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 void alloc_fail_at(uint64_t k) {
     atomic_store(&fail_at, k ? atomic_load(&n_calls) + k : 0);
 }

@@ -50,18 +50,11 @@ int sim_i_fail(sim_engine_t *e, int status, const char *fmt, ...) {
 }
 
 static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int zero) {
-    if (need <= *cap)
-        return SIM_OK;
-    int64_t c = *cap > 0 ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *p = alloc_realloc(*arr, (size_t)c * elem);
-    if (!p)
+    const int64_t old = *cap;
+    if (alloc_grow(arr, cap, need, elem))
         return SIM_ENOMEM;
-    if (zero)
-        memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
-    *arr = p;
-    *cap = c;
+    if (zero && *cap > old)
+        memset((char *)*arr + (size_t)old * elem, 0, (size_t)(*cap - old) * elem);
     return SIM_OK;
 }
 

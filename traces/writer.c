@@ -123,21 +123,6 @@ static void fail(trace_writer_t *w, int status, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Grow *p to hold at least need elements (doubling); new elements are left uninitialised. */
-static int grow(void **p, int64_t *cap, int64_t need, size_t elem) {
-    if (need <= *cap)
-        return 0;
-    int64_t c = *cap > 0 ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = alloc_realloc(*p, (size_t)c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 /* ---- printing ----------------------------------------------------------------------------------- */
 
 /* Make room for n more bytes in the line buffer (geometric growth: allocation only while the longest
@@ -145,7 +130,7 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t elem) {
 static int lb_room(trace_writer_t *w, int64_t n) {
     if (w->line_len + n <= w->line_cap)
         return 0;
-    if (grow((void **)&w->line, &w->line_cap, w->line_len + n, 1)) {
+    if (alloc_grow((void **)&w->line, &w->line_cap, w->line_len + n, 1)) {
         fail(w, TRACE_ENOMEM, "out of memory formatting an event");
         return -1;
     }
@@ -372,7 +357,7 @@ static const char *link_name(trace_writer_t *w, int32_t link) {
         if (!buf[0])
             snprintf(buf, sizeof buf, "link %d", (int)link);
         const int64_t len = (int64_t)strlen(buf) + 1;
-        if (grow((void **)&w->names, &w->names_cap, w->names_len + len, 1)) {
+        if (alloc_grow((void **)&w->names, &w->names_cap, w->names_len + len, 1)) {
             fail(w, TRACE_ENOMEM, "out of memory for link names");
             return "link";
         }
@@ -476,7 +461,7 @@ static void on_counter(void *ctx, sim_time_ps_t t, const sim_counter_t *c) {
     advance(w, t);
     if (c->link >= w->ls_cap) {
         const int64_t old = w->ls_cap;
-        if (grow((void **)&w->ls, &w->ls_cap, (int64_t)c->link + 1, sizeof *w->ls)) {
+        if (alloc_grow((void **)&w->ls, &w->ls_cap, (int64_t)c->link + 1, sizeof *w->ls)) {
             fail(w, TRACE_ENOMEM, "out of memory for link counters");
             return;
         }
@@ -485,7 +470,8 @@ static void on_counter(void *ctx, sim_time_ps_t t, const sim_counter_t *c) {
     }
     link_state_t *st = &w->ls[c->link];
     if (!st->is_pending) {
-        if (grow((void **)&w->pend_links, &w->cap_pend_links, w->n_pend_links + 1, sizeof *w->pend_links)) {
+        if (alloc_grow((void **)&w->pend_links, &w->cap_pend_links, w->n_pend_links + 1,
+                       sizeof *w->pend_links)) {
             fail(w, TRACE_ENOMEM, "out of memory for link counters");
             return;
         }
@@ -508,7 +494,7 @@ int trace_writer_counter(trace_writer_t *w, sim_time_ps_t t_ps, int32_t gpu, con
     while (k < w->n_gc && strcmp(w->gc[k].name, name) != 0)
         k++;
     if (k == w->n_gc) {
-        if (grow((void **)&w->gc, &w->cap_gc, w->n_gc + 1, sizeof *w->gc))
+        if (alloc_grow((void **)&w->gc, &w->cap_gc, w->n_gc + 1, sizeof *w->gc))
             goto oom;
         gpu_counter_t *c = &w->gc[w->n_gc];
         memset(c, 0, sizeof *c);
@@ -534,7 +520,7 @@ int trace_writer_counter(trace_writer_t *w, sim_time_ps_t t_ps, int32_t gpu, con
         w->pend_gc[c->pend[gpu]].value = value;
         return w->status;
     }
-    if (grow((void **)&w->pend_gc, &w->cap_pend_gc, w->n_pend_gc + 1, sizeof *w->pend_gc))
+    if (alloc_grow((void **)&w->pend_gc, &w->cap_pend_gc, w->n_pend_gc + 1, sizeof *w->pend_gc))
         goto oom;
     c->pend[gpu] = (int32_t)w->n_pend_gc;
     w->pend_gc[w->n_pend_gc++] = (pending_gc_t){.gpu = gpu, .counter = (int32_t)k, .value = value};
@@ -566,7 +552,7 @@ static void on_op_start(void *ctx, sim_time_ps_t t, const sim_op_info_t *op) {
         return;
     if (op->op >= w->op_cap) {
         const int64_t old = w->op_cap;
-        if (grow((void **)&w->op_start, &w->op_cap, (int64_t)op->op + 1, sizeof *w->op_start)) {
+        if (alloc_grow((void **)&w->op_start, &w->op_cap, (int64_t)op->op + 1, sizeof *w->op_start)) {
             fail(w, TRACE_ENOMEM, "out of memory for %d operation start times", (int)op->op + 1);
             return;
         }
@@ -683,7 +669,7 @@ static void pair_member(trace_writer_t *w, sim_time_ps_t t, const sim_op_info_t 
         return;
     if (op->coll >= w->pair_cap) {
         const int64_t old = w->pair_cap;
-        if (grow((void **)&w->pairs, &w->pair_cap, (int64_t)op->coll + 1, sizeof *w->pairs)) {
+        if (alloc_grow((void **)&w->pairs, &w->pair_cap, (int64_t)op->coll + 1, sizeof *w->pairs)) {
             fail(w, TRACE_ENOMEM, "out of memory for point-to-point pairs");
             return;
         }

@@ -25,6 +25,10 @@ void *alloc_malloc(size_t size);
 void *alloc_calloc(size_t count, size_t size);
 void *alloc_realloc(void *ptr, size_t size);
 char *alloc_strdup(const char *s);
+/* Grow the array *p of *cap elements of elem bytes to hold at least need, doubling from *cap (64
+ * when 0) through alloc_realloc; the new elements are not initialised. 0 (also when need <= *cap), or
+ * -1 (out of memory, or a size beyond SIZE_MAX / INT64_MAX) leaving *p and *cap as they were. */
+int alloc_grow(void **p, int64_t *cap, int64_t need, size_t elem);
 
 /* Fail the k-th allocation counted from this call (k >= 1), once; 0 disarms. */
 void alloc_fail_at(uint64_t k);

@@ -376,21 +376,6 @@ static int oom(wl_build_t *b) {
     return wl_fail(b, SIM_ENOMEM, "workload: out of memory");
 }
 
-/* Grow *p (elements of size sz, capacity *cap) to hold need, doubling. */
-static int grow(void **p, int64_t *cap, int64_t need, size_t sz) {
-    if (need <= *cap)
-        return SIM_OK;
-    int64_t c = *cap > 0 ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = alloc_realloc(*p, (size_t)c * sz);
-    if (!q)
-        return SIM_ENOMEM;
-    *p = q;
-    *cap = c;
-    return SIM_OK;
-}
-
 static const step_wl_node_t *node(const wl_build_t *b, int64_t i) {
     return &b->w->nodes[b->a + i];
 }
@@ -578,7 +563,7 @@ static int step_name(wl_build_t *b, int32_t t, int32_t *out) {
             return *out = b->name_slot[k], SIM_OK;
         }
     int64_t cap = b->cap_names;
-    if (grow((void **)&s->wl_names, &cap, (int64_t)b->n_names + 1, WL_NAME))
+    if (alloc_grow((void **)&s->wl_names, &cap, (int64_t)b->n_names + 1, WL_NAME))
         return SIM_ENOMEM;
     b->cap_names = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
     if (b->n_names < WL_MAX_NAMES) {
@@ -612,7 +597,7 @@ static const char *engine_name(const wl_build_t *b, int32_t gi, step_wl_kind_t k
 /* An operation's name index for step_op. */
 static int op_name(wl_build_t *b, int32_t op, int32_t gi) {
     step_t *s = b->s;
-    if (grow((void **)&s->wl_op_name, &b->cap_op_name, (int64_t)op - s->op0 + 1, sizeof *s->wl_op_name))
+    if (alloc_grow((void **)&s->wl_op_name, &b->cap_op_name, (int64_t)op - s->op0 + 1, sizeof *s->wl_op_name))
         return oom(b);
     s->wl_op_name[op - s->op0] = gi;
     return SIM_OK;
@@ -641,7 +626,7 @@ static int rank_scratch(wl_build_t *b, int64_t n, int64_t n_deps) {
             return oom(b);
         b->cap_rank = c;
     }
-    if (grow((void **)&b->dep_ix, &b->cap_dep, n_deps > 0 ? n_deps : 1, sizeof *b->dep_ix))
+    if (alloc_grow((void **)&b->dep_ix, &b->cap_dep, n_deps > 0 ? n_deps : 1, sizeof *b->dep_ix))
         return oom(b);
     return SIM_OK;
 }
@@ -945,7 +930,8 @@ static int32_t link_new(wl_build_t *b, int32_t to, int32_t next) {
         b->free_link = b->link[k].next;
     } else {
         int64_t cap = b->cap_link;
-        if (b->n_link == INT32_MAX || grow((void **)&b->link, &cap, (int64_t)b->n_link + 1, sizeof *b->link))
+        if (b->n_link == INT32_MAX ||
+            alloc_grow((void **)&b->link, &cap, (int64_t)b->n_link + 1, sizeof *b->link))
             return -1;
         b->cap_link = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
         k = b->n_link++;
@@ -1053,7 +1039,7 @@ static int pend_add(wl_build_t *b, int64_t i) {
     } else {
         int64_t cap = b->cap_pend;
         if (b->n_pend >= INT32_MAX - 2 ||
-            grow((void **)&b->pend, &cap, (int64_t)b->n_pend + 1, sizeof *b->pend))
+            alloc_grow((void **)&b->pend, &cap, (int64_t)b->n_pend + 1, sizeof *b->pend))
             return oom(b);
         b->cap_pend = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
         k = b->n_pend++;
@@ -1169,7 +1155,7 @@ static int coll_node(wl_build_t *b, int64_t i) {
     const int32_t j = b->mpos[find_member(b, b->r, g)];
     step_t *s = b->s;
     if (k == b->n_inst[g]) { /* the first member to reach it (the lowest rank, unless counts differ) */
-        if (grow((void **)&b->inst[g], &b->cap_inst[g], k + 1, sizeof *b->inst[g]))
+        if (alloc_grow((void **)&b->inst[g], &b->cap_inst[g], k + 1, sizeof *b->inst[g]))
             return oom(b);
         for (int32_t m = 0; m < sz; m++)
             b->gbuf[m] = group_rank(b, g, m);

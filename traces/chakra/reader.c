@@ -118,22 +118,9 @@ static int oom(where_t *at) {
     return TRACE_ENOMEM;
 }
 
-/* Grow *p (elements of size sz) to hold at least need; 0 or TRACE_ENOMEM. */
+/* alloc_grow with the codec's status: TRACE_OK or TRACE_ENOMEM. */
 static int grow(void **p, int64_t *cap, int64_t need, size_t sz) {
-    if (need <= *cap)
-        return TRACE_OK;
-    int64_t c = *cap ? *cap : 64;
-    while (c < need) {
-        if (c > INT64_MAX / 2 || (uint64_t)c * 2 > SIZE_MAX / sz)
-            return TRACE_ENOMEM;
-        c *= 2;
-    }
-    void *q = alloc_realloc(*p, (size_t)c * sz);
-    if (!q)
-        return TRACE_ENOMEM;
-    *p = q;
-    *cap = c;
-    return TRACE_OK;
+    return alloc_grow(p, cap, need, sz) ? TRACE_ENOMEM : TRACE_OK;
 }
 
 /* ---- string tables --------------------------------------------------------------------------- */
