@@ -923,7 +923,7 @@ void step_free(step_t *s) {
     free(s->act_gb);
     free(s->peak_act_gb);
     free(s->slow);
-    free(s->wl_names);
+    step_workload_free(&s->wl_names);
     free(s->wl_engine_names);
     free(s->wl_op_name);
     free(s);
@@ -1237,7 +1237,7 @@ int step_op(const step_t *s, sim_op_id_t op, step_op_t *out) {
     out->tp_comm_s = m->tp_comm_s;
     out->activations_gb = m->act_gb;
     if (s->wl_op_name && s->wl_op_name[op - s->op0] >= 0)
-        out->name = s->wl_names + (size_t)s->wl_op_name[op - s->op0] * 64;
+        out->name = step_workload_name(&s->wl_names, s->wl_op_name[op - s->op0] + 1);
     return SIM_OK;
 }
 

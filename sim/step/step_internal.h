@@ -211,9 +211,9 @@ struct sim_step {
     sim_op_id_t op0, op_end;
     /* a workload's step (step_new_workload): 1, and the node names the engine borrows */
     int workload;
-    char *wl_names;        /* distinct names, 64 bytes each */
+    step_workload_t wl_names; /* only its name table: the distinct node names (step_workload_name_add) */
     char *wl_engine_names; /* the first WL_MAX_NAMES of them, where the engine borrows them (never moved) */
-    int32_t *wl_op_name;   /* per operation (from op0): index into wl_names, -1: none */
+    int32_t *wl_op_name;   /* per operation (from op0): name index in wl_names less one, -1: none */
 };
 
 /* perturb.c: check and copy the configuration's perturbations (step_new); a compute operation's

@@ -336,11 +336,9 @@ typedef struct wl_build {
     wl_chan_t *chan;
     int64_t chan_cap, n_chan;
     int32_t *made; /* [n_ranks * WL_STREAMS]: messages made on each stream */
-    /* names: the step's table (s->wl_names), hashed */
-    int32_t *name_slot;
-    int64_t name_slots;
-    int32_t n_names, cap_names;
-    int32_t *lname; /* [the rank workload's n_names]: the step's index + 1, 0 not yet known */
+    /* names: the step's table is s->wl_names */
+    int32_t n_engine_names; /* copied to s->wl_engine_names */
+    int32_t *lname;         /* [the rank workload's n_names]: the step's index + 1, 0 not yet known */
     int64_t cap_lname;
     int64_t cap_op_name;
     /* one rank's scratch, sized to the largest rank so far */
@@ -520,61 +518,32 @@ static int groups(wl_build_t *b) {
 
 /* ---- names ---- */
 
-/* The step's index of the rank workload's name t (-1 for ""): names are numbered in order of first
- * use over the ranks in rank order and each rank's nodes in file order; the first WL_MAX_NAMES are
- * also copied where the engine borrows them. */
+/* The step's index of the rank workload's name t (-1 for ""): the step's own name table
+ * (s->wl_names, interned by step_workload_name_add, numbered in order of first use over the ranks in
+ * rank order and each rank's nodes in file order) less one; the first WL_MAX_NAMES are also copied
+ * where the engine borrows them (the table's characters move as it grows). */
 static int step_name(wl_build_t *b, int32_t t, int32_t *out) {
     *out = -1;
     if (t <= 0)
         return SIM_OK;
     if (b->lname[t])
         return *out = b->lname[t] - 1, SIM_OK;
-    const char *name = step_workload_name(b->w, t);
-    if (!name[0])
-        return SIM_OK;
-    char key[WL_NAME];
-    const size_t len = strnlen(name, WL_NAME - 1);
-    memcpy(key, name, len);
-    memset(key + len, 0, WL_NAME - len);
-    const uint64_t h = wl_name_hash(key, len);
     step_t *s = b->s;
-    if (2 * ((int64_t)b->n_names + 1) > b->name_slots) {
-        const int64_t cap = b->name_slots ? 2 * b->name_slots : 1024;
-        int32_t *slot = alloc_malloc((size_t)cap * sizeof *slot);
-        if (!slot)
-            return SIM_ENOMEM;
-        for (int64_t k = 0; k < cap; k++)
-            slot[k] = -1;
-        for (int32_t i = 0; i < b->n_names; i++) {
-            const char *p = s->wl_names + (size_t)i * WL_NAME;
-            int64_t k = (int64_t)(wl_name_hash(p, strlen(p)) & (uint64_t)(cap - 1));
-            while (slot[k] >= 0)
-                k = (k + 1) & (cap - 1);
-            slot[k] = i;
-        }
-        free(b->name_slot);
-        b->name_slot = slot;
-        b->name_slots = cap;
-    }
-    int64_t k = (int64_t)(h & (uint64_t)(b->name_slots - 1));
-    for (; b->name_slot[k] >= 0; k = (k + 1) & (b->name_slots - 1))
-        if (strcmp(s->wl_names + (size_t)b->name_slot[k] * WL_NAME, key) == 0) {
-            b->lname[t] = b->name_slot[k] + 1;
-            return *out = b->name_slot[k], SIM_OK;
-        }
-    int64_t cap = b->cap_names;
-    if (alloc_grow((void **)&s->wl_names, &cap, (int64_t)b->n_names + 1, WL_NAME))
+    int32_t ix = 0;
+    if (step_workload_name_add(&s->wl_names, step_workload_name(b->w, t), &ix))
         return SIM_ENOMEM;
-    b->cap_names = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
-    if (b->n_names < WL_MAX_NAMES) {
+    if (ix == 0) /* "" */
+        return SIM_OK;
+    const int32_t gi = ix - 1;
+    if (gi == b->n_engine_names && gi < WL_MAX_NAMES) { /* new, and among the engine's */
         if (!s->wl_engine_names && !(s->wl_engine_names = alloc_malloc((size_t)WL_MAX_NAMES * WL_NAME)))
             return SIM_ENOMEM;
-        memcpy(s->wl_engine_names + (size_t)b->n_names * WL_NAME, key, WL_NAME);
+        snprintf(s->wl_engine_names + (size_t)gi * WL_NAME, WL_NAME, "%s",
+                 step_workload_name(&s->wl_names, ix));
+        b->n_engine_names++;
     }
-    memcpy(s->wl_names + (size_t)b->n_names * WL_NAME, key, WL_NAME);
-    b->name_slot[k] = b->n_names;
-    b->lname[t] = b->n_names + 1;
-    *out = b->n_names++;
+    b->lname[t] = ix;
+    *out = gi;
     return SIM_OK;
 }
 
@@ -962,33 +931,29 @@ static void link_free(wl_build_t *b, int32_t l) {
         pend_free(b, -to - 2);
 }
 
+/* x as it stands: an operation, a pending end's operation once it is made, else the pending end. */
+static int32_t resolved(const wl_build_t *b, int32_t x) {
+    return x < -1 && b->pend[-x - 2].op >= 0 ? b->pend[-x - 2].op : x;
+}
+
+/* A link to `to` put at the head of the list *head (a pending end's preds or succs). */
+static int keep(wl_build_t *b, int32_t *head, int32_t to) {
+    const int32_t k = link_new(b, to, *head); /* (grows the links, never the pending ends) */
+    if (k < 0)
+        return SIM_ENOMEM;
+    *head = k;
+    return SIM_OK;
+}
+
 /* op (an operation or a pending end) runs after `after` (the same): stored in the engine when both
  * are operations, else kept with the pending one until it is made. */
 static int depend(wl_build_t *b, int32_t op, int32_t after) {
-    if (after < -1) {
-        wl_pend_t *p = &b->pend[-after - 2];
-        if (p->op >= 0) {
-            after = p->op;
-        } else {
-            const int32_t k = link_new(b, op, b->pend[-after - 2].succs);
-            if (k < 0)
-                return SIM_ENOMEM;
-            b->pend[-after - 2].succs = k;
-            return SIM_OK;
-        }
-    }
-    if (op < -1) {
-        wl_pend_t *p = &b->pend[-op - 2];
-        if (p->op >= 0) {
-            op = p->op;
-        } else {
-            const int32_t k = link_new(b, after, b->pend[-op - 2].preds);
-            if (k < 0)
-                return SIM_ENOMEM;
-            b->pend[-op - 2].preds = k;
-            return SIM_OK;
-        }
-    }
+    op = resolved(b, op);
+    after = resolved(b, after);
+    if (after < -1)
+        return keep(b, &b->pend[-after - 2].succs, op);
+    if (op < -1)
+        return keep(b, &b->pend[-op - 2].preds, after);
     return sim_op_depend(b->s->e, op, after);
 }
 
@@ -1285,10 +1250,10 @@ static int finish(wl_build_t *b) {
 static void wl_build_free(wl_build_t *b) {
     for (int32_t g = 0; b->inst && g < b->ng; g++)
         free(b->inst[g]);
-    void *p[] = {b->gkind,     b->ggroup,   b->member,  b->mpos,   b->seq_count, b->color, b->inst,
-                 b->n_inst,    b->cap_inst, b->cnt,     b->pend,   b->link,      b->chan,  b->made,
-                 b->name_slot, b->lname,    b->id_slot, b->dep_ix, b->dep0,      b->order, b->stream,
-                 b->seq,       b->gname,    b->lop,     b->gbuf,   b->obuf};
+    void *p[] = {b->gkind,  b->ggroup,   b->member, b->mpos, b->seq_count, b->color,  b->inst,
+                 b->n_inst, b->cap_inst, b->cnt,    b->pend, b->link,      b->chan,   b->made,
+                 b->lname,  b->id_slot,  b->dep_ix, b->dep0, b->order,     b->stream, b->seq,
+                 b->gname,  b->lop,      b->gbuf,   b->obuf};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -1446,6 +1411,7 @@ int step_new_workload_source(const step_wl_source_t *src, const step_config_t *c
     }
     if (!rc)
         rc = finish(&b);
+    step_workload_names_done(&s->wl_names); /* the names stay, their hash index goes */
     if (!rc)
         s->op_end = sim_op_count(s->e);
     wl_build_free(&b);
