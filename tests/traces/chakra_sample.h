@@ -22,6 +22,23 @@ static inline int cs_temp_dir(char *out, size_t size, const char *tag) {
     return n > 0 && (size_t)n < size && mkdtemp(out) ? 0 : -1;
 }
 
+/* The bytes of the file at path (malloc'ed, one spare byte; *len their count), NULL if unreadable. */
+static inline uint8_t *cs_load(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *b = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n + 1)) != NULL &&
+        fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *len = b ? (size_t)n : 0;
+    return b;
+}
+
 /* Remove every file of dir (the directory stays). */
 static inline void cs_clear_dir(const char *dir) {
     DIR *d = opendir(dir);

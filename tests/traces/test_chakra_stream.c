@@ -41,15 +41,8 @@ static int teardown(void **state) {
 }
 
 static uint8_t *load(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(*len + 1);
+    uint8_t *b = cs_load(path, len);
     assert_non_null(b);
-    assert_int_equal(fread(b, 1, *len, f), *len);
-    fclose(f);
     return b;
 }
 

@@ -148,15 +148,8 @@ static void path_of(int32_t r, char *out, size_t size) {
 static uint8_t *load(int32_t r, size_t *len) {
     char path[4400];
     path_of(r, path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(*len + 1);
+    uint8_t *b = cs_load(path, len);
     assert_non_null(b);
-    assert_int_equal(fread(b, 1, *len, f), *len);
-    fclose(f);
     return b;
 }
 
