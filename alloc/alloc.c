@@ -1,9 +1,13 @@
 /* alloc.c - the allocation wrappers and the failure-injection hook (contract in alloc.h). */
+#define _DEFAULT_SOURCE /* madvise */
 #include "alloc.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static atomic_uint_fast64_t n_calls;  /* allocations asked for */
 static atomic_uint_fast64_t n_failed; /* allocations that returned NULL */
@@ -25,16 +29,32 @@ static void *counted(void *p) {
     return p;
 }
 
+/* A block of ALLOC_HUGE_MIN_BYTES or more: transparent huge pages asked for over the 2 MiB-aligned
+ * part of it (advice; the system may ignore it). */
+static void *huge(void *p, size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t page = (uintptr_t)2 << 20;
+    if (p && size >= ALLOC_HUGE_MIN_BYTES) {
+        const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + size) & ~(page - 1);
+        if (e > a)
+            (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+    }
+#else
+    (void)size;
+#endif
+    return p;
+}
+
 void *alloc_malloc(size_t size) {
-    return injected() ? NULL : counted(malloc(size));
+    return injected() ? NULL : counted(huge(malloc(size), size));
 }
 
 void *alloc_calloc(size_t count, size_t size) {
-    return injected() ? NULL : counted(calloc(count, size));
+    return injected() ? NULL : counted(huge(calloc(count, size), count * size));
 }
 
 void *alloc_realloc(void *ptr, size_t size) {
-    return injected() ? NULL : counted(realloc(ptr, size));
+    return injected() ? NULL : counted(huge(realloc(ptr, size), size));
 }
 
 char *alloc_strdup(const char *s) {

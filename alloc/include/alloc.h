@@ -11,6 +11,11 @@
  *   alloc_count() is the number of calls so far, alloc_failures() the number that returned NULL
  *   (injected or real). A caller that gets NULL from a library which hides the cause (a parser that
  *   reports "syntax error" for both) compares alloc_failures() before and after to tell them apart.
+ * - Large blocks (ALLOC_HUGE_MIN_BYTES or more) are advised to Linux as transparent huge pages
+ *   (madvise MADV_HUGEPAGE over their 2 MiB-aligned part): the engine's and the step's arrays of
+ *   operations are visited out of address order by a run, and with 4 KiB pages most of those visits
+ *   miss the TLB, and filling them costs a page fault per 4 KiB (docs/performance.md, "Huge pages").
+ *   Advice only: with THP set to "never", on other systems or on failure nothing changes.
  * - This counter is the one piece of process-wide mutable state in the project: a test hook, never
  *   armed unless a test calls alloc_fail_at (tests/stepsim/test_alloc_fail.c fails every allocation
  *   of every command in turn). Its counters are atomic, so threads may allocate concurrently.
@@ -20,6 +25,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define ALLOC_HUGE_MIN_BYTES ((size_t)32 << 20)
 
 void *alloc_malloc(size_t size);
 void *alloc_calloc(size_t count, size_t size);
