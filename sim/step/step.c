@@ -1003,9 +1003,12 @@ int step_run(step_t *s) {
         return step_fail(s, SIM_ESTATE, "step: already run");
     if (!s->own_engine)
         return step_fail(s, SIM_ESTATE, "step: on a shared engine, run by its fabric");
+    int acts = 0; /* an operation that allocates or frees activations (none in a workload) */
+    for (int32_t k = 0; k < s->n_info && !acts; k++)
+        acts = s->info[k].act_gb != 0.0;
     const sim_observer_t obs = {.ctx = s,
                                 .op_start = s->user_obs.op_start ? obs_op_start : NULL,
-                                .op_end = obs_op_end,
+                                .op_end = acts || s->user_obs.op_end ? obs_op_end : NULL,
                                 .flow_start = s->user_obs.flow_start ? obs_flow_start : NULL,
                                 .flow_end = s->user_obs.flow_end ? obs_flow_end : NULL,
                                 .counter = s->user_obs.counter ? obs_counter : NULL};
