@@ -307,6 +307,18 @@ typedef struct wl_chan {
     int32_t used;       /* 0: an empty slot of the table */
 } wl_chan_t;
 
+/* A rank's name table as an earlier rank had it (the ranks of a pipeline stage name their nodes
+ * alike): the step's index + 1 of each name (0: not known), checked name by name before use, so a
+ * table that only looks alike costs time, never a wrong name. */
+typedef struct wl_names_seen {
+    uint64_t sig; /* wl_names_sig */
+    int32_t n_names;
+    int32_t *lname; /* [n_names] */
+} wl_names_seen_t;
+
+#define WL_NAMES_SEEN_MAX 512                 /* tables kept */
+#define WL_NAMES_SEEN_INTS ((int64_t)1 << 24) /* their entries together (64 MiB) */
+
 /* Everything the import holds beside the step: the groups, the collectives' instances, the messages
  * waiting for their peers, the names, and one rank's scratch arrays. */
 typedef struct wl_build {
@@ -338,8 +350,13 @@ typedef struct wl_build {
     int32_t *made; /* [n_ranks * WL_STREAMS]: messages made on each stream */
     /* names: the step's table is s->wl_names */
     int32_t n_engine_names; /* copied to s->wl_engine_names */
-    int32_t *lname;         /* [the rank workload's n_names]: the step's index + 1, 0 not yet known */
-    int64_t cap_lname;
+    wl_names_seen_t *seen;  /* [n_seen]: name tables of earlier ranks */
+    int32_t n_seen;
+    int64_t seen_ints;      /* their lname entries together */
+    wl_names_seen_t spare;  /* the current rank's when none fits and no more may be kept */
+    wl_names_seen_t *names; /* the current rank's: one of seen, or &spare */
+    int32_t *stamp;         /* [n_stamp]: rank + 1 once the rank's name was checked this rank */
+    int64_t n_stamp, cap_stamp;
     int64_t cap_op_name;
     /* one rank's scratch, sized to the largest rank so far */
     int64_t cap_rank, cap_dep;
@@ -521,17 +538,28 @@ static int groups(wl_build_t *b) {
 /* The step's index of the rank workload's name t (-1 for ""): the step's own name table
  * (s->wl_names, interned by step_workload_name_add, numbered in order of first use over the ranks in
  * rank order and each rank's nodes in file order) less one; the first WL_MAX_NAMES are also copied
- * where the engine borrows them (the table's characters move as it grows). */
+ * where the engine borrows them (the table's characters move as it grows). The index an earlier
+ * rank's alike table gave the name (b->names) is taken when the names are equal. */
 static int step_name(wl_build_t *b, int32_t t, int32_t *out) {
     *out = -1;
     if (t <= 0)
         return SIM_OK;
-    if (b->lname[t])
-        return *out = b->lname[t] - 1, SIM_OK;
+    int32_t *lname = &b->names->lname[t];
     step_t *s = b->s;
+    if (b->stamp[t] == b->r + 1)
+        return *out = *lname - 1, SIM_OK;
+    b->stamp[t] = b->r + 1;
+    const char *name = step_workload_name(b->w, t);
+    if (*lname > 0) {
+        const char *known = step_workload_name(&s->wl_names, *lname);
+        const size_t n = strnlen(name, 63); /* (as step_workload_name_add keeps it) */
+        if (strncmp(name, known, n) == 0 && known[n] == '\0')
+            return *out = *lname - 1, SIM_OK;
+    }
     int32_t ix = 0;
-    if (step_workload_name_add(&s->wl_names, step_workload_name(b->w, t), &ix))
+    if (step_workload_name_add(&s->wl_names, name, &ix))
         return SIM_ENOMEM;
+    *lname = ix;
     if (ix == 0) /* "" */
         return SIM_OK;
     const int32_t gi = ix - 1;
@@ -542,8 +570,58 @@ static int step_name(wl_build_t *b, int32_t t, int32_t *out) {
                  step_workload_name(&s->wl_names, ix));
         b->n_engine_names++;
     }
-    b->lname[t] = ix;
     *out = gi;
+    return SIM_OK;
+}
+
+/* A name table's signature: its size and three of its names. */
+static uint64_t wl_names_sig(const step_workload_t *w) {
+    uint64_t h = (uint64_t)w->n_names * 0x9e3779b97f4a7c15ULL;
+    const int32_t pick[3] = {1, w->n_names / 2, w->n_names - 1};
+    for (int k = 0; k < 3; k++)
+        if (pick[k] > 0) {
+            const char *p = step_workload_name(w, pick[k]);
+            h = (h ^ wl_name_hash(p, strnlen(p, 63))) * 0xbf58476d1ce4e5b9ULL;
+        }
+    return h ^ (h >> 31);
+}
+
+/* The current rank's names: an earlier rank's table with the same signature, else a new one kept
+ * (within WL_NAMES_SEEN_MAX and WL_NAMES_SEEN_INTS), else the spare one, cleared. */
+static int rank_names(wl_build_t *b) {
+    const int32_t nn = b->w->n_names > 0 ? b->w->n_names : 0;
+    if (nn > b->n_stamp) {
+        if (alloc_grow((void **)&b->stamp, &b->cap_stamp, nn, sizeof *b->stamp))
+            return oom(b);
+        memset(b->stamp + b->n_stamp, 0, (size_t)(nn - b->n_stamp) * sizeof *b->stamp);
+        b->n_stamp = nn;
+    }
+    const uint64_t sig = wl_names_sig(b->w);
+    for (int32_t k = 0; k < b->n_seen; k++)
+        if (b->seen[k].sig == sig && b->seen[k].n_names == nn) {
+            b->names = &b->seen[k];
+            return SIM_OK;
+        }
+    wl_names_seen_t *e = &b->spare;
+    if (b->n_seen < WL_NAMES_SEEN_MAX && b->seen_ints + nn <= WL_NAMES_SEEN_INTS) {
+        if (!b->seen && !(b->seen = alloc_malloc(WL_NAMES_SEEN_MAX * sizeof *b->seen)))
+            return oom(b);
+        e = &b->seen[b->n_seen];
+        *e = (wl_names_seen_t){.lname = NULL};
+    }
+    int32_t *l =
+        e->n_names >= nn && e->lname ? e->lname : alloc_realloc(e->lname, (size_t)(nn ? nn : 1) * sizeof *l);
+    if (!l)
+        return oom(b);
+    memset(l, 0, (size_t)nn * sizeof *l);
+    e->lname = l;
+    e->n_names = nn;
+    e->sig = sig;
+    if (e != &b->spare) {
+        b->n_seen++;
+        b->seen_ints += nn;
+    }
+    b->names = e;
     return SIM_OK;
 }
 
@@ -1167,14 +1245,8 @@ static int build_rank(wl_build_t *b) {
     int rc = SIM_OK;
     for (int32_t g = 0; g < b->ng; g++)
         b->cnt[g] = 0;
-    if (b->w->n_names > b->cap_lname) {
-        free(b->lname);
-        b->cap_lname = b->w->n_names;
-        if (!(b->lname = alloc_calloc((size_t)b->cap_lname, sizeof *b->lname)))
-            return oom(b);
-    } else if (b->w->n_names > 0) {
-        memset(b->lname, 0, (size_t)b->w->n_names * sizeof *b->lname);
-    }
+    if ((rc = rank_names(b)))
+        return rc;
     for (int64_t i = 0; i < b->n; i++) /* names in file order */
         if ((rc = step_name(b, node(b, i)->name, &b->gname[i])))
             return oom(b);
@@ -1216,6 +1288,27 @@ static int build_rank(wl_build_t *b) {
     return SIM_OK;
 }
 
+/* After the first rank: room for about as many operations on every rank, within the memory budget,
+ * reserved at once so that the arrays of operations never move and their huge pages stay whole
+ * (alloc.h); a reservation is address space, touched only as the operations come. Advice: a
+ * workload larger than its estimate grows as before, and a reservation refused is no error. */
+static void reserve(wl_build_t *b, double budget_gb) {
+    step_t *s = b->s;
+    const double per_op_gb = step_memory_estimate_gb(1) - step_memory_estimate_gb(0);
+    double est = 1.125 * (double)sim_op_count(s->e) * (double)b->n_ranks;
+    if (per_op_gb > 0.0 && est > budget_gb / per_op_gb)
+        est = budget_gb / per_op_gb;
+    if (est > INT32_MAX)
+        est = INT32_MAX;
+    const int64_t n = (int64_t)est;
+    if (n <= sim_op_count(s->e) || sim_engine_reserve(s->e, n, n) != SIM_OK ||
+        step_meta_reserve(s, (int32_t)n) != SIM_OK) {
+        s->err[0] = '\0'; /* (refused: not an error) */
+        return;
+    }
+    (void)alloc_grow((void **)&s->wl_op_name, &b->cap_op_name, n - s->op0, sizeof *s->wl_op_name);
+}
+
 /* After the last rank: every message matched, every member at every collective of its groups. */
 static int finish(wl_build_t *b) {
     for (int32_t k = 0; k < b->n_pend && b->live_pend > 0; k++) {
@@ -1248,11 +1341,15 @@ static int finish(wl_build_t *b) {
 }
 
 static void wl_build_free(wl_build_t *b) {
+    for (int32_t k = 0; k < b->n_seen; k++)
+        free(b->seen[k].lname);
+    free(b->seen);
+    free(b->spare.lname);
     for (int32_t g = 0; b->inst && g < b->ng; g++)
         free(b->inst[g]);
     void *p[] = {b->gkind,  b->ggroup,   b->member, b->mpos, b->seq_count, b->color,  b->inst,
                  b->n_inst, b->cap_inst, b->cnt,    b->pend, b->link,      b->chan,   b->made,
-                 b->lname,  b->id_slot,  b->dep_ix, b->dep0, b->order,     b->stream, b->seq,
+                 b->stamp,  b->id_slot,  b->dep_ix, b->dep0, b->order,     b->stream, b->seq,
                  b->gname,  b->lop,      b->gbuf,   b->obuf};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
@@ -1400,6 +1497,8 @@ int step_new_workload_source(const step_wl_source_t *src, const step_config_t *c
             (rc = build_rank(&b)))
             break;
         b.nodes += b.n;
+        if (r == 0 && nr > 1)
+            reserve(&b, budget_gb);
         /* the memory budget, as step_new's (the step's bytes per operation), as the operations grow */
         const double need_gb = step_memory_estimate_gb(sim_op_count(s->e));
         if (need_gb > budget_gb)

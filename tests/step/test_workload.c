@@ -728,6 +728,72 @@ static void test_export_refused(void **state) {
     sim_star_destroy(&star);
 }
 
+/* Ranks whose name tables look alike (same size, same names where the import samples them) but
+ * differ elsewhere, or are equal but use other names: every operation still has its own node's name
+ * (the import reuses an earlier rank's names only once each is found equal). */
+typedef struct alike_src {
+    wb_t rank[3];
+    step_workload_t shape;
+} alike_src_t;
+
+static int alike_rank(void *ctx, int32_t r, const step_workload_t **out, char *err, size_t err_size) {
+    (void)err;
+    (void)err_size;
+    *out = &((alike_src_t *)ctx)->rank[r].w;
+    return SIM_OK;
+}
+
+static void test_alike_names(void **state) {
+    (void)state;
+    static const char *second[3] = {"beta", "BETA", "beta"};
+    static const int32_t uses[3][3] = {{2, 1, 5}, {2, 1, 5}, {2, 3, 5}}; /* each node's name */
+    static const char *want[3][3] = {
+        {"beta", "alpha", "omega"}, {"BETA", "alpha", "omega"}, {"beta", "gamma", "omega"}};
+    alike_src_t a;
+    memset(&a, 0, sizeof a);
+    for (int32_t r = 0; r < 3; r++) {
+        wb_t *b = &a.rank[r];
+        wb_init(b, 3);
+        const char *table[5] = {"alpha", second[r], "gamma", "delta", "omega"};
+        for (int k = 0; k < 5; k++) {
+            int32_t ix = -1;
+            assert_int_equal(step_workload_name_add(&b->w, table[k], &ix), SIM_OK);
+            assert_int_equal(ix, k + 1);
+        }
+        wb_rank(b, r);
+        for (int32_t k = 0; k < 3; k++) {
+            const uint64_t dep = (uint64_t)k;
+            step_wl_node_t *n = wb_node(b, (uint64_t)k + 1, STEP_WL_COMPUTE, k > 0, &dep);
+            n->duration_s = 1e-3;
+            n->name = uses[r][k];
+        }
+        assert_int_equal(b->w.n_names, 9); /* and "node 1".."node 3" after them */
+    }
+    uint8_t used[1] = {0};
+    a.shape.n_ranks = 3;
+    const step_wl_source_t src = {.shape = &a.shape, .group_used = used, .rank = alike_rank, .ctx = &a};
+    sim_star_t star;
+    sim_network_desc_t net;
+    star_of(&star, &net, 3, 1);
+    step_config_t cfg;
+    step_config_default(&cfg);
+    step_t *s = NULL;
+    char err[300];
+    if (step_new_workload_source(&src, &cfg, &net, NULL, STEP_WL_COMPUTE_TRACE, &s, err, sizeof err) !=
+        SIM_OK)
+        fail_msg("%s", err);
+    assert_int_equal(sim_op_count(step_engine(s)), 9);
+    for (sim_op_id_t op = 0; op < 9; op++) { /* built rank by rank, each rank's nodes in order */
+        char label[64];
+        assert_string_equal(step_op_label(s, op, label, sizeof label), want[op / 3][op % 3]);
+    }
+    assert_true(fabs(run_time(s) - 3e-3) < 1e-12);
+    step_free(s);
+    for (int32_t r = 0; r < 3; r++)
+        step_workload_free(&a.rank[r].w);
+    sim_star_destroy(&star);
+}
+
 /* ---- the name table ------------------------------------------------------------------------------- */
 
 /* Names are interned: one index per distinct name (truncated to 63 bytes), "" and NULL are 0, the
@@ -784,7 +850,7 @@ int main(void) {
         cmocka_unit_test(test_compute_model),  cmocka_unit_test(test_errors),
         cmocka_unit_test(test_channels),       cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_export_refused), cmocka_unit_test(test_source),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_alike_names),    cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
