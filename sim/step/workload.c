@@ -1295,7 +1295,7 @@ static int build_rank(wl_build_t *b) {
 static void reserve(wl_build_t *b, double budget_gb) {
     step_t *s = b->s;
     const double per_op_gb = step_memory_estimate_gb(1) - step_memory_estimate_gb(0);
-    double est = 1.125 * (double)sim_op_count(s->e) * (double)b->n_ranks;
+    double est = 1.125 * (double)b->nodes * (double)b->n_ranks; /* (an operation a node) */
     if (per_op_gb > 0.0 && est > budget_gb / per_op_gb)
         est = budget_gb / per_op_gb;
     if (est > INT32_MAX)
