@@ -33,11 +33,13 @@ static void *counted(void *p) {
  * part of it (advice; the system may ignore it). */
 static void *huge(void *p, size_t size) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t page = (uintptr_t)2 << 20;
+    const uintptr_t huge_page_bytes = (uintptr_t)2 << 20;
     if (p && size >= ALLOC_HUGE_MIN_BYTES) {
-        const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + size) & ~(page - 1);
-        if (e > a)
-            (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+        const uintptr_t mask = ~(huge_page_bytes - 1);
+        const uintptr_t first = ((uintptr_t)p + huge_page_bytes - 1) & mask,
+                        end = ((uintptr_t)p + size) & mask;
+        if (end > first)
+            (void)madvise((void *)first, end - first, MADV_HUGEPAGE);
     }
 #else
     (void)size;

@@ -316,8 +316,7 @@ typedef struct wl_names_seen {
     int32_t *lname; /* [n_names] */
 } wl_names_seen_t;
 
-#define WL_NAMES_SEEN_MAX 512                 /* tables kept */
-#define WL_NAMES_SEEN_INTS ((int64_t)1 << 24) /* their entries together (64 MiB) */
+#define WL_NAMES_SEEN_INTS ((int64_t)1 << 24) /* the kept tables' entries together (64 MiB) */
 
 /* Everything the import holds beside the step: the groups, the collectives' instances, the messages
  * waiting for their peers, the names, and one rank's scratch arrays. */
@@ -351,10 +350,9 @@ typedef struct wl_build {
     /* names: the step's table is s->wl_names */
     int32_t n_engine_names; /* copied to s->wl_engine_names */
     wl_names_seen_t *seen;  /* [n_seen]: name tables of earlier ranks */
-    int32_t n_seen;
+    int64_t n_seen, cap_seen;
     int64_t seen_ints;      /* their lname entries together */
-    wl_names_seen_t spare;  /* the current rank's when none fits and no more may be kept */
-    wl_names_seen_t *names; /* the current rank's: one of seen, or &spare */
+    wl_names_seen_t *names; /* the current rank's, one of seen */
     int32_t *stamp;         /* [n_stamp]: rank + 1 once the rank's name was checked this rank */
     int64_t n_stamp, cap_stamp;
     int64_t cap_op_name;
@@ -586,8 +584,8 @@ static uint64_t wl_names_sig(const step_workload_t *w) {
     return h ^ (h >> 31);
 }
 
-/* The current rank's names: an earlier rank's table with the same signature, else a new one kept
- * (within WL_NAMES_SEEN_MAX and WL_NAMES_SEEN_INTS), else the spare one, cleared. */
+/* The current rank's names: an earlier rank's table with the same signature, else a new one kept,
+ * else (the kept ones at WL_NAMES_SEEN_INTS) the last one kept, cleared and taken over. */
 static int rank_names(wl_build_t *b) {
     const int32_t nn = b->w->n_names > 0 ? b->w->n_names : 0;
     if (nn > b->n_stamp) {
@@ -597,30 +595,24 @@ static int rank_names(wl_build_t *b) {
         b->n_stamp = nn;
     }
     const uint64_t sig = wl_names_sig(b->w);
-    for (int32_t k = 0; k < b->n_seen; k++)
+    for (int64_t k = 0; k < b->n_seen; k++)
         if (b->seen[k].sig == sig && b->seen[k].n_names == nn) {
             b->names = &b->seen[k];
             return SIM_OK;
         }
-    wl_names_seen_t *e = &b->spare;
-    if (b->n_seen < WL_NAMES_SEEN_MAX && b->seen_ints + nn <= WL_NAMES_SEEN_INTS) {
-        if (!b->seen && !(b->seen = alloc_malloc(WL_NAMES_SEEN_MAX * sizeof *b->seen)))
+    const int fresh = b->n_seen == 0 || b->seen_ints + nn <= WL_NAMES_SEEN_INTS;
+    if (fresh) {
+        if (alloc_grow((void **)&b->seen, &b->cap_seen, b->n_seen + 1, sizeof *b->seen))
             return oom(b);
-        e = &b->seen[b->n_seen];
-        *e = (wl_names_seen_t){.lname = NULL};
+        b->seen[b->n_seen++] = (wl_names_seen_t){.lname = NULL};
     }
-    int32_t *l =
-        e->n_names >= nn && e->lname ? e->lname : alloc_realloc(e->lname, (size_t)(nn ? nn : 1) * sizeof *l);
+    wl_names_seen_t *e = &b->seen[b->n_seen - 1];
+    int32_t *l = alloc_realloc(e->lname, (size_t)(nn ? nn : 1) * sizeof *l);
     if (!l)
         return oom(b);
     memset(l, 0, (size_t)nn * sizeof *l);
-    e->lname = l;
-    e->n_names = nn;
-    e->sig = sig;
-    if (e != &b->spare) {
-        b->n_seen++;
-        b->seen_ints += nn;
-    }
+    b->seen_ints += nn - e->n_names;
+    *e = (wl_names_seen_t){.sig = sig, .n_names = nn, .lname = l};
     b->names = e;
     return SIM_OK;
 }
@@ -1341,10 +1333,9 @@ static int finish(wl_build_t *b) {
 }
 
 static void wl_build_free(wl_build_t *b) {
-    for (int32_t k = 0; k < b->n_seen; k++)
+    for (int64_t k = 0; k < b->n_seen; k++)
         free(b->seen[k].lname);
     free(b->seen);
-    free(b->spare.lname);
     for (int32_t g = 0; b->inst && g < b->ng; g++)
         free(b->inst[g]);
     void *p[] = {b->gkind,  b->ggroup,   b->member, b->mpos, b->seq_count, b->color,  b->inst,

@@ -1,8 +1,8 @@
 /* chakra_sample.h - workloads built by hand for the Chakra codec's tests: cs_sample (every node kind,
  * every collective, groups, sends and receives, data dependencies, a compute node known only by its
  * work) and cs_random (seeded random DAGs of every kind), plus an exact comparison of two
- * workloads and the tests' temporary directories (cs_temp_dir, cs_clear_dir). Header only; include
- * after the C library headers. */
+ * workloads, the tests' temporary directories (cs_temp_dir, cs_clear_dir) and a file's bytes
+ * (cs_load). Header only; include after the C library headers. */
 #ifndef STEPSIM_CHAKRA_SAMPLE_H
 #define STEPSIM_CHAKRA_SAMPLE_H
 
