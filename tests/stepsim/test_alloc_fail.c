@@ -9,7 +9,8 @@
  *     failure the code survives without changing the result),
  * never a signal, never exit 0 with a different output, never another exit code. "wall_time_s"
  * (host seconds) is masked as in stepsim.golden. Allocations inside igraph and the C library are
- * not counted and not failed (alloc.h). The counts per command are printed. */
+ * not counted and not failed (alloc.h). The counts per command are printed. Each command is its own
+ * ctest entry (stepsim.alloc_fail_CASE), so that ctest -j spreads the about 7,700 runs over the cores. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,7 +264,29 @@ static void test_hook(void **state) {
     free(d);
 }
 
-/* Arguments: the one command to run (all without); with a second, K, the command alone failing its
+/* The case list equals the one ctest runs (STEPSIM_ALLOC_FAIL_CASES, space-separated, from
+ * tests/CMakeLists.txt, one ctest entry per case): a case added here and not there would never run. */
+static void test_cases_registered(void **state) {
+    (void)state;
+    char reg[512];
+    snprintf(reg, sizeof reg, " %s ", STEPSIM_ALLOC_FAIL_CASES);
+    size_t listed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char word[64];
+        snprintf(word, sizeof word, " %s ", cases[i].name);
+        if (!strstr(reg, word))
+            print_message("case %s is not registered in tests/CMakeLists.txt\n", cases[i].name);
+        listed += strstr(reg, word) != NULL;
+    }
+    size_t words = 0;
+    for (const char *p = reg; *p; p++)
+        words += p[0] != ' ' && (p[1] == ' ' || p[1] == '\0');
+    assert_int_equal(listed, sizeof cases / sizeof cases[0]);
+    assert_int_equal(words, listed);
+}
+
+/* Arguments: none, the hook and the case list; CASE, the hook and that command (one ctest entry per
+ * command, so that ctest -j spreads them); all, every command; CASE K, the command alone failing its
  * K-th allocation, its exit code, stdout and stderr printed (to see what a lie looks like). */
 int main(int argc, char **argv) {
     if (argc == 3) {
@@ -283,12 +306,20 @@ int main(int argc, char **argv) {
     if (!mkdtemp(dir))
         return 1;
     snprintf(journal_path, sizeof journal_path, "%s/journal.jsonl", dir);
-    struct CMUnitTest tests[1 + sizeof cases / sizeof cases[0]];
+    struct CMUnitTest tests[2 + sizeof cases / sizeof cases[0]];
     size_t n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hook);
+    if (argc < 2)
+        tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cases_registered);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (argc < 2 || strcmp(argv[1], cases[i].name) == 0)
+        if (argc == 2 && (strcmp(argv[1], "all") == 0 || strcmp(argv[1], cases[i].name) == 0))
             tests[n++] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
+    if (argc == 2 && n == 1) {
+        fprintf(stderr, "test_stepsim_alloc_fail: %s: no such case; allowed: all, %s\n", argv[1],
+                STEPSIM_ALLOC_FAIL_CASES);
+        rmdir(dir);
+        return 2;
+    }
     const int rc = _cmocka_run_group_tests("stepsim.alloc_fail", tests, n, NULL, NULL);
     unlink(journal_path);
     rmdir(dir);
