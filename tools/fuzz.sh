@@ -2,7 +2,8 @@
 # fuzz.sh - build the libFuzzer targets of tests/fuzz with clang and run each for a given time.
 #
 # Usage: tools/fuzz.sh [SECONDS] [TARGET...]
-#   SECONDS  time per target (default 60); each target runs alone, one after the other
+#   SECONDS  time per target (default 60); one target per core at a time (nproc), each alone
+#            on its core
 #   TARGET   scenario, topology, graphml, measured, grid, journal, chakra (default: all seven)
 # Environment:
 #   STEPSIM_FUZZ_BUILD   build directory (default build-fuzz/ in the repository)
@@ -78,11 +79,12 @@ dict=$build/fuzz.dict
 grep -rhoE '"[A-Za-z0-9_.:-]{1,40}"' tests/fixtures tests/fuzz/seeds --include='*.json' --include='*.graphml' |
     sort -u >"$dict"
 
-failed=0
-summary=()
-for t in "${targets[@]}"; do
-    corpus=$build/corpus/$t
-    artifacts=$build/artifacts/$t
+# fuzz_one TARGET: run one target for the time given; its summary line goes to $results/TARGET, its
+# exit status says whether it failed.
+fuzz_one() {
+    local t=$1
+    local corpus=$build/corpus/$t
+    local artifacts=$build/artifacts/$t
     mkdir -p "$corpus" "$artifacts"
     while read -r s; do
         cp "$s" "$corpus/seed-$(basename "$(dirname "$s")")-$(basename "$s")"
@@ -90,15 +92,15 @@ for t in "${targets[@]}"; do
     # A measured run's cost grows with its rows (each is predicted twice and calibrated), a GraphML
     # file's with its graph (routes from every GPU, the summary): inputs of up to about 15 rows, and
     # graphs of a few GPUs, keep them near the others' speed.
-    max_len=8192
+    local max_len=8192
     [[ $t != measured ]] || max_len=1536
     [[ $t != graphml ]] || max_len=4096
-    extra=()
+    local extra=()
     [[ $t == measured || $t == chakra ]] || extra+=(-dict="$dict")
     [[ $t != chakra ]] || extra+=(-dict=tests/fuzz/chakra.dict)
-    log=$build/fuzz-$t.log
+    local log=$build/fuzz-$t.log
     echo "fuzz.sh: $t for ${seconds}s (log $log)" >&2
-    rc=0
+    local rc=0 t0 t1 runs cov
     t0=$(date +%s)
     # shellcheck disable=SC2086 # STEPSIM_FUZZ_ARGS is a list of words on purpose
     ASAN_OPTIONS=detect_leaks=1 \
@@ -110,12 +112,37 @@ for t in "${targets[@]}"; do
     runs=$(awk '/^stat::number_of_executed_units:/ { print $2 }' "$log" | tail -1)
     cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 || true)
     if ((rc != 0)) || grep -qE '^(==[0-9]+==ERROR|SUMMARY: )|runtime error:' "$log"; then
-        failed=1
-        summary+=("$(printf 'FAIL  %-9s exit %d after %ss; see %s and %s' "$t" "$rc" $((t1 - t0)) "$log" "$artifacts")")
+        printf 'FAIL  %-9s exit %d after %ss; see %s and %s\n' "$t" "$rc" $((t1 - t0)) "$log" "$artifacts" \
+            >"$results/$t"
         grep -E 'ERROR|runtime error|SUMMARY|contract broken|Test unit written' "$log" | head -5 >&2 || true
-    else
-        summary+=("$(printf 'ok    %-9s %10s runs  %-22s %5ss' "$t" "${runs:-?}" "${cov:-}" $((t1 - t0)))")
+        return 1
     fi
+    printf 'ok    %-9s %10s runs  %-22s %5ss\n' "$t" "${runs:-?}" "${cov:-}" $((t1 - t0)) >"$results/$t"
+}
+
+# One target per core at a time (libFuzzer runs one process on one core): each still gets its full
+# time, and the whole run takes about ceil(targets / cores) x SECONDS.
+results=$TMPDIR/results
+mkdir -p "$results"
+slots=$(nproc 2>/dev/null || echo 2)
+failed=0
+running=0
+for t in "${targets[@]}"; do
+    if ((running >= slots)); then
+        wait -n || failed=1
+        running=$((running - 1))
+    fi
+    fuzz_one "$t" &
+    running=$((running + 1))
+done
+while ((running > 0)); do
+    wait -n || failed=1
+    running=$((running - 1))
+done
+summary=()
+for t in "${targets[@]}"; do
+    summary+=("$(cat "$results/$t" 2>/dev/null || printf 'FAIL  %-9s no result' "$t")")
+    [[ -s $results/$t ]] || failed=1
 done
 printf '%s\n' "${summary[@]}" >&2
 exit "$failed"
