@@ -18,6 +18,9 @@
  * takes little compute time and the pass's HBM roofline (layers.c) decides its time: bytes moved
  * over the bandwidth. */
 
+#include <math.h>
+
+#include "checked.h"
 #include "model_internal.h"
 
 #define TFLOP 1e-12
@@ -32,13 +35,22 @@ static const int64_t TILE_SHAPES[][2] = {{128, 256}, {256, 128}, {128, 128}};
 /* Split-K keeps at least one 64-deep k block per slice (CUTLASS's and cuBLAS's k tile). */
 #define SPLIT_K_MIN_DEPTH 64
 
+/* a / b rounded up, for a >= 0 and b > 0 (no a + b - 1 that could overflow) */
 static int64_t ceil_div(int64_t a, int64_t b) {
-    return (a + b - 1) / b;
+    return a / b + (a % b != 0);
+}
+
+/* A count held in a double as int64_t, INT64_MAX past it. */
+static int64_t count_i64(double x) {
+    int64_t v;
+    return checked_double_to_i64(x, &v) ? INT64_MAX : v;
 }
 
 /* A tile side on a dimension smaller than the tile: the kernel with the smallest tile that covers
  * it, in steps of the MMA granule. */
 static int64_t tile_side(int64_t tile, int64_t dim) {
+    if (dim >= tile)
+        return tile;
     const int64_t covered = ceil_div(dim, MMA_GRANULE) * MMA_GRANULE;
     return covered < tile ? covered : tile;
 }
@@ -55,20 +67,22 @@ double model_gemm_time_s(int64_t sm_count, double tflop_per_s, model_gemm_t *g) 
     const double sm_rate = tflop_per_s / (double)sm_count;
     for (size_t i = 0; i < N_TILE_SHAPES; i++) {
         const int64_t tm = tile_side(TILE_SHAPES[i][0], g->m), tn = tile_side(TILE_SHAPES[i][1], g->n);
-        const int64_t tiles = g->batch * ceil_div(g->m, tm) * ceil_div(g->n, tn);
+        /* the counts in doubles: sizes from input can make them overflow int64_t (then the counts
+         * kept for display saturate, checked.h, and the time stays what the doubles say) */
+        const double tiles = (double)g->batch * (double)ceil_div(g->m, tm) * (double)ceil_div(g->n, tn);
         /* split-K: fewer tiles than SMs share the idle SMs by slicing k */
-        int64_t split = tiles < sm_count ? sm_count / tiles : 1;
+        int64_t split = tiles < (double)sm_count ? sm_count / (int64_t)tiles : 1;
         const int64_t max_split = ceil_div(g->k, SPLIT_K_MIN_DEPTH);
         split = split < max_split ? split : max_split;
-        const int64_t waves = ceil_div(tiles * split, sm_count);
+        const double waves = ceil(tiles * (double)split / (double)sm_count);
         const int64_t depth = ceil_div(g->k, split);
-        const double t = (double)waves * 2.0 * (double)tm * (double)tn * (double)depth * TFLOP / sm_rate;
+        const double t = waves * 2.0 * (double)tm * (double)tn * (double)depth * TFLOP / sm_rate;
         if (g->tile_m == 0 || t < g->time_s) {
             g->tile_m = tm;
             g->tile_n = tn;
-            g->tiles = tiles;
+            g->tiles = count_i64(tiles);
             g->split_k = split;
-            g->waves = waves;
+            g->waves = count_i64(waves);
             g->time_s = t;
         }
     }
