@@ -1680,6 +1680,41 @@ static int wl_coll_of(sim_coll_op_t op, int32_t root, step_wl_coll_t *out) {
     }
 }
 
+/* The first index in [0, n] whose key (increasing in the index) is >= want, searched outward from
+ * index near (galloping: steps of 1, 2, 4, ..., then a binary search inside the last step), so that a
+ * key a few places away costs a few comparisons: an operation's successors and dependencies lie
+ * mostly beside it in its GPU's operation order. */
+typedef uint64_t (*ex_key_fn)(const void *base, int64_t i);
+
+static int64_t ex_lower_bound(const void *base, int64_t n, int64_t near, uint64_t want, ex_key_fn key) {
+    int64_t lo = 0, hi = n, step = 1;
+    if (near >= 0 && near < n && key(base, near) < want) { /* the answer is after near */
+        for (lo = near + 1; lo + step - 1 < n && key(base, lo + step - 1) < want; step *= 2)
+            lo += step;
+        hi = lo + step - 1 < n ? lo + step - 1 : n;
+    } else if (near >= 0 && near < n) { /* at or before near */
+        for (hi = near; hi - step >= 0 && key(base, hi - step) >= want; step *= 2)
+            hi -= step;
+        lo = hi - step + 1 > 0 ? hi - step + 1 : 0;
+    }
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (key(base, mid) < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t ex_node_id(const void *base, int64_t i) {
+    return ((const step_wl_node_t *)base)[i].id;
+}
+
+static uint64_t ex_op_id(const void *base, int64_t i) {
+    return (uint64_t)((const int32_t *)base)[i];
+}
+
 /* The nodes of rank r, the only rank of w with nodes (ids: operation ids, increasing; dependencies
  * on nodes of the rank, as step_workload_export_rank makes them), put in a topological order of
  * their dependencies (Kahn's, the smallest id first: the operations' order wherever that is one),
@@ -1704,14 +1739,7 @@ static int ex_topo_order(step_workload_t *w, int32_t r, char *err, size_t err_si
         for (int64_t i = 0; i < m && !rc; i++)
             for (int32_t d = 0; d < tmp[i].n_deps && !rc; d++) {
                 const uint64_t id = w->deps[tmp[i].deps_offset + d];
-                int64_t lo = 0, hi = m; /* the dependency's index: ids increase */
-                while (lo < hi) {
-                    const int64_t mid = lo + (hi - lo) / 2;
-                    if (tmp[mid].id < id)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
+                const int64_t lo = ex_lower_bound(tmp, m, i, id, ex_node_id); /* ids increase */
                 if (lo == m || tmp[lo].id != id)
                     rc = ex_fail(err, err_size, SIM_EINVAL,
                                  "export: GPU %d: operation %llu: dependency %llu not found", r,
@@ -1904,14 +1932,7 @@ int step_workload_export_rank(step_wl_export_t *x, int32_t r, step_workload_t *o
                 break;
             }
             for (int32_t j = 0; j < k; j++) {
-                int64_t lo = 0, hi = m;
-                while (lo < hi) {
-                    const int64_t mid = lo + (hi - lo) / 2;
-                    if (ops[mid] < x->sbuf[j])
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
+                const int64_t lo = ex_lower_bound(ops, m, i, (uint64_t)x->sbuf[j], ex_op_id);
                 if (lo == m || ops[lo] != x->sbuf[j]) {
                     rc = ex_fail(err, err_size, SIM_EINVAL,
                                  "export: operation %d on GPU %d depends on operation %d of GPU %d (a Chakra "
