@@ -141,6 +141,8 @@ static int check_model(const model_transformer_t *m, model_issue_t *is) {
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
         if (pos[i].v < 1)
             return fail_int(is, pos[i].field, pos[i].v, "must be a positive integer", 0);
+    if (m->layers > MODEL_MAX_LAYERS)
+        return fail_int(is, "model.layers", m->layers, "must be at most %lld", MODEL_MAX_LAYERS);
     if (m->hidden % m->heads != 0)
         return fail_int(is, "model.heads", m->heads, "must divide hidden (%lld)", m->hidden);
     return check_arch(m, is);

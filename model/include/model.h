@@ -429,12 +429,17 @@ typedef struct model_issue {
     char allowed[160];
 } model_issue_t;
 
+/* The most transformer blocks a model may have. The model walks the layers (the distributed
+ * optimizer's buckets, a pipeline stage's blocks), so the count bounds its time; real models have a
+ * few hundred. */
+#define MODEL_MAX_LAYERS INT64_C(100000)
+
 /* Check a job against every rule the model needs, in this order: the system (positive rates and
- * sizes, efficiencies in (0, 1], latencies >= 0), the model (positive sizes, heads dividing
- * hidden), the degrees (positive; tp = tp1 x tp2; tp1 dividing heads and hidden; 2d: tp2 dividing
- * hidden; pp dividing layers), dp*tp*pp == gpus (MODEL_EINVAL with field "parallel": the caller
- * may treat it as "no result" rather than bad input), dp dividing the global batch, mbs dividing
- * global_batch/dp, then the nv counts (each divides its group; their product is at most
+ * sizes, efficiencies in (0, 1], latencies >= 0), the model (positive sizes, at most
+ * MODEL_MAX_LAYERS layers, heads dividing hidden), the degrees (positive; tp = tp1 x tp2; tp1 dividing heads
+ * and hidden; 2d: tp2 dividing hidden; pp dividing layers), dp*tp*pp == gpus (MODEL_EINVAL with field
+ * "parallel": the caller may treat it as "no result" rather than bad input), dp dividing the global batch,
+ * mbs dividing global_batch/dp, then the nv counts (each divides its group; their product is at most
  * nvlink_size), then, in the corrected model only, the training fields (fields "training.*":
  * known enum values; sequence parallelism off only with 1d; embedding only with vocab > 0;
  * interleave >= 0, dividing layers/pp, and with
@@ -506,9 +511,10 @@ double model_collective_time_s(const model_system_t *sys, model_compat_t compat,
 typedef struct model_gemm {
     int64_t m, n, k, batch;
     int64_t tile_m, tile_n; /* the output tile chosen */
-    int64_t tiles;          /* batch x ceil(m / tile_m) x ceil(n / tile_n) */
+    int64_t tiles;          /* batch x ceil(m / tile_m) x ceil(n / tile_n); INT64_MAX past it */
     int64_t split_k;        /* slices of k per tile (1 unless tiles < sm_count) */
-    int64_t waves;          /* ceil(tiles x split_k / sm_count) */
+    int64_t waves;          /* ceil(tiles x split_k / sm_count); INT64_MAX past it (the time is
+                             * taken from the exact counts, in doubles) */
     double time_s;          /* waves x one tile's time (no launch overhead, no HBM roofline) */
 } model_gemm_t;
 

@@ -94,11 +94,26 @@ static void test_layer_counts_past_int64(void **state) {
     free(blk);
 }
 
+/* A GEMM of 2^45 x 2^45 outputs: 2^75 tiles of 128 x 256, past int64_t (a 2e12-token sequence made
+ * one in a fuzzed measured run, and the tile count overflowed). The counts are doubles now: the time
+ * is the closed form 2 m n k / rate to the waves' rounding, and the kept counts saturate. */
+static void test_gemm_counts_past_int64(void **state) {
+    (void)state;
+    model_gemm_t g = {.m = INT64_C(1) << 45, .n = INT64_C(1) << 45, .k = 4096, .batch = 1};
+    const double rate_tflop_per_s = 500.0, t = model_gemm_time_s(132, rate_tflop_per_s, &g);
+    const double closed_s = 2.0 * ldexp(1.0, 90) * 4096.0 * 1e-12 / rate_tflop_per_s;
+    assert_true(isfinite(t) && t > 0.0);
+    assert_true(fabs(t - closed_s) <= 1e-9 * closed_s);
+    assert_true(g.tiles == INT64_MAX);
+    assert_true(g.waves > 0 && g.split_k == 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mul_add),
         cmocka_unit_test(test_double_to_i64),
         cmocka_unit_test(test_layer_counts_past_int64),
+        cmocka_unit_test(test_gemm_counts_past_int64),
     };
     return cmocka_run_group_tests_name("checked.arith", tests, NULL, NULL);
 }

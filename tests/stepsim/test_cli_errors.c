@@ -57,6 +57,11 @@ static const error_case_t CASES[] = {
     {"zero_degree", {"estimate", "@err_zero.json"}, 2, {"parallel.pp: 0", "zero", "positive integer"}},
     {"negative_gpus", {"estimate", "@err_negative.json"}, 2, {"err_negative.json: gpus: -8", "negative"}},
     {"efficiency_range", {"estimate", "@err_system_eff.json"}, 2, {"system.nvlink_eff: 1.5", "<= 1"}},
+    /* the model walks its layers: their count is bounded (MODEL_MAX_LAYERS) */
+    {"layers_too_many",
+     {"estimate", "--model", "{\"base\": \"gpt3\", \"layers\": 100001}", "--pp", "1"},
+     2,
+     {"model.layers: 100001", "must be at most 100000"}},
     /* the SM count of the GEMM time by shape */
     {"sm_count_negative",
      {"estimate", "--system", "{\"base\": \"DGX-A100\", \"sm_count\": -1}"},

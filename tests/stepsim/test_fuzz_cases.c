@@ -123,11 +123,21 @@ static void test_measured_huge_seq_len(void **state) {
     cli_run_free(&r);
 }
 
+/* A row of 88,888,888,848 layers: the distributed optimizer's bucket walk ran for minutes (a
+ * libFuzzer timeout in the measured target). The model now refuses more than MODEL_MAX_LAYERS. */
+static void test_measured_too_many_layers(void **state) {
+    (void)state;
+    cli_run_t r = cli_run("validate", "--measured", FUZZ_DIR "/measured/layers_88e9.csv", NULL);
+    expect_one_line(&r, 2, "row 2 (huge-seq-h100): column layers: \"88888888848\" must be at most 100000");
+    assert_string_equal(r.out, "");
+    cli_run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_torn_line_only), cmocka_unit_test(test_grid_option_out_of_range),
         cmocka_unit_test(test_chakra_newline_in_name), cmocka_unit_test(test_chakra_meta_only),
-        cmocka_unit_test(test_measured_huge_seq_len),
+        cmocka_unit_test(test_measured_huge_seq_len),  cmocka_unit_test(test_measured_too_many_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
