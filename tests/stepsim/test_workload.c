@@ -4,7 +4,8 @@
  * gives; a step exported and imported again gives the same step time and the same Chrome trace
  * timeline (every slice, arrow and link counter; the arguments a trace does not carry and the
  * memory counters aside); --compute model prices compute nodes by the roofline; bad input is one
- * line and exit 2. */
+ * line and exit 2; a write that fails (a file size limit) while the next rank is being made is
+ * reported as one line, exit 1, and leaves no file. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
@@ -247,10 +253,56 @@ static void test_errors(void **state) {
     rmdir(dir);
 }
 
+/* The export writes rank r on a thread while it makes rank r + 1: a write that fails there (here a
+ * 16 KiB file size limit, each rank's file being about 200 KiB) is the error reported, exit 1 in one
+ * line naming the file, and nothing is left in the directory (the temporary files removed). Run in a
+ * forked child, which alone carries the limit. */
+static void test_export_write_fails(void **state) {
+    (void)state;
+    char dir[] = "/tmp/stepsim_wlf_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char et[300];
+    snprintf(et, sizeof et, "%s/et", dir);
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        const struct rlimit lim = {16384, 16384};
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            _exit(3);
+        cli_run_t r = cli_run("run", "--gpus", "16", "--tp", "4", "--pp", "2", "--dp", "2", "--gbs", "4",
+                              "--collapse", "off", "--export-et", et, "--quiet", NULL);
+        const int ok = r.rc == 1 && cli_run_lines(r.err) == 1 && strstr(r.err, "--export-et ") &&
+                       strstr(r.err, "stepsim.0.et") && strstr(r.err, "File too large");
+        if (!ok)
+            fprintf(stderr, "exit %d, stderr: %s\n", r.rc, r.err);
+        cli_run_free(&r);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    DIR *d = opendir(et);
+    int left = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        left += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    assert_int_equal(left, 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_astra_allreduce),
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_export_write_fails),
         cmocka_unit_test(test_compute_model),
         cmocka_unit_test(test_errors),
     };

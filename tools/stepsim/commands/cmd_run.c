@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,66 @@ static int keep_block_view(void *ctx, const step_t *step) {
     return CLI_OK;
 }
 
+/* --export-et in two stages side by side: this thread makes rank r + 1's nodes (the step's export)
+ * while a writer thread encodes and writes rank r (the Chakra writer, which runs on whichever one
+ * thread calls it). One rank waits in the hand-over slot, so at most three ranks' nodes are held.
+ * The files are the same bytes as from one thread: the ranks are written in order, by one writer. */
+typedef struct et_pipe {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    trace_chakra_writer_t *wr;
+    step_workload_t part; /* the slot: the next rank to write */
+    int32_t rank;         /* its rank, -1 when the slot is empty */
+    int done;             /* no rank will be handed over any more */
+    int trc;              /* the writer's first failure (TRACE_OK: none), its message in err */
+    char err[300];
+} et_pipe_t;
+
+static void *et_write_ranks(void *arg) {
+    et_pipe_t *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->rank < 0 && !p->done)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->rank < 0)
+            break;
+        step_workload_t part = p->part;
+        const int32_t r = p->rank;
+        const int ok = p->trc == TRACE_OK;
+        p->rank = -1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        char err[sizeof p->err];
+        const int trc = ok ? trace_chakra_writer_rank(p->wr, &part, r, err, sizeof err) : TRACE_OK;
+        step_workload_free(&part);
+        pthread_mutex_lock(&p->mu);
+        if (trc != TRACE_OK) {
+            p->trc = trc;
+            memcpy(p->err, err, sizeof err);
+            pthread_cond_broadcast(&p->cv);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Hand rank r's nodes to the writer (ownership passes); 0, or the writer's failure (part freed). */
+static int et_hand_over(et_pipe_t *p, step_workload_t *part, int32_t r) {
+    pthread_mutex_lock(&p->mu);
+    while (p->rank >= 0 && p->trc == TRACE_OK)
+        pthread_cond_wait(&p->cv, &p->mu);
+    const int trc = p->trc;
+    if (trc == TRACE_OK) {
+        p->part = *part;
+        p->rank = r;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (trc != TRACE_OK)
+        step_workload_free(part);
+    return trc;
+}
+
 /* --export-et: the step as it ran (start times included) as Chakra traces, one file per rank, each
  * rank's nodes made and written in turn (the whole workload is never held). */
 static int export_et(run_hook_t *h, const step_t *step) {
@@ -447,30 +508,59 @@ static int export_et(run_hook_t *h, const step_t *step) {
     if (rc)
         return cli_fail(h->d, CLI_ERUNTIME, "--export-et %s: out of memory", h->o->export_et);
     const int32_t nr = step_workload_export_ranks(x);
-    trace_chakra_writer_t *wr = NULL;
-    int trc = trace_chakra_writer_open(h->o->export_et, "stepsim", nr, 1, &wr, err, sizeof err);
+    et_pipe_t p = {.rank = -1, .trc = TRACE_OK};
+    int trc = trace_chakra_writer_open(h->o->export_et, "stepsim", nr, 1, &p.wr, err, sizeof err);
+    pthread_t writer;
+    int threaded = 0;
+    if (trc == TRACE_OK) {
+        pthread_mutex_init(&p.mu, NULL);
+        pthread_cond_init(&p.cv, NULL);
+        threaded = pthread_create(&writer, NULL, et_write_ranks, &p) == 0;
+        if (!threaded) {
+            pthread_mutex_destroy(&p.mu);
+            pthread_cond_destroy(&p.cv);
+        }
+    }
     int64_t nodes = 0;
     for (int32_t r = 0; r < nr && !rc && trc == TRACE_OK; r++) {
         step_workload_t part;
         if ((rc = step_workload_export_rank(x, r, &part, err, sizeof err)))
             break;
         nodes += part.rank_nodes_offset[r + 1] - part.rank_nodes_offset[r];
-        trc = trace_chakra_writer_rank(wr, &part, r, err, sizeof err);
-        step_workload_free(&part);
+        if (threaded) {
+            trc = et_hand_over(&p, &part, r);
+        } else { /* no thread to be had: write it here */
+            trc = trace_chakra_writer_rank(p.wr, &part, r, p.err, sizeof p.err);
+            step_workload_free(&part);
+        }
     }
     step_workload_export_end(x);
-    if (rc || trc != TRACE_OK) {
-        trace_chakra_writer_abort(wr);
-    } else {
-        trc = trace_chakra_writer_close(wr, err, sizeof err);
+    if (threaded) {
+        pthread_mutex_lock(&p.mu);
+        p.done = 1;
+        pthread_cond_broadcast(&p.cv);
+        pthread_mutex_unlock(&p.mu);
+        pthread_join(writer, NULL);
+        pthread_mutex_destroy(&p.mu);
+        pthread_cond_destroy(&p.cv);
+        trc = trc == TRACE_OK ? p.trc : trc;
     }
+    /* A failed write is of an earlier rank than any rank the maker failed on (the writer is behind
+     * it), so it is the one reported, as one thread would have stopped there. */
+    if (trc != TRACE_OK && p.wr) /* the writer's message (the open's is in err already) */
+        memcpy(err, p.err, sizeof err);
+    if (rc || trc != TRACE_OK) {
+        trace_chakra_writer_abort(p.wr);
+    } else {
+        trc = trace_chakra_writer_close(p.wr, err, sizeof err);
+    }
+    if (trc != TRACE_OK)
+        return cli_fail(h->d, trc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--export-et %s: %s",
+                        h->o->export_et, trc == TRACE_ENOMEM ? "out of memory" : err);
     if (rc == SIM_EINVAL)
         return cli_fail(h->d, CLI_EUSAGE, "--export-et %s: %s", h->o->export_et, err);
     if (rc)
         return cli_fail(h->d, CLI_ERUNTIME, "--export-et %s: out of memory", h->o->export_et);
-    if (trc != TRACE_OK)
-        return cli_fail(h->d, trc == TRACE_EINVAL ? CLI_EUSAGE : CLI_ERUNTIME, "--export-et %s: %s",
-                        h->o->export_et, trc == TRACE_ENOMEM ? "out of memory" : err);
     h->r->exported = 1;
     h->r->exported_ranks = nr;
     h->r->exported_nodes = nodes;
