@@ -10,7 +10,7 @@
  * never a signal, never exit 0 with a different output, never another exit code. "wall_time_s"
  * (host seconds) is masked as in stepsim.golden. Allocations inside igraph and the C library are
  * not counted and not failed (alloc.h). The counts per command are printed. Each command is its own
- * ctest entry (stepsim.alloc_fail_CASE), so that ctest -j spreads the about 7,700 runs over the cores. */
+ * ctest entry (stepsim.alloc_fail_CASE), so that ctest -j spreads the about 9,700 runs over the cores. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,9 @@
 
 typedef struct fail_case {
     const char *name;
-    const char *args; /* split at spaces; "@OUT@" is the output file (journal, trace) */
+    const char *args; /* split at spaces; "@OUT@" is the output file (journal, trace) or directory
+                       * (Chakra files: compared as a listing of names and hashes, temporary files
+                       * included, so a failed run may leave only whole files of the normal run's) */
 } fail_case_t;
 
 static const fail_case_t cases[] = {
@@ -48,6 +51,8 @@ static const fail_case_t cases[] = {
     {"run_trace", "run " FIX "scenarios/alloc_trace.json --trace @OUT@ --json"},
     {"validate", "validate --measured " FIX "measured/three_rows.csv --json"},
     {"sweep", "sweep " FIX "sweep/alloc_fail.json --out @OUT@ --json"},
+    /* @OUT@ a directory: the Chakra files, written on a thread while the next rank is made */
+    {"run_export", "run " SMALL " --collapse off --export-et @OUT@ --json"},
 };
 
 typedef struct child {
@@ -71,12 +76,59 @@ static char *slurp(FILE *f) {
     return buf;
 }
 
+/* A directory's files, one line each in name order: the name and an FNV-1a hash of its bytes (NULL
+ * if path is no directory). */
+static char *slurp_dir(const char *path) {
+    struct dirent **e = NULL;
+    const int n = scandir(path, &e, NULL, alphasort);
+    if (n < 0)
+        return NULL;
+    char *out = calloc((size_t)n + 1, 300);
+    if (!out)
+        abort();
+    for (int i = 0; i < n; i++) {
+        char file[600];
+        snprintf(file, sizeof file, "%s/%s", path, e[i]->d_name);
+        FILE *f = e[i]->d_name[0] != '.' || strlen(e[i]->d_name) > 2 ? fopen(file, "rb") : NULL;
+        if (f) {
+            uint64_t h = 14695981039346656037ULL;
+            for (int ch; (ch = fgetc(f)) != EOF;)
+                h = (h ^ (uint64_t)ch) * 1099511628211ULL;
+            fclose(f);
+            snprintf(out + strlen(out), 300, "%.200s %016llx\n", e[i]->d_name, (unsigned long long)h);
+        }
+        free(e[i]);
+    }
+    free(e);
+    return out;
+}
+
 static char *slurp_path(const char *path) {
+    char *listing = slurp_dir(path);
+    if (listing)
+        return listing;
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
     fseek(f, 0, SEEK_END);
     return slurp(f);
+}
+
+/* Remove the output of a run: a file, or a directory and the files in it. */
+static void remove_out(const char *path) {
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char file[600];
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            unlink(file);
+    }
+    if (d) {
+        closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
 }
 
 /* Replace the value after every "KEY": (up to the next ',', '}' or newline) by "@". */
@@ -102,7 +154,7 @@ static char *mask_key(char *s, const char *key) {
 /* Run the case in a forked child whose k-th allocation fails (k = 0: none). */
 static child_t run_child(const fail_case_t *c, uint64_t k) {
     child_t r = {0};
-    unlink(journal_path);
+    remove_out(journal_path);
     FILE *out = tmpfile(), *err = tmpfile();
     int pfd[2];
     if (!out || !err || pipe(pfd) != 0)
@@ -296,7 +348,7 @@ int main(int argc, char **argv) {
                 child_t r = run_child(&cases[i], strtoull(argv[2], NULL, 10));
                 printf("exit %d signal %d\n--- stdout\n%s--- stderr\n%s--- journal\n%s", r.code, r.sig, r.out,
                        r.err, r.journal ? r.journal : "");
-                unlink(journal_path);
+                remove_out(journal_path);
                 child_free(&r);
                 return 0;
             }
@@ -321,7 +373,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const int rc = _cmocka_run_group_tests("stepsim.alloc_fail", tests, n, NULL, NULL);
-    unlink(journal_path);
+    remove_out(journal_path);
     rmdir(dir);
     return rc;
 }

@@ -511,14 +511,16 @@ static int export_et(run_hook_t *h, const step_t *step) {
     et_pipe_t p = {.rank = -1, .trc = TRACE_OK};
     int trc = trace_chakra_writer_open(h->o->export_et, "stepsim", nr, 1, &p.wr, err, sizeof err);
     pthread_t writer;
-    int threaded = 0;
     if (trc == TRACE_OK) {
         pthread_mutex_init(&p.mu, NULL);
         pthread_cond_init(&p.cv, NULL);
-        threaded = pthread_create(&writer, NULL, et_write_ranks, &p) == 0;
-        if (!threaded) {
+        if (pthread_create(&writer, NULL, et_write_ranks, &p) != 0) {
+            trace_chakra_writer_abort(p.wr);
+            step_workload_export_end(x);
             pthread_mutex_destroy(&p.mu);
             pthread_cond_destroy(&p.cv);
+            return cli_fail(h->d, CLI_ERUNTIME, "--export-et %s: cannot start the writer thread",
+                            h->o->export_et);
         }
     }
     int64_t nodes = 0;
@@ -527,15 +529,10 @@ static int export_et(run_hook_t *h, const step_t *step) {
         if ((rc = step_workload_export_rank(x, r, &part, err, sizeof err)))
             break;
         nodes += part.rank_nodes_offset[r + 1] - part.rank_nodes_offset[r];
-        if (threaded) {
-            trc = et_hand_over(&p, &part, r);
-        } else { /* no thread to be had: write it here */
-            trc = trace_chakra_writer_rank(p.wr, &part, r, p.err, sizeof p.err);
-            step_workload_free(&part);
-        }
+        trc = et_hand_over(&p, &part, r);
     }
     step_workload_export_end(x);
-    if (threaded) {
+    if (p.wr) { /* the writer thread runs */
         pthread_mutex_lock(&p.mu);
         p.done = 1;
         pthread_cond_broadcast(&p.cv);
